@@ -1,0 +1,1 @@
+//! aps5-shader
