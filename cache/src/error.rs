@@ -1,0 +1,133 @@
+//! Errors of the content cache. Each message names the file or folder and says what to do.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use rusqlite::ErrorCode;
+
+/// Everything that can go wrong in the content cache.
+///
+/// A damaged blob is never an error (it is a [`crate::Lookup::Corrupt`] and the caller
+/// recomputes); errors are for a cache that cannot be used at all.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// The cache folder (or one of its subfolders) could not be created.
+    #[error(
+        "cannot create cache directory {}: {source}; set APS5_CACHE_DIR to a writable directory",
+        dir.display()
+    )]
+    CreateDir {
+        /// The folder.
+        dir: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The cache folder exists but files cannot be created in it.
+    #[error(
+        "cache directory {} is not writable ({source}): fix its permissions or set APS5_CACHE_DIR to a writable directory",
+        dir.display()
+    )]
+    NotWritable {
+        /// The folder.
+        dir: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The SQLite index is damaged or is not a SQLite database.
+    #[error(
+        "cache index {} is corrupt ({source}): the cache holds only derived data, so delete the cache directory {} and rebuild",
+        path.display(),
+        path.parent().unwrap_or(Path::new(".")).display()
+    )]
+    IndexCorrupt {
+        /// The index file.
+        path: PathBuf,
+        /// SQLite's report.
+        source: rusqlite::Error,
+    },
+    /// The index could not be opened or written for lack of permission or space.
+    #[error(
+        "cannot write cache index {} ({source}): check permissions and free space, or set APS5_CACHE_DIR to a writable directory",
+        path.display()
+    )]
+    IndexNotWritable {
+        /// The index file.
+        path: PathBuf,
+        /// SQLite's report.
+        source: rusqlite::Error,
+    },
+    /// Another process held the index locked for longer than the busy timeout.
+    #[error(
+        "cache index {} stayed locked by another process for over {} s ({source}): wait for the other aps5 process to finish, or use another APS5_CACHE_DIR",
+        path.display(),
+        crate::store::BUSY_TIMEOUT.as_secs()
+    )]
+    IndexBusy {
+        /// The index file.
+        path: PathBuf,
+        /// SQLite's report.
+        source: rusqlite::Error,
+    },
+    /// The index was written by a newer aps5 with a schema this one does not know.
+    #[error(
+        "cache index {} has schema version {found}, newer than the {supported} this aps5 understands: upgrade aps5, or set APS5_CACHE_DIR to another directory",
+        path.display()
+    )]
+    SchemaTooNew {
+        /// The index file.
+        path: PathBuf,
+        /// Its `user_version`.
+        found: i64,
+        /// The newest this build reads.
+        supported: i64,
+    },
+    /// Any other SQLite failure.
+    #[error("cache index {}: {source}", path.display())]
+    Index {
+        /// The index file.
+        path: PathBuf,
+        /// SQLite's report.
+        source: rusqlite::Error,
+    },
+    /// A file operation on a blob, temp file or folder failed.
+    #[error("cache: cannot {action} {}: {source}", path.display())]
+    Io {
+        /// What was being done ("write blob", "read blob", "list", ...).
+        action: &'static str,
+        /// The file or folder.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+impl CacheError {
+    /// Classifies a SQLite error on the index at `path`.
+    pub(crate) fn sqlite(path: &Path, source: rusqlite::Error) -> Self {
+        let path = path.to_path_buf();
+        match source.sqlite_error_code() {
+            Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => {
+                CacheError::IndexCorrupt { path, source }
+            }
+            Some(
+                ErrorCode::ReadOnly
+                | ErrorCode::CannotOpen
+                | ErrorCode::PermissionDenied
+                | ErrorCode::DiskFull
+                | ErrorCode::AuthorizationForStatementDenied,
+            ) => CacheError::IndexNotWritable { path, source },
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
+                CacheError::IndexBusy { path, source }
+            }
+            _ => CacheError::Index { path, source },
+        }
+    }
+
+    pub(crate) fn io(action: &'static str, path: &Path, source: io::Error) -> Self {
+        CacheError::Io {
+            action,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! Durable file writes (temp + fsync + rename + directory fsync) and temp-file sweeping.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+/// A temp file younger than this is never removed by a sweep, even if unlocked: it covers
+/// the instant between a writer creating its temp file and locking it.
+pub(crate) const TEMP_GRACE: Duration = Duration::from_secs(1);
+
+/// Suffix of every temp file, so a sweep never touches anything else.
+pub(crate) const TEMP_SUFFIX: &str = ".tmp";
+
+static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// fsyncs a directory so that a rename (or create/unlink) inside it is durable.
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+fn flock(file: &File, op: libc::c_int) -> io::Result<()> {
+    loop {
+        // SAFETY: flock on a file descriptor we own; no memory is passed.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), op) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+/// Creates a new, exclusively locked temp file in `tmp_dir`. The lock tells sweepers in
+/// other processes that its writer is alive; the kernel drops it when the writer dies.
+pub(crate) fn create_temp(tmp_dir: &Path) -> io::Result<(PathBuf, File)> {
+    loop {
+        let seq = TEMP_SEQ.fetch_add(1, Ordering::Relaxed);
+        let nanos = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let path = tmp_dir.join(format!(
+            "{}-{}-{:08x}{}",
+            std::process::id(),
+            seq,
+            nanos,
+            TEMP_SUFFIX
+        ));
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(&path)
+        {
+            Ok(file) => {
+                if let Err(e) = flock(&file, libc::LOCK_EX) {
+                    let _ = fs::remove_file(&path);
+                    return Err(e);
+                }
+                return Ok((path, file));
+            }
+            // A leftover from a dead process that had our pid: pick another name.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Writes `bytes` to `dest` so that after a crash at any point `dest` is either absent or
+/// complete: temp file in `tmp_dir` (same filesystem), fsync, rename, fsync of `dest`'s folder.
+/// Creates `dest`'s folder if needed (and fsyncs its parent then).
+pub(crate) fn write_durable(tmp_dir: &Path, dest: &Path, bytes: &[u8]) -> io::Result<()> {
+    let (tmp, mut file) = create_temp(tmp_dir)?;
+    let result = (|| {
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        let parent = dest.parent().unwrap_or(Path::new("."));
+        match fs::rename(&tmp, dest) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !parent.exists() => {
+                match fs::create_dir(parent) {
+                    Ok(()) => {
+                        if let Some(grand) = parent.parent() {
+                            sync_dir(grand)?;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(e),
+                }
+                fs::rename(&tmp, dest)?;
+            }
+            Err(e) => return Err(e),
+        }
+        sync_dir(parent)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// What a sweep of the temp folder found.
+#[derive(Default)]
+pub(crate) struct Sweep {
+    /// Leftovers of dead writers, removed.
+    pub removed: Vec<PathBuf>,
+    /// Temp files held by live writers (or just created), left alone.
+    pub in_use: u64,
+}
+
+/// Removes temp files whose writer is gone (not locked, older than [`TEMP_GRACE`]).
+pub(crate) fn sweep_temps(tmp_dir: &Path) -> io::Result<Sweep> {
+    let mut sweep = Sweep::default();
+    let entries = match fs::read_dir(tmp_dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(sweep),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let path = entry.path();
+        let is_temp = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.ends_with(TEMP_SUFFIX));
+        if !is_temp || !entry.file_type()?.is_file() {
+            continue;
+        }
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            // Renamed into place or swept by someone else meanwhile.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        if flock(&file, libc::LOCK_EX | libc::LOCK_NB).is_err() {
+            sweep.in_use += 1;
+            continue;
+        }
+        let young = file
+            .metadata()?
+            .modified()
+            .ok()
+            .and_then(|m| m.elapsed().ok())
+            .is_none_or(|age| age < TEMP_GRACE);
+        if young {
+            sweep.in_use += 1;
+            continue;
+        }
+        match fs::remove_file(&path) {
+            Ok(()) => sweep.removed.push(path),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(sweep)
+}

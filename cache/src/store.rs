@@ -1,0 +1,982 @@
+//! The cache itself: blob files, the SQLite index, memo entries, file hashes, verify and gc.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::{self, File};
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
+
+use crate::error::CacheError;
+use crate::fsutil::{self, sweep_temps, write_durable};
+use crate::hash::{ContentHash, FileStamp, MemoKey, hash_reader};
+use crate::report::{CorruptBlob, GcReport, Stats, VerifyReport};
+
+/// How long a writer waits for another process's write transaction before giving up.
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+/// The index schema this build writes (`PRAGMA user_version`).
+const SCHEMA_VERSION: i64 = 1;
+/// A blob's last-used time is written at most once per this interval per process.
+const TOUCH_INTERVAL: Duration = Duration::from_secs(600);
+/// Pending last-used updates are written when this many have gathered ...
+const TOUCH_BATCH: usize = 512;
+/// ... or when the oldest is this old (checked on the next read), and on drop.
+const TOUCH_MAX_DELAY: Duration = Duration::from_secs(2);
+
+const INDEX_FILE: &str = "index.sqlite";
+const BLOBS_DIR: &str = "blobs";
+const TMP_DIR: &str = "tmp";
+/// The Cache Directory Tagging signature, so backup tools skip the cache.
+const CACHEDIR_TAG: &str = "Signature: 8a477f597d28d172789f06886806bc55\n\
+# This file is a cache directory tag created by aps5.\n\
+# For information about cache directory tags see https://bford.info/cachedir/\n";
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS blobs (
+    hash      BLOB PRIMARY KEY NOT NULL,  -- blake3 of the content, 32 bytes
+    size      INTEGER NOT NULL,
+    last_used INTEGER NOT NULL            -- ns since the Unix epoch
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS blobs_by_last_used ON blobs(last_used);
+CREATE TABLE IF NOT EXISTS memo (
+    key     BLOB PRIMARY KEY NOT NULL,    -- MemoKey
+    blob    BLOB NOT NULL,                -- ContentHash of the result
+    created INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS memo_by_blob ON memo(blob);
+CREATE TABLE IF NOT EXISTS files (
+    path     TEXT PRIMARY KEY NOT NULL,
+    size     INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    inode    INTEGER NOT NULL,            -- u64 stored bit for bit
+    hash     BLOB NOT NULL
+) WITHOUT ROWID;
+";
+
+/// The result of a cache lookup.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// Found, and its bytes hash to what they should.
+    Hit(Vec<u8>),
+    /// Not in the cache (or its index row pointed at a missing file).
+    Miss,
+    /// It was there but failed verification; it has been removed (and a warning logged),
+    /// so the caller recomputes it and stores it again.
+    Corrupt,
+}
+
+impl Lookup {
+    /// The bytes of a hit.
+    pub fn hit(self) -> Option<Vec<u8>> {
+        match self {
+            Lookup::Hit(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Lookup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Lookup::Hit(b) => write!(f, "Hit({} bytes)", b.len()),
+            Lookup::Miss => f.write_str("Miss"),
+            Lookup::Corrupt => f.write_str("Corrupt"),
+        }
+    }
+}
+
+/// Outcome of reading one blob file.
+enum Read_ {
+    Ok(Vec<u8>),
+    Missing,
+    Corrupt,
+}
+
+/// A well-named file found under `blobs/`.
+struct BlobFile {
+    hash: ContentHash,
+    path: PathBuf,
+    size: u64,
+    mtime: i64,
+}
+
+/// Last-used times gathered by reads, written to the index in batches.
+struct Touches {
+    /// When this process last recorded each blob (bounds writes to one per interval).
+    recorded: HashMap<ContentHash, Instant>,
+    /// (hash, size, time ns) not yet written.
+    pending: Vec<(ContentHash, u64, i64)>,
+    oldest_pending: Option<Instant>,
+}
+
+/// A blake3-addressed content cache: blob files plus a SQLite index, safe to share between
+/// threads (`Cache` is `Send + Sync`) and between processes. See docs/CACHE.md.
+pub struct Cache {
+    dir: PathBuf,
+    blobs_dir: PathBuf,
+    tmp_dir: PathBuf,
+    index_path: PathBuf,
+    conn: Mutex<Connection>,
+    touches: Mutex<Touches>,
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+fn mtime_ns(meta: &fs::Metadata) -> i64 {
+    FileStamp::from_metadata(meta).mtime_ns
+}
+
+fn hash_from_sql(bytes: Vec<u8>) -> Option<ContentHash> {
+    <[u8; 32]>::try_from(bytes.as_slice()).ok().map(ContentHash)
+}
+
+/// The smallest string greater than every string that starts with `prefix` (None: no bound).
+fn prefix_upper_bound(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let mut next = last as u32 + 1;
+        if (0xD800..0xE000).contains(&next) {
+            next = 0xE000;
+        }
+        if let Some(c) = char::from_u32(next) {
+            chars.push(c);
+            return Some(chars.into_iter().collect());
+        }
+        // `last` was char::MAX: carry into the previous character.
+    }
+    None
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock leaves nothing half-done that SQLite did not roll back.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Cache {
+    /// The default cache folder: `$APS5_CACHE_DIR`, else `$XDG_CACHE_HOME/aps5`, else
+    /// `$HOME/.cache/aps5` (else a per-user folder under the system temp folder).
+    pub fn default_dir() -> PathBuf {
+        if let Some(dir) = std::env::var_os("APS5_CACHE_DIR").filter(|v| !v.is_empty()) {
+            return PathBuf::from(dir);
+        }
+        // The XDG spec says relative values are to be ignored.
+        if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+        {
+            return xdg.join("aps5");
+        }
+        if let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+            return PathBuf::from(home).join(".cache").join("aps5");
+        }
+        // SAFETY: getuid cannot fail and touches no memory.
+        let uid = unsafe { libc::getuid() };
+        std::env::temp_dir().join(format!("aps5-cache-{uid}"))
+    }
+
+    /// Opens [`Cache::default_dir`].
+    pub fn open_default() -> Result<Cache, CacheError> {
+        Self::open(&Self::default_dir())
+    }
+
+    /// Opens (creating if needed) the cache in `dir`: its folders, the index and its schema.
+    pub fn open(dir: &Path) -> Result<Cache, CacheError> {
+        let dir = if dir.is_absolute() {
+            dir.to_path_buf()
+        } else {
+            std::env::current_dir()
+                .map_err(|e| CacheError::io("resolve", dir, e))?
+                .join(dir)
+        };
+        let blobs_dir = dir.join(BLOBS_DIR);
+        let tmp_dir = dir.join(TMP_DIR);
+        for d in [&dir, &blobs_dir, &tmp_dir] {
+            fs::create_dir_all(d).map_err(|source| CacheError::CreateDir {
+                dir: d.clone(),
+                source,
+            })?;
+        }
+        // Prove we can create files before SQLite gives a vaguer error.
+        let (probe, _file) =
+            fsutil::create_temp(&tmp_dir).map_err(|source| CacheError::NotWritable {
+                dir: dir.clone(),
+                source,
+            })?;
+        let _ = fs::remove_file(&probe);
+        let tag = dir.join("CACHEDIR.TAG");
+        if !tag.exists() {
+            // Not durable on purpose: it only helps backup tools.
+            fs::write(&tag, CACHEDIR_TAG).map_err(|e| CacheError::io("write", &tag, e))?;
+        }
+
+        let index_path = dir.join(INDEX_FILE);
+        let conn = Self::open_index(&index_path)?;
+        Ok(Cache {
+            dir,
+            blobs_dir,
+            tmp_dir,
+            index_path,
+            conn: Mutex::new(conn),
+            touches: Mutex::new(Touches {
+                recorded: HashMap::new(),
+                pending: Vec::new(),
+                oldest_pending: None,
+            }),
+        })
+    }
+
+    fn open_index(path: &Path) -> Result<Connection, CacheError> {
+        let err = |e| CacheError::sqlite(path, e);
+        let mut conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
+        // Switching to WAL needs a moment of exclusive access, and SQLite does not always
+        // call the busy handler for it when another process opens the same new index.
+        let deadline = Instant::now() + BUSY_TIMEOUT;
+        let mode: String = loop {
+            match conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)) {
+                Ok(m) => break m,
+                Err(e)
+                    if matches!(
+                        e.sqlite_error_code(),
+                        Some(
+                            rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                        )
+                    ) && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => return Err(err(e)),
+            }
+        };
+        if !mode.eq_ignore_ascii_case("wal") {
+            tracing::warn!(index = %path.display(), mode, "cache index is not in WAL mode; concurrent use will be slower");
+        }
+        // In WAL mode NORMAL keeps the index consistent after a crash (it may lose the last
+        // commits, which only turns entries into misses or orphans) without an fsync per write.
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(err)?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(err)?;
+        if version > SCHEMA_VERSION {
+            return Err(CacheError::SchemaTooNew {
+                path: path.to_path_buf(),
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if version < SCHEMA_VERSION {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(err)?;
+            tx.execute_batch(SCHEMA).map_err(err)?;
+            tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+                .map_err(err)?;
+            tx.commit().map_err(err)?;
+        }
+        Ok(conn)
+    }
+
+    /// The cache folder (absolute).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Where the blob with `hash` lives: `blobs/ab/cdef...`.
+    pub fn blob_path(&self, hash: &ContentHash) -> PathBuf {
+        let hex = hash.to_hex();
+        self.blobs_dir.join(&hex[..2]).join(&hex[2..])
+    }
+
+    fn db_err(&self, e: rusqlite::Error) -> CacheError {
+        CacheError::sqlite(&self.index_path, e)
+    }
+
+    /// Stores `bytes` (durably) and returns their hash. Storing bytes already present
+    /// costs one hash, one `stat` and one index write.
+    pub fn put_blob(&self, bytes: &[u8]) -> Result<ContentHash, CacheError> {
+        let hash = ContentHash::of(bytes);
+        self.store_file(&hash, bytes)?;
+        let now = now_ns();
+        let mut conn = lock(&self.conn);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.db_err(e))?;
+        upsert_blob(&tx, &hash, bytes.len() as u64, now).map_err(|e| self.db_err(e))?;
+        tx.commit().map_err(|e| self.db_err(e))?;
+        Ok(hash)
+    }
+
+    /// Writes the blob file unless a file of the right size is already there (a same-size
+    /// file with wrong bytes is caught, removed and rewritten on the next read).
+    fn store_file(&self, hash: &ContentHash, bytes: &[u8]) -> Result<(), CacheError> {
+        let path = self.blob_path(hash);
+        if let Ok(meta) = fs::metadata(&path)
+            && meta.is_file()
+            && meta.len() == bytes.len() as u64
+        {
+            return Ok(());
+        }
+        write_durable(&self.tmp_dir, &path, bytes)
+            .map_err(|e| CacheError::io("write blob", &path, e))
+    }
+
+    /// Reads and verifies the blob file for `hash`. A file that fails verification is
+    /// reported, deleted, and returned as `Corrupt`.
+    fn read_blob_file(&self, hash: &ContentHash) -> Result<Read_, CacheError> {
+        let path = self.blob_path(hash);
+        let mut file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Read_::Missing),
+            Err(e) => return Err(CacheError::io("open blob", &path, e)),
+        };
+        let mut buf = Vec::new();
+        let read = file.metadata().and_then(|m| {
+            buf.reserve_exact(m.len() as usize);
+            file.read_to_end(&mut buf)
+        });
+        match read {
+            Ok(_) => {
+                let got = ContentHash::of(&buf);
+                if got == *hash {
+                    return Ok(Read_::Ok(buf));
+                }
+                tracing::warn!(
+                    blob = %path.display(),
+                    expected = %hash,
+                    actual = %got,
+                    "corrupt cache blob: removing it; the result will be recomputed"
+                );
+            }
+            Err(e) => {
+                tracing::warn!(
+                    blob = %path.display(),
+                    expected = %hash,
+                    error = %e,
+                    "unreadable cache blob: removing it; the result will be recomputed"
+                );
+            }
+        }
+        self.remove_corrupt(&path, &file);
+        Ok(Read_::Corrupt)
+    }
+
+    /// Deletes a corrupt blob file, unless another process has meanwhile replaced it with
+    /// a fresh copy (a different inode at the same path).
+    fn remove_corrupt(&self, path: &Path, opened: &File) {
+        use std::os::unix::fs::MetadataExt;
+        let same = match (opened.metadata(), fs::symlink_metadata(path)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        };
+        if same && let Err(e) = fs::remove_file(path) {
+            tracing::warn!(blob = %path.display(), error = %e, "could not remove corrupt cache blob");
+        }
+    }
+
+    /// Drops index rows for a blob found missing or corrupt (memo rows pointing at it stay:
+    /// they read as misses and `memo_put` or `verify` replaces them).
+    fn forget_blob(&self, hash: &ContentHash) -> Result<(), CacheError> {
+        let conn = lock(&self.conn);
+        conn.execute("DELETE FROM blobs WHERE hash = ?1", [&hash.0[..]])
+            .map_err(|e| self.db_err(e))?;
+        Ok(())
+    }
+
+    /// Reads the blob with `hash`, verifying its bytes.
+    pub fn get_blob(&self, hash: &ContentHash) -> Result<Lookup, CacheError> {
+        match self.read_blob_file(hash)? {
+            Read_::Ok(bytes) => {
+                self.touch(hash, bytes.len() as u64)?;
+                Ok(Lookup::Hit(bytes))
+            }
+            Read_::Missing => {
+                self.forget_blob(hash)?;
+                Ok(Lookup::Miss)
+            }
+            Read_::Corrupt => {
+                self.forget_blob(hash)?;
+                Ok(Lookup::Corrupt)
+            }
+        }
+    }
+
+    /// Looks up a memoized result.
+    pub fn memo_get(&self, key: &MemoKey) -> Result<Lookup, CacheError> {
+        let blob = {
+            let conn = lock(&self.conn);
+            let mut stmt = conn
+                .prepare_cached("SELECT blob FROM memo WHERE key = ?1")
+                .map_err(|e| self.db_err(e))?;
+            stmt.query_row([&key.0.0[..]], |r| r.get::<_, Vec<u8>>(0))
+                .optional()
+                .map_err(|e| self.db_err(e))?
+        };
+        let Some(hash) = blob.and_then(hash_from_sql) else {
+            return Ok(Lookup::Miss);
+        };
+        let outcome = self.read_blob_file(&hash)?;
+        if let Read_::Ok(bytes) = outcome {
+            self.touch(&hash, bytes.len() as u64)?;
+            return Ok(Lookup::Hit(bytes));
+        }
+        {
+            let mut conn = lock(&self.conn);
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|e| self.db_err(e))?;
+            // Only this key's row, and only if no one has re-pointed it meanwhile.
+            tx.execute(
+                "DELETE FROM memo WHERE key = ?1 AND blob = ?2",
+                params![&key.0.0[..], &hash.0[..]],
+            )
+            .map_err(|e| self.db_err(e))?;
+            tx.execute("DELETE FROM blobs WHERE hash = ?1", [&hash.0[..]])
+                .map_err(|e| self.db_err(e))?;
+            tx.commit().map_err(|e| self.db_err(e))?;
+        }
+        Ok(match outcome {
+            Read_::Corrupt => Lookup::Corrupt,
+            _ => Lookup::Miss,
+        })
+    }
+
+    /// Stores a memoized result: the blob first (durably), then the index rows.
+    pub fn memo_put(&self, key: &MemoKey, bytes: &[u8]) -> Result<ContentHash, CacheError> {
+        let hash = ContentHash::of(bytes);
+        self.store_file(&hash, bytes)?;
+        let now = now_ns();
+        let mut conn = lock(&self.conn);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.db_err(e))?;
+        upsert_blob(&tx, &hash, bytes.len() as u64, now).map_err(|e| self.db_err(e))?;
+        tx.prepare_cached(
+            "INSERT INTO memo (key, blob, created) VALUES (?1, ?2, ?3)
+             ON CONFLICT (key) DO UPDATE SET blob = excluded.blob, created = excluded.created",
+        )
+        .and_then(|mut s| s.execute(params![&key.0.0[..], &hash.0[..], now]))
+        .map_err(|e| self.db_err(e))?;
+        tx.commit().map_err(|e| self.db_err(e))?;
+        Ok(hash)
+    }
+
+    /// Notes that `hash` was just used; written to the index in batches.
+    fn touch(&self, hash: &ContentHash, size: u64) -> Result<(), CacheError> {
+        let batch = {
+            let mut t = lock(&self.touches);
+            let now = Instant::now();
+            if t.recorded
+                .get(hash)
+                .is_some_and(|at| now.duration_since(*at) < TOUCH_INTERVAL)
+            {
+                return Ok(());
+            }
+            if t.recorded.len() > 1_000_000 {
+                t.recorded.clear();
+            }
+            t.recorded.insert(*hash, now);
+            t.pending.push((*hash, size, now_ns()));
+            let oldest = *t.oldest_pending.get_or_insert(now);
+            if t.pending.len() < TOUCH_BATCH && now.duration_since(oldest) < TOUCH_MAX_DELAY {
+                return Ok(());
+            }
+            t.oldest_pending = None;
+            std::mem::take(&mut t.pending)
+        };
+        self.write_touches(&batch)
+    }
+
+    /// Writes pending last-used times now (also done on drop and before stats/verify/gc).
+    pub fn flush(&self) -> Result<(), CacheError> {
+        let batch = {
+            let mut t = lock(&self.touches);
+            t.oldest_pending = None;
+            std::mem::take(&mut t.pending)
+        };
+        self.write_touches(&batch)
+    }
+
+    fn write_touches(&self, batch: &[(ContentHash, u64, i64)]) -> Result<(), CacheError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let mut conn = lock(&self.conn);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.db_err(e))?;
+        for (hash, size, at) in batch {
+            // Also re-adopts a verified blob whose row was lost.
+            upsert_blob(&tx, hash, *size, *at).map_err(|e| self.db_err(e))?;
+        }
+        tx.commit().map_err(|e| self.db_err(e))
+    }
+
+    /// All remembered file hashes whose path starts with `prefix`, in one range query.
+    pub fn file_hashes_under(
+        &self,
+        prefix: &str,
+    ) -> Result<HashMap<String, (FileStamp, ContentHash)>, CacheError> {
+        let conn = lock(&self.conn);
+        let upper = prefix_upper_bound(prefix);
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT path, size, mtime_ns, inode, hash FROM files
+                 WHERE path >= ?1 AND (?2 IS NULL OR path < ?2)",
+            )
+            .map_err(|e| self.db_err(e))?;
+        let mut rows = stmt
+            .query(params![prefix, upper])
+            .map_err(|e| self.db_err(e))?;
+        let mut out = HashMap::new();
+        while let Some(row) = rows.next().map_err(|e| self.db_err(e))? {
+            let read = (|| {
+                Ok::<_, rusqlite::Error>((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, i64>(1)?,
+                    row.get::<_, i64>(2)?,
+                    row.get::<_, i64>(3)?,
+                    row.get::<_, Vec<u8>>(4)?,
+                ))
+            })();
+            let (path, size, mtime_ns, inode, hash) = read.map_err(|e| self.db_err(e))?;
+            // A malformed row is skipped: the file is simply hashed again.
+            let Some(hash) = hash_from_sql(hash) else {
+                continue;
+            };
+            let stamp = FileStamp {
+                size: size as u64,
+                mtime_ns,
+                inode: inode as u64,
+            };
+            out.insert(path, (stamp, hash));
+        }
+        Ok(out)
+    }
+
+    /// Records many (path, stamp, hash) rows in one transaction (replacing older rows).
+    pub fn record_file_hashes(
+        &self,
+        rows: &[(String, FileStamp, ContentHash)],
+    ) -> Result<(), CacheError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let mut conn = lock(&self.conn);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.db_err(e))?;
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "INSERT INTO files (path, size, mtime_ns, inode, hash) VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (path) DO UPDATE SET size = excluded.size,
+                       mtime_ns = excluded.mtime_ns, inode = excluded.inode, hash = excluded.hash",
+                )
+                .map_err(|e| self.db_err(e))?;
+            for (path, stamp, hash) in rows {
+                stmt.execute(params![
+                    path,
+                    stamp.size as i64,
+                    stamp.mtime_ns,
+                    stamp.inode as i64,
+                    &hash.0[..]
+                ])
+                .map_err(|e| self.db_err(e))?;
+            }
+        }
+        tx.commit().map_err(|e| self.db_err(e))
+    }
+
+    /// Forgets the remembered hashes of every path starting with `prefix`; returns how many.
+    pub fn forget_file_hashes_under(&self, prefix: &str) -> Result<u64, CacheError> {
+        let conn = lock(&self.conn);
+        let n = conn
+            .execute(
+                "DELETE FROM files WHERE path >= ?1 AND (?2 IS NULL OR path < ?2)",
+                params![prefix, prefix_upper_bound(prefix)],
+            )
+            .map_err(|e| self.db_err(e))?;
+        Ok(n as u64)
+    }
+
+    /// Counts what the cache holds.
+    pub fn stats(&self) -> Result<Stats, CacheError> {
+        self.flush()?;
+        let conn = lock(&self.conn);
+        let q = |sql: &str| -> Result<i64, CacheError> {
+            conn.query_row(sql, [], |r| r.get(0))
+                .map_err(|e| self.db_err(e))
+        };
+        let blobs = q("SELECT count(*) FROM blobs")?;
+        let blob_bytes = q("SELECT coalesce(sum(size), 0) FROM blobs")?;
+        let memo_entries = q("SELECT count(*) FROM memo")?;
+        let file_hash_entries = q("SELECT count(*) FROM files")?;
+        let index_bytes = ["", "-wal"]
+            .iter()
+            .filter_map(|suffix| {
+                let mut p = self.index_path.clone().into_os_string();
+                p.push(suffix);
+                fs::metadata(p).ok().map(|m| m.len())
+            })
+            .sum();
+        Ok(Stats {
+            dir: self.dir.clone(),
+            blobs: blobs as u64,
+            blob_bytes: blob_bytes as u64,
+            memo_entries: memo_entries as u64,
+            file_hash_entries: file_hash_entries as u64,
+            index_bytes,
+        })
+    }
+
+    /// Lists the blob files on disk: (hash, path, size, mtime) for well-named files, and the
+    /// paths of anything else under `blobs/`.
+    fn list_blob_files(&self) -> Result<(Vec<BlobFile>, Vec<PathBuf>), CacheError> {
+        let mut found = Vec::new();
+        let mut foreign = Vec::new();
+        let list = |dir: &Path| fs::read_dir(dir).map_err(|e| CacheError::io("list", dir, e));
+        for shard in list(&self.blobs_dir)? {
+            let shard = shard.map_err(|e| CacheError::io("list", &self.blobs_dir, e))?;
+            let shard_path = shard.path();
+            let shard_name = shard.file_name();
+            let shard_name = shard_name.to_str().unwrap_or("");
+            let is_shard = shard_name.len() == 2
+                && shard_name
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                && shard_path.is_dir();
+            if !is_shard {
+                foreign.push(shard_path);
+                continue;
+            }
+            for entry in list(&shard_path)? {
+                let entry = entry.map_err(|e| CacheError::io("list", &shard_path, e))?;
+                let path = entry.path();
+                let name = entry.file_name();
+                let hash = name
+                    .to_str()
+                    .filter(|n| {
+                        n.bytes()
+                            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                    })
+                    .and_then(|n| format!("{shard_name}{n}").parse::<ContentHash>().ok());
+                let meta = match fs::symlink_metadata(&path) {
+                    Ok(m) => m,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(CacheError::io("stat", &path, e)),
+                };
+                match hash {
+                    Some(hash) if meta.is_file() => found.push(BlobFile {
+                        hash,
+                        path,
+                        size: meta.len(),
+                        mtime: mtime_ns(&meta),
+                    }),
+                    _ => foreign.push(path),
+                }
+            }
+        }
+        Ok((found, foreign))
+    }
+
+    fn index_snapshot(&self) -> Result<HashMap<ContentHash, u64>, CacheError> {
+        let conn = lock(&self.conn);
+        let mut stmt = conn
+            .prepare("SELECT hash, size FROM blobs")
+            .map_err(|e| self.db_err(e))?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, i64>(1)?)))
+            .map_err(|e| self.db_err(e))?;
+        let mut out = HashMap::new();
+        for row in rows {
+            let (hash, size) = row.map_err(|e| self.db_err(e))?;
+            match hash_from_sql(hash) {
+                Some(h) => {
+                    out.insert(h, size as u64);
+                }
+                None => {
+                    // Cannot name a file; drop it later via the missing path.
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Checks every blob file against its name and the index against the files, repairing
+    /// what it can: corrupt blobs and rows of missing blobs are removed, valid orphan files
+    /// adopted, temp files of dead writers removed. Safe while other processes use the cache.
+    pub fn verify(&self) -> Result<VerifyReport, CacheError> {
+        self.flush()?;
+        let mut report = VerifyReport {
+            dir: self.dir.clone(),
+            ..Default::default()
+        };
+        {
+            let conn = lock(&self.conn);
+            let mut stmt = conn
+                .prepare("PRAGMA integrity_check")
+                .map_err(|e| self.db_err(e))?;
+            let lines = stmt
+                .query_map([], |r| r.get::<_, String>(0))
+                .map_err(|e| self.db_err(e))?;
+            for line in lines {
+                let line = line.map_err(|e| self.db_err(e))?;
+                if line != "ok" {
+                    report.index_problems.push(line);
+                }
+            }
+        }
+        let sweep =
+            sweep_temps(&self.tmp_dir).map_err(|e| CacheError::io("clean", &self.tmp_dir, e))?;
+        report.temp_removed = sweep.removed;
+        report.temp_in_use = sweep.in_use;
+
+        // Snapshot the index before listing files: a row is written only after its file is
+        // in place, so a row in the snapshot whose file is not listed really lost its file.
+        let rows = self.index_snapshot()?;
+        let (files, foreign) = self.list_blob_files()?;
+        report.foreign = foreign;
+        let mut on_disk = HashSet::new();
+        let mut adopt = Vec::new();
+        let mut corrupt_hashes = Vec::new();
+        for BlobFile {
+            hash, path, mtime, ..
+        } in files
+        {
+            let outcome = File::open(&path).and_then(|mut f| {
+                let len = f.metadata()?.len();
+                let (got, n) = hash_reader(&mut f, len)?;
+                Ok((got, n, f))
+            });
+            match outcome {
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Ok((got, n, f)) => {
+                    report.checked += 1;
+                    report.checked_bytes += n;
+                    if got == hash {
+                        on_disk.insert(hash);
+                        if rows.get(&hash) != Some(&n) {
+                            if !rows.contains_key(&hash) {
+                                report.adopted.push(path);
+                            }
+                            adopt.push((hash, n, mtime));
+                        }
+                    } else {
+                        tracing::warn!(blob = %path.display(), expected = %hash, actual = %got, "corrupt cache blob: removing it");
+                        self.remove_corrupt(&path, &f);
+                        corrupt_hashes.push(hash);
+                        report.corrupt.push(CorruptBlob {
+                            path,
+                            expected: hash,
+                            actual: Some(got),
+                        });
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(blob = %path.display(), expected = %hash, error = %e, "unreadable cache blob: removing it");
+                    if let Err(e) = fs::remove_file(&path) {
+                        tracing::warn!(blob = %path.display(), error = %e, "could not remove unreadable cache blob");
+                    }
+                    report.checked += 1;
+                    corrupt_hashes.push(hash);
+                    report.corrupt.push(CorruptBlob {
+                        path,
+                        expected: hash,
+                        actual: None,
+                    });
+                }
+            }
+        }
+        let corrupt_set: HashSet<_> = corrupt_hashes.iter().copied().collect();
+        for hash in rows.keys() {
+            if !on_disk.contains(hash) && !corrupt_set.contains(hash) {
+                report.missing.push(*hash);
+            }
+        }
+        report.missing.sort();
+
+        let mut conn = lock(&self.conn);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.db_err(e))?;
+        for hash in report.missing.iter().chain(&corrupt_hashes) {
+            tx.execute("DELETE FROM blobs WHERE hash = ?1", [&hash.0[..]])
+                .map_err(|e| self.db_err(e))?;
+        }
+        for (hash, size, mtime) in &adopt {
+            tx.execute(
+                "INSERT INTO blobs (hash, size, last_used) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (hash) DO UPDATE SET size = excluded.size",
+                params![&hash.0[..], *size as i64, mtime],
+            )
+            .map_err(|e| self.db_err(e))?;
+        }
+        report.dangling_memo_removed = tx
+            .execute(
+                "DELETE FROM memo WHERE NOT EXISTS (SELECT 1 FROM blobs WHERE blobs.hash = memo.blob)",
+                [],
+            )
+            .map_err(|e| self.db_err(e))? as u64;
+        tx.commit().map_err(|e| self.db_err(e))?;
+        Ok(report)
+    }
+
+    /// Evicts least-recently-used blobs (and the memo rows that point at them) until the
+    /// blobs total at most `max_size` bytes; also removes temp leftovers of dead writers,
+    /// adopts orphan blob files and drops rows whose file is gone (no blob is re-hashed:
+    /// reads verify anyway).
+    pub fn gc(&self, max_size: u64) -> Result<GcReport, CacheError> {
+        self.flush()?;
+        let mut report = GcReport {
+            dir: self.dir.clone(),
+            max_size,
+            ..Default::default()
+        };
+        let sweep =
+            sweep_temps(&self.tmp_dir).map_err(|e| CacheError::io("clean", &self.tmp_dir, e))?;
+        report.temp_removed = sweep.removed.len() as u64;
+
+        let rows = self.index_snapshot()?;
+        let (files, _foreign) = self.list_blob_files()?;
+        let on_disk: HashSet<ContentHash> = files.iter().map(|f| f.hash).collect();
+        {
+            let mut conn = lock(&self.conn);
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|e| self.db_err(e))?;
+            for BlobFile {
+                hash, size, mtime, ..
+            } in &files
+            {
+                if !rows.contains_key(hash) {
+                    // An orphan's last use is unknown; its write time is the best guess.
+                    report.orphans_adopted +=
+                        tx.execute(
+                            "INSERT INTO blobs (hash, size, last_used) VALUES (?1, ?2, ?3)
+                             ON CONFLICT (hash) DO NOTHING",
+                            params![&hash.0[..], *size as i64, mtime],
+                        )
+                        .map_err(|e| self.db_err(e))? as u64;
+                }
+            }
+            for hash in rows.keys().filter(|h| !on_disk.contains(h)) {
+                report.missing_removed += tx
+                    .execute("DELETE FROM blobs WHERE hash = ?1", [&hash.0[..]])
+                    .map_err(|e| self.db_err(e))? as u64;
+                tx.execute("DELETE FROM memo WHERE blob = ?1", [&hash.0[..]])
+                    .map_err(|e| self.db_err(e))?;
+            }
+            tx.commit().map_err(|e| self.db_err(e))?;
+        }
+
+        let mut victims = Vec::new();
+        {
+            let mut conn = lock(&self.conn);
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|e| self.db_err(e))?;
+            let (count, total): (i64, i64) = tx
+                .query_row(
+                    "SELECT count(*), coalesce(sum(size), 0) FROM blobs",
+                    [],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .map_err(|e| self.db_err(e))?;
+            report.blobs_before = count as u64;
+            report.bytes_before = total as u64;
+            let mut remaining = total as u64;
+            if remaining > max_size {
+                let mut stmt = tx
+                    .prepare("SELECT hash, size FROM blobs ORDER BY last_used ASC, hash ASC")
+                    .map_err(|e| self.db_err(e))?;
+                let mut q = stmt.query([]).map_err(|e| self.db_err(e))?;
+                while remaining > max_size {
+                    let Some(row) = q.next().map_err(|e| self.db_err(e))? else {
+                        break;
+                    };
+                    let hash: Vec<u8> = row.get(0).map_err(|e| self.db_err(e))?;
+                    let size: i64 = row.get(1).map_err(|e| self.db_err(e))?;
+                    remaining = remaining.saturating_sub(size as u64);
+                    victims.push((hash, size as u64));
+                }
+            }
+            for (hash, size) in &victims {
+                tx.execute("DELETE FROM blobs WHERE hash = ?1", [&hash[..]])
+                    .map_err(|e| self.db_err(e))?;
+                report.memo_removed += tx
+                    .execute("DELETE FROM memo WHERE blob = ?1", [&hash[..]])
+                    .map_err(|e| self.db_err(e))? as u64;
+                report.evicted_blobs += 1;
+                report.evicted_bytes += size;
+            }
+            report.blobs_after = report.blobs_before - report.evicted_blobs;
+            report.bytes_after = remaining;
+            tx.commit().map_err(|e| self.db_err(e))?;
+        }
+        // Files go after their rows: a reader never finds a row pointing at a file that is
+        // about to vanish for long, and a crash here leaves only orphans (adopted later).
+        for (hash, _) in &victims {
+            if let Some(hash) = hash_from_sql(hash.clone()) {
+                let path = self.blob_path(&hash);
+                match fs::remove_file(&path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(CacheError::io("remove blob", &path, e)),
+                }
+            }
+        }
+        let mut forget = lock(&self.touches);
+        for (hash, _) in &victims {
+            if let Some(hash) = hash_from_sql(hash.clone()) {
+                forget.recorded.remove(&hash);
+            }
+        }
+        Ok(report)
+    }
+}
+
+fn upsert_blob(conn: &Connection, hash: &ContentHash, size: u64, at: i64) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO blobs (hash, size, last_used) VALUES (?1, ?2, ?3)
+         ON CONFLICT (hash) DO UPDATE SET size = excluded.size,
+           last_used = max(last_used, excluded.last_used)",
+    )?
+    .execute(params![&hash.0[..], size as i64, at])?;
+    Ok(())
+}
+
+impl Drop for Cache {
+    fn drop(&mut self) {
+        if let Err(e) = self.flush() {
+            tracing::warn!(error = %e, "could not record cache last-used times");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_upper_bound;
+
+    #[test]
+    fn upper_bound_of_prefix() {
+        assert_eq!(prefix_upper_bound("abc").as_deref(), Some("abd"));
+        assert_eq!(prefix_upper_bound(""), None);
+        assert_eq!(prefix_upper_bound("a\u{10FFFF}").as_deref(), Some("b"));
+        assert_eq!(prefix_upper_bound("\u{D7FF}").as_deref(), Some("\u{E000}"));
+        assert_eq!(prefix_upper_bound("\u{10FFFF}"), None);
+    }
+}
