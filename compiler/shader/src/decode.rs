@@ -1,0 +1,536 @@
+//! GFX10 instruction decoder: splits a byte stream into typed instructions.
+
+use crate::table::{
+    self, F_ABS_REJ, F_CLAMP_REJ, F_NEG_REJ, F_OMOD_REJ, F_OPSEL_REJ, Fld, Lookup, OpDesc,
+};
+use crate::tables;
+
+/// Encoding family of a GFX10 instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// Scalar ALU, one source.
+    Sop1,
+    /// Scalar ALU, two sources.
+    Sop2,
+    /// Scalar ALU with a 16-bit immediate.
+    Sopk,
+    /// Scalar compare.
+    Sopc,
+    /// Scalar program control.
+    Sopp,
+    /// Scalar memory.
+    Smem,
+    /// Vector ALU, one source.
+    Vop1,
+    /// Vector ALU, two sources.
+    Vop2,
+    /// Vector compare.
+    Vopc,
+    /// Vector ALU, 64-bit encoding (incl. VOP3b with a scalar carry-out).
+    Vop3,
+    /// Packed vector ALU.
+    Vop3p,
+    /// Parameter interpolation.
+    Vintrp,
+    /// LDS/GDS.
+    Ds,
+    /// Untyped buffer memory.
+    Mubuf,
+    /// Typed buffer memory.
+    Mtbuf,
+    /// Flat / global / scratch memory.
+    Flat,
+    /// Image memory.
+    Mimg,
+    /// Export.
+    Exp,
+}
+
+impl Family {
+    /// Short upper-case name (as in the ISA manual).
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Sop1 => "SOP1",
+            Family::Sop2 => "SOP2",
+            Family::Sopk => "SOPK",
+            Family::Sopc => "SOPC",
+            Family::Sopp => "SOPP",
+            Family::Smem => "SMEM",
+            Family::Vop1 => "VOP1",
+            Family::Vop2 => "VOP2",
+            Family::Vopc => "VOPC",
+            Family::Vop3 => "VOP3",
+            Family::Vop3p => "VOP3P",
+            Family::Vintrp => "VINTRP",
+            Family::Ds => "DS",
+            Family::Mubuf => "MUBUF",
+            Family::Mtbuf => "MTBUF",
+            Family::Flat => "FLAT",
+            Family::Mimg => "MIMG",
+            Family::Exp => "EXP",
+        }
+    }
+}
+
+/// Sub-encoding of VOP1/VOP2/VOPC instructions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Encoding {
+    /// The family's own encoding (with an optional literal).
+    Plain,
+    /// Sub-dword addressing (second dword holds SDWA controls).
+    Sdwa,
+    /// DPP with 16-lane controls.
+    Dpp16,
+    /// DPP with 8-lane selects (`fi` selects fetch-inactive).
+    Dpp8 {
+        /// Fetch inactive lanes.
+        fi: bool,
+    },
+}
+
+/// GFX10 target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Target {
+    /// gfx1010 (Navi 10).
+    Gfx1010,
+    /// gfx1013 (adds ray-tracing instructions).
+    Gfx1013,
+    /// gfx1030 (Navi 21, RDNA2; the PS5 GPU generation).
+    #[default]
+    Gfx1030,
+}
+
+impl Target {
+    fn bit(self) -> u8 {
+        match self {
+            Target::Gfx1010 => 1,
+            Target::Gfx1013 => 2,
+            Target::Gfx1030 => 4,
+        }
+    }
+}
+
+/// Up to five instruction dwords (MIMG with NSA needs five).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Words {
+    w: [u32; 5],
+    n: u8,
+}
+
+impl Words {
+    fn new(code: &[u8], n: usize) -> Words {
+        let mut w = [0u32; 5];
+        for (i, slot) in w.iter_mut().enumerate().take(n) {
+            *slot = read_word(code, i * 4).unwrap_or(0);
+        }
+        Words { w, n: n as u8 }
+    }
+    /// The dwords.
+    pub fn as_slice(&self) -> &[u32] {
+        &self.w[..self.n as usize]
+    }
+    /// Dword `i` (0 when absent).
+    #[inline]
+    pub fn get(&self, i: usize) -> u32 {
+        self.w[i]
+    }
+    /// Number of dwords.
+    pub fn len(&self) -> usize {
+        self.n as usize
+    }
+    /// True when there are no dwords.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+}
+
+#[inline]
+fn read_word(code: &[u8], at: usize) -> Option<u32> {
+    let b = code.get(at..at + 4)?;
+    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// A decoded instruction.
+#[derive(Clone, Copy, Debug)]
+pub struct Instruction {
+    /// Byte offset in the decoded buffer.
+    pub offset: usize,
+    /// Encoding family.
+    pub family: Family,
+    /// Sub-encoding (DPP/SDWA) for VOP1/VOP2/VOPC.
+    pub encoding: Encoding,
+    /// Opcode value inside the family.
+    pub opcode: u16,
+    /// Opcode descriptor (name, operand slots).
+    pub desc: &'static OpDesc,
+    /// Raw dwords, including any literal.
+    pub words: Words,
+    /// The 32-bit literal constant, when the instruction has one.
+    pub literal: Option<u32>,
+}
+
+impl Instruction {
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.words.len() * 4
+    }
+    /// Always false (instructions are at least 4 bytes); present for API symmetry.
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+    /// LLVM 14 mnemonic.
+    pub fn name(&self) -> &'static str {
+        self.desc.name
+    }
+}
+
+/// Something that could not be decoded; the stream stays in sync (`words` is skipped).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unsupported {
+    /// Byte offset in the decoded buffer.
+    pub offset: usize,
+    /// Family, when the encoding prefix is known.
+    pub family: Option<Family>,
+    /// Opcode value inside the family (0 when unknown).
+    pub opcode: u16,
+    /// The skipped dwords (empty when fewer than 4 bytes remained).
+    pub words: Words,
+    /// Bytes skipped (at least 1).
+    pub len: usize,
+    /// Why it was not decoded.
+    pub reason: &'static str,
+}
+
+/// Result of decoding one instruction.
+#[derive(Clone, Debug)]
+pub enum Decoded {
+    /// A decoded instruction.
+    Inst(Instruction),
+    /// An undecodable encoding.
+    Unsupported(Unsupported),
+}
+
+impl Decoded {
+    /// Byte offset.
+    pub fn offset(&self) -> usize {
+        match self {
+            Decoded::Inst(i) => i.offset,
+            Decoded::Unsupported(u) => u.offset,
+        }
+    }
+    /// Length in bytes (> 0).
+    pub fn len(&self) -> usize {
+        match self {
+            Decoded::Inst(i) => i.len(),
+            Decoded::Unsupported(u) => u.len,
+        }
+    }
+    /// Never true; see [`Decoded::len`].
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Classifies the first dword of an instruction.
+#[inline]
+pub fn family_of(w0: u32) -> Option<Family> {
+    if w0 >> 31 == 0 {
+        return Some(match w0 >> 25 {
+            0x3F => Family::Vop1,
+            0x3E => Family::Vopc,
+            _ => Family::Vop2,
+        });
+    }
+    if w0 >> 30 == 0b10 {
+        return Some(match w0 >> 23 {
+            0x17D => Family::Sop1,
+            0x17E => Family::Sopc,
+            0x17F => Family::Sopp,
+            _ if w0 >> 28 == 0xB => Family::Sopk,
+            _ => Family::Sop2,
+        });
+    }
+    Some(match w0 >> 26 {
+        0x32 => Family::Vintrp,
+        0x33 => Family::Vop3p,
+        0x35 => Family::Vop3,
+        0x36 => Family::Ds,
+        0x37 => Family::Flat,
+        0x38 => Family::Mubuf,
+        0x3A => Family::Mtbuf,
+        0x3C => Family::Mimg,
+        0x3D => Family::Smem,
+        0x3E => Family::Exp,
+        _ => return None,
+    })
+}
+
+fn base_words(f: Family) -> usize {
+    match f {
+        Family::Sop1 | Family::Sop2 | Family::Sopk | Family::Sopc | Family::Sopp => 1,
+        Family::Vop1 | Family::Vop2 | Family::Vopc | Family::Vintrp => 1,
+        _ => 2,
+    }
+}
+
+fn opcode_of(f: Family, w0: u32) -> u16 {
+    (match f {
+        Family::Sop1 => (w0 >> 8) & 0xFF,
+        Family::Sop2 => (w0 >> 23) & 0x7F,
+        Family::Sopk => (w0 >> 23) & 0x1F,
+        Family::Sopc | Family::Sopp => (w0 >> 16) & 0x7F,
+        Family::Smem => (w0 >> 18) & 0xFF,
+        Family::Vop1 => (w0 >> 9) & 0xFF,
+        Family::Vop2 => (w0 >> 25) & 0x3F,
+        Family::Vopc => (w0 >> 17) & 0xFF,
+        Family::Vop3 => (w0 >> 16) & 0x3FF,
+        Family::Vop3p => (w0 >> 16) & 0x7F,
+        Family::Vintrp => (w0 >> 16) & 0x3,
+        Family::Ds => (w0 >> 18) & 0xFF,
+        Family::Mubuf => (w0 >> 18) & 0x7F,
+        Family::Mtbuf => (w0 >> 16) & 0x7,
+        Family::Flat => (w0 >> 18) & 0x7F,
+        Family::Mimg => ((w0 >> 18) & 0x7F) | ((w0 & 1) << 7),
+        Family::Exp => 0,
+    }) as u16
+}
+
+fn table_of(f: Family) -> &'static [(u16, &'static [OpDesc])] {
+    match f {
+        Family::Sop1 => tables::SOP1,
+        Family::Sop2 => tables::SOP2,
+        Family::Sopk => tables::SOPK,
+        Family::Sopc => tables::SOPC,
+        Family::Sopp => tables::SOPP,
+        Family::Smem => tables::SMEM,
+        Family::Vop1 => tables::VOP1,
+        Family::Vop2 => tables::VOP2,
+        Family::Vopc => tables::VOPC,
+        Family::Vop3 => tables::VOP3,
+        Family::Vop3p => tables::VOP3P,
+        _ => &[],
+    }
+}
+
+fn unsupported(
+    code: &[u8],
+    offset: usize,
+    family: Option<Family>,
+    opcode: u16,
+    nwords: usize,
+    reason: &'static str,
+) -> Decoded {
+    let avail = code.len() - offset;
+    let n = nwords.min(avail / 4);
+    let len = if n == 0 { avail.clamp(1, 4) } else { n * 4 };
+    Decoded::Unsupported(Unsupported {
+        offset,
+        family,
+        opcode,
+        words: Words::new(&code[offset..], n),
+        len,
+        reason,
+    })
+}
+
+/// Decodes the instruction at `offset` of `code` for `target`. Never panics; `offset` must be
+/// inside `code`.
+pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
+    let Some(w0) = read_word(code, offset) else {
+        return unsupported(
+            code,
+            offset,
+            None,
+            0,
+            0,
+            "truncated: fewer than 4 bytes left",
+        );
+    };
+    let Some(family) = family_of(w0) else {
+        return unsupported(code, offset, None, 0, 1, "unknown encoding prefix");
+    };
+    let opcode = opcode_of(family, w0);
+    let mut nw = base_words(family);
+    let Some(w1) = (if nw > 1 {
+        read_word(code, offset + 4)
+    } else {
+        Some(0)
+    }) else {
+        return unsupported(
+            code,
+            offset,
+            Some(family),
+            opcode,
+            1,
+            "truncated instruction",
+        );
+    };
+    let desc = match table::lookup(table_of(family), opcode, target.bit()) {
+        Lookup::Found(d) => d,
+        Lookup::OtherTarget(_) => {
+            return unsupported(
+                code,
+                offset,
+                Some(family),
+                opcode,
+                nw,
+                "opcode not available on this target",
+            );
+        }
+        Lookup::Unknown => {
+            return unsupported(code, offset, Some(family), opcode, nw, "unknown opcode");
+        }
+    };
+    let mut encoding = Encoding::Plain;
+    let mut needs_lit = desc.slots.iter().any(|s| s.f == Fld::Lit);
+    match family {
+        Family::Sop1 | Family::Sop2 | Family::Sopc => {
+            let s0 = w0 & 0xFF;
+            let s1 = (w0 >> 8) & 0xFF;
+            needs_lit |= has(desc, Fld::Ssrc0) && s0 == 255;
+            needs_lit |= has(desc, Fld::Ssrc1) && s1 == 255;
+        }
+        Family::Vop1 | Family::Vop2 | Family::Vopc => {
+            let s0 = w0 & 0x1FF;
+            match s0 {
+                0xF9 => {
+                    encoding = Encoding::Sdwa;
+                    nw = 2;
+                }
+                0xFA => {
+                    encoding = Encoding::Dpp16;
+                    nw = 2;
+                }
+                0xE9 | 0xEA => {
+                    encoding = Encoding::Dpp8 { fi: s0 == 0xEA };
+                    nw = 2;
+                }
+                0xFF => needs_lit |= has(desc, Fld::Src0),
+                _ => {}
+            }
+            if encoding != Encoding::Plain {
+                let ok = match encoding {
+                    Encoding::Sdwa => desc.flags & table::F_SDWA != 0,
+                    Encoding::Dpp16 => desc.flags & table::F_DPP != 0,
+                    _ => desc.flags & table::F_DPP8 != 0,
+                };
+                if !ok || needs_lit {
+                    return unsupported(
+                        code,
+                        offset,
+                        Some(family),
+                        opcode,
+                        2,
+                        "no DPP/SDWA form of this opcode",
+                    );
+                }
+            }
+        }
+        Family::Vop3 | Family::Vop3p => {
+            let srcs = [w1 & 0x1FF, (w1 >> 9) & 0x1FF, (w1 >> 18) & 0x1FF];
+            for (i, f) in [Fld::Src0, Fld::Src1, Fld::Src2].iter().enumerate() {
+                if has(desc, *f) {
+                    needs_lit |= srcs[i] == 255;
+                } else if srcs[i] != 0 && !(family == Family::Vop3 && special_vop3(desc)) {
+                    return unsupported(
+                        code,
+                        offset,
+                        Some(family),
+                        opcode,
+                        2,
+                        "unused source field is not zero",
+                    );
+                }
+            }
+            if family == Family::Vop3 && !has(desc, Fld::Sdst3b) {
+                let f = desc.flags;
+                let abs = (w0 >> 8) & 7;
+                let opsel = (w0 >> 11) & 0xF;
+                let neg = w1 >> 29;
+                let bad = (abs != 0 && f & F_ABS_REJ != 0)
+                    || (neg != 0 && f & F_NEG_REJ != 0)
+                    || (w0 & 0x8000 != 0 && f & F_CLAMP_REJ != 0)
+                    || ((w1 >> 27) & 3 != 0 && f & F_OMOD_REJ != 0)
+                    || (opsel != 0 && f & F_OPSEL_REJ != 0);
+                if bad {
+                    return unsupported(
+                        code,
+                        offset,
+                        Some(family),
+                        opcode,
+                        2,
+                        "modifier not allowed on this opcode",
+                    );
+                }
+            }
+        }
+        _ => {}
+    }
+    if needs_lit {
+        nw += 1;
+    }
+    if offset + nw * 4 > code.len() {
+        return unsupported(
+            code,
+            offset,
+            Some(family),
+            opcode,
+            nw,
+            "truncated instruction",
+        );
+    }
+    let words = Words::new(&code[offset..], nw);
+    let literal = if needs_lit {
+        Some(words.get(nw - 1))
+    } else {
+        None
+    };
+    Decoded::Inst(Instruction {
+        offset,
+        family,
+        encoding,
+        opcode,
+        desc,
+        words,
+        literal,
+    })
+}
+
+fn special_vop3(d: &OpDesc) -> bool {
+    d.slots
+        .iter()
+        .any(|s| matches!(s.f, Fld::Attr | Fld::Unknown))
+}
+
+#[inline]
+fn has(d: &OpDesc, f: Fld) -> bool {
+    d.slots.iter().any(|s| s.f == f)
+}
+
+/// Iterator over the instructions of a buffer; every byte belongs to exactly one item.
+pub struct DecodeIter<'a> {
+    code: &'a [u8],
+    at: usize,
+    target: Target,
+}
+
+impl Iterator for DecodeIter<'_> {
+    type Item = Decoded;
+    fn next(&mut self) -> Option<Decoded> {
+        if self.at >= self.code.len() {
+            return None;
+        }
+        let d = decode_at(self.code, self.at, self.target);
+        self.at += d.len();
+        Some(d)
+    }
+}
+
+/// Decodes a whole program. Offsets of the items cover `code` exactly, in order.
+pub fn decode(code: &[u8], target: Target) -> DecodeIter<'_> {
+    DecodeIter {
+        code,
+        at: 0,
+        target,
+    }
+}

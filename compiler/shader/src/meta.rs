@@ -1,0 +1,1 @@
+//! Per-instruction metadata for the translator (filled in below).

@@ -1,0 +1,419 @@
+//! LLVM 14 syntax printer for decoded instructions.
+
+use std::fmt::Write;
+
+use crate::decode::{Encoding, Family, Instruction};
+use crate::table::{Cc, F_CLAMP, F_NEG, F_OMOD, F_OPSEL, Fld, Slot};
+
+/// Printing context.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ctx {
+    /// Wave64 (lane masks are 64-bit SGPR pairs).
+    pub wave64: bool,
+}
+
+const FLOATS: [&str; 9] = [
+    "0.5",
+    "-0.5",
+    "1.0",
+    "-1.0",
+    "2.0",
+    "-2.0",
+    "4.0",
+    "-4.0",
+    "0.15915494",
+];
+const F16_BITS: [u16; 9] = [
+    0x3800, 0xB800, 0x3C00, 0xBC00, 0x4000, 0xC000, 0x4400, 0xC400, 0x3118,
+];
+
+fn width(s: &Slot, ctx: Ctx) -> u32 {
+    match s.w {
+        255 => {
+            if ctx.wave64 {
+                2
+            } else {
+                1
+            }
+        }
+        0 => 1,
+        w => w as u32,
+    }
+}
+
+fn reg_range(out: &mut String, prefix: &str, n: u32, w: u32) {
+    if w == 1 {
+        let _ = write!(out, "{prefix}{n}");
+    } else {
+        let _ = write!(out, "{prefix}[{}:{}]", n, n + w - 1);
+    }
+}
+
+/// Prints a scalar register field value (0..=127) of `w` dwords.
+pub fn sreg(out: &mut String, v: u32, w: u32) {
+    let align = |n: u32| match w {
+        1 => n,
+        2 => n & !1,
+        _ => n & !3,
+    };
+    match v {
+        0..=105 => reg_range(out, "s", align(v), w),
+        106 if w == 2 => out.push_str("vcc"),
+        106 => out.push_str("vcc_lo"),
+        107 => out.push_str("vcc_hi"),
+        108..=123 => reg_range(out, "ttmp", align(v - 108), w),
+        124 => out.push_str("m0"),
+        125 => out.push_str("null"),
+        126 if w == 2 => out.push_str("exec"),
+        126 => out.push_str("exec_lo"),
+        127 => out.push_str("exec_hi"),
+        _ => {
+            let _ = write!(out, "<invalid sreg {v}>");
+        }
+    }
+}
+
+/// Prints a 9-bit source operand.
+pub fn src(out: &mut String, v: u32, w: u32, cc: Cc, lit: Option<u32>) {
+    match v {
+        0..=127 => sreg(out, v, w),
+        128..=192 => {
+            let _ = write!(out, "{}", v - 128);
+        }
+        193..=208 => {
+            let _ = write!(out, "-{}", v - 192);
+        }
+        235 => out.push_str("src_shared_base"),
+        236 => out.push_str("src_shared_limit"),
+        237 => out.push_str("src_private_base"),
+        238 => out.push_str("src_private_limit"),
+        239 => out.push_str("src_pops_exiting_wave_id"),
+        240..=248 => {
+            let i = (v - 240) as usize;
+            match cc {
+                Cc::I16 | Cc::I16P => {
+                    let _ = write!(out, "0x{:x}", F16_BITS[i]);
+                }
+                Cc::C64 if v == 248 => out.push_str("0.15915494309189532"),
+                _ => out.push_str(FLOATS[i]),
+            }
+        }
+        251 => out.push_str("src_vccz"),
+        252 => out.push_str("src_execz"),
+        253 => out.push_str("src_scc"),
+        254 => out.push_str("src_lds_direct"),
+        255 => {
+            let l = lit.unwrap_or(0);
+            let l = match cc {
+                Cc::F16 | Cc::I16 => l & 0xFFFF,
+                _ => l,
+            };
+            let _ = write!(out, "0x{l:x}");
+        }
+        256..=511 => reg_range(out, "v", v - 256, w),
+        _ => {
+            let _ = write!(out, "<invalid src {v}>");
+        }
+    }
+}
+
+/// Prints one instruction (without the leading tab).
+pub fn print(inst: &Instruction, ctx: Ctx, out: &mut String) {
+    let d = inst.desc;
+    match inst.family {
+        Family::Sopp => return print_sopp(inst, out),
+        Family::Sopk => return print_sopk(inst, ctx, out),
+        Family::Smem => return print_smem(inst, out),
+        _ => {}
+    }
+    out.push_str(d.name);
+    if inst.family == Family::Vop3 || inst.family == Family::Vop3p {
+        return print_vop3(inst, ctx, out);
+    }
+    let w0 = inst.words.get(0);
+    let mut first = true;
+    for s in d.slots {
+        out.push_str(if first { " " } else { ", " });
+        first = false;
+        let w = width(s, ctx);
+        match s.f {
+            Fld::Sdst => sreg(out, (w0 >> 16) & 0x7F, w),
+            Fld::Ssrc0 => src(out, w0 & 0xFF, w, d.cc[0], inst.literal),
+            Fld::Ssrc1 => src(out, (w0 >> 8) & 0xFF, w, d.cc[1], inst.literal),
+            Fld::Vdst => reg_range(out, "v", (w0 >> 17) & 0xFF, w),
+            Fld::VdstS => sreg(out, (w0 >> 17) & 0xFF, w),
+            Fld::Src0 => src(out, w0 & 0x1FF, w, d.cc[0], inst.literal),
+            Fld::Vsrc1 => reg_range(out, "v", (w0 >> 9) & 0xFF, w),
+            Fld::Vcc => out.push_str(if w == 2 { "vcc" } else { "vcc_lo" }),
+            Fld::Exec => out.push_str(if w == 2 { "exec" } else { "exec_lo" }),
+            Fld::Lit => {
+                let _ = write!(out, "0x{:x}", inst.literal.unwrap_or(0));
+            }
+            Fld::M0 => out.push_str("m0"),
+            _ => out.push('?'),
+        }
+    }
+    let _ = inst.encoding == Encoding::Plain;
+}
+
+fn print_vop3(inst: &Instruction, ctx: Ctx, out: &mut String) {
+    let d = inst.desc;
+    let w0 = inst.words.get(0);
+    let w1 = inst.words.get(1);
+    let p = inst.family == Family::Vop3p;
+    let abs = if p { 0 } else { (w0 >> 8) & 7 };
+    let neg = w1 >> 29;
+    let vop3b = d.slots.iter().any(|s| s.f == Fld::Sdst3b);
+    let mut first = true;
+    let mut nsrc = 0;
+    for s in d.slots {
+        out.push_str(if first { " " } else { ", " });
+        first = false;
+        let w = width(s, ctx);
+        let si = match s.f {
+            Fld::Src0 => 0,
+            Fld::Src1 => 1,
+            Fld::Src2 => 2,
+            _ => 3,
+        };
+        if si < 3 {
+            nsrc = nsrc.max(si + 1);
+            let v = (w1 >> (9 * si)) & 0x1FF;
+            let n = !p && neg & (1 << si) != 0 && d.flags & F_NEG != 0;
+            let a = !p && !vop3b && abs & (1 << si) != 0 && d.flags & crate::table::F_ABS != 0;
+            if n {
+                out.push('-');
+            }
+            if a {
+                out.push('|');
+            }
+            src(out, v, w, d.cc[si as usize], inst.literal);
+            if a {
+                out.push('|');
+            }
+            continue;
+        }
+        match s.f {
+            Fld::Vdst => reg_range(out, "v", w0 & 0xFF, w),
+            Fld::VdstS => sreg(out, w0 & 0xFF, w),
+            Fld::Sdst3b => sreg(out, (w0 >> 8) & 0x7F, w),
+            Fld::Vcc => out.push_str(if w == 2 { "vcc" } else { "vcc_lo" }),
+            _ => out.push('?'),
+        }
+    }
+    if p {
+        print_vop3p_mods(inst, nsrc, out);
+        return;
+    }
+    let opsel = (w0 >> 11) & 0xF;
+    if opsel != 0 && d.flags & F_OPSEL != 0 && !vop3b {
+        out.push_str(" op_sel:[");
+        for i in 0..nsrc {
+            let _ = write!(out, "{},", (opsel >> i) & 1);
+        }
+        let _ = write!(out, "{}]", (opsel >> 3) & 1);
+    }
+    if w0 & 0x8000 != 0 && d.flags & F_CLAMP != 0 {
+        out.push_str(" clamp");
+    }
+    let omod = (w1 >> 27) & 3;
+    if omod != 0 && d.flags & F_OMOD != 0 {
+        out.push_str(["", " mul:2", " mul:4", " div:2"][omod as usize]);
+    }
+}
+
+fn print_vop3p_mods(inst: &Instruction, nsrc: u32, out: &mut String) {
+    let d = inst.desc;
+    let w0 = inst.words.get(0);
+    let w1 = inst.words.get(1);
+    let opsel = (w0 >> 11) & 7;
+    let opsel_hi = ((w1 >> 27) & 3) | (((w0 >> 14) & 1) << 2);
+    let neg_lo = w1 >> 29;
+    let neg_hi = (w0 >> 8) & 7;
+    let mix = !d.extra.is_empty();
+    let list = |out: &mut String, name: &str, v: u32| {
+        let _ = write!(out, " {name}:[");
+        for i in 0..nsrc {
+            let _ = write!(out, "{}{}", if i > 0 { "," } else { "" }, (v >> i) & 1);
+        }
+        out.push(']');
+    };
+    let mask = (1 << nsrc) - 1;
+    if opsel & mask != 0 {
+        list(out, "op_sel", opsel);
+    }
+    let default_hi = if mix { 0 } else { mask };
+    if opsel_hi & mask != default_hi {
+        list(out, "op_sel_hi", opsel_hi);
+    }
+    if neg_lo & mask != 0 {
+        list(out, "neg_lo", neg_lo);
+    }
+    if neg_hi & mask != 0 {
+        list(out, "neg_hi", neg_hi);
+    }
+    if w0 & 0x8000 != 0 {
+        out.push_str(" clamp");
+    }
+}
+
+fn print_smem(inst: &Instruction, out: &mut String) {
+    let d = inst.desc;
+    let w0 = inst.words.get(0);
+    let w1 = inst.words.get(1);
+    out.push_str(d.name);
+    let mut first = true;
+    for s in d.slots {
+        out.push_str(if first { " " } else { ", " });
+        first = false;
+        match s.f {
+            Fld::Sdata => sreg(out, (w0 >> 6) & 0x7F, s.w as u32),
+            Fld::Sbase => sreg(out, (w0 & 0x3F) << 1, s.w as u32),
+            Fld::Imm => {
+                if d.name.starts_with("s_atc_probe") && s.w == 0 && first_imm(d.slots, s) {
+                    let _ = write!(out, "{}", (w0 >> 6) & 0x7F);
+                    continue;
+                }
+                let soff = w1 >> 25;
+                let off = w1 & 0x1F_FFFF;
+                if soff != 125 {
+                    sreg(out, soff, 1);
+                } else if off & 0x10_0000 != 0 {
+                    let _ = write!(out, "-0x{:x}", (0x20_0000 - off));
+                } else {
+                    let _ = write!(out, "0x{off:x}");
+                }
+            }
+            _ => out.push('?'),
+        }
+    }
+    if (w0 >> 16) & 1 != 0 {
+        out.push_str(" glc");
+    }
+    if (w0 >> 14) & 1 != 0 {
+        out.push_str(" dlc");
+    }
+}
+
+fn first_imm(slots: &[Slot], s: &Slot) -> bool {
+    std::ptr::eq(slots.iter().find(|x| x.f == Fld::Imm).unwrap_or(s), s)
+}
+
+fn print_sopk(inst: &Instruction, ctx: Ctx, out: &mut String) {
+    let d = inst.desc;
+    let w0 = inst.words.get(0);
+    let imm = w0 & 0xFFFF;
+    out.push_str(d.name);
+    let mut first = true;
+    for s in d.slots {
+        out.push_str(if first { " " } else { ", " });
+        first = false;
+        match s.f {
+            Fld::Sdst => sreg(out, (w0 >> 16) & 0x7F, width(s, ctx)),
+            Fld::Imm => {
+                if d.name == "s_call_b64" || d.name.starts_with("s_subvector_loop") {
+                    let _ = write!(out, "{}", imm as u16 as i16);
+                } else {
+                    let _ = write!(out, "0x{imm:x}");
+                }
+            }
+            Fld::Hwreg => hwreg(out, imm),
+            Fld::Lit => {
+                let _ = write!(out, "0x{:x}", inst.literal.unwrap_or(0));
+            }
+            _ => {}
+        }
+    }
+}
+
+const HWREGS: [(u32, &str); 22] = [
+    (1, "HW_REG_MODE"),
+    (2, "HW_REG_STATUS"),
+    (3, "HW_REG_TRAPSTS"),
+    (4, "HW_REG_HW_ID"),
+    (5, "HW_REG_GPR_ALLOC"),
+    (6, "HW_REG_LDS_ALLOC"),
+    (7, "HW_REG_IB_STS"),
+    (15, "HW_REG_SH_MEM_BASES"),
+    (16, "HW_REG_TBA_LO"),
+    (17, "HW_REG_TBA_HI"),
+    (18, "HW_REG_TMA_LO"),
+    (19, "HW_REG_TMA_HI"),
+    (20, "HW_REG_FLAT_SCR_LO"),
+    (21, "HW_REG_FLAT_SCR_HI"),
+    (22, "HW_REG_XNACK_MASK"),
+    (23, "HW_REG_HW_ID1"),
+    (24, "HW_REG_HW_ID2"),
+    (25, "HW_REG_POPS_PACKER"),
+    (29, "HW_REG_SHADER_CYCLES"),
+    (0, ""),
+    (0, ""),
+    (0, ""),
+];
+
+fn hwreg(out: &mut String, imm: u32) {
+    let id = imm & 0x3F;
+    let off = (imm >> 6) & 0x1F;
+    let size = ((imm >> 11) & 0x1F) + 1;
+    let name = HWREGS.iter().find(|h| h.0 == id && id != 0).map(|h| h.1);
+    out.push_str("hwreg(");
+    match name {
+        Some(n) => out.push_str(n),
+        None => {
+            let _ = write!(out, "{id}");
+        }
+    }
+    if off != 0 || size != 32 {
+        let _ = write!(out, ", {off}, {size}");
+    }
+    out.push(')');
+}
+
+fn print_sopp(inst: &Instruction, out: &mut String) {
+    let d = inst.desc;
+    let imm = inst.words.get(0) & 0xFFFF;
+    out.push_str(d.name);
+    let n = d.name;
+    if n == "s_waitcnt" {
+        let vm = (imm & 0xF) | ((imm >> 14) & 3) << 4;
+        let exp = (imm >> 4) & 7;
+        let lgkm = (imm >> 8) & 0x3F;
+        let mut parts = Vec::new();
+        if vm != 0x3F {
+            parts.push(format!("vmcnt({vm})"));
+        }
+        if exp != 7 {
+            parts.push(format!("expcnt({exp})"));
+        }
+        if lgkm != 0x3F {
+            parts.push(format!("lgkmcnt({lgkm})"));
+        }
+        if parts.is_empty() {
+            let _ = write!(out, " vmcnt({vm}) expcnt({exp}) lgkmcnt({lgkm})");
+        } else {
+            out.push(' ');
+            out.push_str(&parts.join(" "));
+        }
+        return;
+    }
+    if d.slots.is_empty() {
+        return;
+    }
+    let branch = n.starts_with("s_branch") || n.starts_with("s_cbranch");
+    if branch || n == "s_sendmsg" || n == "s_sendmsghalt" || n == "s_endpgm" {
+        if n == "s_endpgm" && imm == 0 {
+            return;
+        }
+        let _ = write!(
+            out,
+            " {}",
+            if branch {
+                imm as u16 as i16 as i32
+            } else {
+                imm as i32
+            }
+        );
+    } else {
+        let _ = write!(out, " 0x{imm:x}");
+    }
+}

@@ -1,0 +1,465 @@
+#!/usr/bin/env python3
+"""Generates compiler/shader/src/tables.rs by probing LLVM 14 `llvm-mc` (the oracle).
+
+For every encoding family and every opcode value it disassembles a few probe words whose
+fields hold distinct, recognisable values, then maps the printed operands back onto fields.
+The result is opcode facts only (names, operand order, register widths, constant classes and
+modifier support), per target (gfx1010, gfx1013, gfx1030). No LLVM code is involved.
+
+Run from the repository root:  python3 compiler/shader/tools/gen_tables.py
+"""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+import oracle  # noqa: E402
+
+W = oracle.words_to_bytes
+CPUS = ["gfx1010", "gfx1013", "gfx1030"]
+CPU_BIT = {"gfx1010": 1, "gfx1013": 2, "gfx1030": 4}
+
+REG_RE = re.compile(r"^([sv])(\d+)$|^([sv])\[(\d+):(\d+)\]$")
+
+
+def reg(tok):
+    m = REG_RE.match(tok)
+    if not m:
+        return None
+    if m.group(1):
+        return (m.group(1), int(m.group(2)), 1)
+    lo, hi = int(m.group(4)), int(m.group(5))
+    return (m.group(3), lo, hi - lo + 1)
+
+
+def split_ops(text):
+    """'name a, b, c mods' -> (name, [a, b, c], 'mods')."""
+    name, _, rest = text.partition(" ")
+    if not rest:
+        return name, [], ""
+    parts = rest.split(", ")
+    last = parts[-1]
+    # modifiers follow the last operand after a space (operands never contain spaces,
+    # except hwreg(...) which we keep intact)
+    if last.startswith("hwreg("):
+        mods = ""
+    else:
+        toks = last.split(" ")
+        parts[-1] = toks[0]
+        mods = " ".join(toks[1:])
+    return name, parts, mods
+
+
+def probe(cases_by_key, cpu, wave64=False):
+    keys = list(cases_by_key)
+    outs = oracle.run([cases_by_key[k] for k in keys], cpu, wave64)
+    return dict(zip(keys, outs))
+
+
+# Constant class: printed form of inline 1/(2*pi) and literal 0x12345678.
+CLASSES = {
+    ("0.15915494", "0x12345678"): "C32",
+    ("0.15915494309189532", "0x12345678"): "C64",
+    ("0.15915494", "0x5678"): "F16",
+    ("0x3118", "0x5678"): "I16",
+    ("0x3118", "0x12345678"): "I16P",
+}
+
+
+def first_text(o):
+    return o[0] if o else None
+
+
+def src_token(text, idx):
+    if text is None:
+        return None
+    _, ops, _ = split_ops(text)
+    return ops[idx] if idx < len(ops) else None
+
+
+def const_class(inl, lit, pos):
+    a = src_token(inl, pos)
+    b = src_token(lit, pos)
+    if a is None or b is None:
+        return "NONE"
+    a = a.strip("|-")
+    return CLASSES.get((a, b), "C32")
+
+
+class Entry:
+    def __init__(self, fam, op, name, slots, flags, classes):
+        self.fam, self.op, self.name, self.slots, self.flags, self.classes = (
+            fam, op, name, slots, flags, classes)
+        self.cpus = 0
+
+    def key(self):
+        return (self.name, tuple(self.slots), tuple(sorted(self.flags)), tuple(self.classes))
+
+
+def map_tokens(ops, fieldvals, fam):
+    """Maps printed operand tokens onto (field, width) slots."""
+    slots = []
+    for t in ops:
+        r = reg(t)
+        found = None
+        if r:
+            for fname, fvv in fieldvals.items():
+                if fname.startswith("_"):
+                    continue
+                rf, num = fvv
+                if r[0] == rf and r[1] == num:
+                    found = (fname, r[2])
+                    break
+            if found is None and r[0] == "s" and r[1] == 0:
+                found = ("SDST3B", r[2])
+        else:
+            if t in ("vcc_lo", "vcc"):
+                found = ("VCC", 1 if t == "vcc_lo" else 2)
+            elif t in ("exec_lo", "exec"):
+                found = ("EXEC", 1)
+            elif t in fieldvals.get("_lit", ()):
+                found = ("LIT", 1)
+            elif t.startswith("0x") or t.isdigit():
+                found = ("IMM", 0)
+            elif t.startswith("hwreg("):
+                found = ("HWREG", 0)
+            elif t.startswith("attr"):
+                found = ("ATTR", 0)
+            elif t == "m0":
+                found = ("M0", 1)
+            elif t == "off":
+                found = ("OFF", 0)
+            else:
+                found = ("TOK:" + t, 0)
+        if found is None:
+            found = ("UNK:" + t, 0)
+        slots.append(found)
+    return slots
+
+
+# ---------------------------------------------------------------- families
+def fam_scalar():
+    """SOP1, SOP2, SOPK, SOPC, SOPP: returns {fam: {op: {variant: bytes}}}."""
+    fams = {}
+    lit = 0x12345678
+
+    def add(fam, op, var, words):
+        fams.setdefault(fam, {}).setdefault(op, {})[var] = W(words)
+
+    for op in range(256):
+        base = 0xBE800000 | (op << 8)
+        add("SOP1", op, "a", [base | (4 << 16) | 8])
+        add("SOP1", op, "b", [base | (4 << 16) | 0])
+        add("SOP1", op, "c", [base | 8])
+        add("SOP1", op, "inl0", [base | (4 << 16) | 0xF8])
+        add("SOP1", op, "lit0", [base | (4 << 16) | 0xFF, lit])
+    for op in range(0x60):
+        base = 0x80000000 | (op << 23)
+        add("SOP2", op, "a", [base | (4 << 16) | (12 << 8) | 8])
+        add("SOP2", op, "inl0", [base | (4 << 16) | (12 << 8) | 0xF8])
+        add("SOP2", op, "lit0", [base | (4 << 16) | (12 << 8) | 0xFF, lit])
+        add("SOP2", op, "inl1", [base | (4 << 16) | (0xF8 << 8) | 8])
+        add("SOP2", op, "lit1", [base | (4 << 16) | (0xFF << 8) | 8, lit])
+    for op in range(29):
+        base = 0xB0000000 | (op << 23)
+        add("SOPK", op, "a", [base | (4 << 16) | 0x1234])
+        add("SOPK", op, "l", [base | (4 << 16) | 0x1234, lit])
+    for op in range(128):
+        base = 0xBF000000 | (op << 16)
+        if (base >> 23) & 0x1FF in (0x17D, 0x17F):
+            continue
+        add("SOPC", op, "a", [base | (12 << 8) | 8])
+        add("SOPC", op, "inl0", [base | (12 << 8) | 0xF8])
+        add("SOPC", op, "lit0", [base | (12 << 8) | 0xFF, lit])
+        add("SOPC", op, "inl1", [base | (0xF8 << 8) | 8])
+        add("SOPC", op, "lit1", [base | (0xFF << 8) | 8, lit])
+    for op in range(128):
+        base = 0xBF800000 | (op << 16)
+        add("SOPP", op, "a", [base | 0x1234])
+        add("SOPP", op, "z", [base])
+    return fams
+
+
+SCALAR_FIELDS = {
+    "SOP1": {"SDST": ("s", 4), "SSRC0": ("s", 8)},
+    "SOP2": {"SDST": ("s", 4), "SSRC0": ("s", 8), "SSRC1": ("s", 12)},
+    "SOPK": {"SDST": ("s", 4), "_lit": ("0x12345678",)},
+    "SOPC": {"SSRC0": ("s", 8), "SSRC1": ("s", 12)},
+    "SOPP": {},
+}
+
+
+def fam_smem():
+    fams = {}
+    for op in range(256):
+        base = 0xF4000000 | (op << 18)
+        d = fams.setdefault("SMEM", {}).setdefault(op, {})
+        d["a"] = W([base | (4 << 6) | 4, 0x1234 | (0x7D << 25)])
+        d["b"] = W([base | (4 << 6) | 4 | (1 << 16), 0x1234 | (0x7D << 25)])
+        d["z"] = W([base, 0x1234 | (0x7D << 25)])
+    return fams
+
+
+SMEM_FIELDS = {"SDATA": ("s", 4), "SBASE": ("s", 8)}
+
+
+def vop_src_variants(words_fn, nsrc):
+    """Variants of a VOP probe: all sources set, then trailing sources zeroed."""
+    out = {}
+    regs = [0x102, 0x103, 0x104][:nsrc]
+    for k in range(nsrc + 1):
+        srcs = regs[: nsrc - k] + [0] * k
+        out["v%d" % k] = words_fn(srcs, {})
+    return out
+
+
+def vop3_variants(d, mk, mods):
+    """Per source-count variant k (k trailing sources zeroed): base, constants, modifiers."""
+    lit = 0x12345678
+    for k in range(4):
+        n = 3 - k
+        srcs = [0x102, 0x103, 0x104][:n] + [0] * k
+        d["v%d" % k] = W(mk(srcs))
+        for p in range(n):
+            d["inl%d_%d" % (p, k)] = W(mk(srcs[:p] + [0xF8] + srcs[p + 1:]))
+            d["lit%d_%d" % (p, k)] = W(mk(srcs[:p] + [0xFF] + srcs[p + 1:]) + [lit])
+        if mods:
+            m = (1 << n) - 1
+            d["abs%d" % k] = W(mk(srcs, m << 8))
+            d["neg%d" % k] = W(mk(srcs, 0, m << 29))
+            d["clamp%d" % k] = W(mk(srcs, 1 << 15))
+            d["omod%d" % k] = W(mk(srcs, 0, 1 << 27))
+            d["opsel%d" % k] = W(mk(srcs, (m | 8) << 11))
+
+
+def fam_vop():
+    fams = {}
+    lit = 0x12345678
+    for op in range(256):  # VOP1
+        d = fams.setdefault("VOP1", {}).setdefault(op, {})
+        b = 0x7E000000 | (op << 9) | (1 << 17)
+        d["v0"] = W([b | 0x102])
+        d["v1"] = W([b | 0])
+        d["inl0"] = W([b | 0xF8])
+        d["lit0"] = W([b | 0xFF, lit])
+        d["sdwa"] = W([b | 0xF9, 0x00060602])
+        d["dpp"] = W([b | 0xFA, 0xFF0E402])
+        d["dpp8"] = W([b | 0xE9, 0x02])
+    for op in range(64):  # VOP2
+        if op == 63:
+            continue
+        d = fams.setdefault("VOP2", {}).setdefault(op, {})
+        b = (op << 25) | (1 << 17) | (3 << 9)
+        d["v0"] = W([b | 0x102, 0x11223344])
+        d["inl0"] = W([b | 0xF8, 0x11223344])
+        d["lit0"] = W([b | 0xFF, lit])
+        d["sdwa"] = W([b | 0xF9, 0x06060602])
+        d["dpp"] = W([b | 0xFA, 0xFF0E402])
+        d["dpp8"] = W([b | 0xE9, 0x02])
+    for op in range(256):  # VOPC
+        d = fams.setdefault("VOPC", {}).setdefault(op, {})
+        b = 0x7C000000 | (op << 17) | (3 << 9)
+        d["v0"] = W([b | 0x102])
+        d["inl0"] = W([b | 0xF8])
+        d["lit0"] = W([b | 0xFF, lit])
+        d["sdwa"] = W([b | 0xF9, 0x06060002])
+        d["dpp"] = W([b | 0xFA, 0xFF0E402])
+        d["dpp8"] = W([b | 0xE9, 0x02])
+    for op in range(1024):  # VOP3
+        d = fams.setdefault("VOP3", {}).setdefault(op, {})
+        w0 = 0xD4000000 | (op << 16) | 1
+
+        def mk(srcs, extra0=0, extra1=0, w0=w0):
+            s = srcs + [0] * (3 - len(srcs))
+            return [w0 | extra0, s[0] | (s[1] << 9) | (s[2] << 18) | extra1]
+
+        vop3_variants(d, mk, True)
+    for op in range(128):  # VOP3P
+        d = fams.setdefault("VOP3P", {}).setdefault(op, {})
+        w0 = 0xCC000000 | (op << 16) | 1
+
+        def mk(srcs, extra0=0, extra1=0, w0=w0):
+            s = srcs + [0] * (3 - len(srcs))
+            return [w0 | extra0 | (1 << 14), s[0] | (s[1] << 9) | (s[2] << 18) | extra1 | (3 << 27)]
+
+        vop3_variants(d, mk, False)
+    return fams
+
+
+VOP_FIELDS = {
+    "VOP1": {"VDST": ("v", 1), "SRC0": ("v", 2)},
+    "VOP2": {"VDST": ("v", 1), "SRC0": ("v", 2), "VSRC1": ("v", 3), "_lit": ("0x11223344",)},
+    "VOPC": {"SRC0": ("v", 2), "VSRC1": ("v", 3)},
+    "VOP3": {"VDST": ("v", 1), "SRC0": ("v", 2), "SRC1": ("v", 3), "SRC2": ("v", 4)},
+    "VOP3P": {"VDST": ("v", 1), "SRC0": ("v", 2), "SRC1": ("v", 3), "SRC2": ("v", 4)},
+}
+
+
+def fields_for(fam):
+    if fam == "SMEM":
+        return dict(SMEM_FIELDS)
+    return dict(SCALAR_FIELDS.get(fam) or VOP_FIELDS.get(fam) or {})
+
+
+def sdst_alias(fam, f):
+    # the VDST field also prints as an SGPR (v_readlane, VOPC e64 sdst)
+    if "VDST" in f:
+        f = dict(f)
+        f["VDST_S"] = ("s", f["VDST"][1])
+    return f
+
+
+def analyse(fam, op, outs, outs64):
+    """Builds an Entry from probe outputs, or None when llvm-mc rejects every probe."""
+    base = None
+    basekey = None
+    for k in ["a", "v0", "v1", "v2", "v3", "b", "c", "z", "l"]:
+        if k in outs and outs[k]:
+            base = outs[k][0]
+            basekey = k
+            break
+    if base is None:
+        return None
+    name, ops, mods = split_ops(base)
+    fv = sdst_alias(fam, fields_for(fam))
+    if fam == "SMEM":
+        fv = {"SDATA": ("s", 4), "SBASE": ("s", 8)}
+    slots = map_tokens(ops, fv, fam)
+    # widths that change with wave size mark lane masks
+    flags = set()
+    if outs64 is not None and basekey in outs64 and outs64[basekey]:
+        _, ops64, _ = split_ops(outs64[basekey][0])
+        s64 = map_tokens(ops64, fv, fam)
+        if len(s64) == len(slots):
+            for i, (a, b) in enumerate(zip(slots, s64)):
+                if a[1] != b[1] and a[0] == b[0]:
+                    slots[i] = (a[0], 0xFF)  # lane mask: 1 in wave32, 2 in wave64
+    flags.add("base_" + basekey)
+    if mods:
+        flags.add("mods:" + mods)
+    # constant classes for each source
+    classes = []
+    for pos, fld in enumerate(["SRC0", "SRC1", "SRC2"] if fam in ("VOP3", "VOP3P") else
+                              ["SSRC0", "SSRC1"] if fam in ("SOP2", "SOPC") else
+                              ["SSRC0"] if fam == "SOP1" else ["SRC0"]):
+        idx = next((i for i, s in enumerate(slots) if s[0] == fld), None)
+        if idx is None:
+            classes.append("NONE")
+            continue
+        sfx = "_" + basekey[1:] if fam in ("VOP3", "VOP3P") else ""
+        inl = first_text(outs.get("inl%d%s" % (pos, sfx)))
+        lit = first_text(outs.get("lit%d%s" % (pos, sfx)))
+        classes.append(const_class(inl, lit, idx))
+    # modifier support (VOP3): printed, ignored or rejected
+    if fam == "VOP3":
+        vk = basekey[1:]
+        for m in ["abs", "neg", "clamp", "omod", "opsel"]:
+            o = outs.get(m + vk)
+            if not o:
+                flags.add(m + ":reject")
+            elif o[0] == base:
+                flags.add(m + ":ignore")
+            else:
+                flags.add(m + ":yes")
+    if fam in ("VOP1", "VOP2", "VOPC"):
+        for m in ["sdwa", "dpp", "dpp8"]:
+            if outs.get(m):
+                flags.add(m + ":yes")
+    return Entry(fam, op, name, slots, flags, classes)
+
+
+def main():
+    families = {}
+    families.update(fam_scalar())
+    families.update(fam_smem())
+    families.update(fam_vop())
+    entries = {}  # (fam, op) -> list of Entry (per distinct key)
+    for cpu in CPUS:
+        cases = {}
+        for fam, ops in families.items():
+            for op, vs in ops.items():
+                for v, b in vs.items():
+                    cases[(fam, op, v)] = b
+        print("probing", cpu, len(cases), file=sys.stderr)
+        res = probe(cases, cpu)
+        res64 = None
+        if cpu == "gfx1030":
+            res64 = probe(cases, cpu, True)
+        for fam, ops in families.items():
+            for op in ops:
+                outs = {v: res[(fam, op, v)] for v in ops[op]}
+                outs64 = {v: res64[(fam, op, v)] for v in ops[op]} if res64 else None
+                e = analyse(fam, op, outs, outs64)
+                if e is None:
+                    continue
+                lst = entries.setdefault((fam, op), [])
+                for x in lst:
+                    if x.key() == e.key():
+                        x.cpus |= CPU_BIT[cpu]
+                        break
+                else:
+                    e.cpus = CPU_BIT[cpu]
+                    lst.append(e)
+    emit(entries)
+    with open("/tmp/gen_debug.txt", "w") as f:
+        for (fam, op), lst in sorted(entries.items()):
+            for e in lst:
+                f.write("%s %d cpus=%d %s %s %s %s\n" % (fam, op, e.cpus, e.name, e.slots, e.classes, sorted(e.flags)))
+
+
+def emit(entries):
+    out = []
+    out.append("// @generated by compiler/shader/tools/gen_tables.py from LLVM 14 llvm-mc probes.")
+    out.append("// Do not edit by hand; re-run the generator instead.")
+    out.append("use crate::table::{Cc::*, Fld::*, OpDesc, Slot};")
+    out.append("")
+    fams = sorted({f for f, _ in entries})
+    for fam in fams:
+        rows = sorted((op, lst) for (f, op), lst in entries.items() if f == fam)
+        out.append("/// %s opcode descriptors: (opcode, variants)." % fam)
+        out.append("pub static %s: &[(u16, &[OpDesc])] = &[" % fam)
+        for op, lst in rows:
+            vs = []
+            for e in lst:
+                slots = ", ".join("Slot { f: %s, w: %d }" % (fld_ident(f), w) for f, w in e.slots)
+                bits = 0
+                extra = ""
+                for x in e.flags:
+                    if x in FLAG_BITS:
+                        bits |= FLAG_BITS[x]
+                    elif x.startswith("mods:"):
+                        extra = x[5:]
+                vs.append('OpDesc { name: "%s", cpus: %d, slots: &[%s], cc: [%s], flags: 0x%x, extra: "%s" }' % (
+                    e.name, e.cpus, slots,
+                    ", ".join((e.classes + ["NONE"] * 3)[:3]).replace("NONE", "CNone"),
+                    bits, extra))
+            out.append("    (%d, &[%s])," % (op, ", ".join(vs)))
+        out.append("];")
+        out.append("")
+    path = os.path.join(os.path.dirname(__file__), "..", "src", "tables.rs")
+    with open(path, "w") as f:
+        f.write("\n".join(out))
+    print("wrote", path, file=sys.stderr)
+
+
+FLAG_BITS = {
+    "abs:yes": 1 << 0, "abs:reject": 1 << 1, "neg:yes": 1 << 2, "neg:reject": 1 << 3,
+    "clamp:yes": 1 << 4, "clamp:reject": 1 << 5, "omod:yes": 1 << 6, "omod:reject": 1 << 7,
+    "opsel:yes": 1 << 8, "opsel:reject": 1 << 9, "sdwa:yes": 1 << 10, "dpp:yes": 1 << 11,
+    "dpp8:yes": 1 << 12,
+}
+
+
+def fld_ident(f):
+    if f.startswith("TOK:") or f.startswith("UNK:"):
+        return "Unknown"
+    return {
+        "SDST": "Sdst", "SSRC0": "Ssrc0", "SSRC1": "Ssrc1", "VDST": "Vdst", "VDST_S": "VdstS",
+        "SRC0": "Src0", "SRC1": "Src1", "SRC2": "Src2", "VSRC1": "Vsrc1", "SDST3B": "Sdst3b",
+        "VCC": "Vcc", "EXEC": "Exec", "LIT": "Lit", "IMM": "Imm", "HWREG": "Hwreg", "ATTR": "Attr",
+        "M0": "M0", "OFF": "Off", "SDATA": "Sdata", "SBASE": "Sbase",
+    }[f]
+
+
+if __name__ == "__main__":
+    main()

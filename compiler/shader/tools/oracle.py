@@ -1,0 +1,46 @@
+"""llvm-mc oracle helper: disassemble many independent cases in one llvm-mc run.
+
+Each case is wrapped in an atomic block `[..]` (llvm-mc skips the whole block on an invalid
+encoding) and followed by a marker instruction, so the output splits back into cases.
+"""
+import subprocess
+
+MARKER_BYTES = [0xA5, 0x5A, 0x63, 0xB0]  # s_movk_i32 s99, 0x5aa5
+MARKER_TEXT = "\ts_movk_i32 s99, 0x5aa5"
+
+
+def words_to_bytes(words):
+    out = []
+    for w in words:
+        out += [w & 0xFF, (w >> 8) & 0xFF, (w >> 16) & 0xFF, (w >> 24) & 0xFF]
+    return out
+
+
+def run(cases, mcpu="gfx1030", wave64=False, chunk=20000):
+    """cases: list of byte lists. Returns list of list of output lines (without leading tab)."""
+    res = []
+    for i in range(0, len(cases), chunk):
+        res += _run(cases[i:i + chunk], mcpu, wave64)
+    return res
+
+
+def _run(cases, mcpu, wave64):
+    lines = []
+    for c in cases:
+        lines.append("[" + ",".join("0x%02x" % b for b in c) + "]")
+        lines.append("[" + ",".join("0x%02x" % b for b in MARKER_BYTES) + "]")
+    attr = "-wavefrontsize32,+wavefrontsize64" if wave64 else "+wavefrontsize32,-wavefrontsize64"
+    p = subprocess.run(["llvm-mc", "-arch=amdgcn", "-mcpu=" + mcpu, "-mattr=" + attr, "-disassemble"],
+                       input="\n".join(lines) + "\n", capture_output=True, text=True)
+    out = p.stdout.split("\n")
+    assert out[0].strip() == ".text", out[:3]
+    res = []
+    cur = []
+    for l in out[1:]:
+        if l == MARKER_TEXT:
+            res.append(cur)
+            cur = []
+        elif l != "":
+            cur.append(l[1:] if l.startswith("\t") else l)
+    assert len(res) == len(cases), (len(res), len(cases))
+    return res
