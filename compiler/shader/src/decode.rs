@@ -308,6 +308,8 @@ fn table_of(f: Family) -> &'static [(u16, &'static [OpDesc])] {
         Family::Vopc => tables::VOPC,
         Family::Vop3 => tables::VOP3,
         Family::Vop3p => tables::VOP3P,
+        Family::Ds => tables::DS,
+        Family::Mubuf => tables::MUBUF,
         _ => &[],
     }
 }
@@ -365,7 +367,31 @@ pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
             "truncated instruction",
         );
     };
-    let desc = match table::lookup(table_of(family), opcode, target.bit()) {
+    if family == Family::Exp {
+        let w = Words::new(&code[offset..], 2);
+        return match exp_target_ok((w0 >> 4) & 0x3F) {
+            true => Decoded::Inst(Instruction {
+                offset,
+                family,
+                encoding: Encoding::Plain,
+                opcode: 0,
+                desc: &EXP_DESC,
+                words: w,
+                literal: None,
+            }),
+            false => unsupported(code, offset, Some(family), 0, 2, "invalid export target"),
+        };
+    }
+    let table = match family {
+        Family::Flat => match (w0 >> 14) & 3 {
+            0 => tables::FLAT0,
+            1 => tables::FLAT1,
+            2 => tables::FLAT2,
+            _ => &[],
+        },
+        f => table_of(f),
+    };
+    let desc = match table::lookup(table, opcode, target.bit()) {
         Lookup::Found(d) => d,
         Lookup::OtherTarget(_) => {
             return unsupported(
@@ -447,8 +473,8 @@ pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
                 let abs = (w0 >> 8) & 7;
                 let opsel = (w0 >> 11) & 0xF;
                 let neg = w1 >> 29;
-                let bad = (abs != 0 && f & F_ABS_REJ != 0)
-                    || (neg != 0 && f & F_NEG_REJ != 0)
+                let bad = (abs & ((f & F_ABS_REJ) >> 3) != 0)
+                    || (neg & ((f & F_NEG_REJ) >> 9) != 0)
                     || (w0 & 0x8000 != 0 && f & F_CLAMP_REJ != 0)
                     || ((w1 >> 27) & 3 != 0 && f & F_OMOD_REJ != 0)
                     || (opsel != 0 && f & F_OPSEL_REJ != 0);
@@ -494,6 +520,13 @@ pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
         words,
         literal,
     })
+}
+
+/// Descriptor shared by all exports (EXP has a single opcode).
+static EXP_DESC: OpDesc = OpDesc { name: "exp", cpus: 7, slots: &[], cc: [table::Cc::CNone; 3], flags: 0, extra: "" };
+
+fn exp_target_ok(t: u32) -> bool {
+    matches!(t, 0..=9 | 12..=16 | 20 | 32..=63)
 }
 
 fn special_vop3(d: &OpDesc) -> bool {

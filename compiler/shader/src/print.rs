@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use crate::decode::{Encoding, Family, Instruction};
-use crate::table::{Cc, F_CLAMP, F_NEG, F_OMOD, F_OPSEL, Fld, Slot};
+use crate::table::{Cc, F_ABS, F_CLAMP, F_NEG, F_OMOD, F_OPSEL, Fld, Slot};
 
 /// Printing context.
 #[derive(Clone, Copy, Debug, Default)]
@@ -124,6 +124,10 @@ pub fn print(inst: &Instruction, ctx: Ctx, out: &mut String) {
         Family::Sopp => return print_sopp(inst, out),
         Family::Sopk => return print_sopk(inst, ctx, out),
         Family::Smem => return print_smem(inst, out),
+        Family::Ds => return print_ds(inst, out),
+        Family::Mubuf => return print_mubuf(inst, out),
+        Family::Flat => return print_flat(inst, out),
+        Family::Exp => return print_exp(inst, out),
         _ => {}
     }
     out.push_str(d.name);
@@ -179,8 +183,8 @@ fn print_vop3(inst: &Instruction, ctx: Ctx, out: &mut String) {
         if si < 3 {
             nsrc = nsrc.max(si + 1);
             let v = (w1 >> (9 * si)) & 0x1FF;
-            let n = !p && neg & (1 << si) != 0 && d.flags & F_NEG != 0;
-            let a = !p && !vop3b && abs & (1 << si) != 0 && d.flags & crate::table::F_ABS != 0;
+            let n = !p && neg & (1 << si) & ((d.flags & F_NEG) >> 6) != 0;
+            let a = !p && !vop3b && abs & (1 << si) & (d.flags & F_ABS) != 0;
             if n {
                 out.push('-');
             }
@@ -206,7 +210,9 @@ fn print_vop3(inst: &Instruction, ctx: Ctx, out: &mut String) {
         return;
     }
     let opsel = (w0 >> 11) & 0xF;
-    if opsel != 0 && d.flags & F_OPSEL != 0 && !vop3b {
+    if opsel != 0 && d.flags & F_OPSEL != 0 && !vop3b && d.name.starts_with("v_permlane") {
+        let _ = write!(out, " op_sel:[{},{}]", opsel & 1, (opsel >> 1) & 1);
+    } else if opsel != 0 && d.flags & F_OPSEL != 0 && !vop3b {
         out.push_str(" op_sel:[");
         for i in 0..nsrc {
             let _ = write!(out, "{},", (opsel >> i) & 1);
@@ -305,14 +311,18 @@ fn print_sopk(inst: &Instruction, ctx: Ctx, out: &mut String) {
     let imm = w0 & 0xFFFF;
     out.push_str(d.name);
     let mut first = true;
+    let hw = d.slots.iter().any(|s| s.f == Fld::Hwreg);
     for s in d.slots {
+        if hw && matches!(s.f, Fld::Imm | Fld::Unknown) {
+            continue;
+        }
         out.push_str(if first { " " } else { ", " });
         first = false;
         match s.f {
             Fld::Sdst => sreg(out, (w0 >> 16) & 0x7F, width(s, ctx)),
             Fld::Imm => {
                 if d.name == "s_call_b64" || d.name.starts_with("s_subvector_loop") {
-                    let _ = write!(out, "{}", imm as u16 as i16);
+                    let _ = write!(out, "{imm}");
                 } else {
                     let _ = write!(out, "0x{imm:x}");
                 }
@@ -373,47 +383,293 @@ fn print_sopp(inst: &Instruction, out: &mut String) {
     let d = inst.desc;
     let imm = inst.words.get(0) & 0xFFFF;
     out.push_str(d.name);
-    let n = d.name;
-    if n == "s_waitcnt" {
-        let vm = (imm & 0xF) | ((imm >> 14) & 3) << 4;
+    if d.name == "s_waitcnt" {
+        let vm = (imm & 0xF) | (((imm >> 14) & 3) << 4);
         let exp = (imm >> 4) & 7;
         let lgkm = (imm >> 8) & 0x3F;
-        let mut parts = Vec::new();
-        if vm != 0x3F {
-            parts.push(format!("vmcnt({vm})"));
-        }
-        if exp != 7 {
-            parts.push(format!("expcnt({exp})"));
-        }
-        if lgkm != 0x3F {
-            parts.push(format!("lgkmcnt({lgkm})"));
-        }
-        if parts.is_empty() {
-            let _ = write!(out, " vmcnt({vm}) expcnt({exp}) lgkmcnt({lgkm})");
-        } else {
-            out.push(' ');
-            out.push_str(&parts.join(" "));
-        }
-        return;
-    }
-    if d.slots.is_empty() {
-        return;
-    }
-    let branch = n.starts_with("s_branch") || n.starts_with("s_cbranch");
-    if branch || n == "s_sendmsg" || n == "s_sendmsghalt" || n == "s_endpgm" {
-        if n == "s_endpgm" && imm == 0 {
-            return;
-        }
-        let _ = write!(
-            out,
-            " {}",
-            if branch {
-                imm as u16 as i16 as i32
-            } else {
-                imm as i32
+        let mut any = false;
+        for (name, v, max) in [("vmcnt", vm, 0x3F), ("expcnt", exp, 7), ("lgkmcnt", lgkm, 0x3F)] {
+            if v != max {
+                let _ = write!(out, "{}{name}({v})", if any { " " } else { " " });
+                any = true;
             }
-        );
-    } else {
-        let _ = write!(out, " 0x{imm:x}");
+        }
+        if !any {
+            let _ = write!(out, " vmcnt({vm}) expcnt({exp}) lgkmcnt({lgkm})");
+        }
+        return;
+    }
+    if d.name == "s_sendmsg" || d.name == "s_sendmsghalt" {
+        return sendmsg(out, imm);
+    }
+    match d.extra {
+        "hex0" => {
+            let _ = write!(out, " 0x{imm:x}");
+        }
+        "hex" if imm == 0 => out.push_str(" 0"),
+        "hex" => {
+            let _ = write!(out, " 0x{imm:x}");
+        }
+        "dec" => {
+            let _ = write!(out, " {imm}");
+        }
+        "opt" if imm != 0 => {
+            let _ = write!(out, " {imm}");
+        }
+        "trail" => out.push(' '),
+        _ => {}
+    }
+}
+
+fn sendmsg(out: &mut String, imm: u32) {
+    let id = imm & 0xF;
+    let op = (imm >> 4) & 7;
+    let stream = (imm >> 8) & 3;
+    let name = match id {
+        1 => "MSG_INTERRUPT",
+        2 => "MSG_GS",
+        3 => "MSG_GS_DONE",
+        4 => "MSG_SAVEWAVE",
+        5 => "MSG_STALL_WAVE_GEN",
+        6 => "MSG_HALT_WAVES",
+        7 => "MSG_ORDERED_PS_DONE",
+        8 => "MSG_EARLY_PRIM_DEALLOC",
+        9 => "MSG_GS_ALLOC_REQ",
+        10 => "MSG_GET_DOORBELL",
+        11 => "MSG_GET_DDID",
+        15 => "MSG_SYSMSG",
+        _ => "",
+    };
+    if imm >> 10 != 0 || name.is_empty() {
+        if imm >> 10 != 0 {
+            let _ = write!(out, " {imm}");
+        } else {
+            let _ = write!(out, " sendmsg({id}, {op}, {stream})");
+        }
+        return;
+    }
+    match id {
+        2 | 3 => {
+            let ops = ["GS_OP_NOP", "GS_OP_CUT", "GS_OP_EMIT", "GS_OP_EMIT_CUT"];
+            if op < 4 && (op != 0 || id == 3) {
+                if op == 0 {
+                    let _ = write!(out, " sendmsg({name}, {})", ops[0]);
+                } else {
+                    let _ = write!(out, " sendmsg({name}, {}, {stream})", ops[op as usize]);
+                }
+            } else {
+                let _ = write!(out, " sendmsg({id}, {op}, {stream})");
+            }
+        }
+        15 => {
+            let ops = ["", "SYSMSG_OP_ECC_ERR_INTERRUPT", "SYSMSG_OP_REG_RD", "SYSMSG_OP_HOST_TRAP_ACK", "SYSMSG_OP_TTRACE_PC"];
+            if (1..=4).contains(&op) && stream == 0 {
+                let _ = write!(out, " sendmsg({name}, {})", ops[op as usize]);
+            } else {
+                let _ = write!(out, " sendmsg({id}, {op}, {stream})");
+            }
+        }
+        _ if op == 0 && stream == 0 => {
+            let _ = write!(out, " sendmsg({name})");
+        }
+        _ => {
+            let _ = write!(out, " sendmsg({id}, {op}, {stream})");
+        }
+    }
+}
+
+fn vgprs(out: &mut String, n: u32, w: u32) {
+    reg_range(out, "v", n, w);
+}
+
+fn print_ds(inst: &Instruction, out: &mut String) {
+    let d = inst.desc;
+    let w0 = inst.words.get(0);
+    let w1 = inst.words.get(1);
+    out.push_str(d.name);
+    let mut first = true;
+    for s in d.slots {
+        out.push_str(if first { " " } else { ", " });
+        first = false;
+        let w = s.w as u32;
+        match s.f {
+            Fld::Vdst => vgprs(out, w1 >> 24, w),
+            Fld::Vaddr => vgprs(out, w1 & 0xFF, w),
+            Fld::Vdata0 => vgprs(out, (w1 >> 8) & 0xFF, w),
+            Fld::Vdata1 => vgprs(out, (w1 >> 16) & 0xFF, w),
+            _ => out.push('?'),
+        }
+    }
+    let two = d.name.contains("2_") || d.name.contains("2st64");
+    let (o0, o1) = (w0 & 0xFF, (w0 >> 8) & 0xFF);
+    if two {
+        if o0 != 0 {
+            let _ = write!(out, " offset0:{o0}");
+        }
+        if o1 != 0 {
+            let _ = write!(out, " offset1:{o1}");
+        }
+    } else if w0 & 0xFFFF != 0 {
+        let _ = write!(out, " offset:{}", w0 & 0xFFFF);
+    }
+    if (w0 >> 17) & 1 != 0 {
+        out.push_str(" gds");
+    }
+}
+
+fn print_mubuf(inst: &Instruction, out: &mut String) {
+    let d = inst.desc;
+    let w0 = inst.words.get(0);
+    let w1 = inst.words.get(1);
+    let offen = (w0 >> 12) & 1 != 0;
+    let idxen = (w0 >> 13) & 1 != 0;
+    let tfe = (w1 >> 23) & 1 != 0;
+    out.push_str(d.name);
+    let mut first = true;
+    for s in d.slots {
+        out.push_str(if first { " " } else { ", " });
+        first = false;
+        match s.f {
+            Fld::Vdata => vgprs(out, (w1 >> 8) & 0xFF, s.w as u32 + tfe as u32),
+            Fld::Vaddr | Fld::Off => {
+                let n = offen as u32 + idxen as u32;
+                if n == 0 {
+                    out.push_str("off");
+                } else {
+                    vgprs(out, w1 & 0xFF, n);
+                }
+            }
+            Fld::Srsrc => sreg(out, ((w1 >> 16) & 0x1F) << 2, 4),
+            Fld::Soff => src(out, w1 >> 24, 1, Cc::C32, None),
+            _ => out.push('?'),
+        }
+    }
+    if offen {
+        out.push_str(" offen");
+    }
+    if idxen {
+        out.push_str(" idxen");
+    }
+    if w0 & 0xFFF != 0 {
+        let _ = write!(out, " offset:{}", w0 & 0xFFF);
+    }
+    mem_cache(out, (w0 >> 14) & 1, (w1 >> 22) & 1, (w0 >> 15) & 1);
+    if (w0 >> 16) & 1 != 0 {
+        out.push_str(" lds");
+    }
+    if tfe {
+        out.push_str(" tfe");
+    }
+}
+
+fn mem_cache(out: &mut String, glc: u32, slc: u32, dlc: u32) {
+    if glc != 0 {
+        out.push_str(" glc");
+    }
+    if slc != 0 {
+        out.push_str(" slc");
+    }
+    if dlc != 0 {
+        out.push_str(" dlc");
+    }
+}
+
+fn print_flat(inst: &Instruction, out: &mut String) {
+    let d = inst.desc;
+    let w0 = inst.words.get(0);
+    let w1 = inst.words.get(1);
+    let seg = (w0 >> 14) & 3;
+    let glc = (w0 >> 16) & 1;
+    let saddr = (w1 >> 16) & 0x7F;
+    let atomic = d.name.contains("_atomic_");
+    out.push_str(d.name);
+    let mut first = true;
+    let mut sep = |out: &mut String| {
+        out.push_str(if first { " " } else { ", " });
+        first = false;
+    };
+    if atomic && glc != 0 {
+        let dw = d.slots.iter().find(|s| s.f == Fld::Vdata).map_or(1, |s| s.w as u32);
+        let rw = if d.name.contains("cmpswap") { dw / 2 } else { dw };
+        sep(out);
+        vgprs(out, w1 >> 24, rw.max(1));
+    }
+    for s in d.slots {
+        sep(out);
+        match s.f {
+            Fld::Vdst => vgprs(out, w1 >> 24, s.w as u32),
+            Fld::Vdata => vgprs(out, (w1 >> 8) & 0xFF, s.w as u32),
+            Fld::Vaddr => {
+                if seg == 1 && saddr != 0x7D {
+                    out.push_str("off");
+                } else if seg == 2 && saddr != 0x7D {
+                    vgprs(out, w1 & 0xFF, 1);
+                } else {
+                    vgprs(out, w1 & 0xFF, s.w as u32);
+                }
+            }
+            Fld::Off => {
+                if saddr == 0x7D || saddr == 0x7F {
+                    out.push_str("off");
+                } else {
+                    sreg(out, saddr, if seg == 2 { 2 } else { 1 });
+                }
+            }
+            _ => out.push('?'),
+        }
+    }
+    let off = w0 & 0xFFF;
+    if off != 0 {
+        if seg == 0 {
+            let _ = write!(out, " offset:{}", off & 0x7FF);
+        } else {
+            let v = ((off << 20) as i32) >> 20;
+            let _ = write!(out, " offset:{v}");
+        }
+    }
+    mem_cache(out, glc, (w0 >> 17) & 1, (w0 >> 12) & 1);
+    if (w0 >> 13) & 1 != 0 {
+        out.push_str(" lds");
+    }
+}
+
+fn print_exp(inst: &Instruction, out: &mut String) {
+    let w0 = inst.words.get(0);
+    let w1 = inst.words.get(1);
+    let en = w0 & 0xF;
+    let tgt = (w0 >> 4) & 0x3F;
+    let compr = (w0 >> 10) & 1 != 0;
+    out.push_str("exp ");
+    match tgt {
+        0..=7 => {
+            let _ = write!(out, "mrt{tgt}");
+        }
+        8 => out.push_str("mrtz"),
+        9 => out.push_str("null"),
+        12..=16 => {
+            let _ = write!(out, "pos{}", tgt - 12);
+        }
+        20 => out.push_str("prim"),
+        _ => {
+            let _ = write!(out, "param{}", tgt - 32);
+        }
+    }
+    for i in 0..4 {
+        out.push_str(if i == 0 { " " } else { ", " });
+        let r = if compr { if i < 2 { w1 & 0xFF } else { (w1 >> 8) & 0xFF } } else { (w1 >> (8 * i)) & 0xFF };
+        if en & (1 << i) != 0 {
+            vgprs(out, r, 1);
+        } else {
+            out.push_str("off");
+        }
+    }
+    if (w0 >> 11) & 1 != 0 {
+        out.push_str(" done");
+    }
+    if compr {
+        out.push_str(" compr");
+    }
+    if (w0 >> 12) & 1 != 0 {
+        out.push_str(" vm");
     }
 }

@@ -45,6 +45,18 @@ pub enum Fld {
     Sdata,
     /// SMEM base register.
     Sbase,
+    /// Memory address VGPR(s).
+    Vaddr,
+    /// DS data 0.
+    Vdata0,
+    /// DS data 1.
+    Vdata1,
+    /// Memory data VGPR(s).
+    Vdata,
+    /// Buffer resource SGPRs.
+    Srsrc,
+    /// Buffer scalar offset.
+    Soff,
     /// Anything else (printed by a family-specific rule).
     Unknown,
 }
@@ -92,32 +104,32 @@ pub struct OpDesc {
     pub extra: &'static str,
 }
 
-/// abs modifier printed.
-pub const F_ABS: u32 = 1 << 0;
-/// abs bits make the encoding invalid.
-pub const F_ABS_REJ: u32 = 1 << 1;
-/// neg modifier printed.
-pub const F_NEG: u32 = 1 << 2;
-/// neg bits make the encoding invalid.
-pub const F_NEG_REJ: u32 = 1 << 3;
+/// abs modifier printed, per source (bit 0..2).
+pub const F_ABS: u32 = 0x7;
+/// abs bit makes the encoding invalid, per source (bits 3..5).
+pub const F_ABS_REJ: u32 = 0x7 << 3;
+/// neg modifier printed, per source (bits 6..8).
+pub const F_NEG: u32 = 0x7 << 6;
+/// neg bit makes the encoding invalid, per source (bits 9..11).
+pub const F_NEG_REJ: u32 = 0x7 << 9;
 /// clamp printed.
-pub const F_CLAMP: u32 = 1 << 4;
+pub const F_CLAMP: u32 = 1 << 12;
 /// clamp bit makes the encoding invalid.
-pub const F_CLAMP_REJ: u32 = 1 << 5;
+pub const F_CLAMP_REJ: u32 = 1 << 13;
 /// omod printed.
-pub const F_OMOD: u32 = 1 << 6;
+pub const F_OMOD: u32 = 1 << 14;
 /// omod bits make the encoding invalid.
-pub const F_OMOD_REJ: u32 = 1 << 7;
+pub const F_OMOD_REJ: u32 = 1 << 15;
 /// op_sel printed.
-pub const F_OPSEL: u32 = 1 << 8;
+pub const F_OPSEL: u32 = 1 << 16;
 /// op_sel bits make the encoding invalid.
-pub const F_OPSEL_REJ: u32 = 1 << 9;
+pub const F_OPSEL_REJ: u32 = 1 << 17;
 /// Has an SDWA form.
-pub const F_SDWA: u32 = 1 << 10;
+pub const F_SDWA: u32 = 1 << 18;
 /// Has a DPP16 form.
-pub const F_DPP: u32 = 1 << 11;
+pub const F_DPP: u32 = 1 << 19;
 /// Has a DPP8 form.
-pub const F_DPP8: u32 = 1 << 12;
+pub const F_DPP8: u32 = 1 << 20;
 
 /// Finds the descriptor of `op` for the target bit `cpu` in a generated family table.
 pub fn lookup(table: &'static [(u16, &'static [OpDesc])], op: u16, cpu: u8) -> Lookup {

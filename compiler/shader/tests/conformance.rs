@@ -87,6 +87,10 @@ fn cached_oracle(cases: &[Vec<u8>], opts: &Options) -> Vec<Vec<String>> {
     v
 }
 
+fn showfam() -> String {
+    std::env::var("APS5_SHOWFAM").unwrap_or_default()
+}
+
 #[derive(Default)]
 struct Tally {
     matched: usize,

@@ -225,8 +225,9 @@ def vop3_variants(d, mk, mods):
             d["lit%d_%d" % (p, k)] = W(mk(srcs[:p] + [0xFF] + srcs[p + 1:]) + [lit])
         if mods:
             m = (1 << n) - 1
-            d["abs%d" % k] = W(mk(srcs, m << 8))
-            d["neg%d" % k] = W(mk(srcs, 0, m << 29))
+            for p in range(n):
+                d["abs%d_%d" % (p, k)] = W(mk(srcs, 1 << (8 + p)))
+                d["neg%d_%d" % (p, k)] = W(mk(srcs, 0, 1 << (29 + p)))
             d["clamp%d" % k] = W(mk(srcs, 1 << 15))
             d["omod%d" % k] = W(mk(srcs, 0, 1 << 27))
             d["opsel%d" % k] = W(mk(srcs, (m | 8) << 11))
@@ -240,10 +241,11 @@ def fam_vop():
         b = 0x7E000000 | (op << 9) | (1 << 17)
         d["v0"] = W([b | 0x102])
         d["v1"] = W([b | 0])
+        d["v2"] = W([0x7E000000 | (op << 9)])
         d["inl0"] = W([b | 0xF8])
         d["lit0"] = W([b | 0xFF, lit])
         d["sdwa"] = W([b | 0xF9, 0x00060602])
-        d["dpp"] = W([b | 0xFA, 0xFF0E402])
+        d["dpp"] = W([b | 0xFA, 0xFF00E402])
         d["dpp8"] = W([b | 0xE9, 0x02])
     for op in range(64):  # VOP2
         if op == 63:
@@ -254,7 +256,7 @@ def fam_vop():
         d["inl0"] = W([b | 0xF8, 0x11223344])
         d["lit0"] = W([b | 0xFF, lit])
         d["sdwa"] = W([b | 0xF9, 0x06060602])
-        d["dpp"] = W([b | 0xFA, 0xFF0E402])
+        d["dpp"] = W([b | 0xFA, 0xFF00E402])
         d["dpp8"] = W([b | 0xE9, 0x02])
     for op in range(256):  # VOPC
         d = fams.setdefault("VOPC", {}).setdefault(op, {})
@@ -263,7 +265,7 @@ def fam_vop():
         d["inl0"] = W([b | 0xF8])
         d["lit0"] = W([b | 0xFF, lit])
         d["sdwa"] = W([b | 0xF9, 0x06060002])
-        d["dpp"] = W([b | 0xFA, 0xFF0E402])
+        d["dpp"] = W([b | 0xFA, 0xFF00E402])
         d["dpp8"] = W([b | 0xE9, 0x02])
     for op in range(1024):  # VOP3
         d = fams.setdefault("VOP3", {}).setdefault(op, {})
@@ -286,6 +288,45 @@ def fam_vop():
     return fams
 
 
+def fam_mem():
+    fams = {}
+    for op in range(256):  # DS
+        d = fams.setdefault("DS", {}).setdefault(op, {})
+        b = 0xD8000000 | (op << 18)
+        vals = [2, 3, 4, 1]  # addr, data0, data1, vdst
+        for mask in range(16):
+            v = [x if (mask >> i) & 1 == 0 else 0 for i, x in enumerate(vals)]
+            d["m%02d" % mask] = W([b, v[0] | (v[1] << 8) | (v[2] << 16) | (v[3] << 24)])
+            if mask == 0:
+                pass
+        d["o"] = None
+    for op in range(128):  # MUBUF
+        d = fams.setdefault("MUBUF", {}).setdefault(op, {})
+        b = 0xE0000000 | (op << 18) | (1 << 12)
+        d["m00"] = W([b, 2 | (5 << 8) | (2 << 16) | (3 << 24)])
+        d["m01"] = W([b & ~(1 << 12), 0 | (5 << 8) | (2 << 16) | (3 << 24)])
+        d["m02"] = W([b & ~(1 << 12), 0 | (0 << 8) | (2 << 16) | (3 << 24)])
+    for op in range(128):  # FLAT, 3 segments
+        for seg in range(3):
+            d = fams.setdefault("FLAT%d" % seg, {}).setdefault(op, {})
+            b = 0xDC000000 | (op << 18) | (seg << 14)
+            d["m00"] = W([b, 2 | (3 << 8) | (0x7D << 16) | (1 << 24)])
+            d["m01"] = W([b, 2 | (3 << 8) | (0x7D << 16) | (0 << 24)])
+            d["m02"] = W([b, 2 | (0 << 8) | (0x7D << 16) | (1 << 24)])
+            d["m03"] = W([b, 2 | (0 << 8) | (0x7D << 16) | (0 << 24)])
+    for f in fams.values():
+        for o in f.values():
+            o.pop("o", None)
+    return fams
+
+
+MEM_FIELDS = {
+    "DS": {"VADDR": ("v", 2), "VDATA0": ("v", 3), "VDATA1": ("v", 4), "VDST": ("v", 1)},
+    "MUBUF": {"VDATA": ("v", 5), "VADDR": ("v", 2), "SRSRC": ("s", 8), "SOFF": ("s", 3)},
+    "FLAT": {"VADDR": ("v", 2), "VDATA": ("v", 3), "VDST": ("v", 1)},
+}
+
+
 VOP_FIELDS = {
     "VOP1": {"VDST": ("v", 1), "SRC0": ("v", 2)},
     "VOP2": {"VDST": ("v", 1), "SRC0": ("v", 2), "VSRC1": ("v", 3), "_lit": ("0x11223344",)},
@@ -298,6 +339,10 @@ VOP_FIELDS = {
 def fields_for(fam):
     if fam == "SMEM":
         return dict(SMEM_FIELDS)
+    if fam.startswith("FLAT"):
+        return dict(MEM_FIELDS["FLAT"])
+    if fam in MEM_FIELDS:
+        return dict(MEM_FIELDS[fam])
     return dict(SCALAR_FIELDS.get(fam) or VOP_FIELDS.get(fam) or {})
 
 
@@ -313,7 +358,7 @@ def analyse(fam, op, outs, outs64):
     """Builds an Entry from probe outputs, or None when llvm-mc rejects every probe."""
     base = None
     basekey = None
-    for k in ["a", "v0", "v1", "v2", "v3", "b", "c", "z", "l"]:
+    for k in ["a", "v0", "v1", "v2", "v3", "b", "c", "z", "l"] + ["m%02d" % i for i in range(16)]:
         if k in outs and outs[k]:
             base = outs[k][0]
             basekey = k
@@ -337,6 +382,24 @@ def analyse(fam, op, outs, outs64):
     flags.add("base_" + basekey)
     if mods:
         flags.add("mods:" + mods)
+    if fam == "SOPP":
+        z = first_text(outs.get("z"))
+        a = first_text(outs.get("a"))
+        kind = "none"
+        if a is not None and " " in a.strip():
+            arg = a.split(" ", 1)[1]
+            zarg = z.split(" ", 1)[1] if z and " " in z else ""
+            if arg.startswith("0x"):
+                kind = "hex0" if zarg == "0x0" else "hex"
+            elif arg.isdigit():
+                kind = "opt" if z is not None and " " not in z else "dec"
+            else:
+                kind = "special"
+        elif (a or z or "").endswith(" "):
+            kind = "trail"
+        flags.add("mods:" + kind)
+    # DS offsets style
+
     # constant classes for each source
     classes = []
     for pos, fld in enumerate(["SRC0", "SRC1", "SRC2"] if fam in ("VOP3", "VOP3P") else
@@ -353,7 +416,14 @@ def analyse(fam, op, outs, outs64):
     # modifier support (VOP3): printed, ignored or rejected
     if fam == "VOP3":
         vk = basekey[1:]
-        for m in ["abs", "neg", "clamp", "omod", "opsel"]:
+        for p in range(3 - int(vk)):
+            for m in ["abs", "neg"]:
+                o = outs.get("%s%d_%s" % (m, p, vk))
+                if not o:
+                    flags.add("%s%d:reject" % (m, p))
+                elif o[0] != base:
+                    flags.add("%s%d:yes" % (m, p))
+        for m in ["clamp", "omod", "opsel"]:
             o = outs.get(m + vk)
             if not o:
                 flags.add(m + ":reject")
@@ -373,6 +443,7 @@ def main():
     families.update(fam_scalar())
     families.update(fam_smem())
     families.update(fam_vop())
+    families.update(fam_mem())
     entries = {}  # (fam, op) -> list of Entry (per distinct key)
     for cpu in CPUS:
         cases = {}
@@ -382,9 +453,7 @@ def main():
                     cases[(fam, op, v)] = b
         print("probing", cpu, len(cases), file=sys.stderr)
         res = probe(cases, cpu)
-        res64 = None
-        if cpu == "gfx1030":
-            res64 = probe(cases, cpu, True)
+        res64 = probe(cases, cpu, True)
         for fam, ops in families.items():
             for op in ops:
                 outs = {v: res[(fam, op, v)] for v in ops[op]}
@@ -443,10 +512,13 @@ def emit(entries):
 
 
 FLAG_BITS = {
-    "abs:yes": 1 << 0, "abs:reject": 1 << 1, "neg:yes": 1 << 2, "neg:reject": 1 << 3,
-    "clamp:yes": 1 << 4, "clamp:reject": 1 << 5, "omod:yes": 1 << 6, "omod:reject": 1 << 7,
-    "opsel:yes": 1 << 8, "opsel:reject": 1 << 9, "sdwa:yes": 1 << 10, "dpp:yes": 1 << 11,
-    "dpp8:yes": 1 << 12,
+    "abs0:yes": 1 << 0, "abs1:yes": 1 << 1, "abs2:yes": 1 << 2,
+    "abs0:reject": 1 << 3, "abs1:reject": 1 << 4, "abs2:reject": 1 << 5,
+    "neg0:yes": 1 << 6, "neg1:yes": 1 << 7, "neg2:yes": 1 << 8,
+    "neg0:reject": 1 << 9, "neg1:reject": 1 << 10, "neg2:reject": 1 << 11,
+    "clamp:yes": 1 << 12, "clamp:reject": 1 << 13, "omod:yes": 1 << 14, "omod:reject": 1 << 15,
+    "opsel:yes": 1 << 16, "opsel:reject": 1 << 17, "sdwa:yes": 1 << 18, "dpp:yes": 1 << 19,
+    "dpp8:yes": 1 << 20,
 }
 
 
@@ -458,6 +530,8 @@ def fld_ident(f):
         "SRC0": "Src0", "SRC1": "Src1", "SRC2": "Src2", "VSRC1": "Vsrc1", "SDST3B": "Sdst3b",
         "VCC": "Vcc", "EXEC": "Exec", "LIT": "Lit", "IMM": "Imm", "HWREG": "Hwreg", "ATTR": "Attr",
         "M0": "M0", "OFF": "Off", "SDATA": "Sdata", "SBASE": "Sbase",
+        "VADDR": "Vaddr", "VDATA0": "Vdata0", "VDATA1": "Vdata1", "VDATA": "Vdata",
+        "SRSRC": "Srsrc", "SOFF": "Soff",
     }[f]
 
 
