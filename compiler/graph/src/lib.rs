@@ -1,1 +1,17 @@
-//! aps5-graph
+//! The aps5 build graph.
+//!
+//! A game dump becomes a reproducible output tree (`aps5-out/`) through salsa queries ([`db`]),
+//! memoized across processes in the content cache (`aps5-cache`). See `docs/ARCHITECTURE.md`.
+
+pub mod build;
+pub mod config;
+pub mod db;
+pub mod dump;
+pub mod emit;
+pub mod error;
+pub mod init;
+
+pub use build::{BuildReport, NoProgress, Progress, Project, Recomputed};
+pub use config::{Config, Layout, LinkMode, CONFIG_FILE};
+pub use error::BuildError;
+pub use init::init;

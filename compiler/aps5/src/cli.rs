@@ -1,0 +1,164 @@
+//! Command-line syntax.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// aps5 ports PS5 (and PS4) games to native Linux: `aps5 init` in a game dump, then `aps5 build`.
+#[derive(Debug, Parser)]
+#[command(name = "aps5", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// More output (-v info, -vv debug, -vvv trace).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Only errors.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Run as if started in DIR.
+    #[arg(short = 'C', value_name = "DIR", global = true)]
+    pub dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Make the game dump in DIR (default: here) an aps5 project: writes aps5.toml.
+    Init {
+        dir: Option<PathBuf>,
+        /// Rewrite an existing aps5.toml.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Build the project's output tree (aps5-out/), recomputing only what changed.
+    Build(BuildArgs),
+    /// Run the ported program (aps5-out/app.elf).
+    Run {
+        /// Arguments passed to the program.
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
+    /// Show the project: title, dump, modules and their imports, last build.
+    Status {
+        /// One JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove the output tree and the build state (the shared cache is kept).
+    Clean,
+    /// The content cache shared by all projects.
+    Cache {
+        #[command(subcommand)]
+        command: CacheCommand,
+    },
+    /// Describe a PS4/PS5 executable or module (readelf-like).
+    Inspect {
+        file: PathBuf,
+        /// The stable JSON form (documented in docs/INSPECT.md).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the NID of each NAME, or with --reverse the known names of each NID.
+    Nid {
+        #[arg(required = true)]
+        names: Vec<String>,
+        #[arg(long)]
+        reverse: bool,
+    },
+    /// RDNA2 shader tools.
+    Shader {
+        #[command(subcommand)]
+        command: ShaderCommand,
+    },
+    /// Build the built-in sample dump end to end in a temporary folder and show what happened.
+    Demo {
+        /// Keep the sample project in DIR instead of a temporary folder.
+        #[arg(long, value_name = "DIR")]
+        keep: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// Say why each recomputed artifact was recomputed.
+    #[arg(long)]
+    pub explain: bool,
+    /// Print one JSON object: {"recomputed":[..], "reused":N, "written":N, "elapsed_ms":N}.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CacheCommand {
+    /// Size and entry counts.
+    Stats,
+    /// Check every blob against its hash; corrupt blobs are removed.
+    Verify,
+    /// Evict least recently used entries until the cache is at most --max-size.
+    Gc {
+        /// e.g. 10G, 500M, 1048576.
+        #[arg(long, value_parser = parse_size)]
+        max_size: u64,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ShaderCommand {
+    /// Disassemble RDNA2 machine code in LLVM 14 syntax, one instruction per line.
+    Disasm {
+        /// A file of raw little-endian instruction words.
+        #[arg(required_unless_present = "hex", conflicts_with = "hex")]
+        file: Option<PathBuf>,
+        /// Instruction words as text, e.g. "0x7e000280 0xbf810000".
+        #[arg(long)]
+        hex: Option<String>,
+        /// gfx1030 (default), gfx1010 or gfx1013.
+        #[arg(long, default_value = "gfx1030")]
+        mcpu: String,
+        /// Wave64 instead of wave32.
+        #[arg(long)]
+        wave64: bool,
+    },
+}
+
+/// Parses a size with an optional K/M/G/T suffix (powers of 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let m = match c.to_ascii_uppercase() {
+                'K' => 1u64 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                'T' => 1 << 40,
+                'B' => 1,
+                _ => return Err(format!("unknown size suffix `{c}` (use K, M, G or T)")),
+            };
+            (&s[..i], m)
+        }
+        _ => (s, 1),
+    };
+    let n: u64 = num.trim().parse().map_err(|_| format!("`{s}` is not a size (e.g. 10G, 500M)"))?;
+    n.checked_mul(mult).ok_or_else(|| format!("`{s}` is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("10G"), Ok(10 << 30));
+        assert_eq!(parse_size("500m"), Ok(500 << 20));
+        assert_eq!(parse_size("123"), Ok(123));
+        assert!(parse_size("12X").is_err());
+        assert!(parse_size("G").is_err());
+        assert!(parse_size("99999999999T").is_err());
+    }
+
+    #[test]
+    fn cli_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

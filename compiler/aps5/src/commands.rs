@@ -1,0 +1,208 @@
+//! What each command does: open the project, call the crates, print.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use aps5_graph::{BuildReport, Project};
+
+use crate::cli::{BuildArgs, CacheCommand, Cli, Command, ShaderCommand};
+use crate::progress::Bars;
+
+pub fn run(cli: &Cli) -> Result<ExitCode> {
+    let here = cli.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    match &cli.command {
+        Command::Init { dir, force } => {
+            let dir = dir.as_ref().map(|d| here.join(d)).unwrap_or(here);
+            init(&dir, *force, cli.quiet)?;
+        }
+        Command::Build(args) => {
+            let project = Project::open(&here)?;
+            let report = project.build(&Bars::new(cli.quiet || args.json))?;
+            print_build(&report, args, cli.quiet);
+        }
+        Command::Run { args } => return run_program(&here, args),
+        Command::Status { json } => {
+            let project = Project::open(&here)?;
+            let status = aps5_graph::status::status(&project, &Bars::new(cli.quiet || *json))?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&status.to_json())?);
+            } else {
+                print!("{}", status.to_text());
+            }
+        }
+        Command::Clean => clean(&here, cli.quiet)?,
+        Command::Cache { command } => cache(&here, command)?,
+        Command::Inspect { file, json } => {
+            let path = here.join(file);
+            let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            let module = aps5_elf::parse(&bytes).with_context(|| format!("{}", path.display()))?;
+            if *json {
+                println!("{}", serde_json::to_string_pretty(&aps5_elf::inspect::json(&module))?);
+            } else {
+                print!("{}", aps5_elf::inspect::text(&module));
+            }
+        }
+        Command::Nid { names, reverse } => return Ok(nid(names, *reverse)),
+        Command::Shader { command } => shader(&here, command)?,
+        Command::Demo { keep } => crate::demo::demo(keep.as_deref(), cli.quiet)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn init(dir: &Path, force: bool, quiet: bool) -> Result<()> {
+    let (config, info) = aps5_graph::init(dir, force)?;
+    if !quiet {
+        let t = &config.title;
+        println!("initialized {}", dir.join(aps5_graph::CONFIG_FILE).display());
+        if !t.id.is_empty() || !t.name.is_empty() {
+            println!("  title       {} {} (version {}, {})", t.id, t.name, t.content_version, t.platform);
+        }
+        println!("  executable  {}", info.executable);
+        println!("  modules     {}", if info.modules.is_empty() { "none".into() } else { info.modules.join(", ") });
+        println!("next: aps5 build");
+    }
+    Ok(())
+}
+
+pub fn print_build(report: &BuildReport, args: &BuildArgs, quiet: bool) {
+    if args.json {
+        let recomputed: Vec<_> = report
+            .recomputed
+            .iter()
+            .map(|r| serde_json::json!({"query": r.query, "artifact": r.artifact, "reason": r.reason}))
+            .collect();
+        let doc = serde_json::json!({
+            "recomputed": recomputed,
+            "reused": report.reused,
+            "written": report.written,
+            "elapsed_ms": report.elapsed_ms,
+        });
+        println!("{doc}");
+        return;
+    }
+    if args.explain {
+        for r in &report.recomputed {
+            println!("{:<8} {:<40} {}", r.query, r.artifact, r.reason);
+        }
+    }
+    if !quiet {
+        println!(
+            "built: {} recomputed, {} reused, {} written, {} removed, {} files hashed ({}), {} ms",
+            report.recomputed.len(),
+            report.reused,
+            report.written,
+            report.removed.len(),
+            report.hashed_files,
+            human_bytes(report.hashed_bytes),
+            report.elapsed_ms
+        );
+    }
+}
+
+fn run_program(dir: &Path, args: &[String]) -> Result<ExitCode> {
+    let project = Project::open(dir)?;
+    let app = project.layout.out_dir.join("app.elf");
+    if !app.exists() {
+        bail!(
+            "{} does not exist: this version of aps5 does not relink executables yet (the build carries \
+             the game's files and module metadata only), so there is nothing to run. `aps5 build` and \
+             `aps5 status` show what was read. Args that would be passed: {:?}",
+            app.display(),
+            args
+        );
+    }
+    bail!("{}: running ported programs is not implemented in this version of aps5", app.display())
+}
+
+fn clean(dir: &Path, quiet: bool) -> Result<()> {
+    let project = Project::open(dir)?;
+    let out = &project.layout.out_dir;
+    if out.exists() {
+        // Only a folder aps5 made is removed wholesale.
+        if !out.join(aps5_graph::emit::MANIFEST).exists() && std::fs::read_dir(out)?.next().is_some() {
+            bail!(
+                "{} has no manifest.json, so it was not made by aps5; not removing it (check project.out_dir in aps5.toml)",
+                out.display()
+            );
+        }
+        std::fs::remove_dir_all(out).with_context(|| format!("cannot remove {}", out.display()))?;
+    }
+    if project.layout.state_dir.exists() {
+        std::fs::remove_dir_all(&project.layout.state_dir)
+            .with_context(|| format!("cannot remove {}", project.layout.state_dir.display()))?;
+    }
+    if !quiet {
+        println!("removed {} (the cache {} is kept)", out.display(), project.layout.cache_dir.display());
+    }
+    Ok(())
+}
+
+fn cache(dir: &Path, command: &CacheCommand) -> Result<()> {
+    // Inside a project its cache_dir setting counts; elsewhere the default cache.
+    let cache_dir = match Project::open(dir) {
+        Ok(p) => p.layout.cache_dir,
+        Err(aps5_graph::BuildError::NoProject { .. }) => aps5_cache::Cache::default_dir(),
+        Err(e) => return Err(e.into()),
+    };
+    let cache = aps5_cache::Cache::open(&cache_dir)?;
+    match command {
+        CacheCommand::Stats => println!("{}", cache.stats()?),
+        CacheCommand::Verify => {
+            let report = cache.verify()?;
+            println!("{report}");
+        }
+        CacheCommand::Gc { max_size } => println!("{}", cache.gc(*max_size)?),
+    }
+    Ok(())
+}
+
+fn nid(items: &[String], reverse: bool) -> ExitCode {
+    let mut unknown = false;
+    for item in items {
+        if reverse {
+            let names = aps5_nid::lookup(item);
+            if names.is_empty() {
+                unknown = true;
+                println!("{item}\t(unknown)");
+            }
+            for k in names {
+                println!("{item}\t{}\t{}", k.name, k.library.unwrap_or("-"));
+            }
+        } else {
+            println!("{item}\t{}", aps5_nid::nid(item));
+        }
+    }
+    if unknown { ExitCode::from(2) } else { ExitCode::SUCCESS }
+}
+
+fn shader(dir: &Path, command: &ShaderCommand) -> Result<()> {
+    use aps5_shader::disasm;
+    let ShaderCommand::Disasm { file, hex, mcpu, wave64 } = command;
+    let mcpu: disasm::Mcpu = mcpu.parse().map_err(|e| anyhow::anyhow!("--mcpu {mcpu}: {e}"))?;
+    let code = match (file, hex) {
+        (_, Some(hex)) => disasm::parse_hex_words(hex).map_err(|e| anyhow::anyhow!("--hex: {e}"))?,
+        (Some(file), None) => {
+            let path = dir.join(file);
+            let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            if bytes.len() % 4 != 0 {
+                bail!("{}: {} bytes is not a whole number of 32-bit instruction words", path.display(), bytes.len());
+            }
+            bytes
+        }
+        (None, None) => unreachable!("clap requires FILE or --hex"),
+    };
+    print!("{}", disasm::disassemble(&code, &disasm::Options { mcpu, wave64: *wave64 }));
+    Ok(())
+}
+
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 { format!("{n} B") } else { format!("{v:.1} {}", UNITS[u]) }
+}

@@ -1,0 +1,250 @@
+//! `aps5 build`: scan the dump, run the queries, emit the output tree, explain what was redone.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use aps5_cache::Cache;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Config, Layout, CONFIG_FILE};
+use crate::db::{self, Database, Dump, QueryRun, SourceFile};
+use crate::dump::{self, Scan};
+use crate::emit::{self, Output, Source};
+use crate::error::BuildError;
+
+/// How to report progress of long phases (the CLI draws bars; tests pass a no-op).
+pub trait Progress: Sync {
+    /// `phase` started or advanced: `done` of `total` units (bytes for hashing).
+    fn update(&self, phase: &str, done: u64, total: u64);
+    fn finish(&self, phase: &str);
+}
+
+/// A progress reporter that reports nothing.
+pub struct NoProgress;
+impl Progress for NoProgress {
+    fn update(&self, _: &str, _: u64, _: u64) {}
+    fn finish(&self, _: &str) {}
+}
+
+/// One recomputed artifact and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Recomputed {
+    pub query: String,
+    pub artifact: String,
+    pub reason: String,
+}
+
+/// What a build did (`aps5 build --json` prints this).
+#[derive(Clone, Debug, Serialize)]
+pub struct BuildReport {
+    pub recomputed: Vec<Recomputed>,
+    pub reused: usize,
+    pub written: usize,
+    pub elapsed_ms: u64,
+    /// Files hashed because the cache index did not know them (not in the JSON contract; extra).
+    pub hashed_files: usize,
+    pub hashed_bytes: u64,
+    pub removed: Vec<String>,
+    pub dump_files: usize,
+}
+
+/// The identity of this toolchain, as written into every manifest.
+pub fn toolchain_identity() -> serde_json::Value {
+    let queries: BTreeMap<&str, &str> = db::QUERY_VERSIONS.iter().copied().collect();
+    serde_json::json!({
+        "name": "aps5",
+        "version": env!("CARGO_PKG_VERSION"),
+        "queries": queries,
+    })
+}
+
+/// The last build's inputs and query versions, kept in `.aps5/state.json` so that `--explain` can
+/// say why something was recomputed. Not an output; never read for correctness.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct State {
+    inputs: BTreeMap<String, String>,
+    queries: BTreeMap<String, String>,
+}
+
+const STATE_FILE: &str = "state.json";
+
+/// An opened project: settings, resolved paths and the cache.
+pub struct Project {
+    pub config: Config,
+    pub layout: Layout,
+    pub cache: Arc<Cache>,
+}
+
+impl Project {
+    /// Opens the project whose `aps5.toml` is in `dir`.
+    pub fn open(dir: &Path) -> Result<Project, BuildError> {
+        let config = Config::load(dir)?;
+        let layout = Layout::new(dir, &config)?;
+        let cache = Arc::new(Cache::open(&layout.cache_dir)?);
+        Ok(Project { config, layout, cache })
+    }
+
+    /// Top-level names of the dump that belong to aps5, not to the game.
+    fn skipped_names(&self) -> Vec<String> {
+        let mut skip = vec![CONFIG_FILE.to_string(), ".aps5".to_string()];
+        if let Ok(rel) = self.layout.out_dir.strip_prefix(&self.layout.dump_dir) {
+            if let Some(first) = rel.components().next() {
+                skip.push(first.as_os_str().to_string_lossy().into_owned());
+            }
+        }
+        skip
+    }
+
+    /// Scans the dump (restoring known hashes) and loads it into a fresh database.
+    pub fn load(&self, progress: &dyn Progress) -> Result<(Database, Dump, Scan), BuildError> {
+        let jobs = match self.config.build.jobs {
+            0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            n => n,
+        };
+        let scan = dump::scan(&self.layout.dump_dir, &self.skipped_names(), &self.cache, jobs, &|d, t| {
+            progress.update("hashing", d, t)
+        })?;
+        progress.finish("hashing");
+        let exe = &self.config.project.executable;
+        if !scan.files.iter().any(|f| &f.rel == exe) {
+            return Err(BuildError::NotADump {
+                dir: self.layout.dump_dir.clone(),
+                reason: format!("the executable {exe} (project.executable in aps5.toml) is missing"),
+            });
+        }
+        let db = Database::new(self.cache.clone());
+        let files: Vec<SourceFile> = scan
+            .files
+            .iter()
+            .map(|f| SourceFile::new(&db, f.rel.clone(), f.abs.clone(), f.stamp.size, f.hash))
+            .collect();
+        let dump = Dump::new(&db, files, exe.clone());
+        Ok((db, dump, scan))
+    }
+
+    /// Runs a build.
+    pub fn build(&self, progress: &dyn Progress) -> Result<BuildReport, BuildError> {
+        let start = Instant::now();
+        let (db, dump, scan) = self.load(progress)?;
+
+        // Everything is computed before anything is written, so a failing query leaves the
+        // previous output untouched.
+        let index = db::module_index(&db, dump).as_ref().map_err(query_error)?.clone();
+        let mut outputs: Vec<Output> = scan
+            .files
+            .iter()
+            .map(|f| Output {
+                rel: format!("app0/{}", f.rel),
+                hash: f.hash,
+                size: f.stamp.size,
+                source: Source::File { abs: f.abs.clone(), dev: f.dev, inode: f.stamp.inode },
+            })
+            .collect();
+        outputs.push(Output {
+            rel: "modules.json".into(),
+            hash: aps5_cache::ContentHash::of(&index),
+            size: index.len() as u64,
+            source: Source::Bytes(index),
+        });
+        outputs.sort_by(|a, b| a.rel.cmp(&b.rel));
+
+        let title = serde_json::to_value(&self.config.title).expect("JSON");
+        let manifest = emit::render_manifest(&outputs, &toolchain_identity(), &title);
+        let previous = emit::read_manifest(&self.layout.out_dir)
+            .map(|m| emit::manifest_paths(&m))
+            .unwrap_or_default();
+        progress.update("writing", 0, outputs.len() as u64);
+        let emitted = emit::emit(
+            &self.layout.out_dir,
+            &outputs,
+            &manifest,
+            &previous,
+            self.config.build.link_mode,
+            &self.cache,
+        )?;
+        progress.finish("writing");
+
+        let old = self.read_state();
+        let runs = db.take_runs();
+        let mut recomputed = Vec::new();
+        let mut reused = 0;
+        for run in &runs {
+            if run.reused {
+                reused += 1;
+            } else {
+                recomputed.push(Recomputed {
+                    query: run.query.into(),
+                    artifact: run.artifact.clone(),
+                    reason: explain(&old, &scan, run).into(),
+                });
+            }
+        }
+        reused += emitted.untouched;
+        for (rel, why) in &emitted.written {
+            let reason = match rel.strip_prefix("app0/") {
+                Some(input) if why == &"changed input" => input_reason(&old, &scan, input),
+                _ => why,
+            };
+            recomputed.push(Recomputed { query: "output".into(), artifact: rel.clone(), reason: reason.into() });
+        }
+        self.write_state(&scan)?;
+        Ok(BuildReport {
+            recomputed,
+            reused,
+            written: emitted.written.len(),
+            elapsed_ms: start.elapsed().as_millis() as u64,
+            hashed_files: scan.hashed,
+            hashed_bytes: scan.hashed_bytes,
+            removed: emitted.removed,
+            dump_files: scan.files.len(),
+        })
+    }
+
+    fn read_state(&self) -> Option<State> {
+        let bytes = std::fs::read(self.layout.state_dir.join(STATE_FILE)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    fn write_state(&self, scan: &Scan) -> Result<(), BuildError> {
+        let state = State {
+            inputs: scan.files.iter().map(|f| (f.rel.clone(), f.hash.to_hex())).collect(),
+            queries: db::QUERY_VERSIONS.iter().map(|(q, v)| (q.to_string(), v.to_string())).collect(),
+        };
+        emit::write_atomic(
+            &self.layout.state_dir.join(STATE_FILE),
+            &serde_json::to_vec_pretty(&state).expect("JSON"),
+        )
+    }
+}
+
+fn query_error(e: &db::QueryError) -> BuildError {
+    BuildError::Corrupt { path: e.path.clone(), message: e.message.clone() }
+}
+
+fn input_reason(old: &Option<State>, scan: &Scan, input: &str) -> &'static str {
+    let Some(old) = old else { return "new input" };
+    let now = scan.files.iter().find(|f| f.rel == input).map(|f| f.hash.to_hex());
+    match old.inputs.get(input) {
+        None => "new input",
+        Some(h) if Some(h) != now.as_ref() => "changed input",
+        _ => "output missing",
+    }
+}
+
+/// Why a query missed the content cache.
+fn explain(old: &Option<State>, scan: &Scan, run: &QueryRun) -> &'static str {
+    if run.corrupt_cache_entry {
+        return "cache miss (corrupt cache entry)";
+    }
+    let Some(state) = old else { return "new input" };
+    let changed = input_reason(old, scan, &run.artifact);
+    if changed != "output missing" {
+        return changed;
+    }
+    if state.queries.get(run.query).map(String::as_str) != Some(db::query_version(run.query)) {
+        return "toolchain changed";
+    }
+    "cache miss"
+}

@@ -1,0 +1,218 @@
+//! `aps5.toml`: the project settings `aps5 init` writes and every other command reads.
+//!
+//! Every key is documented, with its default, in `aps5.toml.example` at the repository root; a test
+//! checks that the example parses and names every key.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::BuildError;
+
+/// The file name of the project settings.
+pub const CONFIG_FILE: &str = "aps5.toml";
+
+/// Project settings, as read from `aps5.toml`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub project: ProjectSection,
+    #[serde(default)]
+    pub title: TitleSection,
+    #[serde(default)]
+    pub build: BuildSection,
+}
+
+/// Where things are.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectSection {
+    /// The game dump, relative to the folder holding `aps5.toml`.
+    #[serde(default = "default_dump")]
+    pub dump: String,
+    /// The main executable inside the dump.
+    #[serde(default = "default_executable")]
+    pub executable: String,
+    /// The output folder, relative to the folder holding `aps5.toml`.
+    #[serde(default = "default_out_dir")]
+    pub out_dir: String,
+    /// The content cache; empty means the default (`$APS5_CACHE_DIR`, `$XDG_CACHE_HOME/aps5`,
+    /// `~/.cache/aps5`).
+    #[serde(default)]
+    pub cache_dir: String,
+    /// The host the port is built for. Only `x86_64-linux-gnu` exists today.
+    #[serde(default = "default_target")]
+    pub target: String,
+}
+
+/// What `aps5 init` read from `sce_sys/param.json` (or `param.sfo`); informational.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TitleSection {
+    #[serde(default)]
+    pub id: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub content_version: String,
+    /// `ps5` or `ps4`.
+    #[serde(default)]
+    pub platform: String,
+}
+
+/// How outputs are produced.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildSection {
+    /// How the game's files reach `aps5-out/app0/`.
+    #[serde(default)]
+    pub link_mode: LinkMode,
+    /// Worker threads for hashing and emitting; 0 means one per CPU.
+    #[serde(default)]
+    pub jobs: usize,
+}
+
+impl Default for BuildSection {
+    fn default() -> Self {
+        BuildSection { link_mode: LinkMode::Hardlink, jobs: 0 }
+    }
+}
+
+/// How a game file is carried into the output tree.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkMode {
+    /// A hard link when the output is on the same file system, else a copy.
+    #[default]
+    Hardlink,
+    /// Always a copy (the output never shares an inode with the dump).
+    Copy,
+}
+
+/// The only supported target today.
+pub const TARGET_X86_64_LINUX: &str = "x86_64-linux-gnu";
+
+fn default_dump() -> String {
+    ".".into()
+}
+fn default_executable() -> String {
+    "eboot.bin".into()
+}
+fn default_out_dir() -> String {
+    "aps5-out".into()
+}
+fn default_target() -> String {
+    TARGET_X86_64_LINUX.into()
+}
+
+impl Config {
+    /// Settings for a new project whose dump is the project folder itself.
+    pub fn new(executable: &str, title: TitleSection) -> Self {
+        Config {
+            project: ProjectSection {
+                dump: default_dump(),
+                executable: executable.into(),
+                out_dir: default_out_dir(),
+                cache_dir: String::new(),
+                target: default_target(),
+            },
+            title,
+            build: BuildSection::default(),
+        }
+    }
+
+    /// Reads and checks `dir/aps5.toml`.
+    pub fn load(dir: &Path) -> Result<Config, BuildError> {
+        let path = dir.join(CONFIG_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(BuildError::NoProject { dir: dir.to_path_buf() });
+            }
+            Err(e) => return Err(BuildError::io("read", &path, e)),
+        };
+        let config: Config = toml::from_str(&text).map_err(|e| BuildError::BadConfig {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        config.check(&path)?;
+        Ok(config)
+    }
+
+    /// Renders the settings as `aps5.toml` text, with a comment pointing at the documentation.
+    pub fn to_toml(&self) -> String {
+        let body = toml::to_string(self).expect("config serializes");
+        format!(
+            "# aps5 project settings; every key is explained in aps5.toml.example.\n\
+             # Paths are relative to this file's folder.\n\n{body}"
+        )
+    }
+
+    fn check(&self, path: &Path) -> Result<(), BuildError> {
+        let bad = |message: String| BuildError::BadConfig { path: path.to_path_buf(), message };
+        if self.project.target != TARGET_X86_64_LINUX {
+            return Err(bad(format!(
+                "target `{}` is not supported; use `{TARGET_X86_64_LINUX}`",
+                self.project.target
+            )));
+        }
+        for (key, value) in [
+            ("project.out_dir", &self.project.out_dir),
+            ("project.executable", &self.project.executable),
+        ] {
+            if !is_confined(value) {
+                return Err(bad(format!(
+                    "{key} = \"{value}\" must be a relative path without `..` (it must stay inside the project)"
+                )));
+            }
+        }
+        if self.project.out_dir.trim_matches(['.', '/']).is_empty() {
+            return Err(bad("project.out_dir must name a folder below the project".into()));
+        }
+        Ok(())
+    }
+}
+
+/// A relative path that cannot leave the folder it is joined to.
+pub fn is_confined(path: &str) -> bool {
+    let p = Path::new(path);
+    !path.is_empty()
+        && p.components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+}
+
+/// Resolved absolute locations of a project.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    /// The folder holding `aps5.toml`.
+    pub project_dir: PathBuf,
+    pub dump_dir: PathBuf,
+    pub out_dir: PathBuf,
+    pub cache_dir: PathBuf,
+    /// Build bookkeeping (`.aps5/` beside `aps5.toml`): the last build's state, for `--explain`.
+    pub state_dir: PathBuf,
+}
+
+impl Layout {
+    /// Resolves the settings against the project folder.
+    pub fn new(project_dir: &Path, config: &Config) -> Result<Layout, BuildError> {
+        let project_dir = std::fs::canonicalize(project_dir)
+            .map_err(|e| BuildError::io("open the project folder", project_dir, e))?;
+        let dump_dir = project_dir.join(&config.project.dump);
+        let dump_dir = std::fs::canonicalize(&dump_dir).map_err(|e| {
+            BuildError::io("open the dump folder (project.dump in aps5.toml)", &dump_dir, e)
+        })?;
+        let cache_dir = if config.project.cache_dir.is_empty() {
+            aps5_cache::Cache::default_dir()
+        } else {
+            project_dir.join(&config.project.cache_dir)
+        };
+        Ok(Layout {
+            out_dir: project_dir.join(&config.project.out_dir),
+            state_dir: project_dir.join(".aps5"),
+            project_dir,
+            dump_dir,
+            cache_dir,
+        })
+    }
+}

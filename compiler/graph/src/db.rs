@@ -1,0 +1,217 @@
+//! The salsa database: dump files are inputs, derived artifacts are tracked queries.
+//!
+//! Within one process salsa remembers every query result and re-runs only what depends on a
+//! changed input. Across processes, each expensive query is memoized in the content cache under
+//! `MemoKey(query name, query version, input hashes)`, so a new `aps5 build` reuses the last one's
+//! work. Every query execution is logged (hit or miss), which is what `--explain` reports.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use aps5_cache::{Cache, ContentHash, Lookup, MemoKey};
+
+/// Bump a query's version whenever its code changes what it returns: cached results made by the
+/// old code then stop matching, and `--explain` says "toolchain changed".
+pub const QUERY_VERSIONS: &[(&str, &str)] = &[("module", "1"), ("module_index", "1")];
+
+/// The version of one query (see [`QUERY_VERSIONS`]).
+pub fn query_version(query: &str) -> &'static str {
+    QUERY_VERSIONS
+        .iter()
+        .find(|(q, _)| *q == query)
+        .map(|(_, v)| *v)
+        .unwrap_or("0")
+}
+
+/// One file of the dump: path, size and blake3 (the mtime only decides whether to re-hash).
+#[salsa::input(debug)]
+pub struct SourceFile {
+    /// Path relative to the dump, `/`-separated.
+    #[returns(ref)]
+    pub rel: String,
+    /// Where to read it on this machine (never part of any output).
+    #[returns(ref)]
+    pub abs: PathBuf,
+    pub size: u64,
+    pub hash: ContentHash,
+}
+
+/// The dump as a whole: its files (sorted by path) and which one is the main executable.
+#[salsa::input(debug)]
+pub struct Dump {
+    #[returns(ref)]
+    pub files: Vec<SourceFile>,
+    #[returns(ref)]
+    pub executable: String,
+}
+
+/// What happened when a query ran: served from the content cache, or computed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueryRun {
+    pub query: &'static str,
+    /// The artifact it concerns (a dump path, or an output path).
+    pub artifact: String,
+    pub reused: bool,
+    /// Set when a cached result failed verification and was recomputed.
+    pub corrupt_cache_entry: bool,
+}
+
+/// The queries' view of the database.
+#[salsa::db]
+pub trait Db: salsa::Database {
+    fn cache(&self) -> &Cache;
+    fn record(&self, run: QueryRun);
+}
+
+/// The database of one aps5 process.
+#[salsa::db]
+#[derive(Clone)]
+pub struct Database {
+    storage: salsa::Storage<Self>,
+    cache: Arc<Cache>,
+    runs: Arc<Mutex<Vec<QueryRun>>>,
+}
+
+impl Database {
+    pub fn new(cache: Arc<Cache>) -> Self {
+        Database { storage: Default::default(), cache, runs: Default::default() }
+    }
+
+    /// Every query run so far, in order.
+    pub fn take_runs(&self) -> Vec<QueryRun> {
+        std::mem::take(&mut *self.runs.lock().unwrap())
+    }
+}
+
+#[salsa::db]
+impl salsa::Database for Database {}
+
+#[salsa::db]
+impl Db for Database {
+    fn cache(&self) -> &Cache {
+        &self.cache
+    }
+    fn record(&self, run: QueryRun) {
+        self.runs.lock().unwrap().push(run);
+    }
+}
+
+/// A query failure, kept as a cloneable message so salsa can store it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueryError {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+/// A file is a PS4/PS5 module when it is the executable or lives in `sce_module/`.
+pub fn is_module_path(rel: &str, executable: &str) -> bool {
+    rel == executable
+        || (rel.starts_with("sce_module/")
+            && !rel["sce_module/".len()..].contains('/')
+            && (rel.ends_with(".prx") || rel.ends_with(".sprx")))
+}
+
+/// The modules of a dump, in path order.
+#[salsa::tracked(returns(ref))]
+pub fn module_files(db: &dyn Db, dump: Dump) -> Vec<SourceFile> {
+    let exe = dump.executable(db);
+    dump.files(db)
+        .iter()
+        .copied()
+        .filter(|f| is_module_path(f.rel(db), exe))
+        .collect()
+}
+
+/// Reads a module file and checks it still has the bytes the scan hashed.
+fn read_verified(db: &dyn Db, file: SourceFile) -> Result<Vec<u8>, QueryError> {
+    let abs = file.abs(db);
+    let fail = |message: String| QueryError { path: abs.clone(), message };
+    let bytes = std::fs::read(abs).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            fail("the file vanished during the build; nothing was written: run the build again".into())
+        } else {
+            fail(format!("cannot read: {e}"))
+        }
+    })?;
+    if ContentHash::of(&bytes) != file.hash(db) {
+        return Err(fail(
+            "the file changed while the build was reading it; nothing was written: run the build again once the dump is stable".into(),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Looks a memoized result up in the content cache, computing and storing it on a miss.
+fn memoized<T, E>(
+    db: &dyn Db,
+    query: &'static str,
+    artifact: &str,
+    inputs: &[ContentHash],
+    decode: impl Fn(&[u8]) -> Option<T>,
+    compute: impl FnOnce() -> Result<(T, Vec<u8>), E>,
+) -> Result<T, E>
+where
+    E: From<aps5_cache::CacheError>,
+{
+    let key = MemoKey::new(query, query_version(query), inputs, b"");
+    let mut corrupt = false;
+    match db.cache().memo_get(&key)? {
+        Lookup::Hit(bytes) => {
+            if let Some(v) = decode(&bytes) {
+                db.record(QueryRun { query, artifact: artifact.into(), reused: true, corrupt_cache_entry: false });
+                return Ok(v);
+            }
+            // A stored result this code cannot read is as good as corrupt.
+            corrupt = true;
+        }
+        Lookup::Corrupt => corrupt = true,
+        Lookup::Miss => {}
+    }
+    let (value, encoded) = compute()?;
+    db.cache().memo_put(&key, &encoded)?;
+    db.record(QueryRun { query, artifact: artifact.into(), reused: false, corrupt_cache_entry: corrupt });
+    Ok(value)
+}
+
+impl From<aps5_cache::CacheError> for QueryError {
+    fn from(e: aps5_cache::CacheError) -> Self {
+        QueryError { path: PathBuf::new(), message: e.to_string() }
+    }
+}
+
+/// The parsed PS4/PS5 module of one dump file (memoized in the content cache).
+#[salsa::tracked(returns(ref))]
+pub fn module(db: &dyn Db, file: SourceFile) -> Result<Arc<aps5_elf::Module>, QueryError> {
+    memoized(
+        db,
+        "module",
+        file.rel(db),
+        &[file.hash(db)],
+        |bytes| serde_json::from_slice::<aps5_elf::Module>(bytes).ok().map(Arc::new),
+        || {
+            let bytes = read_verified(db, file)?;
+            let m = aps5_elf::parse(&bytes).map_err(|e| QueryError {
+                path: file.abs(db).clone(),
+                message: e.to_string(),
+            })?;
+            let encoded = serde_json::to_vec(&m).expect("a module serializes");
+            Ok((Arc::new(m), encoded))
+        },
+    )
+}
+
+/// `modules.json`: the `aps5 inspect --json` report of every module, keyed by dump path.
+#[salsa::tracked(returns(ref))]
+pub fn module_index(db: &dyn Db, dump: Dump) -> Result<Arc<Vec<u8>>, QueryError> {
+    let mut entries = serde_json::Map::new();
+    for &f in module_files(db, dump) {
+        let m = module(db, f).as_ref().map_err(Clone::clone)?;
+        entries.insert(f.rel(db).clone(), aps5_elf::inspect::json(m));
+    }
+    let mut doc = serde_json::Map::new();
+    doc.insert("executable".into(), dump.executable(db).clone().into());
+    doc.insert("modules".into(), serde_json::Value::Object(entries));
+    let mut bytes = serde_json::to_vec_pretty(&serde_json::Value::Object(doc)).expect("JSON");
+    bytes.push(b'\n');
+    Ok(Arc::new(bytes))
+}

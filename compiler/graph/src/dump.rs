@@ -1,0 +1,366 @@
+//! The game dump: recognizing one (`aps5 init`), reading its title metadata, and scanning its files.
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use aps5_cache::{Cache, ContentHash, FileStamp};
+
+use crate::config::TitleSection;
+use crate::error::BuildError;
+
+/// What `aps5 init` found in a dump folder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DumpInfo {
+    /// The main executable, relative to the dump (`eboot.bin`, or the single `*.elf`).
+    pub executable: String,
+    /// Bundled modules (`sce_module/*.prx|*.sprx`), sorted.
+    pub modules: Vec<String>,
+    pub title: TitleSection,
+}
+
+/// File magics of the containers a PS4/PS5 executable comes in.
+const MAGICS: [(&[u8; 4], &str); 3] = [
+    (b"\x7fELF", "ELF"),
+    (b"\x4f\x15\x3d\x1d", "PS4 fSELF"),
+    (b"\x54\x14\xf5\xee", "PS5 fSELF"),
+];
+
+/// Recognizes a dump folder. Reads only small files; writes nothing.
+pub fn detect(dir: &Path) -> Result<DumpInfo, BuildError> {
+    let not_a_dump = |reason: String| BuildError::NotADump { dir: dir.to_path_buf(), reason };
+    let meta = std::fs::metadata(dir).map_err(|e| BuildError::io("open", dir, e))?;
+    if !meta.is_dir() {
+        return Err(not_a_dump("it is not a folder".into()));
+    }
+    let executable = if dir.join("eboot.bin").is_file() {
+        "eboot.bin".to_string()
+    } else {
+        let mut elfs: Vec<String> = read_dir_names(dir)?
+            .into_iter()
+            .filter(|n| n.ends_with(".elf") && dir.join(n).is_file())
+            .collect();
+        match elfs.len() {
+            1 => elfs.remove(0),
+            0 => return Err(not_a_dump("there is no eboot.bin (nor a single *.elf)".into())),
+            _ => {
+                return Err(not_a_dump(format!(
+                    "there is no eboot.bin and several *.elf files ({}); keep one, or rename the main one to eboot.bin",
+                    elfs.join(", ")
+                )));
+            }
+        }
+    };
+    let exe_path = dir.join(&executable);
+    let head = read_head(&exe_path, 4)?;
+    if !MAGICS.iter().any(|(m, _)| head.as_slice() == &m[..]) {
+        return Err(not_a_dump(format!(
+            "{executable} is not an ELF or fSELF file (it starts with {})",
+            head.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")
+        )));
+    }
+    let mut modules = Vec::new();
+    let module_dir = dir.join("sce_module");
+    if module_dir.is_dir() {
+        for name in read_dir_names(&module_dir)? {
+            if (name.ends_with(".prx") || name.ends_with(".sprx")) && module_dir.join(&name).is_file()
+            {
+                modules.push(format!("sce_module/{name}"));
+            }
+        }
+    }
+    modules.sort();
+    let title = read_title(dir)?;
+    Ok(DumpInfo { executable, modules, title })
+}
+
+fn read_dir_names(dir: &Path) -> Result<Vec<String>, BuildError> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| BuildError::io("list", dir, e))? {
+        let entry = entry.map_err(|e| BuildError::io("list", dir, e))?;
+        if let Ok(name) = entry.file_name().into_string() {
+            names.push(name);
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+fn read_head(path: &Path, n: usize) -> Result<Vec<u8>, BuildError> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).map_err(|e| BuildError::io("open", path, e))?;
+    let mut buf = vec![0; n];
+    let mut got = 0;
+    while got < n {
+        match f.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) => return Err(BuildError::io("read", path, e)),
+        }
+    }
+    buf.truncate(got);
+    Ok(buf)
+}
+
+/// Title metadata from `sce_sys/param.json` (PS5) or `sce_sys/param.sfo` (PS4); empty when neither exists.
+pub fn read_title(dir: &Path) -> Result<TitleSection, BuildError> {
+    let json = dir.join("sce_sys/param.json");
+    if json.is_file() {
+        let bytes = std::fs::read(&json).map_err(|e| BuildError::io("read", &json, e))?;
+        return parse_param_json(&bytes).map_err(|message| BuildError::Corrupt { path: json, message });
+    }
+    let sfo = dir.join("sce_sys/param.sfo");
+    if sfo.is_file() {
+        let bytes = std::fs::read(&sfo).map_err(|e| BuildError::io("read", &sfo, e))?;
+        return parse_param_sfo(&bytes).map_err(|message| BuildError::Corrupt { path: sfo, message });
+    }
+    Ok(TitleSection::default())
+}
+
+/// Reads the PS5 `param.json` keys aps5 uses: `titleId`, `contentVersion` and the title name in the
+/// default language of `localizedParameters`.
+pub fn parse_param_json(bytes: &[u8]) -> Result<TitleSection, String> {
+    let v: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| format!("not valid JSON: {e}"))?;
+    let obj = v.as_object().ok_or("the top level is not a JSON object")?;
+    let text = |key: &str| obj.get(key).and_then(|x| x.as_str()).unwrap_or("").to_string();
+    let mut name = text("titleName");
+    if let Some(loc) = obj.get("localizedParameters").and_then(|l| l.as_object()) {
+        let lang = loc.get("defaultLanguage").and_then(|l| l.as_str()).unwrap_or("en-US");
+        for l in [lang, "en-US"] {
+            if let Some(n) = loc.get(l).and_then(|x| x.get("titleName")).and_then(|n| n.as_str()) {
+                if name.is_empty() {
+                    name = n.to_string();
+                }
+            }
+        }
+    }
+    Ok(TitleSection {
+        id: text("titleId"),
+        name,
+        content_version: text("contentVersion"),
+        platform: "ps5".into(),
+    })
+}
+
+/// Reads `TITLE_ID`, `TITLE` and `APP_VER` from a PS4 `param.sfo` (PSF format: header, 16-byte index
+/// entries, key table, data table).
+pub fn parse_param_sfo(b: &[u8]) -> Result<TitleSection, String> {
+    let u32_at = |o: usize| -> Result<u32, String> {
+        b.get(o..o + 4)
+            .map(|s| u32::from_le_bytes(s.try_into().unwrap()))
+            .ok_or_else(|| format!("truncated at offset {o:#x}"))
+    };
+    let u16_at = |o: usize| -> Result<u16, String> {
+        b.get(o..o + 2)
+            .map(|s| u16::from_le_bytes(s.try_into().unwrap()))
+            .ok_or_else(|| format!("truncated at offset {o:#x}"))
+    };
+    if b.get(0..4) != Some(b"\0PSF") {
+        return Err("not a PSF file (missing the \\0PSF magic at offset 0)".into());
+    }
+    let keys = u32_at(8)? as usize;
+    let data = u32_at(12)? as usize;
+    let count = u32_at(16)? as usize;
+    let cstr = |o: usize, max: usize| -> Result<String, String> {
+        let s = b.get(o..).ok_or_else(|| format!("string offset {o:#x} is past the end"))?;
+        let s = &s[..s.len().min(max)];
+        let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
+        Ok(String::from_utf8_lossy(&s[..end]).into_owned())
+    };
+    let mut title = TitleSection { platform: "ps4".into(), ..Default::default() };
+    for i in 0..count.min(4096) {
+        let e = 20 + i * 16;
+        let key = cstr(keys + u16_at(e)? as usize, 64)?;
+        let len = u32_at(e + 4)? as usize;
+        let value_at = data + u32_at(e + 12)? as usize;
+        let value = || cstr(value_at, len);
+        match key.as_str() {
+            "TITLE_ID" => title.id = value()?,
+            "TITLE" => title.name = value()?,
+            "APP_VER" => title.content_version = value()?,
+            _ => {}
+        }
+    }
+    Ok(title)
+}
+
+/// One regular file of the dump, as seen by a scan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScannedFile {
+    /// Path relative to the dump, `/`-separated.
+    pub rel: String,
+    /// Where to read it (for a link inside the dump: the link's target).
+    pub abs: PathBuf,
+    pub stamp: FileStamp,
+    /// Device, for hard-link decisions.
+    pub dev: u64,
+    pub hash: ContentHash,
+}
+
+/// The result of scanning a dump.
+pub struct Scan {
+    pub files: Vec<ScannedFile>,
+    /// How many files had to be hashed (not restored from the cache index).
+    pub hashed: usize,
+    pub hashed_bytes: u64,
+}
+
+/// Walks the dump (sorted, never following links out of it), restores known hashes from the cache
+/// index by (path, size, mtime, inode) and hashes the rest on `jobs` threads.
+/// `skip` holds top-level names that belong to aps5 (the output folder, `aps5.toml`, `.aps5`).
+pub fn scan(
+    dump: &Path,
+    skip: &[String],
+    cache: &Cache,
+    jobs: usize,
+    progress: &dyn Fn(u64, u64),
+) -> Result<Scan, BuildError> {
+    let mut found = Vec::new();
+    walk(dump, dump, "", skip, &mut found)?;
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+
+    let prefix = format!("{}/", dump.display());
+    let known = cache.file_hashes_under(&prefix)?;
+    let mut files = Vec::with_capacity(found.len());
+    let mut todo = Vec::new();
+    for (rel, abs, stamp, dev) in found {
+        let key = format!("{prefix}{rel}");
+        let hash = match known.get(&key) {
+            Some((s, h)) if *s == stamp => Some(*h),
+            _ => None,
+        };
+        if hash.is_none() {
+            todo.push(files.len());
+        }
+        files.push((rel, abs, stamp, dev, hash));
+    }
+
+    let total: u64 = todo.iter().map(|&i| files[i].2.size).sum();
+    let hashed = hash_all(&mut files, &todo, jobs, total, progress)?;
+    let mut rows = Vec::with_capacity(todo.len());
+    for &i in &todo {
+        let (rel, _, stamp, _, hash) = &files[i];
+        rows.push((format!("{prefix}{rel}"), *stamp, hash.expect("hashed")));
+    }
+    cache.record_file_hashes(&rows)?;
+    Ok(Scan {
+        files: files
+            .into_iter()
+            .map(|(rel, abs, stamp, dev, hash)| ScannedFile {
+                rel,
+                abs,
+                stamp,
+                dev,
+                hash: hash.expect("every file hashed"),
+            })
+            .collect(),
+        hashed: todo.len(),
+        hashed_bytes: hashed,
+    })
+}
+
+type Found = (String, PathBuf, FileStamp, u64);
+
+fn walk(root: &Path, dir: &Path, rel: &str, skip: &[String], out: &mut Vec<Found>) -> Result<(), BuildError> {
+    for entry in std::fs::read_dir(dir).map_err(|e| BuildError::io("list", dir, e))? {
+        let entry = entry.map_err(|e| BuildError::io("list", dir, e))?;
+        let path = entry.path();
+        let name = entry
+            .file_name()
+            .into_string()
+            .map_err(|_| BuildError::NonUtf8Name { path: path.clone() })?;
+        if rel.is_empty() && skip.iter().any(|s| *s == name) {
+            continue;
+        }
+        let child_rel = if rel.is_empty() { name } else { format!("{rel}/{name}") };
+        let ft = entry.file_type().map_err(|e| BuildError::io("read", &path, e))?;
+        if ft.is_symlink() {
+            // A link is followed only when its target stays inside the dump.
+            let target = std::fs::canonicalize(&path).map_err(|e| BuildError::io("resolve the link", &path, e))?;
+            if !target.starts_with(root) {
+                return Err(BuildError::LinkOutsideDump { path, target });
+            }
+            let meta = std::fs::metadata(&target).map_err(|e| BuildError::io("read", &target, e))?;
+            if meta.is_file() {
+                out.push((child_rel, target, FileStamp::from_metadata(&meta), meta.dev()));
+            }
+            // A link to a folder inside the dump: its files are carried under their own path.
+            continue;
+        }
+        if ft.is_dir() {
+            walk(root, &path, &child_rel, skip, out)?;
+        } else if ft.is_file() {
+            let meta = entry.metadata().map_err(|e| BuildError::io("read", &path, e))?;
+            out.push((child_rel, path, FileStamp::from_metadata(&meta), meta.dev()));
+        }
+        // Sockets, FIFOs and devices are not game files.
+    }
+    Ok(())
+}
+
+type Pending = (String, PathBuf, FileStamp, u64, Option<ContentHash>);
+
+fn hash_all(
+    files: &mut [Pending],
+    todo: &[usize],
+    jobs: usize,
+    total: u64,
+    progress: &dyn Fn(u64, u64),
+) -> Result<u64, BuildError> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    if todo.is_empty() {
+        return Ok(0);
+    }
+    let next = AtomicUsize::new(0);
+    let done = AtomicU64::new(0);
+    let results: Mutex<HashMap<usize, ContentHash>> = Mutex::new(HashMap::new());
+    let first_error: Mutex<Option<BuildError>> = Mutex::new(None);
+    let work: Vec<(usize, &Path, FileStamp)> =
+        todo.iter().map(|&i| (i, files[i].1.as_path(), files[i].2)).collect();
+    std::thread::scope(|s| {
+        let mut workers = Vec::new();
+        for _ in 0..jobs.max(1).min(todo.len()) {
+            workers.push(s.spawn(|| {
+                loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&(i, path, stamp)) = work.get(k) else { break };
+                    if first_error.lock().unwrap().is_some() {
+                        break;
+                    }
+                    match aps5_cache::hash_file(path) {
+                        Ok((hash, size)) if size == stamp.size => {
+                            results.lock().unwrap().insert(i, hash);
+                            done.fetch_add(size, Ordering::Relaxed);
+                        }
+                        Ok(_) => {
+                            *first_error.lock().unwrap() = Some(BuildError::ChangedDuringBuild {
+                                path: path.to_path_buf(),
+                                expected: stamp.size,
+                                hash: "(not yet known)".into(),
+                            });
+                        }
+                        Err(e) => {
+                            *first_error.lock().unwrap() = Some(BuildError::io("read", path, e));
+                        }
+                    }
+                }
+            }));
+        }
+        // Report progress from the calling thread while the workers hash.
+        while workers.iter().any(|w| !w.is_finished()) {
+            progress(done.load(Ordering::Relaxed), total);
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        progress(done.load(Ordering::Relaxed), total);
+    });
+    if let Some(e) = first_error.into_inner().unwrap() {
+        return Err(e);
+    }
+    let results = results.into_inner().unwrap();
+    for &i in todo {
+        files[i].4 = results.get(&i).copied();
+    }
+    Ok(done.into_inner())
+}

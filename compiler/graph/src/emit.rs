@@ -1,0 +1,271 @@
+//! Writing `aps5-out/`: every changed output is staged first, then renamed into place, and
+//! `manifest.json` is written last. A failure while staging (no space, unreadable file) removes the
+//! staging folder and leaves the previous output tree as it was.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use aps5_cache::{Cache, ContentHash, FileStamp};
+
+use crate::config::LinkMode;
+use crate::error::BuildError;
+
+/// The manifest's file name inside the output folder.
+pub const MANIFEST: &str = "manifest.json";
+const STAGING: &str = ".aps5-staging";
+
+/// Where an output's bytes come from.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// A dump file, carried as a hard link or a copy.
+    File { abs: PathBuf, dev: u64, inode: u64 },
+    /// Bytes made by a query.
+    Bytes(Arc<Vec<u8>>),
+}
+
+/// One file of the output tree.
+#[derive(Clone, Debug)]
+pub struct Output {
+    /// Path relative to the output folder, `/`-separated.
+    pub rel: String,
+    pub hash: ContentHash,
+    pub size: u64,
+    pub source: Source,
+}
+
+/// What emitting did.
+#[derive(Debug, Default)]
+pub struct Emitted {
+    /// Outputs written (new or changed), by path, with why.
+    pub written: Vec<(String, &'static str)>,
+    pub untouched: usize,
+    pub removed: Vec<String>,
+}
+
+/// The manifest of a previous build, if there is a readable one.
+pub fn read_manifest(out_dir: &Path) -> Option<serde_json::Value> {
+    let bytes = std::fs::read(out_dir.join(MANIFEST)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The output paths a manifest lists.
+pub fn manifest_paths(manifest: &serde_json::Value) -> BTreeSet<String> {
+    manifest["files"]
+        .as_array()
+        .map(|files| {
+            files
+                .iter()
+                .filter_map(|f| f["path"].as_str())
+                .filter(|p| crate::config::is_confined(p))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Renders the manifest: every output with blake3 and size, sorted, plus the toolchain identity.
+pub fn render_manifest(outputs: &[Output], toolchain: &serde_json::Value, title: &serde_json::Value) -> Vec<u8> {
+    let files: Vec<serde_json::Value> = outputs
+        .iter()
+        .map(|o| serde_json::json!({"path": o.rel, "blake3": o.hash.to_hex(), "size": o.size}))
+        .collect();
+    let doc = serde_json::json!({
+        "format": 1,
+        "toolchain": toolchain,
+        "title": title,
+        "files": files,
+    });
+    let mut bytes = serde_json::to_vec_pretty(&doc).expect("JSON");
+    bytes.push(b'\n');
+    bytes
+}
+
+/// Brings `out_dir` to exactly `outputs` (+ the manifest), touching only what changed.
+pub fn emit(
+    out_dir: &Path,
+    outputs: &[Output],
+    manifest: &[u8],
+    previous: &BTreeSet<String>,
+    link_mode: LinkMode,
+    cache: &Cache,
+) -> Result<Emitted, BuildError> {
+    std::fs::create_dir_all(out_dir).map_err(|e| BuildError::io("create", out_dir, e))?;
+    let staging = out_dir.join(STAGING);
+    if staging.exists() {
+        // Left by a killed build: nothing in it was ever renamed into place.
+        std::fs::remove_dir_all(&staging).map_err(|e| BuildError::io("remove", &staging, e))?;
+    }
+    let prefix = format!("{}/", out_dir.display());
+    let known = cache.file_hashes_under(&prefix)?;
+
+    let mut result = Emitted::default();
+    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let mut stamps: Vec<(String, FileStamp, ContentHash)> = Vec::new();
+    let stage = |result: &mut Emitted, staged: &mut Vec<(PathBuf, PathBuf)>| -> Result<(), BuildError> {
+        std::fs::create_dir_all(&staging).map_err(|e| BuildError::io("create", &staging, e))?;
+        for (n, o) in outputs.iter().enumerate() {
+            let dest = out_dir.join(&o.rel);
+            let why = match up_to_date(&dest, o, known.get(&format!("{prefix}{}", o.rel))) {
+                Ok(()) => {
+                    result.untouched += 1;
+                    continue;
+                }
+                Err(why) => why,
+            };
+            let tmp = staging.join(n.to_string());
+            write_one(&tmp, o, link_mode)?;
+            staged.push((tmp, dest));
+            result.written.push((o.rel.clone(), why));
+        }
+        Ok(())
+    };
+    if let Err(e) = stage(&mut result, &mut staged) {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(e);
+    }
+
+    // Point of no return: renames do not fail for lack of space.
+    for (tmp, dest) in &staged {
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| BuildError::io("create", parent, e))?;
+        }
+        if dest.is_dir() {
+            std::fs::remove_dir_all(dest).map_err(|e| BuildError::io("replace", dest, e))?;
+        }
+        std::fs::rename(tmp, dest).map_err(|e| BuildError::io("move into place", dest, e))?;
+    }
+
+    let current: BTreeSet<&str> = outputs.iter().map(|o| o.rel.as_str()).collect();
+    for old in previous {
+        if !current.contains(old.as_str()) && old != MANIFEST {
+            let path = out_dir.join(old);
+            match std::fs::remove_file(&path) {
+                Ok(()) => result.removed.push(old.clone()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(BuildError::io("remove the stale output", &path, e)),
+            }
+            prune_empty_parents(out_dir, &path);
+        }
+    }
+
+    let manifest_path = out_dir.join(MANIFEST);
+    if std::fs::read(&manifest_path).ok().as_deref() != Some(manifest) {
+        // Staged like every output, so a killed build leaves no temporary file in the tree.
+        std::fs::create_dir_all(&staging).map_err(|e| BuildError::io("create", &staging, e))?;
+        let tmp = staging.join(MANIFEST);
+        write_file(&tmp, manifest)?;
+        std::fs::rename(&tmp, &manifest_path).map_err(|e| BuildError::io("move into place", &manifest_path, e))?;
+        result.written.push((MANIFEST.into(), "changed output"));
+    }
+    let _ = std::fs::remove_dir_all(&staging);
+
+    for o in outputs {
+        let dest = out_dir.join(&o.rel);
+        if let Ok(meta) = std::fs::metadata(&dest) {
+            stamps.push((format!("{prefix}{}", o.rel), FileStamp::from_metadata(&meta), o.hash));
+        }
+    }
+    cache.record_file_hashes(&stamps)?;
+    Ok(result)
+}
+
+/// Whether `dest` already holds `o`; if not, why it must be written.
+fn up_to_date(dest: &Path, o: &Output, known: Option<&(FileStamp, ContentHash)>) -> Result<(), &'static str> {
+    let meta = match std::fs::symlink_metadata(dest) {
+        Ok(m) if m.is_file() => m,
+        Ok(_) => return Err("output replaced"),
+        Err(_) => return Err("output missing"),
+    };
+    if let Source::File { dev, inode, .. } = o.source {
+        // A hard link to the very input file holds its bytes by definition.
+        if meta.dev() == dev && meta.ino() == inode {
+            return Ok(());
+        }
+    }
+    match known {
+        Some((stamp, hash)) if *stamp == FileStamp::from_metadata(&meta) => {
+            if *hash == o.hash { Ok(()) } else { Err("changed input") }
+        }
+        // Unknown state (first build here, or a build that was killed): check the bytes.
+        _ if meta.len() == o.size => match aps5_cache::hash_file(dest) {
+            Ok((h, _)) if h == o.hash => Ok(()),
+            _ => Err("changed input"),
+        },
+        _ => Err("changed input"),
+    }
+}
+
+fn write_one(tmp: &Path, o: &Output, link_mode: LinkMode) -> Result<(), BuildError> {
+    match &o.source {
+        Source::File { abs, .. } => {
+            if link_mode == LinkMode::Hardlink && std::fs::hard_link(abs, tmp).is_ok() {
+                return Ok(());
+            }
+            // Another file system, or links not allowed: copy (the kernel copies in place where it can).
+            std::fs::copy(abs, tmp).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    BuildError::Vanished { path: abs.clone() }
+                } else {
+                    BuildError::io("copy", abs, e)
+                }
+            })?;
+            let f = std::fs::File::open(tmp).map_err(|e| BuildError::io("open", tmp, e))?;
+            f.sync_all().map_err(|e| BuildError::io("write", tmp, e))?;
+            // The copy must still be what was hashed: the file may have changed since the scan.
+            let (h, _) = aps5_cache::hash_file(tmp).map_err(|e| BuildError::io("read", tmp, e))?;
+            if h != o.hash {
+                return Err(BuildError::ChangedDuringBuild { path: abs.clone(), expected: o.size, hash: o.hash.to_hex() });
+            }
+            Ok(())
+        }
+        Source::Bytes(bytes) => write_file(tmp, bytes),
+    }
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), BuildError> {
+    let mut f = std::fs::File::create(path).map_err(|e| BuildError::io("create", path, e))?;
+    f.write_all(bytes).map_err(|e| BuildError::io("write", path, e))?;
+    f.sync_all().map_err(|e| BuildError::io("write", path, e))
+}
+
+/// Writes `path` through a temporary file and a rename, so readers see the old or the new bytes.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), BuildError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| BuildError::io("create", dir, e))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("out"),
+        std::process::id()
+    ));
+    if let Err(e) = write_file(&tmp, bytes) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    std::fs::rename(&tmp, path).map_err(|e| BuildError::io("move into place", path, e))
+}
+
+fn prune_empty_parents(root: &Path, path: &Path) {
+    let mut dir = path.parent();
+    while let Some(d) = dir {
+        if d == root || std::fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+}
+
+/// The outputs a previous manifest lists with their hashes, for `aps5 status`.
+pub fn manifest_hashes(manifest: &serde_json::Value) -> BTreeMap<String, String> {
+    manifest["files"]
+        .as_array()
+        .map(|files| {
+            files
+                .iter()
+                .filter_map(|f| Some((f["path"].as_str()?.to_string(), f["blake3"].as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,68 @@
+//! Build errors. Every message names the file (and, where it applies, the offset) and says what to do.
+
+use std::path::{Path, PathBuf};
+
+/// Why a build (or `init`, `status`, ...) could not be done. The CLI maps every variant to exit status 2.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("{dir} is not an aps5 project (no aps5.toml): run `aps5 init` in the game dump first")]
+    NoProject { dir: PathBuf },
+
+    #[error("{path}: {message}")]
+    BadConfig { path: PathBuf, message: String },
+
+    #[error(
+        "{dir} is not a PS4/PS5 game dump: {reason}\n\
+         A dump is the folder holding eboot.bin (the main executable), usually with sce_module/ and sce_sys/"
+    )]
+    NotADump { dir: PathBuf, reason: String },
+
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error(
+        "{path} is a symbolic link to {target}, outside the dump; aps5 never follows links out of a dump: \
+         copy the file into the dump or remove the link"
+    )]
+    LinkOutsideDump { path: PathBuf, target: PathBuf },
+
+    #[error("{path}: the file name is not valid UTF-8; rename it (PS4/PS5 file names are UTF-8)")]
+    NonUtf8Name { path: PathBuf },
+
+    #[error(
+        "{path} changed while the build was reading it (expected {expected} bytes with blake3 {hash}); \
+         nothing was written: run the build again once the dump is stable"
+    )]
+    ChangedDuringBuild { path: PathBuf, expected: u64, hash: String },
+
+    #[error("{path} vanished while the build was running; nothing was written: run the build again")]
+    Vanished { path: PathBuf },
+
+    #[error("{path}: {source}")]
+    Module {
+        path: PathBuf,
+        #[source]
+        source: aps5_elf::Error,
+    },
+
+    #[error(transparent)]
+    Cache(#[from] aps5_cache::CacheError),
+
+    #[error("{path}: {message}")]
+    Corrupt { path: PathBuf, message: String },
+}
+
+impl BuildError {
+    /// An I/O failure on `path` while trying to `action` it.
+    pub fn io(action: &'static str, path: &Path, source: std::io::Error) -> BuildError {
+        if source.kind() == std::io::ErrorKind::NotFound && action.starts_with("read") {
+            return BuildError::Vanished { path: path.to_path_buf() };
+        }
+        BuildError::Io { action, path: path.to_path_buf(), source }
+    }
+}

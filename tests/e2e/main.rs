@@ -1,0 +1,8 @@
+//! End-to-end tests: the real `aps5` binary on real dumps (the homebrew corpus in ../shared and the
+//! built-in sample), checking outputs, exit codes and messages.
+
+mod common;
+
+mod bad_input;
+mod build;
+mod crash;

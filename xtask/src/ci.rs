@@ -1,0 +1,158 @@
+//! `cargo xtask ci`: every check, in order, each step's result in a closing summary.
+//! A failing step does not stop the later ones; any failure makes the exit status non-zero.
+
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Result, bail};
+
+use crate::util::{cargo_bin, have, root};
+
+/// System programs the suites need, and the Debian package that provides each (TESTING.md).
+const TOOLS: &[(&str, &str)] = &[
+    ("clang-14", "clang-14"),
+    ("ld.lld-14", "lld-14"),
+    ("llvm-mc-14", "llvm-14"),
+    ("llvm-readelf-14", "llvm-14"),
+    ("llvm-nm-14", "llvm-14"),
+    ("spirv-val", "spirv-tools"),
+    ("glslangValidator", "glslang-tools"),
+    ("vulkaninfo", "vulkan-tools"),
+];
+/// Packages that provide no program to look for.
+const FILES: &[(&str, &str)] = &[
+    ("/usr/include/vulkan/vulkan.h", "libvulkan-dev"),
+    ("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json", "mesa-vulkan-drivers"),
+];
+
+/// Installs the missing system packages (as root, with apt-get), or says which are missing.
+pub fn ensure_packages() -> Result<()> {
+    let mut missing: Vec<&str> = TOOLS.iter().filter(|(t, _)| !have(t)).map(|(_, p)| *p).collect();
+    missing.extend(FILES.iter().filter(|(f, _)| !std::path::Path::new(f).exists()).map(|(_, p)| *p));
+    missing.sort();
+    missing.dedup();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("missing system packages: {} (install them with apt-get as root)", missing.join(" "));
+    }
+    println!("xtask: installing {}", missing.join(" "));
+    let ok = Command::new("apt-get").arg("update").status()?.success()
+        && Command::new("apt-get")
+            .args(["install", "-y", "--no-install-recommends"])
+            .args(&missing)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()?
+            .success();
+    if !ok {
+        bail!("apt-get could not install {}", missing.join(" "));
+    }
+    Ok(())
+}
+
+/// cargo-fuzz, installed from crates.io when missing.
+fn ensure_cargo_fuzz() -> Result<()> {
+    let present = Command::new(cargo_bin()).args(["fuzz", "--version"]).output().is_ok_and(|o| o.status.success());
+    if present {
+        return Ok(());
+    }
+    println!("xtask: installing cargo-fuzz");
+    let ok = Command::new(cargo_bin()).args(["install", "cargo-fuzz", "--version", "=0.13.2", "--locked"]).status()?.success();
+    if !ok {
+        bail!("`cargo install cargo-fuzz` failed");
+    }
+    Ok(())
+}
+
+struct Step {
+    name: String,
+    ok: bool,
+    secs: f64,
+}
+
+fn run_step(steps: &mut Vec<Step>, name: &str, f: impl FnOnce() -> Result<bool>) {
+    println!("\n==> {name}");
+    let t = Instant::now();
+    let ok = match f() {
+        Ok(ok) => ok,
+        Err(e) => {
+            eprintln!("{name}: {e:#}");
+            false
+        }
+    };
+    println!("<== {name}: {} ({:.1}s)", if ok { "ok" } else { "FAILED" }, t.elapsed().as_secs_f64());
+    steps.push(Step { name: name.into(), ok, secs: t.elapsed().as_secs_f64() });
+}
+
+fn cargo_step(args: &[&str], env: &[(&str, &str)]) -> Result<bool> {
+    let mut cmd = Command::new(cargo_bin());
+    cmd.args(args).current_dir(root());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Ok(cmd.status()?.success())
+}
+
+/// Runs one cargo-fuzz target for `secs` seconds, seeded with the given files.
+fn fuzz_smoke(target: &str, secs: u64, seeds: &[std::path::PathBuf]) -> Result<bool> {
+    ensure_cargo_fuzz()?;
+    let corpus = root().join("tests/fuzz/corpus").join(target);
+    std::fs::create_dir_all(&corpus)?;
+    for s in seeds {
+        if let Some(name) = s.file_name() {
+            let dest = corpus.join(format!("seed-{}-{}", s.parent().and_then(|p| p.file_name()).map(|p| p.to_string_lossy()).unwrap_or_default(), name.to_string_lossy()));
+            let _ = std::fs::copy(s, dest);
+        }
+    }
+    let time = format!("-max_total_time={secs}");
+    cargo_step(
+        &["fuzz", "run", "--fuzz-dir", "tests/fuzz", target, corpus.to_str().unwrap(), "--", &time, "-rss_limit_mb=4096"],
+        &[("RUSTC_BOOTSTRAP", "1")],
+    )
+}
+
+/// The homebrew binaries of the shared corpus, as fuzzing seeds.
+fn homebrew_seeds() -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root().join("../shared/corpus/homebrew")];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "bin" || x == "prx" || x == "sprx") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+pub fn ci(install: bool, fuzz_seconds: u64) -> Result<bool> {
+    let mut steps = Vec::new();
+    if install {
+        run_step(&mut steps, "system packages", || ensure_packages().map(|()| true));
+    }
+    run_step(&mut steps, "cargo fmt --check", || cargo_step(&["fmt", "--all", "--", "--check"], &[]));
+    run_step(&mut steps, "cargo clippy -D warnings", || {
+        cargo_step(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"], &[])
+    });
+    run_step(&mut steps, "cargo test (workspace)", || cargo_step(&["test", "--workspace", "--locked"], &[]));
+    run_step(&mut steps, "fuzz smoke: reader", || fuzz_smoke("reader", fuzz_seconds, &homebrew_seeds()));
+    run_step(&mut steps, "fuzz smoke: decoder", || fuzz_smoke("decoder", fuzz_seconds, &[]));
+    run_step(&mut steps, "decoder vs llvm-mc (20,000 words)", || {
+        cargo_step(&["run", "--release", "--locked", "-q", "-p", "aps5-shader", "--example", "fuzz_decoder", "--", "20000", "1"], &[])
+    });
+
+    println!("\n== summary");
+    for s in &steps {
+        println!("  {:<40} {:>7} {:>8.1}s", s.name, if s.ok { "ok" } else { "FAILED" }, s.secs);
+    }
+    let failed = steps.iter().filter(|s| !s.ok).count();
+    println!("{} passed, {} failed", steps.len() - failed, failed);
+    Ok(failed == 0)
+}

@@ -1,0 +1,27 @@
+//! Small helpers shared by the xtask commands.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The workspace root (xtask lives one level below it).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+}
+
+/// The cargo that runs us.
+pub fn cargo_bin() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
+}
+
+/// Runs `cargo ARGS EXTRA` in the workspace root; true when it succeeded.
+pub fn cargo(args: &[&str], extra: &[String]) -> anyhow::Result<bool> {
+    let status = Command::new(cargo_bin()).args(args).args(extra).current_dir(root()).status()?;
+    Ok(status.success())
+}
+
+/// Whether `program` is on PATH.
+pub fn have(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+        .unwrap_or(false)
+}
