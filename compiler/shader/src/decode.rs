@@ -523,7 +523,14 @@ pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
 }
 
 /// Descriptor shared by all exports (EXP has a single opcode).
-static EXP_DESC: OpDesc = OpDesc { name: "exp", cpus: 7, slots: &[], cc: [table::Cc::CNone; 3], flags: 0, extra: "" };
+static EXP_DESC: OpDesc = OpDesc {
+    name: "exp",
+    cpus: 7,
+    slots: &[],
+    cc: [table::Cc::CNone; 3],
+    flags: 0,
+    extra: "",
+};
 
 fn exp_target_ok(t: u32) -> bool {
     matches!(t, 0..=9 | 12..=16 | 20 | 32..=63)

@@ -388,7 +388,11 @@ fn print_sopp(inst: &Instruction, out: &mut String) {
         let exp = (imm >> 4) & 7;
         let lgkm = (imm >> 8) & 0x3F;
         let mut any = false;
-        for (name, v, max) in [("vmcnt", vm, 0x3F), ("expcnt", exp, 7), ("lgkmcnt", lgkm, 0x3F)] {
+        for (name, v, max) in [
+            ("vmcnt", vm, 0x3F),
+            ("expcnt", exp, 7),
+            ("lgkmcnt", lgkm, 0x3F),
+        ] {
             if v != max {
                 let _ = write!(out, "{}{name}({v})", if any { " " } else { " " });
                 any = true;
@@ -462,7 +466,13 @@ fn sendmsg(out: &mut String, imm: u32) {
             }
         }
         15 => {
-            let ops = ["", "SYSMSG_OP_ECC_ERR_INTERRUPT", "SYSMSG_OP_REG_RD", "SYSMSG_OP_HOST_TRAP_ACK", "SYSMSG_OP_TTRACE_PC"];
+            let ops = [
+                "",
+                "SYSMSG_OP_ECC_ERR_INTERRUPT",
+                "SYSMSG_OP_REG_RD",
+                "SYSMSG_OP_HOST_TRAP_ACK",
+                "SYSMSG_OP_TTRACE_PC",
+            ];
             if (1..=4).contains(&op) && stream == 0 {
                 let _ = write!(out, " sendmsg({name}, {})", ops[op as usize]);
             } else {
@@ -589,8 +599,16 @@ fn print_flat(inst: &Instruction, out: &mut String) {
         first = false;
     };
     if atomic && glc != 0 {
-        let dw = d.slots.iter().find(|s| s.f == Fld::Vdata).map_or(1, |s| s.w as u32);
-        let rw = if d.name.contains("cmpswap") { dw / 2 } else { dw };
+        let dw = d
+            .slots
+            .iter()
+            .find(|s| s.f == Fld::Vdata)
+            .map_or(1, |s| s.w as u32);
+        let rw = if d.name.contains("cmpswap") {
+            dw / 2
+        } else {
+            dw
+        };
         sep(out);
         vgprs(out, w1 >> 24, rw.max(1));
     }
@@ -656,7 +674,11 @@ fn print_exp(inst: &Instruction, out: &mut String) {
     }
     for i in 0..4 {
         out.push_str(if i == 0 { " " } else { ", " });
-        let r = if compr { if i < 2 { w1 & 0xFF } else { (w1 >> 8) & 0xFF } } else { (w1 >> (8 * i)) & 0xFF };
+        let r = if compr {
+            if i < 2 { w1 & 0xFF } else { (w1 >> 8) & 0xFF }
+        } else {
+            (w1 >> (8 * i)) & 0xFF
+        };
         if en & (1 << i) != 0 {
             vgprs(out, r, 1);
         } else {
