@@ -100,16 +100,6 @@ pub enum Target {
     Gfx1030,
 }
 
-impl Target {
-    fn bit(self) -> u8 {
-        match self {
-            Target::Gfx1010 => 1,
-            Target::Gfx1013 => 2,
-            Target::Gfx1030 => 4,
-        }
-    }
-}
-
 /// Up to five instruction dwords (MIMG with NSA needs five).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Words {
@@ -295,6 +285,40 @@ fn opcode_of(f: Family, w0: u32) -> u16 {
     }) as u16
 }
 
+fn dense() -> &'static [table::Dense] {
+    static D: std::sync::OnceLock<Vec<table::Dense>> = std::sync::OnceLock::new();
+    D.get_or_init(|| {
+        let fams = [
+            Family::Sop1,
+            Family::Sop2,
+            Family::Sopk,
+            Family::Sopc,
+            Family::Sopp,
+            Family::Smem,
+            Family::Vop1,
+            Family::Vop2,
+            Family::Vopc,
+            Family::Vop3,
+            Family::Vop3p,
+            Family::Vintrp,
+            Family::Ds,
+            Family::Mubuf,
+            Family::Mtbuf,
+            Family::Flat,
+            Family::Mimg,
+            Family::Exp,
+        ];
+        let mut v: Vec<table::Dense> = fams
+            .iter()
+            .map(|f| table::Dense::new(table_of(*f)))
+            .collect();
+        for t in [tables::FLAT0, tables::FLAT1, tables::FLAT2, &[]] {
+            v.push(table::Dense::new(t));
+        }
+        v
+    })
+}
+
 fn table_of(f: Family) -> &'static [(u16, &'static [OpDesc])] {
     match f {
         Family::Sop1 => tables::SOP1,
@@ -382,16 +406,21 @@ pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
             false => unsupported(code, offset, Some(family), 0, 2, "invalid export target"),
         };
     }
-    let table = match family {
+    let table_id = match family {
         Family::Flat => match (w0 >> 14) & 3 {
-            0 => tables::FLAT0,
-            1 => tables::FLAT1,
-            2 => tables::FLAT2,
-            _ => &[],
+            0 => 18,
+            1 => 19,
+            2 => 20,
+            _ => 21,
         },
-        f => table_of(f),
+        f => f as usize,
     };
-    let desc = match table::lookup(table, opcode, target.bit()) {
+    let t = match target {
+        Target::Gfx1010 => 0,
+        Target::Gfx1013 => 1,
+        Target::Gfx1030 => 2,
+    };
+    let desc = match dense()[table_id].get(opcode, t) {
         Lookup::Found(d) => d,
         Lookup::OtherTarget(_) => {
             return unsupported(

@@ -130,6 +130,9 @@ pub fn print(inst: &Instruction, ctx: Ctx, out: &mut String) {
         Family::Exp => return print_exp(inst, out),
         _ => {}
     }
+    if inst.encoding != Encoding::Plain {
+        return print_dpp_sdwa(inst, ctx, out);
+    }
     out.push_str(d.name);
     if inst.family == Family::Vop3 || inst.family == Family::Vop3p {
         return print_vop3(inst, ctx, out);
@@ -693,5 +696,171 @@ fn print_exp(inst: &Instruction, out: &mut String) {
     }
     if (w0 >> 12) & 1 != 0 {
         out.push_str(" vm");
+    }
+}
+
+const SEL: [&str; 8] = [
+    "BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD", "?",
+];
+
+fn print_dpp_sdwa(inst: &Instruction, ctx: Ctx, out: &mut String) {
+    let d = inst.desc;
+    let w0 = inst.words.get(0);
+    let w1 = inst.words.get(1);
+    let base = d.name.strip_suffix("_e32").unwrap_or(d.name);
+    out.push_str(base);
+    let sdwa = inst.encoding == Encoding::Sdwa;
+    out.push_str(if sdwa { "_sdwa" } else { "_dpp" });
+    let vopc = inst.family == Family::Vopc;
+    let mut first = true;
+    let mut sep = |out: &mut String| {
+        out.push_str(if first { " " } else { ", " });
+        first = false;
+    };
+    // VOPC SDWA: explicit scalar destination when `sd` is set.
+    if sdwa && vopc && (w1 >> 15) & 1 != 0 {
+        sep(out);
+        sreg(out, (w1 >> 8) & 0x7F, if ctx.wave64 { 2 } else { 1 });
+    }
+    let mut src_i = 0;
+    for s in d.slots {
+        let w = width(s, ctx);
+        match s.f {
+            Fld::Vcc if vopc && sdwa && (w1 >> 15) & 1 != 0 => continue,
+            Fld::Vcc if vopc && sdwa && d.name.starts_with("v_cmpx") => continue,
+            _ => {}
+        }
+        sep(out);
+        match s.f {
+            Fld::Vdst => reg_range(out, "v", (w0 >> 17) & 0xFF, w),
+            Fld::VdstS => sreg(out, (w0 >> 17) & 0xFF, w),
+            Fld::Vcc => out.push_str(if w == 2 { "vcc" } else { "vcc_lo" }),
+            Fld::Src0 | Fld::Vsrc1 => {
+                let i = src_i;
+                src_i += 1;
+                let (neg, abs, sext, v) = if sdwa {
+                    let sh = if i == 0 { 16 } else { 24 };
+                    let sgpr = (w1 >> (sh + 7)) & 1 != 0;
+                    let raw = if i == 0 { w1 & 0xFF } else { (w0 >> 9) & 0xFF };
+                    let v = if sgpr { raw } else { 256 + raw };
+                    (
+                        (w1 >> (sh + 4)) & 1,
+                        (w1 >> (sh + 5)) & 1,
+                        (w1 >> (sh + 3)) & 1,
+                        v,
+                    )
+                } else {
+                    let raw = if i == 0 { w1 & 0xFF } else { (w0 >> 9) & 0xFF };
+                    let (n, a) = if inst.encoding == Encoding::Dpp16 {
+                        ((w1 >> (20 + 2 * i)) & 1, (w1 >> (21 + 2 * i)) & 1)
+                    } else {
+                        (0, 0)
+                    };
+                    (n, a, 0, 256 + raw)
+                };
+                if neg != 0 {
+                    out.push('-');
+                }
+                if abs != 0 {
+                    out.push('|');
+                }
+                if sext != 0 {
+                    out.push_str("sext(");
+                }
+                src(out, v, w, d.cc[0], None);
+                if sext != 0 {
+                    out.push(')');
+                }
+                if abs != 0 {
+                    out.push('|');
+                }
+            }
+            _ => out.push('?'),
+        }
+    }
+    match inst.encoding {
+        Encoding::Sdwa => {
+            if !vopc {
+                if (w1 >> 13) & 1 != 0 {
+                    out.push_str(" clamp");
+                }
+                let omod = (w1 >> 14) & 3;
+                out.push_str(["", " mul:2", " mul:4", " div:2"][omod as usize]);
+                let _ = write!(
+                    out,
+                    " dst_sel:{} dst_unused:{}",
+                    SEL[((w1 >> 8) & 7) as usize],
+                    ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE", "?"]
+                        [((w1 >> 11) & 3) as usize]
+                );
+            }
+            let _ = write!(out, " src0_sel:{}", SEL[((w1 >> 16) & 7) as usize]);
+            if src_i > 1 {
+                let _ = write!(out, " src1_sel:{}", SEL[((w1 >> 24) & 7) as usize]);
+            }
+        }
+        Encoding::Dpp16 => {
+            let c = (w1 >> 8) & 0x1FF;
+            match c {
+                0..=0xFF => {
+                    let _ = write!(
+                        out,
+                        " quad_perm:[{},{},{},{}]",
+                        c & 3,
+                        (c >> 2) & 3,
+                        (c >> 4) & 3,
+                        (c >> 6) & 3
+                    );
+                }
+                0x101..=0x10F => {
+                    let _ = write!(out, " row_shl:{}", c & 0xF);
+                }
+                0x111..=0x11F => {
+                    let _ = write!(out, " row_shr:{}", c & 0xF);
+                }
+                0x121..=0x12F => {
+                    let _ = write!(out, " row_ror:{}", c & 0xF);
+                }
+                0x140 => out.push_str(" row_mirror"),
+                0x141 => out.push_str(" row_half_mirror"),
+                0x150..=0x15F => {
+                    let _ = write!(out, " row_share:{}", c & 0xF);
+                }
+                0x160..=0x16F => {
+                    let _ = write!(out, " row_xmask:{}", c & 0xF);
+                }
+                _ => {
+                    let _ = write!(out, " <invalid dpp_ctrl 0x{c:x}>");
+                }
+            }
+            let _ = write!(
+                out,
+                " row_mask:0x{:x} bank_mask:0x{:x}",
+                w1 >> 28,
+                (w1 >> 24) & 0xF
+            );
+            if (w1 >> 19) & 1 != 0 {
+                out.push_str(" bound_ctrl:1");
+            }
+            if (w1 >> 18) & 1 != 0 {
+                out.push_str(" fi:1");
+            }
+        }
+        Encoding::Dpp8 { fi } => {
+            out.push_str(" dpp8:[");
+            for i in 0..8 {
+                let _ = write!(
+                    out,
+                    "{}{}",
+                    if i > 0 { "," } else { "" },
+                    (w1 >> (8 + 3 * i)) & 7
+                );
+            }
+            out.push(']');
+            if fi {
+                out.push_str(" fi:1");
+            }
+        }
+        Encoding::Plain => {}
     }
 }

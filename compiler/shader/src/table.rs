@@ -131,6 +131,43 @@ pub const F_DPP: u32 = 1 << 19;
 /// Has a DPP8 form.
 pub const F_DPP8: u32 = 1 << 20;
 
+/// Dense per-opcode index of a family table: for each opcode, the descriptor per target
+/// (gfx1010, gfx1013, gfx1030) or the "other target" name. Built once.
+pub struct Dense {
+    by_op: Vec<[Option<&'static OpDesc>; 3]>,
+    any: Vec<Option<&'static str>>,
+}
+
+impl Dense {
+    /// Builds the index for `table`.
+    pub fn new(table: &'static [(u16, &'static [OpDesc])]) -> Dense {
+        let n = table.iter().map(|e| e.0 as usize + 1).max().unwrap_or(0);
+        let mut by_op = vec![[None; 3]; n];
+        let mut any = vec![None; n];
+        for (op, vs) in table {
+            for (i, bit) in [1u8, 2, 4].iter().enumerate() {
+                by_op[*op as usize][i] = vs.iter().find(|d| d.cpus & bit != 0);
+            }
+            any[*op as usize] = vs.first().map(|d| d.name);
+        }
+        Dense { by_op, any }
+    }
+    /// Looks up `op` for target index `t` (0 gfx1010, 1 gfx1013, 2 gfx1030).
+    #[inline]
+    pub fn get(&self, op: u16, t: usize) -> Lookup {
+        match self.by_op.get(op as usize) {
+            Some(e) => match e[t] {
+                Some(d) => Lookup::Found(d),
+                None => match self.any[op as usize] {
+                    Some(n) => Lookup::OtherTarget(n),
+                    None => Lookup::Unknown,
+                },
+            },
+            None => Lookup::Unknown,
+        }
+    }
+}
+
 /// Finds the descriptor of `op` for the target bit `cpu` in a generated family table.
 pub fn lookup(table: &'static [(u16, &'static [OpDesc])], op: u16, cpu: u8) -> Lookup {
     match table.binary_search_by_key(&op, |e| e.0) {
