@@ -214,11 +214,12 @@ pub fn build(spec: &Spec) -> (Vec<u8>, Layout) {
     // plus one R_X86_64_64 per import (a data reference) and a DTPMOD64.
     let rela_off = cur;
     l.rela_vaddr = va(rela_off);
-    let mut rela: Vec<(u64, u64, i64)> = Vec::new();
-    rela.push((va(init_arr), 8, INIT as i64 + 0x100));
-    rela.push((va(init_arr) + 8, 8, INIT as i64 + 0x200));
-    rela.push((va(fini_arr), 8, FINI as i64 + 0x100));
-    rela.push((va(param_off) + 0x18, 8, 0x4242));
+    let mut rela: Vec<(u64, u64, i64)> = vec![
+        (va(init_arr), 8, INIT as i64 + 0x100),
+        (va(init_arr) + 8, 8, INIT as i64 + 0x200),
+        (va(fini_arr), 8, FINI as i64 + 0x100),
+        (va(param_off) + 0x18, 8, 0x4242),
+    ];
     for i in 0..spec.relative_relocs {
         rela.push((va(slots + 8 * i), 8, (i as i64) * 16));
     }
@@ -240,7 +241,11 @@ pub fn build(spec: &Spec) -> (Vec<u8>, Layout) {
     for i in 0..nimports {
         let at = jmprel_off + i * 24;
         put(&mut f, at, &(va(got) + 8 * (3 + i as u64)).to_le_bytes());
-        put(&mut f, at + 8, &((((i + 1) as u64) << 32) | 7).to_le_bytes());
+        put(
+            &mut f,
+            at + 8,
+            &((((i + 1) as u64) << 32) | 7).to_le_bytes(),
+        );
         put(&mut f, at + 16, &0u64.to_le_bytes());
     }
     cur += nimports * 24;
@@ -276,10 +281,16 @@ pub fn build(spec: &Spec) -> (Vec<u8>, Layout) {
     }
     d.push((0x6100_0043, (1u64 << 40) | (1 << 32) | own_name));
     for (id, name) in &modules {
-        d.push((0x6100_0045, (u64::from(*id) << 48) | (1 << 40) | (1 << 32) | name));
+        d.push((
+            0x6100_0045,
+            (u64::from(*id) << 48) | (1 << 40) | (1 << 32) | name,
+        ));
     }
     if !spec.exports.is_empty() {
-        d.push((exp_tag, (u64::from(EXPORT_LIB_ID) << 48) | (1 << 32) | own_lib));
+        d.push((
+            exp_tag,
+            (u64::from(EXPORT_LIB_ID) << 48) | (1 << 32) | own_lib,
+        ));
         d.push((0x6100_0017, (u64::from(EXPORT_LIB_ID) << 48) | 1));
     }
     for (id, name) in &libs {
@@ -345,14 +356,50 @@ pub fn build(spec: &Spec) -> (Vec<u8>, Layout) {
     put(&mut f, 0, &e);
 
     // Program headers: (type, flags, offset, vaddr, filesz, memsz, align).
-    let param_type = if spec.prx { 0x6100_0002u32 } else { 0x6100_0001 };
+    let param_type = if spec.prx {
+        0x6100_0002u32
+    } else {
+        0x6100_0001
+    };
     let param_size = if spec.prx { 0x18 } else { 0x60 };
     let ph: [(u32, u32, u64, u64, u64, u64, u64); PHNUM] = [
         (1, 5, 0x4000, 0, text_size as u64, text_size as u64, 0x4000),
-        (1, 6, data_off as u64, data_vaddr, data_size as u64, data_size as u64 + 0x100, 0x4000),
-        (0x6474_e552, 4, data_off as u64, data_vaddr, data_size as u64, data_size as u64, 1),
-        (param_type, 4, param_off as u64, va(param_off), param_size, param_size, 8),
-        (2, 6, dyn_off as u64, va(dyn_off), (d.len() * 16) as u64, (d.len() * 16) as u64, 8),
+        (
+            1,
+            6,
+            data_off as u64,
+            data_vaddr,
+            data_size as u64,
+            data_size as u64 + 0x100,
+            0x4000,
+        ),
+        (
+            0x6474_e552,
+            4,
+            data_off as u64,
+            data_vaddr,
+            data_size as u64,
+            data_size as u64,
+            1,
+        ),
+        (
+            param_type,
+            4,
+            param_off as u64,
+            va(param_off),
+            param_size,
+            param_size,
+            8,
+        ),
+        (
+            2,
+            6,
+            dyn_off as u64,
+            va(dyn_off),
+            (d.len() * 16) as u64,
+            (d.len() * 16) as u64,
+            8,
+        ),
         (7, 4, tls_off as u64, va(tls_off), 0x10, 0x40, 0x10),
         (0x6474_e551, 6, 0, 0, 0, 0, 0x10),
         (0x6474_e550, 4, 0x4000, 0, 0x14, 0x14, 4),
