@@ -406,6 +406,28 @@ pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
             false => unsupported(code, offset, Some(family), 0, 2, "invalid export target"),
         };
     }
+    if family == Family::Vintrp {
+        let ok = opcode < 3 && (opcode != 2 || w0 & 0xFC == 0);
+        if !ok {
+            return unsupported(
+                code,
+                offset,
+                Some(family),
+                opcode,
+                1,
+                "invalid VINTRP encoding",
+            );
+        }
+        return Decoded::Inst(Instruction {
+            offset,
+            family,
+            encoding: Encoding::Plain,
+            opcode,
+            desc: &VINTRP_DESC[opcode as usize],
+            words: Words::new(&code[offset..], 1),
+            literal: None,
+        });
+    }
     let table_id = match family {
         Family::Flat => match (w0 >> 14) & 3 {
             0 => 18,
@@ -519,7 +541,61 @@ pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
                 }
             }
         }
+        Family::Ds => {
+            let z = desc.zmask;
+            let f = [w1 & 0xFF, (w1 >> 8) & 0xFF, (w1 >> 16) & 0xFF, w1 >> 24];
+            let bad = (0..4).any(|i| z & (1 << i) != 0 && f[i] != 0)
+                || (z & 0x10 != 0 && (w0 >> 17) & 1 == 0);
+            if bad {
+                return unsupported(
+                    code,
+                    offset,
+                    Some(family),
+                    opcode,
+                    2,
+                    "field must be zero for this opcode",
+                );
+            }
+        }
         _ => {}
+    }
+    let glc_bit = match family {
+        Family::Mubuf | Family::Mtbuf => (w0 >> 14) & 1,
+        Family::Flat => (w0 >> 16) & 1,
+        _ => 1,
+    };
+    if desc.zmask & 0x20 != 0 && glc_bit == 0 {
+        return unsupported(
+            code,
+            offset,
+            Some(family),
+            opcode,
+            2,
+            "this atomic requires glc",
+        );
+    }
+    if desc.zmask & 0x40 != 0 && (w0 & 0xFFFF != 0 || w1 != 0) {
+        return unsupported(
+            code,
+            offset,
+            Some(family),
+            opcode,
+            2,
+            "fields must be zero for this opcode",
+        );
+    }
+    if family == Family::Vop1 && encoding == Encoding::Plain {
+        let z = desc.zmask;
+        if (z & 1 != 0 && w0 & 0x1FF != 0) || (z & 2 != 0 && (w0 >> 17) & 0xFF != 0) {
+            return unsupported(
+                code,
+                offset,
+                Some(family),
+                opcode,
+                1,
+                "field must be zero for this opcode",
+            );
+        }
     }
     if needs_lit {
         nw += 1;
@@ -551,8 +627,28 @@ pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
     })
 }
 
+const fn vintrp(name: &'static str) -> OpDesc {
+    OpDesc {
+        name,
+        cpus: 7,
+        slots: &[],
+        cc: [table::Cc::CNone; 3],
+        flags: 0,
+        extra: "",
+        zmask: 0,
+    }
+}
+
+/// VINTRP descriptors (op 0..2); operands are printed by a dedicated rule.
+static VINTRP_DESC: [OpDesc; 3] = [
+    vintrp("v_interp_p1_f32_e32"),
+    vintrp("v_interp_p2_f32_e32"),
+    vintrp("v_interp_mov_f32_e32"),
+];
+
 /// Descriptor shared by all exports (EXP has a single opcode).
 static EXP_DESC: OpDesc = OpDesc {
+    zmask: 0,
     name: "exp",
     cpus: 7,
     slots: &[],

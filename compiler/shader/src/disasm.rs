@@ -71,6 +71,7 @@ pub fn disassemble(code: &[u8], opts: &Options) -> String {
 pub fn disassemble_into(code: &[u8], opts: &Options, out: &mut String) {
     let ctx = Ctx {
         wave64: opts.wave64,
+        target: opts.mcpu.target(),
     };
     for d in decode(code, opts.mcpu.target()) {
         match d {
@@ -98,9 +99,16 @@ pub fn disassemble_into(code: &[u8], opts: &Options, out: &mut String) {
 }
 
 /// Prints one decoded instruction (no tab, no newline).
-pub fn instruction_text(inst: &crate::Instruction, wave64: bool) -> String {
+pub fn instruction_text(inst: &crate::Instruction, opts: &Options) -> String {
     let mut s = String::new();
-    print(inst, Ctx { wave64 }, &mut s);
+    print(
+        inst,
+        Ctx {
+            wave64: opts.wave64,
+            target: opts.mcpu.target(),
+        },
+        &mut s,
+    );
     s
 }
 

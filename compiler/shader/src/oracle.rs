@@ -126,6 +126,7 @@ pub fn ours(case: &[u8], opts: &Options) -> Vec<String> {
                     &i,
                     Ctx {
                         wave64: opts.wave64,
+                        target: opts.mcpu.target(),
                     },
                     &mut s,
                 );

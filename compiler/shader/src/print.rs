@@ -10,6 +10,8 @@ use crate::table::{Cc, F_ABS, F_CLAMP, F_NEG, F_OMOD, F_OPSEL, Fld, Slot};
 pub struct Ctx {
     /// Wave64 (lane masks are 64-bit SGPR pairs).
     pub wave64: bool,
+    /// Target (a few symbolic names depend on it).
+    pub target: crate::decode::Target,
 }
 
 const FLOATS: [&str; 9] = [
@@ -128,6 +130,7 @@ pub fn print(inst: &Instruction, ctx: Ctx, out: &mut String) {
         Family::Mubuf => return print_mubuf(inst, out),
         Family::Flat => return print_flat(inst, out),
         Family::Exp => return print_exp(inst, out),
+        Family::Vintrp => return print_vintrp(inst, out),
         _ => {}
     }
     if inst.encoding != Encoding::Plain {
@@ -165,6 +168,9 @@ pub fn print(inst: &Instruction, ctx: Ctx, out: &mut String) {
 
 fn print_vop3(inst: &Instruction, ctx: Ctx, out: &mut String) {
     let d = inst.desc;
+    if d.name.starts_with("v_interp_") {
+        return print_interp_vop3(inst, out);
+    }
     let w0 = inst.words.get(0);
     let w1 = inst.words.get(1);
     let p = inst.family == Family::Vop3p;
@@ -330,7 +336,7 @@ fn print_sopk(inst: &Instruction, ctx: Ctx, out: &mut String) {
                     let _ = write!(out, "0x{imm:x}");
                 }
             }
-            Fld::Hwreg => hwreg(out, imm),
+            Fld::Hwreg => hwreg(out, imm, ctx.target),
             Fld::Lit => {
                 let _ = write!(out, "0x{:x}", inst.literal.unwrap_or(0));
             }
@@ -364,11 +370,16 @@ const HWREGS: [(u32, &str); 22] = [
     (0, ""),
 ];
 
-fn hwreg(out: &mut String, imm: u32) {
+fn hwreg(out: &mut String, imm: u32, target: crate::decode::Target) {
     let id = imm & 0x3F;
     let off = (imm >> 6) & 0x1F;
     let size = ((imm >> 11) & 0x1F) + 1;
-    let name = HWREGS.iter().find(|h| h.0 == id && id != 0).map(|h| h.1);
+    // XNACK_MASK exists only before gfx1030 (no XNACK on RDNA2).
+    let gone = id == 22 && target == crate::decode::Target::Gfx1030;
+    let name = HWREGS
+        .iter()
+        .find(|h| h.0 == id && id != 0 && !gone)
+        .map(|h| h.1);
     out.push_str("hwreg(");
     match name {
         Some(n) => out.push_str(n),
@@ -502,6 +513,9 @@ fn print_ds(inst: &Instruction, out: &mut String) {
     out.push_str(d.name);
     let mut first = true;
     for s in d.slots {
+        if s.f == Fld::Unknown {
+            continue;
+        }
         out.push_str(if first { " " } else { ", " });
         first = false;
         let w = s.w as u32;
@@ -513,7 +527,9 @@ fn print_ds(inst: &Instruction, out: &mut String) {
             _ => out.push('?'),
         }
     }
-    let two = d.name.contains("2_") || d.name.contains("2st64");
+    let two = ["ds_read2", "ds_write2", "ds_wrxchg2"]
+        .iter()
+        .any(|p| d.name.starts_with(p));
     let (o0, o1) = (w0 & 0xFF, (w0 >> 8) & 0xFF);
     if two {
         if o0 != 0 {
@@ -522,6 +538,8 @@ fn print_ds(inst: &Instruction, out: &mut String) {
         if o1 != 0 {
             let _ = write!(out, " offset1:{o1}");
         }
+    } else if d.name == "ds_swizzle_b32" && w0 & 0xFFFF != 0 {
+        swizzle(out, w0 & 0xFFFF);
     } else if w0 & 0xFFFF != 0 {
         let _ = write!(out, " offset:{}", w0 & 0xFFFF);
     }
@@ -601,7 +619,7 @@ fn print_flat(inst: &Instruction, out: &mut String) {
         out.push_str(if first { " " } else { ", " });
         first = false;
     };
-    if atomic && glc != 0 {
+    if atomic && glc != 0 && !d.slots.iter().any(|s| s.f == Fld::Vdst) {
         let dw = d
             .slots
             .iter()
@@ -862,5 +880,123 @@ fn print_dpp_sdwa(inst: &Instruction, ctx: Ctx, out: &mut String) {
             }
         }
         Encoding::Plain => {}
+    }
+}
+
+fn attr(out: &mut String, attr: u32, chan: u32) {
+    let _ = write!(
+        out,
+        "attr{attr}.{}",
+        ["x", "y", "z", "w"][(chan & 3) as usize]
+    );
+}
+
+fn print_interp_vop3(inst: &Instruction, out: &mut String) {
+    let d = inst.desc;
+    let w0 = inst.words.get(0);
+    let w1 = inst.words.get(1);
+    let _ = write!(out, " v{}", w0 & 0xFF);
+    let s0 = w1 & 0x1FF;
+    let s1 = (w1 >> 9) & 0x1FF;
+    let s2 = (w1 >> 18) & 0x1FF;
+    let modsrc = |out: &mut String, v: u32, i: u32| {
+        let neg = (w1 >> (29 + i)) & 1 != 0;
+        let abs = (w0 >> (8 + i)) & 1 != 0;
+        if neg {
+            out.push('-');
+        }
+        if abs {
+            out.push('|');
+        }
+        src(out, v, 1, Cc::C32, None);
+        if abs {
+            out.push('|');
+        }
+    };
+    out.push_str(", ");
+    if d.name.starts_with("v_interp_mov") {
+        out.push_str(["p10", "p20", "p0", "p?"][(s1 & 3) as usize]);
+    } else {
+        modsrc(out, s1, 1);
+    }
+    out.push_str(", ");
+    attr(out, s0 & 0x3F, s0 >> 6);
+    if d.slots.iter().any(|s| s.f == Fld::Src2) {
+        out.push_str(", ");
+        modsrc(out, s2, 2);
+    }
+    if d.name.ends_with("_f16") && s0 & 0x100 != 0 {
+        out.push_str(" high");
+    }
+    if w0 & 0x8000 != 0 {
+        out.push_str(" clamp");
+    }
+    let omod = (w1 >> 27) & 3;
+    if omod != 0 && d.flags & F_OMOD != 0 {
+        out.push_str(["", " mul:2", " mul:4", " div:2"][omod as usize]);
+    }
+}
+
+fn print_vintrp(inst: &Instruction, out: &mut String) {
+    let w0 = inst.words.get(0);
+    out.push_str(inst.desc.name);
+    let _ = write!(out, " v{}, ", (w0 >> 18) & 0xFF);
+    if inst.opcode == 2 {
+        out.push_str(["p10", "p20", "p0", "p?"][(w0 & 3) as usize]);
+    } else {
+        let _ = write!(out, "v{}", w0 & 0xFF);
+    }
+    out.push_str(", ");
+    attr(out, (w0 >> 10) & 0x3F, (w0 >> 8) & 3);
+}
+
+fn swizzle(out: &mut String, imm: u32) {
+    if imm & 0xFF00 == 0x8000 {
+        let _ = write!(
+            out,
+            " offset:swizzle(QUAD_PERM,{},{},{},{})",
+            imm & 3,
+            (imm >> 2) & 3,
+            (imm >> 4) & 3,
+            (imm >> 6) & 3
+        );
+        return;
+    }
+    if imm & 0x8000 != 0 {
+        let _ = write!(out, " offset:{imm}");
+        return;
+    }
+    let and = imm & 0x1F;
+    let or = (imm >> 5) & 0x1F;
+    let xor = (imm >> 10) & 0x1F;
+    if and == 0x1F && or == 0 && xor.count_ones() == 1 {
+        let _ = write!(out, " offset:swizzle(SWAP,{xor})");
+    } else if and == 0x1F && or == 0 && xor > 0 && (xor + 1).is_power_of_two() {
+        let _ = write!(out, " offset:swizzle(REVERSE,{})", xor + 1);
+    } else {
+        let group = 0x1F - and + 1;
+        if group > 1 && group.is_power_of_two() && or < group && xor == 0 {
+            let _ = write!(out, " offset:swizzle(BROADCAST,{group},{or})");
+        } else {
+            out.push_str(" offset:swizzle(BITMASK_PERM,\"");
+            for i in (0..5).rev() {
+                let m = 1 << i;
+                // A bit forced by the AND/OR masks is a constant (after XOR); else it passes
+                // the lane bit through, inverted or not.
+                out.push(
+                    match (
+                        and & m != 0 && or & m == 0,
+                        (or ^ xor) & m != 0,
+                        xor & m != 0,
+                    ) {
+                        (false, false, _) => '0',
+                        (false, true, _) => '1',
+                        (true, _, false) => 'p',
+                        (true, _, true) => 'i',
+                    },
+                );
+            }
+            out.push_str("\")");
+        }
     }
 }

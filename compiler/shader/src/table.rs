@@ -102,6 +102,9 @@ pub struct OpDesc {
     pub flags: u32,
     /// Modifier text LLVM prints by default (e.g. `op_sel_hi:[1,1,1]` for v_fma_mix).
     pub extra: &'static str,
+    /// Fields llvm-mc requires to be zero (DS: bit 0 addr, 1 data0, 2 data1, 3 vdst, 4 = gds
+    /// bit required; VOP1: bit 0 src0, bit 1 vdst).
+    pub zmask: u8,
 }
 
 /// abs modifier printed, per source (bit 0..2).

@@ -13,6 +13,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -24,6 +25,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -35,6 +37,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -46,6 +49,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -57,6 +61,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -68,6 +73,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -79,6 +85,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -90,6 +97,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -101,6 +109,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -112,6 +121,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -123,6 +133,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -134,6 +145,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -149,6 +161,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 8,
         }],
     ),
     (
@@ -160,6 +173,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -175,6 +189,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 8,
         }],
     ),
     (
@@ -190,6 +205,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 8,
         }],
     ),
     (
@@ -205,6 +221,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 8,
         }],
     ),
     (
@@ -220,6 +237,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 8,
         }],
     ),
     (
@@ -231,6 +249,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -242,6 +261,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -253,6 +273,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 15,
         }],
     ),
     (
@@ -264,6 +285,79 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
+        }],
+    ),
+    (
+        24,
+        &[OpDesc {
+            name: "ds_gws_sema_release_all",
+            cpus: 7,
+            slots: &[Slot { f: Unknown, w: 0 }],
+            cc: [CNone, CNone, CNone],
+            flags: 0x0,
+            extra: "",
+            zmask: 31,
+        }],
+    ),
+    (
+        25,
+        &[OpDesc {
+            name: "ds_gws_init",
+            cpus: 7,
+            slots: &[Slot { f: Vaddr, w: 1 }],
+            cc: [CNone, CNone, CNone],
+            flags: 0x0,
+            extra: "gds",
+            zmask: 30,
+        }],
+    ),
+    (
+        26,
+        &[OpDesc {
+            name: "ds_gws_sema_v",
+            cpus: 7,
+            slots: &[Slot { f: Unknown, w: 0 }],
+            cc: [CNone, CNone, CNone],
+            flags: 0x0,
+            extra: "",
+            zmask: 31,
+        }],
+    ),
+    (
+        27,
+        &[OpDesc {
+            name: "ds_gws_sema_br",
+            cpus: 7,
+            slots: &[Slot { f: Vaddr, w: 1 }],
+            cc: [CNone, CNone, CNone],
+            flags: 0x0,
+            extra: "gds",
+            zmask: 30,
+        }],
+    ),
+    (
+        28,
+        &[OpDesc {
+            name: "ds_gws_sema_p",
+            cpus: 7,
+            slots: &[Slot { f: Unknown, w: 0 }],
+            cc: [CNone, CNone, CNone],
+            flags: 0x0,
+            extra: "",
+            zmask: 31,
+        }],
+    ),
+    (
+        29,
+        &[OpDesc {
+            name: "ds_gws_barrier",
+            cpus: 7,
+            slots: &[Slot { f: Vaddr, w: 1 }],
+            cc: [CNone, CNone, CNone],
+            flags: 0x0,
+            extra: "gds",
+            zmask: 30,
         }],
     ),
     (
@@ -275,6 +369,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -286,6 +381,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -301,6 +397,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -316,6 +413,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -331,6 +429,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -346,6 +445,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -361,6 +461,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -376,6 +477,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -391,6 +493,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -406,6 +509,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -421,6 +525,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -436,6 +541,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -451,6 +557,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -466,6 +573,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -482,6 +590,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -497,6 +606,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -513,6 +623,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -529,6 +640,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -545,6 +657,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -561,6 +674,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -576,6 +690,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -591,6 +706,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -607,6 +723,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -618,6 +735,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 6,
         }],
     ),
     (
@@ -629,6 +747,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 6,
         }],
     ),
     (
@@ -640,6 +759,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 6,
         }],
     ),
     (
@@ -651,6 +771,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 6,
         }],
     ),
     (
@@ -662,6 +783,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 6,
         }],
     ),
     (
@@ -673,6 +795,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 6,
         }],
     ),
     (
@@ -684,6 +807,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 6,
         }],
     ),
     (
@@ -695,6 +819,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 6,
         }],
     ),
     (
@@ -706,6 +831,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 7,
         }],
     ),
     (
@@ -717,6 +843,19 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 7,
+        }],
+    ),
+    (
+        63,
+        &[OpDesc {
+            name: "ds_ordered_count",
+            cpus: 7,
+            slots: &[Slot { f: Vdst, w: 1 }, Slot { f: Vaddr, w: 1 }],
+            cc: [CNone, CNone, CNone],
+            flags: 0x0,
+            extra: "gds",
+            zmask: 22,
         }],
     ),
     (
@@ -728,6 +867,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -739,6 +879,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -750,6 +891,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -761,6 +903,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -772,6 +915,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -783,6 +927,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -794,6 +939,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -805,6 +951,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -816,6 +963,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -827,6 +975,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -838,6 +987,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -849,6 +999,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -864,6 +1015,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 8,
         }],
     ),
     (
@@ -875,6 +1027,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -890,6 +1043,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 8,
         }],
     ),
     (
@@ -905,6 +1059,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 8,
         }],
     ),
     (
@@ -920,6 +1075,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 8,
         }],
     ),
     (
@@ -935,6 +1091,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 8,
         }],
     ),
     (
@@ -946,6 +1103,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -957,6 +1115,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -972,6 +1131,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -987,6 +1147,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -1002,6 +1163,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -1017,6 +1179,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -1032,6 +1195,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -1047,6 +1211,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -1062,6 +1227,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -1077,6 +1243,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -1092,6 +1259,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -1107,6 +1275,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -1122,6 +1291,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -1137,6 +1307,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -1152,6 +1323,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -1168,6 +1340,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -1183,6 +1356,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -1199,6 +1373,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -1215,6 +1390,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -1231,6 +1407,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -1247,6 +1424,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -1262,6 +1440,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -1277,6 +1456,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -1288,6 +1468,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 6,
         }],
     ),
     (
@@ -1299,6 +1480,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 6,
         }],
     ),
     (
@@ -1310,6 +1492,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 6,
         }],
     ),
     (
@@ -1325,6 +1508,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -1336,6 +1520,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1347,6 +1532,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1358,6 +1544,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1369,6 +1556,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1380,6 +1568,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1391,6 +1580,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1402,6 +1592,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1413,6 +1604,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1424,6 +1616,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1435,6 +1628,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1446,6 +1640,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1457,6 +1652,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1468,6 +1664,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1479,6 +1676,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1490,6 +1688,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1501,6 +1700,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1512,6 +1712,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -1523,6 +1724,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -1534,6 +1736,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 6,
         }],
     ),
     (
@@ -1545,6 +1748,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 6,
         }],
     ),
     (
@@ -1556,6 +1760,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 6,
         }],
     ),
     (
@@ -1567,6 +1772,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 6,
         }],
     ),
     (
@@ -1578,6 +1784,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 6,
         }],
     ),
     (
@@ -1589,6 +1796,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 6,
         }],
     ),
     (
@@ -1600,6 +1808,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 13,
         }],
     ),
     (
@@ -1611,6 +1820,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 7,
         }],
     ),
     (
@@ -1626,6 +1836,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -1641,6 +1852,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 4,
         }],
     ),
     (
@@ -1652,6 +1864,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1663,6 +1876,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1674,6 +1888,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1685,6 +1900,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1696,6 +1912,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1707,6 +1924,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1718,6 +1936,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1729,6 +1948,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1740,6 +1960,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1751,6 +1972,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1762,6 +1984,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1773,6 +1996,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1784,6 +2008,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1795,6 +2020,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1806,6 +2032,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 14,
         }],
     ),
     (
@@ -1817,6 +2044,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -1828,6 +2056,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 12,
         }],
     ),
     (
@@ -1839,6 +2068,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 6,
         }],
     ),
     (
@@ -1850,6 +2080,7 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 6,
         }],
     ),
 ];
@@ -1865,6 +2096,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -1876,6 +2108,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -1887,6 +2120,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -1898,6 +2132,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -1909,6 +2144,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -1920,6 +2156,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -1931,6 +2168,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -1942,6 +2180,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -1953,6 +2192,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -1964,6 +2204,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -1975,6 +2216,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -1986,6 +2228,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -1997,6 +2240,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2008,6 +2252,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2019,6 +2264,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2030,6 +2276,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2041,6 +2288,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2052,6 +2300,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2063,6 +2312,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2074,6 +2324,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2085,6 +2336,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2096,6 +2348,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2107,6 +2360,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2118,6 +2372,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2129,6 +2384,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2140,6 +2396,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2151,6 +2408,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2162,6 +2420,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2173,6 +2432,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2184,6 +2444,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2195,6 +2456,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2206,6 +2468,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2217,6 +2480,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2228,6 +2492,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2239,6 +2504,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2250,6 +2516,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2261,6 +2528,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2272,6 +2540,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2283,6 +2552,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2294,6 +2564,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2305,6 +2576,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2316,6 +2588,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2327,6 +2600,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2338,6 +2612,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2349,6 +2624,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2360,6 +2636,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2371,6 +2648,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2382,6 +2660,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2393,6 +2672,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2404,6 +2684,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2415,6 +2696,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2426,6 +2708,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2437,6 +2720,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2448,6 +2732,7 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
 ];
@@ -2467,6 +2752,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2482,6 +2768,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2497,6 +2784,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2512,6 +2800,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2527,6 +2816,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2542,6 +2832,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2557,6 +2848,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2572,6 +2864,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2587,6 +2880,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2602,6 +2896,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2617,6 +2912,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2632,6 +2928,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2647,6 +2944,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2662,6 +2960,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2677,6 +2976,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2692,6 +2992,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2707,6 +3008,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2722,6 +3024,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2737,6 +3040,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2752,6 +3056,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2767,6 +3072,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2782,6 +3088,7 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
 ];
@@ -2801,6 +3108,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2816,6 +3124,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2831,6 +3140,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2846,6 +3156,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2861,6 +3172,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2876,6 +3188,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2891,6 +3204,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2906,6 +3220,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2917,6 +3232,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2928,6 +3244,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2943,6 +3260,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2958,6 +3276,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2973,6 +3292,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -2988,6 +3308,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3003,6 +3324,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3018,6 +3340,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3033,6 +3356,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3048,6 +3372,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3063,6 +3388,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3078,6 +3404,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3093,6 +3420,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3108,6 +3436,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3123,6 +3452,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3138,6 +3468,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3153,6 +3484,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3168,6 +3500,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3183,6 +3516,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3198,6 +3532,24 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
+        }],
+    ),
+    (
+        52,
+        &[OpDesc {
+            name: "global_atomic_csub",
+            cpus: 4,
+            slots: &[
+                Slot { f: Vdst, w: 1 },
+                Slot { f: Vaddr, w: 2 },
+                Slot { f: Vdata, w: 1 },
+                Slot { f: Off, w: 0 },
+            ],
+            cc: [CNone, CNone, CNone],
+            flags: 0x0,
+            extra: "glc",
+            zmask: 32,
         }],
     ),
     (
@@ -3213,6 +3565,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3228,6 +3581,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3243,6 +3597,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3258,6 +3613,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3273,6 +3629,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3288,6 +3645,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3303,6 +3661,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3318,6 +3677,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3333,6 +3693,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3348,6 +3709,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3363,6 +3725,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3378,6 +3741,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3393,6 +3757,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3408,6 +3773,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3423,6 +3789,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3438,6 +3805,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3453,6 +3821,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3468,6 +3837,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3483,6 +3853,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3498,6 +3869,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3513,6 +3885,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3528,6 +3901,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3543,6 +3917,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3558,6 +3933,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3573,6 +3949,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3588,6 +3965,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3603,6 +3981,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -3618,6 +3997,7 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
 ];
@@ -3638,6 +4018,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3654,6 +4035,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3670,6 +4052,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3686,6 +4069,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3702,6 +4086,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3718,6 +4103,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3734,6 +4120,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3750,6 +4137,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3766,6 +4154,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3782,6 +4171,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3798,6 +4188,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3814,6 +4205,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3830,6 +4222,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3846,6 +4239,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3862,6 +4256,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3878,6 +4273,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3894,6 +4290,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3910,6 +4307,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3926,6 +4324,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3942,6 +4341,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3958,6 +4358,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3974,6 +4375,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -3990,6 +4392,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4006,6 +4409,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4022,6 +4426,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4038,6 +4443,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4054,6 +4460,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4070,6 +4477,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4086,6 +4494,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4102,6 +4511,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4118,6 +4528,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4134,6 +4545,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4150,6 +4562,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4166,6 +4579,24 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
+        }],
+    ),
+    (
+        52,
+        &[OpDesc {
+            name: "buffer_atomic_csub",
+            cpus: 4,
+            slots: &[
+                Slot { f: Vdata, w: 1 },
+                Slot { f: Vaddr, w: 1 },
+                Slot { f: Srsrc, w: 4 },
+                Slot { f: Soff, w: 1 },
+            ],
+            cc: [CNone, CNone, CNone],
+            flags: 0x0,
+            extra: "offen glc",
+            zmask: 32,
         }],
     ),
     (
@@ -4182,6 +4613,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4198,6 +4630,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4214,6 +4647,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4230,6 +4664,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4246,6 +4681,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4262,6 +4698,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4278,6 +4715,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4294,6 +4732,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4310,6 +4749,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4326,6 +4766,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4342,6 +4783,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4358,6 +4800,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4374,6 +4817,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4390,6 +4834,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4406,6 +4851,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4422,6 +4868,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4438,6 +4885,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4454,6 +4902,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4470,6 +4919,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4486,6 +4936,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4502,6 +4953,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4518,6 +4970,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4534,6 +4987,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4550,6 +5004,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4566,6 +5021,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4582,6 +5038,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4598,6 +5055,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4614,6 +5072,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "offen",
+            zmask: 0,
         }],
     ),
     (
@@ -4625,6 +5084,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4636,6 +5096,7 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
 ];
@@ -4655,6 +5116,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4670,6 +5132,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4685,6 +5148,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4700,6 +5164,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4715,6 +5180,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4730,6 +5196,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4745,6 +5212,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4760,6 +5228,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4775,6 +5244,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4790,6 +5260,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4805,6 +5276,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4820,6 +5292,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4835,6 +5308,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4850,6 +5324,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4865,6 +5340,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4880,6 +5356,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4895,6 +5372,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4910,6 +5388,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4925,6 +5404,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4940,6 +5420,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4955,6 +5436,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4970,6 +5452,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4981,6 +5464,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -4992,6 +5476,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5003,6 +5488,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5014,6 +5500,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5025,6 +5512,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5040,6 +5528,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5055,6 +5544,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5066,6 +5556,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5077,6 +5568,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5088,6 +5580,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5103,6 +5596,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5118,6 +5612,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5133,6 +5628,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5148,6 +5644,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5163,6 +5660,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5178,6 +5676,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5193,6 +5692,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5208,6 +5708,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5223,6 +5724,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5238,6 +5740,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5253,6 +5756,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5268,6 +5772,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5283,6 +5788,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5298,6 +5804,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5313,6 +5820,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5328,6 +5836,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5343,6 +5852,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5358,6 +5868,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5373,6 +5884,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5388,6 +5900,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5403,6 +5916,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5418,6 +5932,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5433,6 +5948,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5448,6 +5964,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5463,6 +5980,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5478,6 +5996,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5493,6 +6012,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5508,6 +6028,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5523,6 +6044,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5538,6 +6060,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5553,6 +6076,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5568,6 +6092,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5583,6 +6108,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5598,6 +6124,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5613,6 +6140,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5628,6 +6156,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5643,6 +6172,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5658,6 +6188,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5673,6 +6204,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5688,6 +6220,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5703,6 +6236,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5718,6 +6252,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5733,6 +6268,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5748,6 +6284,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5763,6 +6300,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5778,6 +6316,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5793,6 +6332,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5808,6 +6348,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5823,6 +6364,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5838,6 +6380,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5853,6 +6396,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5868,6 +6412,7 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
 ];
@@ -5883,6 +6428,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5894,6 +6440,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5905,6 +6452,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5916,6 +6464,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5927,6 +6476,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5938,6 +6488,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5949,6 +6500,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5960,6 +6512,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5971,6 +6524,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5982,6 +6536,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -5993,6 +6548,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6004,6 +6560,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6015,6 +6572,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6026,6 +6584,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6037,6 +6596,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6048,6 +6608,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6059,6 +6620,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6070,6 +6632,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6081,6 +6644,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6092,6 +6656,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6103,6 +6668,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6114,6 +6680,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6125,6 +6692,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6136,6 +6704,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6147,6 +6716,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6158,6 +6728,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6169,6 +6740,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6180,6 +6752,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6191,6 +6764,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6202,6 +6776,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6213,6 +6788,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6224,6 +6800,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6235,6 +6812,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6246,6 +6824,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6257,6 +6836,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6268,6 +6848,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6279,6 +6860,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6290,6 +6872,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6301,6 +6884,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6312,6 +6896,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6323,6 +6908,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6334,6 +6920,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6345,6 +6932,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6356,6 +6944,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6367,6 +6956,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6378,6 +6968,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6389,6 +6980,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6400,6 +6992,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6411,6 +7004,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6422,6 +7016,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6433,6 +7028,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6444,6 +7040,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6455,6 +7052,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6466,6 +7064,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6477,6 +7076,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6488,6 +7088,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6499,6 +7100,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6510,6 +7112,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6521,6 +7124,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6532,6 +7136,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6543,6 +7148,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6554,6 +7160,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6565,6 +7172,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6576,6 +7184,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6587,6 +7196,7 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
 ];
@@ -6606,6 +7216,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6621,6 +7232,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6636,6 +7248,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6651,6 +7264,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6666,6 +7280,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6681,6 +7296,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6696,6 +7312,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6711,6 +7328,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6726,6 +7344,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6741,6 +7360,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6756,6 +7376,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6771,6 +7392,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6786,6 +7408,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6801,6 +7424,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6816,6 +7440,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6831,6 +7456,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6846,6 +7472,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6861,6 +7488,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6876,6 +7504,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6891,6 +7520,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6906,6 +7536,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6921,6 +7552,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6936,6 +7568,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6951,6 +7584,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6966,6 +7600,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6981,6 +7616,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -6996,6 +7632,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7011,6 +7648,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7026,6 +7664,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7041,6 +7680,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C64, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7056,6 +7696,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7071,6 +7712,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C64, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7086,6 +7728,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7101,6 +7744,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C64, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7116,6 +7760,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7131,6 +7776,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7146,6 +7792,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7161,6 +7808,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7176,6 +7824,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7191,6 +7840,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C64, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7206,6 +7856,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C64, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7221,6 +7872,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7236,6 +7888,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7251,6 +7904,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7266,6 +7920,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7281,6 +7936,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7296,6 +7952,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7311,6 +7968,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7326,6 +7984,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7341,6 +8000,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7356,6 +8016,7 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
 ];
@@ -7371,6 +8032,7 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7382,6 +8044,7 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7393,6 +8056,7 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7404,6 +8068,7 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7415,6 +8080,7 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7426,6 +8092,7 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7437,6 +8104,7 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7448,6 +8116,7 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7459,6 +8128,7 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7470,6 +8140,7 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7481,6 +8152,7 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7492,6 +8164,7 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7503,6 +8176,7 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7514,6 +8188,7 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7525,6 +8200,7 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7536,6 +8212,7 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7547,6 +8224,7 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7558,6 +8236,7 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
 ];
@@ -7573,6 +8252,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7584,6 +8264,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7595,6 +8276,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7606,6 +8288,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7617,6 +8300,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7628,6 +8312,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7639,6 +8324,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7650,6 +8336,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7661,6 +8348,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7672,6 +8360,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7683,6 +8372,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7694,6 +8384,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7705,6 +8396,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7716,6 +8408,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7727,6 +8420,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7738,6 +8432,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7749,6 +8444,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7765,6 +8461,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7781,6 +8478,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7797,6 +8495,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7808,6 +8507,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7819,6 +8519,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7830,6 +8531,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7841,6 +8543,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7852,6 +8555,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7863,6 +8567,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -7874,6 +8579,7 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
 ];
@@ -7889,6 +8595,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "hex",
+            zmask: 0,
         }],
     ),
     (
@@ -7900,6 +8607,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "opt",
+            zmask: 0,
         }],
     ),
     (
@@ -7911,6 +8619,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "dec",
+            zmask: 0,
         }],
     ),
     (
@@ -7922,6 +8631,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "trail",
+            zmask: 0,
         }],
     ),
     (
@@ -7933,6 +8643,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "dec",
+            zmask: 0,
         }],
     ),
     (
@@ -7944,6 +8655,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "dec",
+            zmask: 0,
         }],
     ),
     (
@@ -7955,6 +8667,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "dec",
+            zmask: 0,
         }],
     ),
     (
@@ -7966,6 +8679,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "dec",
+            zmask: 0,
         }],
     ),
     (
@@ -7977,6 +8691,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "dec",
+            zmask: 0,
         }],
     ),
     (
@@ -7988,6 +8703,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "dec",
+            zmask: 0,
         }],
     ),
     (
@@ -7999,6 +8715,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "trail",
+            zmask: 0,
         }],
     ),
     (
@@ -8010,6 +8727,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "hex",
+            zmask: 0,
         }],
     ),
     (
@@ -8021,6 +8739,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "special",
+            zmask: 0,
         }],
     ),
     (
@@ -8032,6 +8751,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "hex",
+            zmask: 0,
         }],
     ),
     (
@@ -8043,6 +8763,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "hex",
+            zmask: 0,
         }],
     ),
     (
@@ -8054,6 +8775,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "hex",
+            zmask: 0,
         }],
     ),
     (
@@ -8065,6 +8787,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "dec",
+            zmask: 0,
         }],
     ),
     (
@@ -8076,6 +8799,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "dec",
+            zmask: 0,
         }],
     ),
     (
@@ -8087,6 +8811,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "hex",
+            zmask: 0,
         }],
     ),
     (
@@ -8098,6 +8823,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "trail",
+            zmask: 0,
         }],
     ),
     (
@@ -8109,6 +8835,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "hex",
+            zmask: 0,
         }],
     ),
     (
@@ -8120,6 +8847,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "hex",
+            zmask: 0,
         }],
     ),
     (
@@ -8131,6 +8859,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "trail",
+            zmask: 0,
         }],
     ),
     (
@@ -8142,6 +8871,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "dec",
+            zmask: 0,
         }],
     ),
     (
@@ -8153,6 +8883,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "dec",
+            zmask: 0,
         }],
     ),
     (
@@ -8164,6 +8895,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "dec",
+            zmask: 0,
         }],
     ),
     (
@@ -8175,6 +8907,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "dec",
+            zmask: 0,
         }],
     ),
     (
@@ -8186,6 +8919,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "trail",
+            zmask: 0,
         }],
     ),
     (
@@ -8197,6 +8931,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "trail",
+            zmask: 0,
         }],
     ),
     (
@@ -8208,6 +8943,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "trail",
+            zmask: 0,
         }],
     ),
     (
@@ -8219,6 +8955,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "hex0",
+            zmask: 0,
         }],
     ),
     (
@@ -8230,6 +8967,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "hex0",
+            zmask: 0,
         }],
     ),
     (
@@ -8241,6 +8979,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "trail",
+            zmask: 0,
         }],
     ),
     (
@@ -8252,6 +8991,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "hex0",
+            zmask: 0,
         }],
     ),
     (
@@ -8263,6 +9003,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "hex0",
+            zmask: 0,
         }],
     ),
     (
@@ -8274,6 +9015,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "hex",
+            zmask: 0,
         }],
     ),
     (
@@ -8285,6 +9027,7 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "hex0",
+            zmask: 0,
         }],
     ),
 ];
@@ -8300,6 +9043,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 3,
         }],
     ),
     (
@@ -8311,6 +9055,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8322,6 +9067,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8333,6 +9079,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8344,6 +9091,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8355,6 +9103,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8366,6 +9115,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8377,6 +9127,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8388,6 +9139,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8399,6 +9151,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8410,6 +9163,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8421,6 +9175,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8432,6 +9187,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8443,6 +9199,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8454,6 +9211,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8465,6 +9223,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8476,6 +9235,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8487,6 +9247,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8498,6 +9259,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8509,6 +9271,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8520,6 +9283,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8531,6 +9295,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8542,6 +9307,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8553,6 +9319,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8564,6 +9331,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8575,6 +9343,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8586,6 +9355,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 3,
         }],
     ),
     (
@@ -8597,6 +9367,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8608,6 +9379,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8619,6 +9391,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8630,6 +9403,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8641,6 +9415,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8652,6 +9427,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8663,6 +9439,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8674,6 +9451,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8685,6 +9463,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8696,6 +9475,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8707,6 +9487,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8718,6 +9499,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8729,6 +9511,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8740,6 +9523,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8751,6 +9535,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8762,6 +9547,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8773,6 +9559,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8784,6 +9571,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8795,6 +9583,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8806,6 +9595,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8817,6 +9607,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8828,6 +9619,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8839,6 +9631,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8850,6 +9643,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8861,6 +9655,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8872,6 +9667,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8883,6 +9679,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 3,
         }],
     ),
     (
@@ -8894,6 +9691,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8905,6 +9703,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8916,6 +9715,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8927,6 +9727,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8938,6 +9739,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8949,6 +9751,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8960,6 +9763,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8971,6 +9775,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8982,6 +9787,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -8993,6 +9799,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9004,6 +9811,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9015,6 +9823,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9026,6 +9835,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9037,6 +9847,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9048,6 +9859,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9059,6 +9871,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9070,6 +9883,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9081,6 +9895,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9092,6 +9907,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9103,6 +9919,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9114,6 +9931,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9125,6 +9943,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9136,6 +9955,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9147,6 +9967,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9158,6 +9979,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9169,6 +9991,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9180,6 +10003,7 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
 ];
@@ -9200,6 +10024,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9215,6 +10040,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9230,6 +10056,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9245,6 +10072,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9260,6 +10088,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9276,6 +10105,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 cc: [C32, CNone, CNone],
                 flags: 0x0,
                 extra: "",
+                zmask: 0,
             },
             OpDesc {
                 name: "v_fmac_legacy_f32_e32",
@@ -9288,6 +10118,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 cc: [C32, CNone, CNone],
                 flags: 0x0,
                 extra: "",
+                zmask: 0,
             },
         ],
     ),
@@ -9304,6 +10135,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9319,6 +10151,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9334,6 +10167,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9349,6 +10183,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9364,6 +10199,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9379,6 +10215,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9394,6 +10231,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9409,6 +10247,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9424,6 +10263,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9439,6 +10279,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9454,6 +10295,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9469,6 +10311,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9484,6 +10327,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9499,6 +10343,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9514,6 +10359,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9529,6 +10375,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9544,6 +10391,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9559,6 +10407,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9574,6 +10423,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9589,6 +10439,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9604,6 +10455,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9620,6 +10472,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9636,6 +10489,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9651,6 +10505,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9666,6 +10521,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9681,6 +10537,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9698,6 +10555,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9715,6 +10573,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9732,6 +10591,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9747,6 +10607,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9763,6 +10624,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9779,6 +10641,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9794,6 +10657,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9809,6 +10673,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9824,6 +10689,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9839,6 +10705,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9854,6 +10721,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9869,6 +10737,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x180000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9885,6 +10754,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9901,6 +10771,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9916,6 +10787,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9931,6 +10803,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9946,6 +10819,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x1c0000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9961,6 +10835,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -9976,6 +10851,7 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
 ];
@@ -9988,13 +10864,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_f_f32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10003,13 +10880,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_lt_f32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10018,13 +10896,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_eq_f32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10033,13 +10912,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_le_f32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10048,13 +10928,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_gt_f32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10063,13 +10944,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_lg_f32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10078,13 +10960,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_ge_f32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10093,13 +10976,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_o_f32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10108,13 +10992,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_u_f32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10123,13 +11008,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_nge_f32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10138,13 +11024,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_nlg_f32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10153,13 +11040,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_ngt_f32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10168,13 +11056,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_nle_f32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10183,13 +11072,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_neq_f32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10198,13 +11088,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_nlt_f32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10213,13 +11104,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_tru_f32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10231,6 +11123,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10242,6 +11135,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10253,6 +11147,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10264,6 +11159,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10275,6 +11171,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10286,6 +11183,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10297,6 +11195,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10308,6 +11207,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10319,6 +11219,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10330,6 +11231,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10341,6 +11243,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10352,6 +11255,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10363,6 +11267,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10374,6 +11279,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10385,6 +11291,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10396,6 +11303,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10404,13 +11312,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_f_f64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10419,13 +11328,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_lt_f64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10434,13 +11344,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_eq_f64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10449,13 +11360,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_le_f64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10464,13 +11376,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_gt_f64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10479,13 +11392,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_lg_f64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10494,13 +11408,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_ge_f64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10509,13 +11424,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_o_f64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10524,13 +11440,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_u_f64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10539,13 +11456,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_nge_f64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10554,13 +11472,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_nlg_f64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10569,13 +11488,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_ngt_f64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10584,13 +11504,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_nle_f64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10599,13 +11520,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_neq_f64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10614,13 +11536,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_nlt_f64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10629,13 +11552,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_tru_f64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10647,6 +11571,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10658,6 +11583,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10669,6 +11595,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10680,6 +11607,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10691,6 +11619,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10702,6 +11631,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10713,6 +11643,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10724,6 +11655,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10735,6 +11667,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10746,6 +11679,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10757,6 +11691,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10768,6 +11703,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10779,6 +11715,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10790,6 +11727,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10801,6 +11739,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10812,6 +11751,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10820,13 +11760,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_f_i32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10835,13 +11776,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_lt_i32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10850,13 +11792,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_eq_i32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10865,13 +11808,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_le_i32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10880,13 +11824,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_gt_i32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10895,13 +11840,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_ne_i32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10910,13 +11856,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_ge_i32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10925,13 +11872,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_t_i32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10940,13 +11888,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_class_f32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0xa451,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10955,13 +11904,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_lt_i16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10970,13 +11920,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_eq_i16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -10985,13 +11936,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_le_i16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11000,13 +11952,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_gt_i16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11015,13 +11968,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_ne_i16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11030,13 +11984,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_ge_i16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11045,13 +12000,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_class_f16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [F16, C32, CNone],
             flags: 0xa451,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11063,6 +12019,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11074,6 +12031,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11085,6 +12043,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11096,6 +12055,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11107,6 +12067,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11118,6 +12079,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11129,6 +12091,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11140,6 +12103,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11151,6 +12115,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa451,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11162,6 +12127,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11173,6 +12139,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11184,6 +12151,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11195,6 +12163,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11206,6 +12175,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11217,6 +12187,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11228,6 +12199,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, C32, CNone],
             flags: 0xa451,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11236,13 +12208,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_f_i64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11251,13 +12224,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_lt_i64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11266,13 +12240,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_eq_i64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11281,13 +12256,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_le_i64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11296,13 +12272,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_gt_i64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11311,13 +12288,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_ne_i64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11326,13 +12304,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_ge_i64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11341,13 +12320,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_t_i64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11356,13 +12336,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_class_f64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C64, C32, CNone],
             flags: 0xa451,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11371,13 +12352,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_lt_u16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11386,13 +12368,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_eq_u16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11401,13 +12384,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_le_u16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11416,13 +12400,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_gt_u16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11431,13 +12416,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_ne_u16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11446,13 +12432,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_ge_u16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11464,6 +12451,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11475,6 +12463,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11486,6 +12475,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11497,6 +12487,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11508,6 +12499,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11519,6 +12511,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11530,6 +12523,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11541,6 +12535,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11552,6 +12547,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C32, CNone],
             flags: 0xa451,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11563,6 +12559,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11574,6 +12571,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11585,6 +12583,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11596,6 +12595,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11607,6 +12607,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11618,6 +12619,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11626,13 +12628,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_f_u32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11641,13 +12644,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_lt_u32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11656,13 +12660,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_eq_u32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11671,13 +12676,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_le_u32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11686,13 +12692,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_gt_u32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11701,13 +12708,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_ne_u32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11716,13 +12724,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_ge_u32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11731,13 +12740,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_t_u32_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11746,13 +12756,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_f_f16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11761,13 +12772,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_lt_f16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11776,13 +12788,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_eq_f16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11791,13 +12804,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_le_f16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11806,13 +12820,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_gt_f16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11821,13 +12836,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_lg_f16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11836,13 +12852,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_ge_f16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11851,13 +12868,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_o_f16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11869,6 +12887,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11880,6 +12899,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11891,6 +12911,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11902,6 +12923,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11913,6 +12935,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11924,6 +12947,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11935,6 +12959,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11946,6 +12971,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11957,6 +12983,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11968,6 +12995,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11979,6 +13007,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -11990,6 +13019,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12001,6 +13031,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12012,6 +13043,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12023,6 +13055,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12034,6 +13067,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12042,13 +13076,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_f_u64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12057,13 +13092,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_lt_u64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12072,13 +13108,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_eq_u64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12087,13 +13124,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_le_u64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12102,13 +13140,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_gt_u64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12117,13 +13156,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_ne_u64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12132,13 +13172,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_ge_u64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12147,13 +13188,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_t_u64_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 2 },
                 Slot { f: Src1, w: 2 },
             ],
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12162,13 +13204,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_u_f16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12177,13 +13220,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_nge_f16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12192,13 +13236,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_nlg_f16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12207,13 +13252,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_ngt_f16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12222,13 +13268,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_nle_f16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12237,13 +13284,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_neq_f16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12252,13 +13300,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_nlt_f16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12267,13 +13316,14 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             name: "v_cmp_tru_f16_e64",
             cpus: 7,
             slots: &[
-                Slot { f: VdstS, w: 1 },
+                Slot { f: VdstS, w: 255 },
                 Slot { f: Src0, w: 1 },
                 Slot { f: Src1, w: 1 },
             ],
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12285,6 +13335,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12296,6 +13347,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12307,6 +13359,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12318,6 +13371,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12329,6 +13383,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12340,6 +13395,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12351,6 +13407,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12362,6 +13419,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12373,6 +13431,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12384,6 +13443,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12395,6 +13455,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12406,6 +13467,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12417,6 +13479,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12428,6 +13491,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12439,6 +13503,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12450,6 +13515,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12466,6 +13532,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xa8e3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12481,6 +13548,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12496,6 +13564,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12511,6 +13580,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12527,6 +13597,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 cc: [C32, C32, CNone],
                 flags: 0x50c3,
                 extra: "",
+                zmask: 0,
             },
             OpDesc {
                 name: "v_fmac_legacy_f32_e64",
@@ -12539,6 +13610,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 cc: [C32, C32, CNone],
                 flags: 0x50c3,
                 extra: "",
+                zmask: 0,
             },
         ],
     ),
@@ -12555,6 +13627,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12570,6 +13643,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12585,6 +13659,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x9618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12600,6 +13675,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12615,6 +13691,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x9618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12630,6 +13707,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12645,6 +13723,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12660,6 +13739,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12675,6 +13755,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12690,6 +13771,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12705,6 +13787,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12720,6 +13803,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12735,6 +13819,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12750,6 +13835,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12765,6 +13851,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12780,6 +13867,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12795,6 +13883,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12810,6 +13899,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12825,6 +13915,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12840,6 +13931,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12855,6 +13947,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x9618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12870,6 +13963,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x9618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12885,6 +13979,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x9618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12902,6 +13997,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x19e07,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12919,6 +14015,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x19e07,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12936,6 +14033,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x19e07,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12951,6 +14049,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12966,6 +14065,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12981,6 +14081,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -12996,6 +14097,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13011,6 +14113,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13026,6 +14129,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13041,6 +14145,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13056,6 +14161,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13071,6 +14177,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13086,6 +14193,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, C32, CNone],
             flags: 0x50c1,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13103,6 +14211,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 cc: [C32, C32, C32],
                 flags: 0x51c7,
                 extra: "",
+                zmask: 0,
             },
             OpDesc {
                 name: "v_fma_legacy_f32",
@@ -13116,6 +14225,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 cc: [C32, C32, C32],
                 flags: 0x51c7,
                 extra: "",
+                zmask: 0,
             },
         ],
     ),
@@ -13133,6 +14243,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x51c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13149,6 +14260,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x9e38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13165,6 +14277,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x9e38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13181,6 +14294,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x51c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13197,6 +14311,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x51c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13213,6 +14328,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x51c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13229,6 +14345,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x51c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13245,6 +14362,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13261,6 +14379,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13277,6 +14396,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13293,6 +14413,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x51c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13309,6 +14430,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, C64],
             flags: 0x51c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13325,6 +14447,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13341,6 +14464,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13357,6 +14481,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13373,6 +14498,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x51c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13389,6 +14515,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x51c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13405,6 +14532,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13421,6 +14549,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13437,6 +14566,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x51c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13453,6 +14583,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13469,6 +14600,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13485,6 +14617,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x51c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13501,6 +14634,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13517,6 +14651,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13533,6 +14668,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x9e38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13549,6 +14685,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x9e38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13565,6 +14702,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x9e38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13581,6 +14719,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x9e38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13597,6 +14736,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x91c1,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13613,6 +14753,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x51c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13629,6 +14770,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, C64],
             flags: 0x51c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13644,6 +14786,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13659,6 +14802,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13674,6 +14818,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13689,6 +14834,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, CNone],
             flags: 0x50c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13704,6 +14850,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C32, CNone],
             flags: 0x50c1,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13719,6 +14866,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13734,6 +14882,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13749,6 +14898,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13764,6 +14914,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13781,6 +14932,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x151c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13798,6 +14950,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, C64],
             flags: 0x151c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13814,6 +14967,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x51c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13830,6 +14984,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C64, C64],
             flags: 0x51c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13846,6 +15001,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x9e38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13862,6 +15018,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C32, C64],
             flags: 0x9e38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13878,6 +15035,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C32, C64],
             flags: 0x9e38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13893,6 +15051,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C32, CNone],
             flags: 0x50c1,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13909,6 +15068,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, C32, C32],
             flags: 0x9e38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13926,6 +15086,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C64],
             flags: 0x19e07,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13943,6 +15104,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C64],
             flags: 0x19e07,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13959,6 +15121,19 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
+        }],
+    ),
+    (
+        384,
+        &[OpDesc {
+            name: "v_nop",
+            cpus: 7,
+            slots: &[],
+            cc: [CNone, CNone, CNone],
+            flags: 0x0,
+            extra: "",
+            zmask: 64,
         }],
     ),
     (
@@ -13970,6 +15145,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0xa208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13981,6 +15157,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -13992,6 +15169,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14003,6 +15181,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14014,6 +15193,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14025,6 +15205,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14036,6 +15217,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14047,6 +15229,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14058,6 +15241,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14069,6 +15253,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x9041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14080,6 +15265,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x9041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14091,6 +15277,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14102,6 +15289,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14113,6 +15301,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14124,6 +15313,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14135,6 +15325,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14146,6 +15337,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14157,6 +15349,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14168,6 +15361,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14179,6 +15373,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14190,6 +15385,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14201,6 +15397,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14212,6 +15409,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14223,6 +15421,19 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
+        }],
+    ),
+    (
+        411,
+        &[OpDesc {
+            name: "v_pipeflush",
+            cpus: 7,
+            slots: &[],
+            cc: [CNone, CNone, CNone],
+            flags: 0x0,
+            extra: "",
+            zmask: 64,
         }],
     ),
     (
@@ -14234,6 +15445,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14245,6 +15457,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14256,6 +15469,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14267,6 +15481,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14278,6 +15493,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14289,6 +15505,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14300,6 +15517,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14311,6 +15529,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14322,6 +15541,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14333,6 +15553,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14344,6 +15565,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14355,6 +15577,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14366,6 +15589,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14377,6 +15601,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14388,6 +15613,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14399,6 +15625,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14410,6 +15637,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0xa208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14421,6 +15649,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0xa208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14432,6 +15661,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0xa208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14443,6 +15673,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0xa208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14454,6 +15685,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0xa208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14465,6 +15697,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14476,6 +15709,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14487,6 +15721,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14498,6 +15733,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x9041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14509,6 +15745,19 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
+        }],
+    ),
+    (
+        449,
+        &[OpDesc {
+            name: "v_clrexcp",
+            cpus: 7,
+            slots: &[],
+            cc: [CNone, CNone, CNone],
+            flags: 0x0,
+            extra: "",
+            zmask: 64,
         }],
     ),
     (
@@ -14520,6 +15769,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0xa208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14531,6 +15781,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0xa208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14542,6 +15793,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0xa208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14553,6 +15805,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0xa208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14564,6 +15817,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x5208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14575,6 +15829,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x5208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14586,6 +15841,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14597,6 +15853,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14608,6 +15865,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14619,6 +15877,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14630,6 +15889,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14641,6 +15901,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14652,6 +15913,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14663,6 +15925,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14674,6 +15937,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14685,6 +15949,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14696,6 +15961,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14707,6 +15973,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14718,6 +15985,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14729,6 +15997,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14740,6 +16009,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14751,6 +16021,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14762,6 +16033,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0xa208,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14773,6 +16045,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14784,6 +16057,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x5041,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14799,6 +16073,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x5000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14814,6 +16089,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x5000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14829,6 +16105,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [CNone, CNone, CNone],
             flags: 0x5000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14844,6 +16121,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14859,6 +16137,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14874,6 +16153,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C64, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14889,6 +16169,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0x9618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14904,6 +16185,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0x9618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14919,6 +16201,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14934,6 +16217,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14949,6 +16233,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14964,6 +16249,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14979,6 +16265,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -14994,6 +16281,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15009,6 +16297,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15024,6 +16313,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0x19618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15039,6 +16329,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0x19618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15055,6 +16346,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x19603,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15071,6 +16363,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x19603,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15086,6 +16379,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x190c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15101,6 +16395,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x190c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15116,6 +16411,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, CNone],
             flags: 0x190c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15131,6 +16427,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15147,6 +16444,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x19603,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15163,6 +16461,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, I16],
             flags: 0x19e38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15178,6 +16477,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [CNone, C32, CNone],
             flags: 0x528a,
             extra: "high",
+            zmask: 0,
         }],
     ),
     (
@@ -15194,6 +16494,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [CNone, C32, C32],
             flags: 0x538e,
             extra: "high",
+            zmask: 0,
         }],
     ),
     (
@@ -15210,6 +16511,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15226,6 +16528,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15242,6 +16545,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15258,6 +16562,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15274,6 +16579,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, F16],
             flags: 0x191c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15290,6 +16596,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, F16],
             flags: 0x191c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15306,6 +16613,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, I16],
             flags: 0x19e38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15322,6 +16630,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, I16],
             flags: 0x19e38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15338,6 +16647,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, F16],
             flags: 0x191c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15354,6 +16664,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, I16],
             flags: 0x19e38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15370,6 +16681,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, I16],
             flags: 0x19e38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15386,6 +16698,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, F16],
             flags: 0x191c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15402,6 +16715,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, I16],
             flags: 0x19e38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15418,6 +16732,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, I16],
             flags: 0x19e38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15434,6 +16749,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [CNone, C32, C32],
             flags: 0x938e,
             extra: "high",
+            zmask: 0,
         }],
     ),
     (
@@ -15450,6 +16766,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, I16],
             flags: 0x19e38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15466,6 +16783,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, F16],
             flags: 0x191c7,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15481,6 +16799,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15496,6 +16815,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15511,6 +16831,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x50c1,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15526,6 +16847,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15541,6 +16863,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15556,6 +16879,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15571,6 +16895,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15586,6 +16911,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15601,6 +16927,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x90c3,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15616,6 +16943,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15631,6 +16959,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0xa618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15647,6 +16976,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15663,6 +16993,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15679,6 +17010,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15695,6 +17027,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0xae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15711,6 +17044,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, C32],
             flags: 0x19e38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15727,6 +17061,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [I16, I16, C32],
             flags: 0x19e38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15742,6 +17077,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x9618,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15758,6 +17094,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x1ae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15774,6 +17111,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x1ae38,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15789,6 +17127,7 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x9618,
             extra: "",
+            zmask: 0,
         }],
     ),
 ];
@@ -15809,6 +17148,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [I16P, I16P, I16P],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15824,6 +17164,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [I16P, I16P, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15839,6 +17180,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [I16P, I16P, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15854,6 +17196,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [I16P, I16P, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15869,6 +17212,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [I16P, I16P, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15884,6 +17228,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [I16P, I16P, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15899,6 +17244,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [I16P, I16P, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15914,6 +17260,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [I16P, I16P, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15929,6 +17276,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [I16P, I16P, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15945,6 +17293,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [I16P, I16P, I16P],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15960,6 +17309,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [I16P, I16P, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15975,6 +17325,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [I16P, I16P, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -15990,6 +17341,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [I16P, I16P, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16005,6 +17357,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [I16P, I16P, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16021,6 +17374,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16036,6 +17390,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16051,6 +17406,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16066,6 +17422,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16081,6 +17438,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16097,6 +17455,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16113,6 +17472,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [I16P, I16P, C32],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16129,6 +17489,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [I16P, I16P, C32],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16145,6 +17506,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16161,6 +17523,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16177,6 +17540,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16193,6 +17557,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [C32, C32, C32],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16209,6 +17574,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, F16],
             flags: 0x0,
             extra: "op_sel_hi:[1,1,1]",
+            zmask: 0,
         }],
     ),
     (
@@ -16225,6 +17591,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, F16],
             flags: 0x0,
             extra: "op_sel_hi:[1,1,1]",
+            zmask: 0,
         }],
     ),
     (
@@ -16241,6 +17608,7 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             cc: [F16, F16, F16],
             flags: 0x0,
             extra: "op_sel_hi:[1,1,1]",
+            zmask: 0,
         }],
     ),
 ];
@@ -16260,6 +17628,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16275,6 +17644,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16290,6 +17660,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16305,6 +17676,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16320,6 +17692,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16335,6 +17708,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16350,6 +17724,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16365,6 +17740,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16380,6 +17756,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16395,6 +17772,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16410,6 +17788,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16425,6 +17804,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16440,6 +17820,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16455,6 +17836,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16470,6 +17852,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16485,6 +17868,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16496,6 +17880,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16507,6 +17892,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16518,6 +17904,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16529,6 +17916,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16540,6 +17928,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16551,6 +17940,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16562,6 +17952,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16573,6 +17964,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16584,6 +17976,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16595,6 +17988,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16606,6 +18000,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16617,6 +18012,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16628,6 +18024,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16639,6 +18036,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16650,6 +18048,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16661,6 +18060,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16676,6 +18076,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16691,6 +18092,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16706,6 +18108,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16721,6 +18124,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16736,6 +18140,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16751,6 +18156,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16766,6 +18172,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16781,6 +18188,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16796,6 +18204,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16811,6 +18220,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16826,6 +18236,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16841,6 +18252,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16856,6 +18268,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16871,6 +18284,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16886,6 +18300,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16901,6 +18316,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16912,6 +18328,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16923,6 +18340,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16934,6 +18352,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16945,6 +18364,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16956,6 +18376,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16967,6 +18388,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16978,6 +18400,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -16989,6 +18412,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17000,6 +18424,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17011,6 +18436,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17022,6 +18448,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17033,6 +18460,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17044,6 +18472,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17055,6 +18484,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17066,6 +18496,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17077,6 +18508,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17092,6 +18524,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17107,6 +18540,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17122,6 +18556,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17137,6 +18572,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17152,6 +18588,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17167,6 +18604,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17182,6 +18620,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17197,6 +18636,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17212,6 +18652,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17227,6 +18668,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17242,6 +18684,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17257,6 +18700,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17272,6 +18716,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17287,6 +18732,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17302,6 +18748,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17317,6 +18764,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17328,6 +18776,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17339,6 +18788,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17350,6 +18800,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17361,6 +18812,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17372,6 +18824,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17383,6 +18836,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17394,6 +18848,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17405,6 +18860,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17416,6 +18872,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17427,6 +18884,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17438,6 +18896,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17449,6 +18908,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17460,6 +18920,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17471,6 +18932,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17482,6 +18944,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17493,6 +18956,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17508,6 +18972,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17523,6 +18988,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17538,6 +19004,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17553,6 +19020,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17568,6 +19036,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17583,6 +19052,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17598,6 +19068,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17613,6 +19084,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17628,6 +19100,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17643,6 +19116,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17658,6 +19132,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17673,6 +19148,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17688,6 +19164,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17703,6 +19180,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17718,6 +19196,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17729,6 +19208,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17740,6 +19220,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17751,6 +19232,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17762,6 +19244,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17773,6 +19256,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17784,6 +19268,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17795,6 +19280,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17806,6 +19292,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17817,6 +19304,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17828,6 +19316,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17839,6 +19328,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17850,6 +19340,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17861,6 +19352,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17872,6 +19364,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17883,6 +19376,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [I16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17898,6 +19392,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17913,6 +19408,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17928,6 +19424,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17943,6 +19440,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17958,6 +19456,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17973,6 +19472,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -17988,6 +19488,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18003,6 +19504,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18018,6 +19520,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18033,6 +19536,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18048,6 +19552,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18063,6 +19568,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18078,6 +19584,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18093,6 +19600,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18108,6 +19616,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18123,6 +19632,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18134,6 +19644,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18145,6 +19656,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18156,6 +19668,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18167,6 +19680,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18178,6 +19692,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18189,6 +19704,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18200,6 +19716,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18211,6 +19728,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C32, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18222,6 +19740,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18233,6 +19752,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18244,6 +19764,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18255,6 +19776,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18266,6 +19788,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18277,6 +19800,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18288,6 +19812,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18299,6 +19824,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18314,6 +19840,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18329,6 +19856,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18344,6 +19872,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18359,6 +19888,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18374,6 +19904,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18389,6 +19920,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18404,6 +19936,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18419,6 +19952,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18434,6 +19968,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18449,6 +19984,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18464,6 +20000,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18479,6 +20016,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18494,6 +20032,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18509,6 +20048,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18524,6 +20064,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18539,6 +20080,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18550,6 +20092,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18561,6 +20104,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18572,6 +20116,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18583,6 +20128,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18594,6 +20140,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18605,6 +20152,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18616,6 +20164,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18627,6 +20176,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [C64, CNone, CNone],
             flags: 0x0,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18638,6 +20188,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18649,6 +20200,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18660,6 +20212,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18671,6 +20224,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18682,6 +20236,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18693,6 +20248,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18704,6 +20260,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
     (
@@ -18715,6 +20272,7 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             cc: [F16, CNone, CNone],
             flags: 0x40000,
             extra: "",
+            zmask: 0,
         }],
     ),
 ];

@@ -276,6 +276,7 @@ def fam_vop():
             return [w0 | extra0, s[0] | (s[1] << 9) | (s[2] << 18) | extra1]
 
         vop3_variants(d, mk, True)
+        d["zz"] = W([0xD4000000 | (op << 16), 0])
     for op in range(128):  # VOP3P
         d = fams.setdefault("VOP3P", {}).setdefault(op, {})
         w0 = 0xCC000000 | (op << 16) | 1
@@ -297,8 +298,7 @@ def fam_mem():
         for mask in range(16):
             v = [x if (mask >> i) & 1 == 0 else 0 for i, x in enumerate(vals)]
             d["m%02d" % mask] = W([b, v[0] | (v[1] << 8) | (v[2] << 16) | (v[3] << 24)])
-            if mask == 0:
-                pass
+            d["g%02d" % mask] = W([b | (1 << 17), v[0] | (v[1] << 8) | (v[2] << 16) | (v[3] << 24)])
         d["o"] = None
     for op in range(128):  # MUBUF
         d = fams.setdefault("MUBUF", {}).setdefault(op, {})
@@ -306,6 +306,7 @@ def fam_mem():
         d["m00"] = W([b, 2 | (5 << 8) | (2 << 16) | (3 << 24)])
         d["m01"] = W([b & ~(1 << 12), 0 | (5 << 8) | (2 << 16) | (3 << 24)])
         d["m02"] = W([b & ~(1 << 12), 0 | (0 << 8) | (2 << 16) | (3 << 24)])
+        d["m03"] = W([b | (1 << 14), 2 | (5 << 8) | (2 << 16) | (3 << 24)])
     for op in range(128):  # FLAT, 3 segments
         for seg in range(3):
             d = fams.setdefault("FLAT%d" % seg, {}).setdefault(op, {})
@@ -314,6 +315,7 @@ def fam_mem():
             d["m01"] = W([b, 2 | (3 << 8) | (0x7D << 16) | (0 << 24)])
             d["m02"] = W([b, 2 | (0 << 8) | (0x7D << 16) | (1 << 24)])
             d["m03"] = W([b, 2 | (0 << 8) | (0x7D << 16) | (0 << 24)])
+            d["m04"] = W([b | (1 << 16), 2 | (3 << 8) | (0x7D << 16) | (1 << 24)])
     for f in fams.values():
         for o in f.values():
             o.pop("o", None)
@@ -358,7 +360,7 @@ def analyse(fam, op, outs, outs64):
     """Builds an Entry from probe outputs, or None when llvm-mc rejects every probe."""
     base = None
     basekey = None
-    for k in ["a", "v0", "v1", "v2", "v3", "b", "c", "z", "l"] + ["m%02d" % i for i in range(16)]:
+    for k in ["a", "v0", "v1", "v2", "v3", "b", "c", "z", "l"] + ["m%02d" % i for i in range(16)] + ["g%02d" % i for i in range(16)] + ["zz"]:
         if k in outs and outs[k]:
             base = outs[k][0]
             basekey = k
@@ -377,9 +379,23 @@ def analyse(fam, op, outs, outs64):
         s64 = map_tokens(ops64, fv, fam)
         if len(s64) == len(slots):
             for i, (a, b) in enumerate(zip(slots, s64)):
-                if a[1] != b[1] and a[0] == b[0]:
+                if a[1] == 1 and b[1] == 2:
                     slots[i] = (a[0], 0xFF)  # lane mask: 1 in wave32, 2 in wave64
     flags.add("base_" + basekey)
+    zmask = 0
+    if fam == "DS" and basekey[0] in "mg" and basekey[1:].isdigit():
+        zmask = int(basekey[1:])
+        if basekey[0] == "g":
+            zmask |= 0x10  # needs gds
+    elif fam == "VOP1" and basekey == "v1":
+        zmask = 1
+    elif fam == "VOP1" and basekey == "v2":
+        zmask = 3
+    if fam in ("MUBUF",) and basekey == "m03" or fam.startswith("FLAT") and basekey == "m04":
+        zmask |= 0x20  # glc required
+    if fam == "VOP3" and basekey == "zz":
+        zmask = 0x40  # every field zero
+    flags.add("zmask:%d" % zmask)
     if mods:
         flags.add("mods:" + mods)
     if fam == "SOPP":
@@ -414,7 +430,7 @@ def analyse(fam, op, outs, outs64):
         lit = first_text(outs.get("lit%d%s" % (pos, sfx)))
         classes.append(const_class(inl, lit, idx))
     # modifier support (VOP3): printed, ignored or rejected
-    if fam == "VOP3":
+    if fam == "VOP3" and basekey != "zz":
         vk = basekey[1:]
         for p in range(3 - int(vk)):
             for m in ["abs", "neg"]:
@@ -493,15 +509,18 @@ def emit(entries):
                 slots = ", ".join("Slot { f: %s, w: %d }" % (fld_ident(f), w) for f, w in e.slots)
                 bits = 0
                 extra = ""
+                zmask = 0
                 for x in e.flags:
-                    if x in FLAG_BITS:
+                    if x.startswith("zmask:"):
+                        zmask = int(x[6:])
+                    elif x in FLAG_BITS:
                         bits |= FLAG_BITS[x]
                     elif x.startswith("mods:"):
                         extra = x[5:]
-                vs.append('OpDesc { name: "%s", cpus: %d, slots: &[%s], cc: [%s], flags: 0x%x, extra: "%s" }' % (
+                vs.append('OpDesc { name: "%s", cpus: %d, slots: &[%s], cc: [%s], flags: 0x%x, extra: "%s", zmask: %d }' % (
                     e.name, e.cpus, slots,
                     ", ".join((e.classes + ["NONE"] * 3)[:3]).replace("NONE", "CNone"),
-                    bits, extra))
+                    bits, extra, zmask))
             out.append("    (%d, &[%s])," % (op, ", ".join(vs)))
         out.append("];")
         out.append("")

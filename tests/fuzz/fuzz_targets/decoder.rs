@@ -14,7 +14,13 @@ fuzz_target!(|data: &[u8]| {
             at += d.len();
             if let Decoded::Inst(i) = &d {
                 let _ = meta::meta(i, false);
-                let _ = aps5_shader::disasm::instruction_text(i, true);
+                let _ = aps5_shader::disasm::instruction_text(
+                    i,
+                    &Options {
+                        mcpu: Mcpu::Gfx1030,
+                        wave64: true,
+                    },
+                );
             }
         }
         assert_eq!(at, data.len(), "items must cover the input exactly");
