@@ -965,15 +965,22 @@ fn is_loaded(s: &Segment) -> bool {
 }
 
 /// For each wanted slot address that an `R_X86_64_RELATIVE` relocation fills, its addend.
-/// One pass over the relocations, so it stays linear for large tables.
+/// One pass over the relocations with a range check and a binary search over the few
+/// wanted slots, so it stays linear (and hash-free) for tables of millions of entries.
 fn relative_targets(relocs: &[Relocation], slots: &[u64]) -> HashMap<u64, u64> {
-    if slots.is_empty() {
+    let mut wanted = slots.to_vec();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let (Some(&lo), Some(&hi)) = (wanted.first(), wanted.last()) else {
         return HashMap::new();
-    }
-    let wanted: HashSet<u64> = slots.iter().copied().collect();
+    };
     relocs
         .iter()
-        .filter(|r| r.r_type == R_X86_64_RELATIVE && wanted.contains(&r.offset))
+        .filter(|r| {
+            r.r_type == R_X86_64_RELATIVE
+                && (lo..=hi).contains(&r.offset)
+                && wanted.binary_search(&r.offset).is_ok()
+        })
         .map(|r| (r.offset, r.addend as u64))
         .collect()
 }
