@@ -17,6 +17,14 @@ fn hex(v: u64) -> String {
     format!("{v:#x}")
 }
 
+/// `p_flags` as `rwx` letters with `-` for absent bits (e.g. `r-x`).
+fn perms(flags: u32) -> String {
+    [(4, 'r'), (2, 'w'), (1, 'x')]
+        .iter()
+        .map(|&(bit, c)| if flags & bit != 0 { c } else { '-' })
+        .collect()
+}
+
 fn platform(p: Platform) -> &'static str {
     match p {
         Platform::Ps4 => "ps4",
@@ -122,7 +130,7 @@ pub fn json(m: &Module) -> Value {
                 "index": s.index,
                 "type": s.type_name(),
                 "type_value": hex(u64::from(s.p_type)),
-                "flags": s.flags_string().trim_end(),
+                "flags": perms(s.flags),
                 "offset": hex(s.offset),
                 "vaddr": hex(s.vaddr),
                 "filesz": hex(s.filesz),

@@ -566,6 +566,55 @@ fn hello_world_details() {
         j["imports"][0]["symbols"][0]["known_names"][0]["name"],
         "printf"
     );
+    assert_eq!(j["segments"][0]["flags"], "r-x");
+    // The top-level fields documented in docs/INSPECT.md, no more, no less.
+    let mut keys: Vec<&str> = j.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    let mut documented = vec![
+        "schema",
+        "format",
+        "type",
+        "entry",
+        "interpreter",
+        "original_filename",
+        "fingerprint",
+        "segments",
+        "dynamic_layout",
+        "library_tag_order",
+        "dynamic",
+        "module",
+        "needed",
+        "needed_modules",
+        "export_libraries",
+        "import_libraries",
+        "imports",
+        "exports",
+        "symbol_count",
+        "relocations",
+        "tls",
+        "init",
+        "fini",
+        "preinit_array",
+        "init_array",
+        "fini_array",
+        "pltgot",
+        "process_param",
+        "module_param",
+        "warnings",
+    ];
+    documented.sort_unstable();
+    assert_eq!(keys, documented);
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/INSPECT.md"
+    ))
+    .unwrap();
+    for k in &documented {
+        assert!(
+            doc.contains(&format!("`{k}`")),
+            "docs/INSPECT.md does not document `{k}`"
+        );
+    }
 }
 
 fn json_of(m: &aps5_elf::Module) -> serde_json::Value {
