@@ -68,69 +68,119 @@ impl FromStr for ContentHash {
 }
 
 /// Files at least this large are hashed with several threads (blake3's tree mode
-/// parallelises within one input; below this the thread hand-off costs more than it saves).
+/// parallelises within one input; below this the thread hand-off costs more than it saves)
+/// and read by a separate thread so that reading and hashing overlap.
 const PARALLEL_MIN: u64 = 4 << 20;
 /// Read size for large files: big enough that syscall overhead is negligible and that
 /// each `update_rayon` call has enough chunks to split across threads.
-const LARGE_BUF: usize = 8 << 20;
+const LARGE_BUF: usize = 4 << 20;
+/// Buffers in flight between the reading thread and the hashing thread.
+const PIPE_BUFFERS: usize = 3;
 /// Read size cap for small files (a buffer is allocated per call; don't over-allocate).
 const SMALL_BUF: usize = 256 << 10;
 
-/// Hashes a file with blake3, streaming: memory use is bounded by a fixed buffer whatever
+/// Hashes a file with blake3, streaming: memory use is bounded (12 MiB at most) whatever
 /// the file's size. Returns the hash and the number of bytes hashed.
 ///
-/// Large files are read in 8 MiB pieces, each hashed by all cores (rayon). The file is read,
-/// not memory-mapped, so a file truncated while it is hashed gives an I/O result instead of
-/// a SIGBUS that would kill the whole build.
+/// Files of 4 MiB and more are read by one thread in 4 MiB pieces while another hashes the
+/// previous piece on all cores (rayon), so disk and CPU work at the same time. The file is
+/// read, not memory-mapped, so a file truncated while it is hashed gives a short result
+/// instead of a SIGBUS that would kill the whole build.
 pub fn hash_file(path: &Path) -> io::Result<(ContentHash, u64)> {
     let mut file = File::open(path)?;
     let expected = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if expected >= PARALLEL_MIN {
+        // Ask for aggressive read-ahead; purely advisory, so the result is ignored.
+        // SAFETY: advisory call on an fd we own.
+        unsafe {
+            libc::posix_fadvise(
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                0,
+                0,
+                libc::POSIX_FADV_SEQUENTIAL,
+            )
+        };
+    }
     hash_reader(&mut file, expected)
 }
 
+/// Reads until `buf` is full or the input ends; returns how much was read. (Short reads
+/// are common on pipes and network files; full buffers keep rayon's split even.)
+fn fill(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
 /// Hashes everything `reader` yields; `size_hint` only picks the buffer size and strategy.
-pub(crate) fn hash_reader(
-    reader: &mut impl Read,
+pub(crate) fn hash_reader<R: Read + Send>(
+    reader: &mut R,
     size_hint: u64,
 ) -> io::Result<(ContentHash, u64)> {
-    let parallel = size_hint >= PARALLEL_MIN;
-    let cap = if parallel {
-        LARGE_BUF
-    } else {
-        // +1 so that a file of exactly the hinted size ends with one short read of 0.
-        (size_hint as usize)
-            .saturating_add(1)
-            .clamp(4096, SMALL_BUF)
-    };
+    if size_hint >= PARALLEL_MIN {
+        return hash_pipelined(reader);
+    }
+    // +1 so that a file of exactly the hinted size ends with one short read.
+    let cap = (size_hint as usize)
+        .saturating_add(1)
+        .clamp(4096, SMALL_BUF);
     let mut buf = vec![0u8; cap];
     let mut hasher = blake3::Hasher::new();
     let mut total = 0u64;
     loop {
-        // Fill the buffer completely (short reads are common on pipes and network files)
-        // so each rayon update sees a large, evenly split input.
-        let mut filled = 0;
-        while filled < buf.len() {
-            match reader.read(&mut buf[filled..]) {
-                Ok(0) => break,
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        if filled == 0 {
-            break;
-        }
-        if parallel {
-            hasher.update_rayon(&buf[..filled]);
-        } else {
-            hasher.update(&buf[..filled]);
-        }
-        total += filled as u64;
-        if filled < buf.len() {
+        let n = fill(reader, &mut buf)?;
+        hasher.update(&buf[..n]);
+        total += n as u64;
+        if n < buf.len() {
             break;
         }
     }
     Ok((ContentHash(*hasher.finalize().as_bytes()), total))
+}
+
+/// One thread reads into a ring of buffers while this one hashes (multi-threaded).
+fn hash_pipelined<R: Read + Send>(reader: &mut R) -> io::Result<(ContentHash, u64)> {
+    use std::sync::mpsc::sync_channel;
+    let (full_tx, full_rx) = sync_channel::<io::Result<(Vec<u8>, usize)>>(PIPE_BUFFERS);
+    let (empty_tx, empty_rx) = sync_channel::<Vec<u8>>(PIPE_BUFFERS);
+    for _ in 0..PIPE_BUFFERS {
+        let _ = empty_tx.send(vec![0u8; LARGE_BUF]);
+    }
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            // Ends at end of input, on an error, or when the hasher hangs up.
+            while let Ok(mut buf) = empty_rx.recv() {
+                let result = fill(reader, &mut buf);
+                let last = !matches!(result, Ok(n) if n == buf.len());
+                if full_tx.send(result.map(|n| (buf, n))).is_err() || last {
+                    return;
+                }
+            }
+        });
+        let mut hasher = blake3::Hasher::new();
+        let mut total = 0u64;
+        loop {
+            let Ok(next) = full_rx.recv() else {
+                // The reader thread panicked; report it as an I/O failure.
+                return Err(io::Error::other("file reader thread stopped unexpectedly"));
+            };
+            let (buf, n) = next?;
+            hasher.update_rayon(&buf[..n]);
+            total += n as u64;
+            if n < buf.len() {
+                break;
+            }
+            let _ = empty_tx.send(buf);
+        }
+        Ok((ContentHash(*hasher.finalize().as_bytes()), total))
+    })
 }
 
 /// The key of a memoized query result.
@@ -201,5 +251,70 @@ impl FileStamp {
     /// The stamp of the file at `path`.
     pub fn of(path: &Path) -> io::Result<Self> {
         Ok(Self::from_metadata(&std::fs::metadata(path)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 7 + i / 251) as u8).collect()
+    }
+
+    /// A reader that hands out at most `step` bytes per call (like a pipe).
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = buf.len().min(self.1).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn both_paths_match_one_shot_hash_at_buffer_boundaries() {
+        for len in [
+            0,
+            1,
+            SMALL_BUF - 1,
+            SMALL_BUF,
+            SMALL_BUF + 1,
+            PARALLEL_MIN as usize,
+            3 * LARGE_BUF,
+            3 * LARGE_BUF + 1,
+            5 * LARGE_BUF - 1,
+        ] {
+            let d = data(len);
+            let want = *blake3::hash(&d).as_bytes();
+            for hint in [0, len as u64, PARALLEL_MIN] {
+                let (h, n) = hash_reader(&mut Trickle(&d, 100_003), hint).unwrap();
+                assert_eq!((h.0, n), (want, len as u64), "len {len} hint {hint}");
+            }
+        }
+    }
+
+    struct FailsAfter(usize);
+
+    impl Read for FailsAfter {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.0 == 0 {
+                return Err(io::Error::other("disk on fire"));
+            }
+            let n = buf.len().min(self.0);
+            buf[..n].fill(1);
+            self.0 -= n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn read_errors_propagate_from_both_paths() {
+        for hint in [100, PARALLEL_MIN] {
+            let err = hash_reader(&mut FailsAfter(9 << 20), hint).unwrap_err();
+            assert_eq!(err.to_string(), "disk on fire");
+        }
     }
 }

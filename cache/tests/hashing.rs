@@ -86,10 +86,19 @@ fn hex_round_trip_and_rejects() {
     let h = ContentHash::of(b"aps5");
     let hex = h.to_hex();
     assert_eq!(hex.len(), 64);
-    assert!(hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+    assert!(
+        hex.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    );
     assert_eq!(hex.parse::<ContentHash>().unwrap(), h);
     assert_eq!(hex.to_uppercase().parse::<ContentHash>().unwrap(), h);
-    for bad in ["", "af13", &hex[1..], &format!("{hex}0"), &hex.replace('a', "g")] {
+    for bad in [
+        "",
+        "af13",
+        &hex[1..],
+        &format!("{hex}0"),
+        &hex.replace('a', "g"),
+    ] {
         let err = bad.parse::<ContentHash>().unwrap_err();
         assert!(err.to_string().contains("64 hex digits"), "{err}");
     }
@@ -97,7 +106,12 @@ fn hex_round_trip_and_rejects() {
 }
 
 /// The documented encoding (docs/CACHE.md), written out independently of the crate.
-fn documented_memo_key(query: &str, version: &str, inputs: &[ContentHash], options: &[u8]) -> String {
+fn documented_memo_key(
+    query: &str,
+    version: &str,
+    inputs: &[ContentHash],
+    options: &[u8],
+) -> String {
     let mut h = blake3::Hasher::new_derive_key("aps5 2026-11 memo key v1");
     h.update(&(query.len() as u64).to_le_bytes());
     h.update(query.as_bytes());
@@ -117,7 +131,10 @@ fn memo_key_follows_documented_encoding() {
     let a = ContentHash::of(b"a");
     let b = ContentHash::of(b"b");
     let key = MemoKey::new("relinked", "3", &[a, b], b"opt=1");
-    assert_eq!(key.0.to_hex(), documented_memo_key("relinked", "3", &[a, b], b"opt=1"));
+    assert_eq!(
+        key.0.to_hex(),
+        documented_memo_key("relinked", "3", &[a, b], b"opt=1")
+    );
     // Pinned: if this changes, every user's memo entries silently become misses.
     assert_eq!(
         MemoKey::new("", "", &[], b"").0.to_hex(),
@@ -153,7 +170,10 @@ fn memo_key_fields_are_unambiguous() {
         }
     }
     // A memo key never equals the plain content hash of the same bytes.
-    assert_ne!(MemoKey::new("", "", &[], b"").0, ContentHash::of(&[0u8; 32]));
+    assert_ne!(
+        MemoKey::new("", "", &[], b"").0,
+        ContentHash::of(&[0u8; 32])
+    );
 }
 
 #[test]
@@ -166,5 +186,8 @@ fn file_stamp_reads_metadata() {
     let meta = std::fs::metadata(file.path()).unwrap();
     assert_eq!(stamp.size, 5);
     assert_eq!(stamp.inode, meta.ino());
-    assert_eq!(stamp.mtime_ns, meta.mtime() * 1_000_000_000 + meta.mtime_nsec());
+    assert_eq!(
+        stamp.mtime_ns,
+        meta.mtime() * 1_000_000_000 + meta.mtime_nsec()
+    );
 }

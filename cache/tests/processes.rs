@@ -16,13 +16,18 @@ const KEYS: u64 = 48;
 const FILES: u64 = 200;
 
 fn key(k: u64) -> MemoKey {
-    MemoKey::new("processes", "1", &[ContentHash::of(&k.to_le_bytes())], b"opts")
+    MemoKey::new(
+        "processes",
+        "1",
+        &[ContentHash::of(&k.to_le_bytes())],
+        b"opts",
+    )
 }
 
 /// The one right value for key `k`; every eighth is large (up to 3 MiB) so that kills often
 /// land in the middle of a write.
 fn content(k: u64) -> Vec<u8> {
-    let len = if k % 8 == 0 {
+    let len = if k.is_multiple_of(8) {
         (1 << 20) + (k as usize * 40_000)
     } else {
         1 + (k as usize * 1337) % 65_536
@@ -76,7 +81,9 @@ fn work(dir: &Path, seed: u64, iterations: u64) -> (u64, u64) {
                 hits += 1;
             }
             Lookup::Miss => {
-                let h = cache.memo_put(&key(k), &content(k)).expect("child: memo_put");
+                let h = cache
+                    .memo_put(&key(k), &content(k))
+                    .expect("child: memo_put");
                 assert_eq!(h, ContentHash::of(&content(k)));
                 puts += 1;
             }
@@ -96,11 +103,22 @@ fn work(dir: &Path, seed: u64, iterations: u64) -> (u64, u64) {
             1 => {
                 let start = rng.below(FILES);
                 let rows: Vec<_> = (start..(start + 40).min(FILES)).map(file_row).collect();
-                cache.record_file_hashes(&rows).expect("child: record_file_hashes");
+                cache
+                    .record_file_hashes(&rows)
+                    .expect("child: record_file_hashes");
             }
             2 => {
-                for (path, (stamp, hash)) in cache.file_hashes_under("/dump/").expect("child: file_hashes_under") {
-                    let j: u64 = path.rsplit("file").next().unwrap().trim_end_matches(".bin").parse().unwrap();
+                for (path, (stamp, hash)) in cache
+                    .file_hashes_under("/dump/")
+                    .expect("child: file_hashes_under")
+                {
+                    let j: u64 = path
+                        .rsplit("file")
+                        .next()
+                        .unwrap()
+                        .trim_end_matches(".bin")
+                        .parse()
+                        .unwrap();
                     assert_eq!(file_row(j), (path, stamp, hash));
                 }
             }
@@ -117,8 +135,15 @@ fn child_worker() {
         return;
     };
     let dir = std::env::var("APS5_CACHE_TEST_DIR").unwrap();
-    let seed: u64 = std::env::var("APS5_CACHE_TEST_SEED").unwrap().parse().unwrap();
-    let iterations = if mode == "forever" { 0 } else { mode.parse().unwrap() };
+    let seed: u64 = std::env::var("APS5_CACHE_TEST_SEED")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let iterations = if mode == "forever" {
+        0
+    } else {
+        mode.parse().unwrap()
+    };
     let (hits, puts) = work(Path::new(&dir), seed, iterations);
     println!("CHILD-OK hits={hits} puts={puts}");
 }
@@ -130,7 +155,11 @@ fn spawn_child(dir: &Path, mode: &str, seed: u64, quiet: bool) -> Child {
         .env("APS5_CACHE_TEST_DIR", dir)
         .env("APS5_CACHE_TEST_SEED", seed.to_string())
         .stdout(Stdio::piped())
-        .stderr(if quiet { Stdio::null() } else { Stdio::inherit() })
+        .stderr(if quiet {
+            Stdio::null()
+        } else {
+            Stdio::inherit()
+        })
         .spawn()
         .expect("spawn child test process")
 }
@@ -153,7 +182,11 @@ fn concurrent_processes_share_one_cache() {
     for child in children {
         let out = child.wait_with_output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "child failed: {}\n{stdout}", out.status);
+        assert!(
+            out.status.success(),
+            "child failed: {}\n{stdout}",
+            out.status
+        );
         // The harness prints "test child_worker ... " before the child's own line.
         let line = stdout
             .lines()
@@ -174,7 +207,10 @@ fn concurrent_processes_share_one_cache() {
     let cache = Cache::open(dir.path()).unwrap();
     let report = cache.verify().unwrap();
     assert!(report.is_clean(), "{report}");
-    assert!(report.temp_removed.is_empty() && report.adopted.is_empty(), "{report}");
+    assert!(
+        report.temp_removed.is_empty() && report.adopted.is_empty(),
+        "{report}"
+    );
     for k in 0..KEYS {
         if let Lookup::Hit(bytes) = cache.memo_get(&key(k)).unwrap() {
             assert!(bytes == content(k), "key {k}");
@@ -257,7 +293,13 @@ fn sigkilled_writers_leave_a_working_cache() {
     eprintln!("{fresh_hits} fresh results written by killed writers read back intact");
     assert!(fresh_hits > 0);
     for (path, (stamp, hash)) in cache.file_hashes_under("/dump/").unwrap() {
-        let j: u64 = path.rsplit("file").next().unwrap().trim_end_matches(".bin").parse().unwrap();
+        let j: u64 = path
+            .rsplit("file")
+            .next()
+            .unwrap()
+            .trim_end_matches(".bin")
+            .parse()
+            .unwrap();
         assert_eq!(file_row(j), (path, stamp, hash));
     }
     // And it still works.

@@ -52,7 +52,10 @@ fn round_trip_blobs_and_memo() {
     assert_eq!(cache.memo_get(&key(1)).unwrap(), Lookup::Hit(data.clone()));
     // Overwriting a key re-points it.
     cache.memo_put(&key(1), b"second").unwrap();
-    assert_eq!(cache.memo_get(&key(1)).unwrap(), Lookup::Hit(b"second".to_vec()));
+    assert_eq!(
+        cache.memo_get(&key(1)).unwrap(),
+        Lookup::Hit(b"second".to_vec())
+    );
     // Storing the same bytes twice keeps one file.
     cache.memo_put(&key(2), &data).unwrap();
     assert_eq!(blob_files(&cache), 3);
@@ -121,8 +124,14 @@ fn flipped_byte_is_corrupt_reported_removed_and_rewritten() {
     let (lookup, logs) = common::capture_logs(|| cache.memo_get(&key(1)).unwrap());
     assert_eq!(lookup, Lookup::Corrupt);
     assert!(logs.contains("WARN"), "{logs}");
-    assert!(logs.contains(&path.display().to_string()), "warning names the blob: {logs}");
-    assert!(logs.contains(&h.to_hex()), "warning names the expected hash: {logs}");
+    assert!(
+        logs.contains(&path.display().to_string()),
+        "warning names the blob: {logs}"
+    );
+    assert!(
+        logs.contains(&h.to_hex()),
+        "warning names the expected hash: {logs}"
+    );
     assert!(!path.exists(), "the corrupt blob is deleted");
     assert_eq!(cache.memo_get(&key(1)).unwrap(), Lookup::Miss);
 
@@ -187,7 +196,9 @@ fn missing_blob_with_index_row_is_a_miss() {
 #[test]
 fn gc_evicts_least_recently_used_first() {
     let dir = tempfile::tempdir().unwrap();
-    let blobs: Vec<Vec<u8>> = (0..10).map(|i| common::pseudo_bytes(100 + i, 1000)).collect();
+    let blobs: Vec<Vec<u8>> = (0..10)
+        .map(|i| common::pseudo_bytes(100 + i, 1000))
+        .collect();
     let hashes: Vec<ContentHash>;
     {
         let cache = Cache::open(dir.path()).unwrap();
@@ -201,7 +212,10 @@ fn gc_evicts_least_recently_used_first() {
         // Another process (a fresh Cache) reads 4, 3, 2, 1, 0 in that order.
         let cache = Cache::open(dir.path()).unwrap();
         for i in (0..5).rev() {
-            assert!(matches!(cache.get_blob(&hashes[i]).unwrap(), Lookup::Hit(_)));
+            assert!(matches!(
+                cache.get_blob(&hashes[i]).unwrap(),
+                Lookup::Hit(_)
+            ));
         }
     }
     let cache = Cache::open(dir.path()).unwrap();
@@ -213,7 +227,10 @@ fn gc_evicts_least_recently_used_first() {
     assert_eq!(report.evicted_bytes, 4000);
     assert_eq!(report.memo_removed, 4);
     assert_eq!((report.blobs_after, report.bytes_after), (6, 6000));
-    assert!(report.to_string().contains("evicted:            4 blobs"), "{report}");
+    assert!(
+        report.to_string().contains("evicted:            4 blobs"),
+        "{report}"
+    );
     let alive = |cache: &Cache| -> Vec<usize> {
         (0..10)
             .filter(|&i| cache.blob_path(&hashes[i]).exists())
@@ -227,10 +244,10 @@ fn gc_evicts_least_recently_used_first() {
     let report = cache.gc(3000).unwrap();
     assert_eq!(report.evicted_blobs, 3);
     assert_eq!(alive(&cache), vec![0, 1, 2]);
-    for i in 0..3 {
+    for (i, blob) in blobs.iter().enumerate().take(3) {
         assert_eq!(
             cache.memo_get(&key(i as u64)).unwrap(),
-            Lookup::Hit(blobs[i].clone())
+            Lookup::Hit(blob.clone())
         );
     }
     assert_eq!(cache.stats().unwrap().blob_bytes, 3000);
@@ -282,7 +299,9 @@ fn file_hashes_round_trip_by_prefix() {
 
     // Re-recording replaces.
     let newer = ("/d/a/x.bin".to_string(), stamp(9), ContentHash::of(b"new"));
-    cache.record_file_hashes(std::slice::from_ref(&newer)).unwrap();
+    cache
+        .record_file_hashes(std::slice::from_ref(&newer))
+        .unwrap();
     drop(cache);
     let cache = Cache::open(dir.path()).unwrap();
     let under = cache.file_hashes_under("/d/a/").unwrap();
@@ -340,18 +359,30 @@ fn verify_repairs_and_reports_everything() {
     assert_eq!(report.missing, vec![gone]);
     assert_eq!(report.adopted, vec![cache.blob_path(&orphan)]);
     assert_eq!(report.foreign, vec![foreign.clone()]);
-    assert_eq!(report.dangling_memo_removed, 2, "memo rows of the bad and the gone blob");
+    assert_eq!(
+        report.dangling_memo_removed, 2,
+        "memo rows of the bad and the gone blob"
+    );
     assert_eq!(report.temp_removed, vec![leftover.clone()]);
     assert!(report.index_problems.is_empty());
-    assert!(logs.contains(&cache.blob_path(&bad).display().to_string()), "{logs}");
+    assert!(
+        logs.contains(&cache.blob_path(&bad).display().to_string()),
+        "{logs}"
+    );
     let text = report.to_string();
     assert!(text.contains("corrupt (removed):  1"), "{text}");
     assert!(text.contains(&bad.to_hex()), "{text}");
     assert!(!leftover.exists());
 
     assert_eq!(cache.get_blob(&orphan).unwrap(), Lookup::Hit(orphan_bytes));
-    assert_eq!(cache.memo_get(&key(1)).unwrap(), Lookup::Hit(b"good blob".to_vec()));
-    assert_eq!(cache.get_blob(&good).unwrap(), Lookup::Hit(b"good blob".to_vec()));
+    assert_eq!(
+        cache.memo_get(&key(1)).unwrap(),
+        Lookup::Hit(b"good blob".to_vec())
+    );
+    assert_eq!(
+        cache.get_blob(&good).unwrap(),
+        Lookup::Hit(b"good blob".to_vec())
+    );
 
     fs::remove_file(&foreign).unwrap();
     let again = cache.verify().unwrap();
@@ -424,10 +455,15 @@ fn unwritable_cache_dir_gives_a_clear_error() {
     let ro = base.path().join("read-only");
     fs::create_dir(&ro).unwrap();
     let _undo = make_unwritable(&ro);
-    let err = Cache::open(&ro).err().expect("open of an unwritable dir must fail");
+    let err = Cache::open(&ro)
+        .err()
+        .expect("open of an unwritable dir must fail");
     let msg = err.to_string();
     assert!(
-        matches!(err, CacheError::CreateDir { .. } | CacheError::NotWritable { .. }),
+        matches!(
+            err,
+            CacheError::CreateDir { .. } | CacheError::NotWritable { .. }
+        ),
         "{err:?}"
     );
     assert!(msg.contains(&ro.display().to_string()), "{msg}");
@@ -441,7 +477,10 @@ struct Undo(std::path::PathBuf, bool);
 impl Drop for Undo {
     fn drop(&mut self) {
         if self.1 {
-            let _ = std::process::Command::new("chattr").arg("-i").arg(&self.0).status();
+            let _ = std::process::Command::new("chattr")
+                .arg("-i")
+                .arg(&self.0)
+                .status();
         }
         use std::os::unix::fs::PermissionsExt;
         let _ = fs::set_permissions(&self.0, fs::Permissions::from_mode(0o755));
@@ -461,7 +500,9 @@ fn make_unwritable(dir: &Path) -> Undo {
         .arg("+i")
         .arg(dir)
         .status()
-        .expect("running as root: this test needs `chattr` (e2fsprogs) to make a folder unwritable");
+        .expect(
+            "running as root: this test needs `chattr` (e2fsprogs) to make a folder unwritable",
+        );
     assert!(
         status.success(),
         "running as root: `chattr +i {}` failed; the test needs a filesystem with the immutable flag (ext4, xfs, btrfs, tmpfs >= 6.0)",
@@ -474,7 +515,9 @@ fn make_unwritable(dir: &Path) -> Undo {
 fn corrupt_index_gives_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("index.sqlite"), vec![0x5a; 8192]).unwrap();
-    let err = Cache::open(dir.path()).err().expect("garbage index must not open");
+    let err = Cache::open(dir.path())
+        .err()
+        .expect("garbage index must not open");
     assert!(matches!(err, CacheError::IndexCorrupt { .. }), "{err:?}");
     let msg = err.to_string();
     assert!(
@@ -489,8 +532,13 @@ fn newer_schema_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     drop(Cache::open(dir.path()).unwrap());
     set_user_version(dir.path(), 99);
-    let err = Cache::open(dir.path()).err().expect("newer schema must be refused");
-    assert!(matches!(err, CacheError::SchemaTooNew { found: 99, .. }), "{err:?}");
+    let err = Cache::open(dir.path())
+        .err()
+        .expect("newer schema must be refused");
+    assert!(
+        matches!(err, CacheError::SchemaTooNew { found: 99, .. }),
+        "{err:?}"
+    );
     assert!(err.to_string().contains("upgrade aps5"), "{err}");
 }
 
