@@ -319,6 +319,15 @@ fn dense() -> &'static [table::Dense] {
     })
 }
 
+/// MIMG address table row for an opcode and target index.
+pub(crate) fn mimg_addr(op: u16, t: usize) -> Option<(&'static [u8; 16], &'static [u8; 16])> {
+    let bit = 1u8 << t;
+    tables::MIMG_ADDR
+        .iter()
+        .find(|e| e.0 == op && e.1 & bit != 0)
+        .map(|e| (&e.2, &e.3))
+}
+
 fn table_of(f: Family) -> &'static [(u16, &'static [OpDesc])] {
     match f {
         Family::Sop1 => tables::SOP1,
@@ -334,6 +343,8 @@ fn table_of(f: Family) -> &'static [(u16, &'static [OpDesc])] {
         Family::Vop3p => tables::VOP3P,
         Family::Ds => tables::DS,
         Family::Mubuf => tables::MUBUF,
+        Family::Mtbuf => tables::MTBUF,
+        Family::Mimg => tables::MIMG,
         _ => &[],
     }
 }
@@ -375,7 +386,7 @@ pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
     let Some(family) = family_of(w0) else {
         return unsupported(code, offset, None, 0, 1, "unknown encoding prefix");
     };
-    let opcode = opcode_of(family, w0);
+    let mut opcode = opcode_of(family, w0);
     let mut nw = base_words(family);
     let Some(w1) = (if nw > 1 {
         read_word(code, offset + 4)
@@ -391,6 +402,9 @@ pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
             "truncated instruction",
         );
     };
+    if family == Family::Mtbuf {
+        opcode |= (((w1 >> 21) & 1) << 3) as u16;
+    }
     if family == Family::Exp {
         let w = Words::new(&code[offset..], 2);
         return match exp_target_ok((w0 >> 4) & 0x3F) {
@@ -558,6 +572,32 @@ pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
             }
         }
         _ => {}
+    }
+    if family == Family::Mimg {
+        let nsa = ((w0 >> 1) & 3) as usize;
+        let info = mimg_addr(opcode, t);
+        let k = (((w0 >> 3) & 7) * 2 + ((w1 >> 30) & 1)) as usize;
+        let ok = match info {
+            Some((addr, nsai)) => {
+                if nsa == 0 {
+                    addr[k] != 0
+                } else {
+                    (nsai[k] >> 4) & (1 << nsa) != 0
+                }
+            }
+            None => false,
+        };
+        if !ok {
+            return unsupported(
+                code,
+                offset,
+                Some(family),
+                opcode,
+                2 + nsa,
+                "invalid image address form",
+            );
+        }
+        nw += nsa;
     }
     let glc_bit = match family {
         Family::Mubuf | Family::Mtbuf => (w0 >> 14) & 1,

@@ -13,7 +13,7 @@ pub mod oracle;
 pub mod print;
 pub mod table;
 #[allow(clippy::all)]
-mod tables;
+pub(crate) mod tables;
 
 pub use decode::{
     DecodeIter, Decoded, Encoding, Family, Instruction, Target, Unsupported, Words, decode,

@@ -127,10 +127,11 @@ pub fn print(inst: &Instruction, ctx: Ctx, out: &mut String) {
         Family::Sopk => return print_sopk(inst, ctx, out),
         Family::Smem => return print_smem(inst, out),
         Family::Ds => return print_ds(inst, out),
-        Family::Mubuf => return print_mubuf(inst, out),
+        Family::Mubuf | Family::Mtbuf => return print_mubuf(inst, ctx, out),
         Family::Flat => return print_flat(inst, out),
         Family::Exp => return print_exp(inst, out),
         Family::Vintrp => return print_vintrp(inst, out),
+        Family::Mimg => return print_mimg(inst, ctx, out),
         _ => {}
     }
     if inst.encoding != Encoding::Plain {
@@ -548,7 +549,7 @@ fn print_ds(inst: &Instruction, out: &mut String) {
     }
 }
 
-fn print_mubuf(inst: &Instruction, out: &mut String) {
+fn print_mubuf(inst: &Instruction, ctx: Ctx, out: &mut String) {
     let d = inst.desc;
     let w0 = inst.words.get(0);
     let w1 = inst.words.get(1);
@@ -575,17 +576,34 @@ fn print_mubuf(inst: &Instruction, out: &mut String) {
             _ => out.push('?'),
         }
     }
-    if offen {
-        out.push_str(" offen");
+    let tbuf = inst.family == Family::Mtbuf;
+    if tbuf {
+        let fmt = (w0 >> 19) & 0x7F;
+        let names = match ctx.target {
+            crate::decode::Target::Gfx1030 => &crate::tables::MTBUF_FORMATS_GFX1030,
+            _ => &crate::tables::MTBUF_FORMATS_GFX1010,
+        };
+        match names[fmt as usize] {
+            "default" => {}
+            "" => {
+                let _ = write!(out, " format:{fmt}");
+            }
+            n => {
+                let _ = write!(out, " format:{n}");
+            }
+        }
     }
     if idxen {
         out.push_str(" idxen");
+    }
+    if offen {
+        out.push_str(" offen");
     }
     if w0 & 0xFFF != 0 {
         let _ = write!(out, " offset:{}", w0 & 0xFFF);
     }
     mem_cache(out, (w0 >> 14) & 1, (w1 >> 22) & 1, (w0 >> 15) & 1);
-    if (w0 >> 16) & 1 != 0 {
+    if !tbuf && (w0 >> 16) & 1 != 0 {
         out.push_str(" lds");
     }
     if tfe {
@@ -997,6 +1015,108 @@ fn swizzle(out: &mut String, imm: u32) {
                 );
             }
             out.push_str("\")");
+        }
+    }
+}
+
+const DIMS: [&str; 8] = [
+    "SQ_RSRC_IMG_1D",
+    "SQ_RSRC_IMG_2D",
+    "SQ_RSRC_IMG_3D",
+    "SQ_RSRC_IMG_CUBE",
+    "SQ_RSRC_IMG_1D_ARRAY",
+    "SQ_RSRC_IMG_2D_ARRAY",
+    "SQ_RSRC_IMG_2D_MSAA",
+    "SQ_RSRC_IMG_2D_MSAA_ARRAY",
+];
+
+/// Data VGPR count of an image instruction.
+pub(crate) fn mimg_data_width(name: &str, w0: u32, w1: u32) -> u32 {
+    let dmask = (w0 >> 8) & 0xF;
+    if name.starts_with("image_bvh") {
+        return 4;
+    }
+    let mut n = if name.contains("gather4") {
+        4
+    } else {
+        dmask.count_ones().max(1)
+    };
+    if name.contains("cmpswap") {
+        n = n.max(2);
+    }
+    if w1 >> 31 != 0 {
+        n = n.div_ceil(2);
+    }
+    if (w0 >> 16) & 1 != 0 {
+        n += 1;
+    }
+    n
+}
+
+fn print_mimg(inst: &Instruction, ctx: Ctx, out: &mut String) {
+    let d = inst.desc;
+    let w0 = inst.words.get(0);
+    let w1 = inst.words.get(1);
+    let dim = (w0 >> 3) & 7;
+    let a16 = (w1 >> 30) & 1;
+    let nsa = ((w0 >> 1) & 3) as usize;
+    let t = match ctx.target {
+        crate::decode::Target::Gfx1010 => 0,
+        crate::decode::Target::Gfx1013 => 1,
+        crate::decode::Target::Gfx1030 => 2,
+    };
+    let k = (dim * 2 + a16) as usize;
+    let (addr, nsai) = crate::decode::mimg_addr(inst.opcode, t).unwrap_or((&[1; 16], &[0; 16]));
+    out.push_str(d.name);
+    let mut first = true;
+    for s in d.slots {
+        out.push_str(if first { " " } else { ", " });
+        first = false;
+        match s.f {
+            Fld::Vdata => vgprs(out, (w1 >> 8) & 0xFF, mimg_data_width(d.name, w0, w1)),
+            Fld::Vaddr => {
+                if nsa == 0 {
+                    vgprs(out, w1 & 0xFF, addr[k] as u32);
+                } else {
+                    out.push('[');
+                    let n = (nsai[k] & 0xF) as usize;
+                    for i in 0..n {
+                        let r = if i == 0 {
+                            w1 & 0xFF
+                        } else {
+                            (inst.words.get(2 + (i - 1) / 4) >> (8 * ((i - 1) % 4))) & 0xFF
+                        };
+                        let _ = write!(out, "{}v{r}", if i > 0 { ", " } else { "" });
+                    }
+                    out.push(']');
+                }
+            }
+            Fld::Srsrc => sreg(out, ((w1 >> 16) & 0x1F) << 2, s.w as u32),
+            Fld::Ssamp => sreg(out, ((w1 >> 21) & 0x1F) << 2, 4),
+            _ => out.push('?'),
+        }
+    }
+    let dmask = (w0 >> 8) & 0xF;
+    if d.flags & 1 != 0 && dmask != 0 {
+        let _ = write!(out, " dmask:0x{dmask:x}");
+    }
+    if d.flags & 2 != 0 {
+        let _ = write!(out, " dim:{}", DIMS[dim as usize]);
+    }
+    let bvh = d.name.starts_with("image_bvh");
+    for (bit, word, name) in [
+        (12, w0, " unorm"),
+        (7, w0, " dlc"),
+        (13, w0, " glc"),
+        (25, w0, " slc"),
+        (15, w0, " r128"),
+        (30, w1, " a16"),
+        (16, w0, " tfe"),
+        (17, w0, " lwe"),
+        (31, w1, " d16"),
+    ] {
+        if (word >> bit) & 1 != 0 && !(bvh && (bit == 12 || bit == 15) && word == w0) {
+            out.push_str(name);
         }
     }
 }

@@ -57,6 +57,8 @@ pub enum Fld {
     Srsrc,
     /// Buffer scalar offset.
     Soff,
+    /// Image sampler SGPRs.
+    Ssamp,
     /// Anything else (printed by a family-specific rule).
     Unknown,
 }

@@ -316,15 +316,146 @@ def fam_mem():
             d["m02"] = W([b, 2 | (0 << 8) | (0x7D << 16) | (1 << 24)])
             d["m03"] = W([b, 2 | (0 << 8) | (0x7D << 16) | (0 << 24)])
             d["m04"] = W([b | (1 << 16), 2 | (3 << 8) | (0x7D << 16) | (1 << 24)])
+    for op in range(16):  # MTBUF (op bit 3 lives in dword 1 bit 21)
+        d = fams.setdefault("MTBUF", {}).setdefault(op, {})
+        b = 0xE8000000 | ((op & 7) << 16) | (1 << 12) | (1 << 19)
+        hi = (op >> 3) << 21
+        d["m00"] = W([b, 2 | (5 << 8) | (2 << 16) | (3 << 24) | hi])
     for f in fams.values():
         for o in f.values():
             o.pop("o", None)
     return fams
 
 
+def mimg_word0(op, dim=0, nsa=0, extra=0xF << 8):
+    return 0xF0000000 | ((op & 0x7F) << 18) | (op >> 7) | extra | (dim << 3) | (nsa << 1)
+
+
+def mimg_entries(cpu):
+    # Phase 1: which sampler field value each opcode accepts (25 = s[100:103], or 0 = none).
+    # Atomics take dmask 0x1 (0x3 for cmpswap); ray tracing needs unorm+r128 set.
+    variants = [(25, 0x1 << 8), (0, 0x1 << 8), (0, 0x3 << 8), (0, 0x9F << 8), (25, 0xF << 8), (0, 0xF << 8)]
+    base_cases = []
+    for op in range(256):
+        for ss, extra in variants:
+            base_cases.append(W([mimg_word0(op, 0, 0, extra), 8 | (16 << 8) | (1 << 16) | (ss << 21)]))
+    base_res = oracle.run(base_cases, cpu)
+    chosen = {}
+    for op in range(256):
+        for n, (ss, extra) in enumerate(variants):
+            o = base_res[op * len(variants) + n]
+            if o:
+                if "cmpswap" in o[0]:
+                    extra = 0x3 << 8
+                elif "atomic" in o[0]:
+                    extra = 0x1 << 8
+                chosen[op] = (ss, o[0], extra)
+                break
+    cases = {}
+    for op, (ss, _, ex) in chosen.items():
+        w1 = 8 | (16 << 8) | (1 << 16) | (ss << 21)
+        for dim in range(8):
+            for a16 in range(2):
+                x1 = w1 | (a16 << 30)
+                cases[(op, "d%d%d" % (dim, a16))] = W([mimg_word0(op, dim, 0, ex), x1])
+                for k in range(1, 4):
+                    extra = [0x0C0B0A09, 0x100F0E0D, 0x14131211][:k]
+                    cases[(op, "n%d%d%d" % (dim, a16, k))] = W([mimg_word0(op, dim, k, ex), x1] + extra)
+    keys = list(cases)
+    res = dict(zip(keys, oracle.run([cases[k] for k in keys], cpu)))
+    out = {}
+    for op, (ss, base, _) in chosen.items():
+        name, ops, mods = split_ops(base)
+        slots = []
+        for t in ops:
+            r = reg(t)
+            if t.startswith("["):
+                slots.append(("VADDR", 0))
+            elif r and r[0] == "v" and r[1] == 16:
+                slots.append(("VDATA", r[2]))
+            elif r and r[0] == "v" and r[1] == 8:
+                slots.append(("VADDR", r[2]))
+            elif r and r[0] == "s" and r[1] == 4:
+                slots.append(("SRSRC", r[2]))
+            elif r and r[0] == "s" and r[1] == 100:
+                slots.append(("SSAMP", 4))
+            else:
+                slots.append(("UNK:" + t, 0))
+        addr = []
+        nsa = []
+        for dim in range(8):
+            for a16 in range(2):
+                o = res[(op, "d%d%d" % (dim, a16))]
+                w = 0
+                if o:
+                    _, ops2, _ = split_ops(o[0])
+                    r = reg(ops2[1]) if len(ops2) > 1 else None
+                    w = r[2] if r else 0
+                addr.append(w)
+                cnt = 0
+                okmask = 0
+                for k in range(1, 4):
+                    o = res[(op, "n%d%d%d" % (dim, a16, k))]
+                    m = re.search(r", \[(v\d+(?:, v\d+)*)\]", o[0]) if o else None
+                    if m:
+                        okmask |= 1 << k
+                        cnt = m.group(1).count(",") + 1
+                nsa.append(cnt | (okmask << 4))
+        dmask_printed = "dmask:" in base
+        out[op] = (name, slots, addr, nsa, dmask_printed, "dim:" in base)
+    return out
+
+
+def emit_mimg(out):
+    per = {cpu: mimg_entries(cpu) for cpu in CPUS}
+    rows = {}
+    for cpu in CPUS:
+        for op, e in per[cpu].items():
+            key = (op, repr(e))
+            if key in rows:
+                rows[key][1] |= CPU_BIT[cpu]
+            else:
+                rows[key] = [e, CPU_BIT[cpu]]
+    out.append("/// MIMG opcode descriptors: (opcode, variants). Address widths per (dim, a16) in")
+    out.append("/// `MIMG_ADDR`; NSA address counts (low 4 bits) and accepted NSA dword counts (bits 4..7).")
+    out.append("pub static MIMG: &[(u16, &[OpDesc])] = &[")
+    byop = {}
+    for (op, _), (e, cpus) in sorted(rows.items()):
+        byop.setdefault(op, []).append((e, cpus))
+    for op, lst in sorted(byop.items()):
+        vs = []
+        for (name, slots, addr, nsa, dm, dim), cpus in lst:
+            sl = ", ".join("Slot { f: %s, w: %d }" % (fld_ident(f), w) for f, w in slots)
+            vs.append('OpDesc { name: "%s", cpus: %d, slots: &[%s], cc: [CNone, CNone, CNone], flags: 0x%x, extra: "", zmask: 0 }' % (
+                name, cpus, sl, (1 if dm else 0) | (2 if dim else 0)))
+        out.append("    (%d, &[%s])," % (op, ", ".join(vs)))
+    out.append("];")
+    out.append("")
+    out.append("/// MIMG address info: (opcode, cpus, non-NSA vaddr width per dim*2+a16, NSA info per dim*2+a16).")
+    out.append("pub static MIMG_ADDR: &[(u16, u8, [u8; 16], [u8; 16])] = &[")
+    for (op, _), (e, cpus) in sorted(rows.items()):
+        out.append("    (%d, %d, [%s], [%s])," % (op, cpus, ", ".join(map(str, e[2])), ", ".join(map(str, e[3]))))
+    out.append("];")
+    out.append("")
+
+
+def mtbuf_formats(cpu):
+    cases = []
+    for f in range(128):
+        w0 = 0xE8000000 | (f << 19)
+        cases.append(W([w0, 0x80000000]))
+    names = []
+    for o in oracle.run(cases, cpu):
+        t = o[0] if o else ""
+        m = re.search(r"format:(\[[A-Z0-9_]+\])", t)
+        names.append(m.group(1) if m else ("" if "format:" in t or not t else "default"))
+    return names
+
+
 MEM_FIELDS = {
     "DS": {"VADDR": ("v", 2), "VDATA0": ("v", 3), "VDATA1": ("v", 4), "VDST": ("v", 1)},
     "MUBUF": {"VDATA": ("v", 5), "VADDR": ("v", 2), "SRSRC": ("s", 8), "SOFF": ("s", 3)},
+    "MTBUF": {"VDATA": ("v", 5), "VADDR": ("v", 2), "SRSRC": ("s", 8), "SOFF": ("s", 3)},
     "FLAT": {"VADDR": ("v", 2), "VDATA": ("v", 3), "VDST": ("v", 1)},
 }
 
@@ -524,6 +655,13 @@ def emit(entries):
             out.append("    (%d, &[%s])," % (op, ", ".join(vs)))
         out.append("];")
         out.append("")
+    emit_mimg(out)
+    for cpu in ["gfx1010", "gfx1030"]:
+        names = mtbuf_formats(cpu)
+        out.append("/// MTBUF `format:` names on %s (\"\" = printed as a number, \"default\" = omitted)." % cpu)
+        out.append("pub static MTBUF_FORMATS_%s: [&str; 128] = [%s];" % (
+            cpu.upper(), ", ".join('"%s"' % n for n in names)))
+        out.append("")
     path = os.path.join(os.path.dirname(__file__), "..", "src", "tables.rs")
     with open(path, "w") as f:
         f.write("\n".join(out))
@@ -550,7 +688,7 @@ def fld_ident(f):
         "VCC": "Vcc", "EXEC": "Exec", "LIT": "Lit", "IMM": "Imm", "HWREG": "Hwreg", "ATTR": "Attr",
         "M0": "M0", "OFF": "Off", "SDATA": "Sdata", "SBASE": "Sbase",
         "VADDR": "Vaddr", "VDATA0": "Vdata0", "VDATA1": "Vdata1", "VDATA": "Vdata",
-        "SRSRC": "Srsrc", "SOFF": "Soff",
+        "SRSRC": "Srsrc", "SOFF": "Soff", "SSAMP": "Ssamp",
     }[f]
 
 
