@@ -197,6 +197,12 @@ fn main() {
         })
         .collect();
     let (record_s, _) = best(1, || cache.record_file_hashes(&rows).unwrap());
+    // The no-op rebuild's case: the first query of a freshly opened cache.
+    drop(cache);
+    let cache = Cache::open(&cache_dir).unwrap();
+    let (under_first_s, _) = best(1, || {
+        cache.file_hashes_under("/games/PPSA01234/app0/").unwrap()
+    });
     let (under_s, got) = best(5, || {
         cache.file_hashes_under("/games/PPSA01234/app0/").unwrap()
     });
@@ -235,7 +241,8 @@ fn main() {
         "file_hashes": {
             "rows": rows.len(),
             "record_file_hashes_ms": round2(record_s * 1e3),
-            "file_hashes_under_ms": round2(under_s * 1e3),
+            "file_hashes_under_first_ms": round2(under_first_s * 1e3),
+            "file_hashes_under_best_of_5_ms": round2(under_s * 1e3),
         },
         "index_bytes": stats.index_bytes,
     });

@@ -528,6 +528,31 @@ fn corrupt_index_gives_a_clear_error() {
 }
 
 #[test]
+fn rebuild_index_keeps_the_blobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = common::pseudo_bytes(77, 2000);
+    let h = {
+        let cache = Cache::open(dir.path()).unwrap();
+        cache.memo_put(&key(1), &data).unwrap()
+    };
+    fs::write(dir.path().join("index.sqlite"), vec![0x5a; 8192]).unwrap();
+    assert!(matches!(
+        Cache::open(dir.path()),
+        Err(CacheError::IndexCorrupt { .. })
+    ));
+    let (cache, aside) = Cache::rebuild_index(dir.path()).unwrap();
+    assert!(aside.exists());
+    assert_eq!(fs::read(&aside).unwrap(), vec![0x5a; 8192]);
+    // The memo entry is gone, the blob is not.
+    assert_eq!(cache.memo_get(&key(1)).unwrap(), Lookup::Miss);
+    let report = cache.verify().unwrap();
+    assert_eq!(report.adopted, vec![cache.blob_path(&h)]);
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(cache.stats().unwrap().blobs, 1);
+    assert_eq!(cache.get_blob(&h).unwrap(), Lookup::Hit(data));
+}
+
+#[test]
 fn newer_schema_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     drop(Cache::open(dir.path()).unwrap());
