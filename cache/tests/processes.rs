@@ -144,8 +144,12 @@ fn child_worker() {
     } else {
         mode.parse().unwrap()
     };
+    let start = unix_us();
     let (hits, puts) = work(Path::new(&dir), seed, iterations);
-    println!("CHILD-OK hits={hits} puts={puts}");
+    println!(
+        "CHILD-OK hits={hits} puts={puts} start={start} end={}",
+        unix_us()
+    );
 }
 
 fn spawn_child(dir: &Path, mode: &str, seed: u64, quiet: bool) -> Child {
@@ -164,6 +168,13 @@ fn spawn_child(dir: &Path, mode: &str, seed: u64, quiet: bool) -> Child {
         .expect("spawn child test process")
 }
 
+fn unix_us() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
+}
+
 fn time_seed() -> u64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -174,11 +185,15 @@ fn time_seed() -> u64 {
 #[test]
 fn concurrent_processes_share_one_cache() {
     let dir = tempfile::tempdir().unwrap();
-    // All three open a fresh folder at once, so they also race to create the schema.
+    // All three open a fresh folder at once (racing to create the schema), then work on the
+    // same keys at the same time.
     let children: Vec<Child> = (0..3)
         .map(|i| spawn_child(dir.path(), "150", 1000 + i, false))
         .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    std::fs::write(dir.path().join("go"), "").unwrap();
     let (mut hits, mut puts) = (0u64, 0u64);
+    let (mut last_start, mut first_end) = (0u64, u64::MAX);
     for child in children {
         let out = child.wait_with_output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -199,7 +214,17 @@ fn concurrent_processes_share_one_cache() {
             .collect();
         hits += nums[0];
         puts += nums[1];
+        last_start = last_start.max(nums[2]);
+        first_end = first_end.min(nums[3]);
     }
+    assert!(
+        last_start < first_end,
+        "the children did not run at the same time (last start {last_start} us, first end {first_end} us)"
+    );
+    eprintln!(
+        "all three ran together for {} ms",
+        (first_end - last_start) / 1000
+    );
     eprintln!("3 processes x 150 iterations: {hits} verified hits, {puts} puts");
     assert_eq!(hits + puts, 450);
     assert!(hits > 0 && puts > 0);
