@@ -427,8 +427,15 @@ impl Cache {
     /// they read as misses and `memo_put` or `verify` replaces them).
     fn forget_blob(&self, hash: &ContentHash) -> Result<(), CacheError> {
         let conn = lock(&self.conn);
-        conn.execute("DELETE FROM blobs WHERE hash = ?1", [&hash.0[..]])
+        // Look first: a plain miss (never stored) must not cost a write transaction.
+        let known = conn
+            .prepare_cached("SELECT 1 FROM blobs WHERE hash = ?1")
+            .and_then(|mut s| s.exists([&hash.0[..]]))
             .map_err(|e| self.db_err(e))?;
+        if known {
+            conn.execute("DELETE FROM blobs WHERE hash = ?1", [&hash.0[..]])
+                .map_err(|e| self.db_err(e))?;
+        }
         Ok(())
     }
 
