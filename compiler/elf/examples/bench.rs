@@ -2,7 +2,7 @@
 //!
 //! Builds (in memory) a PS5 executable with 48 MiB of code, 300,000 relocations and 4,000
 //! imports, then times `aps5_elf::parse` on the plain ELF and on the same ELF wrapped in
-//! an fSELF (which copies every segment into a fresh image), beside a plain memory scan
+//! an fSELF (read in place through its data entries, no copy), beside a plain memory scan
 //! (summing the bytes as u64s) of the same input as the physical limit. Prints one JSON
 //! object. Run: `cargo run --release -p aps5-elf --example bench`.
 

@@ -1,11 +1,13 @@
-//! Unwrapping fake-signed SELF containers into the plain ELF image they carry.
+//! Unwrapping fake-signed SELF containers into the plain ELF image they carry (as a list
+//! of borrowed pieces; see [`crate::image`]).
 //!
 //! Layout (public facts): a 0x20-byte header with the entry count as a u16 at 0x18, then
 //! 0x20-byte entries (u64 flags, offset, filesz, memsz), then the ELF header and program
 //! headers. Entry flags: bit 1 encrypted, bit 3 compressed, bit 11 "has blocks" (a data
 //! entry), bits 20.. the program-header index of the segment the data belongs to.
 
-use crate::error::{Error, ErrorKind, Place, Result};
+use crate::error::{Error, ErrorKind, Result};
+use crate::image::{Image, Piece};
 use crate::rd;
 
 /// PS4 SELF magic.
@@ -20,39 +22,8 @@ const ENTRY_SIZE: u64 = 0x20;
 const EHDR_SIZE: u64 = 0x40;
 const PHDR_SIZE: u64 = 56;
 
-/// One piece of the unwrapped image and where it came from in the fSELF file.
-#[derive(Debug, Clone, Copy)]
-struct Piece {
-    elf: u64,
-    len: u64,
-    file: u64,
-}
-
-/// An ELF image unwrapped from an fSELF, with the map back to file offsets.
-#[derive(Debug)]
-pub(crate) struct Unwrapped {
-    pub image: Vec<u8>,
-    pieces: Vec<Piece>,
-}
-
-impl Unwrapped {
-    /// Rewrites an error found in the image so that it names the fSELF file offset too.
-    pub fn relocate_error(&self, mut e: Error) -> Error {
-        if let Place::File(elf) = e.place {
-            let file = self
-                .pieces
-                .iter()
-                .rev()
-                .find(|p| elf >= p.elf && elf - p.elf < p.len.max(1))
-                .map(|p| p.file + (elf - p.elf));
-            e.place = Place::Unwrapped { elf, file };
-        }
-        e
-    }
-}
-
 /// Unwraps an fSELF (magic already checked by the caller).
-pub(crate) fn unwrap(data: &[u8]) -> Result<Unwrapped> {
+pub(crate) fn unwrap(data: &[u8]) -> Result<Image<'_>> {
     let len = data.len() as u64;
     let count = u64::from(
         rd::u16(data, 0x18).ok_or_else(|| Error::truncated(0, "SELF header (0x20 bytes)"))?,
@@ -190,30 +161,24 @@ pub(crate) fn unwrap(data: &[u8]) -> Result<Unwrapped> {
             ),
         ));
     }
-    let mut image = vec![0u8; image_len as usize];
     let mut pieces = Vec::with_capacity(copies.len() + 2);
-    image[..EHDR_SIZE as usize].copy_from_slice(ehdr);
     pieces.push(Piece {
         elf: 0,
-        len: EHDR_SIZE,
+        bytes: ehdr,
         file: elf_at,
     });
-    let ph_len = (phnum * PHDR_SIZE) as usize;
-    image[phoff as usize..phoff as usize + ph_len]
-        .copy_from_slice(&data[ph_table_at as usize..ph_table_at as usize + ph_len]);
+    let ph_len = phnum * PHDR_SIZE;
     pieces.push(Piece {
         elf: phoff,
-        len: ph_len as u64,
+        bytes: &data[ph_table_at as usize..(ph_table_at + ph_len) as usize],
         file: ph_table_at,
     });
     for (_, off, size, dest) in copies {
-        image[dest as usize..(dest + size) as usize]
-            .copy_from_slice(&data[off as usize..(off + size) as usize]);
         pieces.push(Piece {
             elf: dest,
-            len: size,
+            bytes: &data[off as usize..(off + size) as usize],
             file: off,
         });
     }
-    Ok(Unwrapped { image, pieces })
+    Ok(Image::from_pieces(pieces))
 }

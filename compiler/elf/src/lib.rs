@@ -12,6 +12,7 @@
 
 mod error;
 mod fself;
+mod image;
 pub mod inspect;
 mod model;
 pub mod names;
@@ -31,11 +32,13 @@ pub fn parse(data: &[u8]) -> Result<Module> {
             } else {
                 Platform::Ps5
             };
-            let unwrapped = fself::unwrap(data)?;
-            reader::parse_elf(&unwrapped.image, Container::Fself, Some(platform))
-                .map_err(|e| unwrapped.relocate_error(e))
+            let image = fself::unwrap(data)?;
+            reader::parse_elf(&image, Container::Fself, Some(platform))
+                .map_err(|e| image.relocate_error(e))
         }
-        Some(m) if m == b"\x7fELF" => reader::parse_elf(data, Container::Elf, None),
+        Some(m) if m == b"\x7fELF" => {
+            reader::parse_elf(&image::Image::plain(data), Container::Elf, None)
+        }
         Some(m) => Err(Error::new(
             ErrorKind::NotExecutable,
             0,
@@ -57,7 +60,7 @@ pub fn parse(data: &[u8]) -> Result<Module> {
 pub fn unwrap_fself(data: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>> {
     match data.get(..4) {
         Some(m) if m == PS4_SELF_MAGIC || m == PS5_SELF_MAGIC => {
-            Ok(std::borrow::Cow::Owned(fself::unwrap(data)?.image))
+            Ok(std::borrow::Cow::Owned(fself::unwrap(data)?.materialize()))
         }
         _ => Ok(std::borrow::Cow::Borrowed(data)),
     }

@@ -10,6 +10,7 @@ use goblin::elf::dynamic as gdt;
 use goblin::elf::program_header::{self as gpt, ProgramHeader};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::image::Image;
 use crate::model::*;
 use crate::names::{dt, pt};
 use crate::rd;
@@ -39,8 +40,8 @@ struct Tag {
     at: u64,
 }
 
-struct Reader<'a> {
-    data: &'a [u8],
+struct Reader<'i, 'a> {
+    img: &'i Image<'a>,
     segments: Vec<Segment>,
     layout: DynamicLayout,
     /// PS4: (file offset, size) of PT_SCE_DYNLIBDATA.
@@ -50,17 +51,17 @@ struct Reader<'a> {
 
 /// Parses a plain ELF image. `self_platform` is the platform named by the SELF magic, if any.
 pub(crate) fn parse_elf(
-    data: &[u8],
+    img: &Image<'_>,
     container: Container,
     self_platform: Option<Platform>,
 ) -> Result<Module> {
-    let len = data.len() as u64;
-    if len < 64 {
+    let len = img.len();
+    let Some(data) = img.get(0, 64) else {
         return Err(Error::truncated(
             0,
             format!("ELF header needs 64 bytes but the file has {len}"),
         ));
-    }
+    };
     if data[0..4] != *b"\x7fELF" {
         return Err(Error::new(
             ErrorKind::NotExecutable,
@@ -136,7 +137,10 @@ pub(crate) fn parse_elf(
         ));
     }
     let ctx = Ctx::new(GContainer::Big, Endian::Little);
-    let phdrs = ProgramHeader::parse(data, phoff as usize, phnum as usize, ctx)
+    let ph_bytes = img
+        .get(phoff, phnum * 56)
+        .ok_or_else(|| Error::truncated(phoff, "program header table is not stored in the file"))?;
+    let phdrs = ProgramHeader::parse(ph_bytes, 0, phnum as usize, ctx)
         .map_err(|e| Error::truncated(phoff, format!("program headers: {e}")))?;
     let segments: Vec<Segment> = phdrs
         .iter()
@@ -170,7 +174,7 @@ pub(crate) fn parse_elf(
     }
 
     let mut r = Reader {
-        data,
+        img,
         segments,
         layout: DynamicLayout::None,
         dynlib: dynlib.map(|(o, s, _)| (o, s)),
@@ -266,9 +270,19 @@ fn all(dynamic: &[(DynamicEntry, u64)], tag: u64) -> impl Iterator<Item = Tag> +
         })
 }
 
-impl<'a> Reader<'a> {
+impl<'i, 'a> Reader<'i, 'a> {
     fn len(&self) -> u64 {
-        self.data.len() as u64
+        self.img.len()
+    }
+
+    /// `len` bytes at image offset `off`, or a truncation error naming `at`.
+    fn bytes(&self, off: u64, len: u64, at: u64, what: &str) -> Result<&'a [u8]> {
+        self.img.get(off, len).ok_or_else(|| {
+            Error::truncated(
+                at,
+                format!("{what} ({len:#x} bytes at {off:#x}) is not stored in the file"),
+            )
+        })
     }
 
     fn interpreter(&self, phoff: u64) -> Result<Option<String>> {
@@ -278,7 +292,7 @@ impl<'a> Reader<'a> {
         if s.filesz == 0 {
             return Ok(None);
         }
-        let bytes = rd::slice(self.data, s.offset, s.filesz).ok_or_else(|| {
+        let bytes = self.img.get(s.offset, s.filesz).ok_or_else(|| {
             Error::truncated(
                 phoff + u64::from(s.index) * 56 + 8,
                 format!(
@@ -297,7 +311,7 @@ impl<'a> Reader<'a> {
         let Some(s) = dyns.next() else {
             return Ok(Vec::new());
         };
-        let bytes = rd::slice(self.data, s.offset, s.filesz).ok_or_else(|| {
+        let bytes = self.img.get(s.offset, s.filesz).ok_or_else(|| {
             Error::truncated(
                 phoff + u64::from(s.index) * 56 + 8,
                 format!(
@@ -452,7 +466,7 @@ impl<'a> Reader<'a> {
             }
             _ => None,
         };
-        let data = self.data;
+        let img = self.img;
         let string = |off: u64, what: &str, at: u64| -> Result<String> {
             let (base, size) = strtab.ok_or_else(|| {
                 Error::malformed(
@@ -468,7 +482,12 @@ impl<'a> Reader<'a> {
                     ),
                 ));
             }
-            let table = &data[(base + off) as usize..(base + size) as usize];
+            let table = img.get(base + off, size - off).ok_or_else(|| {
+                Error::truncated(
+                    at,
+                    format!("{what}: string table is not stored in the file"),
+                )
+            })?;
             let end = table.iter().position(|&b| b == 0).ok_or_else(|| {
                 Error::truncated(
                     base + off,
@@ -566,12 +585,12 @@ impl<'a> Reader<'a> {
                 ));
             }
             let off = self.table("symbol table", t, size)?;
-            let count = size / SYM_SIZE;
+            let table = self.bytes(off, size, t.at, "symbol table")?;
             let mut bad_names: Vec<u64> = Vec::new();
-            m.symbols.reserve(count as usize);
-            for i in 0..count {
+            m.symbols.reserve(table.len() / SYM_SIZE as usize);
+            for (i, e) in table.chunks_exact(SYM_SIZE as usize).enumerate() {
+                let i = i as u64;
                 let at = off + i * SYM_SIZE;
-                let e = &self.data[at as usize..(at + SYM_SIZE) as usize];
                 let st_name = u64::from(rd::u32(e, 0).unwrap_or(0));
                 let info = e[4];
                 // Real OpenOrbis output (the keyboard sample) has symbols whose name offsets
@@ -732,7 +751,7 @@ impl<'a> Reader<'a> {
                 continue;
             }
             let off = self.table(what, addr, size.value)?;
-            let bytes = &self.data[off as usize..(off + size.value) as usize];
+            let bytes = self.bytes(off, size.value, addr.at, what)?;
             m.relocations.reserve(bytes.len() / RELA_SIZE as usize);
             for (i, e) in bytes.chunks_exact(RELA_SIZE as usize).enumerate() {
                 let offset = rd::u64(e, 0).unwrap_or(0);
@@ -782,7 +801,7 @@ impl<'a> Reader<'a> {
         // Fingerprint (PS4: DYNLIBDATA offset; PS5: vaddr).
         if let Some(t) = first(dynamic, dt::SCE_FINGERPRINT) {
             let off = self.table("DT_SCE_FINGERPRINT", t, FINGERPRINT_LEN)?;
-            let bytes = &self.data[off as usize..(off + FINGERPRINT_LEN) as usize];
+            let bytes = self.bytes(off, FINGERPRINT_LEN, t.at, "DT_SCE_FINGERPRINT")?;
             m.fingerprint = Some(bytes.iter().map(|b| format!("{b:02x}")).collect());
         }
         Ok(())
@@ -798,13 +817,15 @@ impl<'a> Reader<'a> {
             ));
         };
         let off = self.table("DT_HASH", t, 8)?;
-        Ok(u64::from(rd::u32(self.data, off + 4).unwrap_or(0)))
+        Ok(u64::from(
+            rd::u32(self.bytes(off, 8, t.at, "DT_HASH")?, 4).unwrap_or(0),
+        ))
     }
 
     /// Reads one pointer-sized slot of the loaded image (0 if it lies in .bss).
     fn read_slot(&self, vaddr: u64) -> Option<u64> {
         match self.vaddr_to_offset(vaddr, 8) {
-            Some(off) => rd::u64(self.data, off),
+            Some(off) => self.img.get(off, 8).and_then(|b| rd::u64(b, 0)),
             None if self.vaddr_mapped(vaddr, 8) => Some(0),
             None => None,
         }
@@ -855,7 +876,7 @@ impl<'a> Reader<'a> {
         let Some(s) = self.segments.iter().find(|s| s.p_type == p_type) else {
             return Ok(None);
         };
-        let bytes = rd::slice(self.data, s.offset, s.filesz).ok_or_else(|| {
+        let bytes = self.img.get(s.offset, s.filesz).ok_or_else(|| {
             Error::truncated(
                 s.offset,
                 format!(
