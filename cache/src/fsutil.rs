@@ -84,7 +84,8 @@ pub(crate) fn write_durable(tmp_dir: &Path, dest: &Path, bytes: &[u8]) -> io::Re
         let parent = dest.parent().unwrap_or(Path::new("."));
         match fs::rename(&tmp, dest) {
             Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound && !parent.exists() => {
+            // The shard folder does not exist yet (another thread may be creating it too).
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 match fs::create_dir(parent) {
                     Ok(()) => {
                         if let Some(grand) = parent.parent() {

@@ -15,6 +15,9 @@ use crate::fsutil::{self, sweep_temps, write_durable};
 use crate::hash::{ContentHash, FileStamp, MemoKey, hash_reader};
 use crate::report::{CorruptBlob, GcReport, Stats, VerifyReport};
 
+/// Threads that write blob files in `memo_put_many`/`put_blobs` (I/O bound: their fsyncs
+/// overlap, so more threads than cores pay off).
+const WRITE_THREADS: usize = 8;
 /// How long a writer waits for another process's write transaction before giving up.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 /// The index schema this build writes (`PRAGMA user_version`).
@@ -515,6 +518,88 @@ impl Cache {
         .map_err(|e| self.db_err(e))?;
         tx.commit().map_err(|e| self.db_err(e))?;
         Ok(hash)
+    }
+
+    /// Stores many memoized results at once: the blob files are written by several threads
+    /// (their fsyncs overlap, which on a journaling filesystem is many times faster than
+    /// one after another), then all index rows go in one transaction. Returns the content
+    /// hashes in order. Same guarantees as [`Cache::memo_put`] for each entry.
+    pub fn memo_put_many(
+        &self,
+        entries: &[(MemoKey, &[u8])],
+    ) -> Result<Vec<ContentHash>, CacheError> {
+        let hashes = self.store_files_parallel(entries.iter().map(|e| e.1))?;
+        let now = now_ns();
+        let mut conn = lock(&self.conn);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.db_err(e))?;
+        for ((key, bytes), hash) in entries.iter().zip(&hashes) {
+            upsert_blob(&tx, hash, bytes.len() as u64, now).map_err(|e| self.db_err(e))?;
+            tx.prepare_cached(
+                "INSERT INTO memo (key, blob, created) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (key) DO UPDATE SET blob = excluded.blob, created = excluded.created",
+            )
+            .and_then(|mut s| s.execute(params![&key.0.0[..], &hash.0[..], now]))
+            .map_err(|e| self.db_err(e))?;
+        }
+        tx.commit().map_err(|e| self.db_err(e))?;
+        Ok(hashes)
+    }
+
+    /// Stores many blobs at once (see [`Cache::memo_put_many`]); returns their hashes.
+    pub fn put_blobs(&self, blobs: &[&[u8]]) -> Result<Vec<ContentHash>, CacheError> {
+        let hashes = self.store_files_parallel(blobs.iter().copied())?;
+        let now = now_ns();
+        let mut conn = lock(&self.conn);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.db_err(e))?;
+        for (bytes, hash) in blobs.iter().zip(&hashes) {
+            upsert_blob(&tx, hash, bytes.len() as u64, now).map_err(|e| self.db_err(e))?;
+        }
+        tx.commit().map_err(|e| self.db_err(e))?;
+        Ok(hashes)
+    }
+
+    /// Hashes and durably writes each blob, on up to [`WRITE_THREADS`] threads.
+    fn store_files_parallel<'a>(
+        &self,
+        blobs: impl Iterator<Item = &'a [u8]>,
+    ) -> Result<Vec<ContentHash>, CacheError> {
+        let blobs: Vec<&[u8]> = blobs.collect();
+        let hashes: Vec<ContentHash> = blobs.iter().map(|b| ContentHash::of(b)).collect();
+        let threads = WRITE_THREADS.min(blobs.len());
+        if threads <= 1 {
+            for (b, h) in blobs.iter().zip(&hashes) {
+                self.store_file(h, b)?;
+            }
+            return Ok(hashes);
+        }
+        let next = AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| -> Result<(), CacheError> {
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed);
+                            let Some(b) = blobs.get(i) else {
+                                return Ok(());
+                            };
+                            self.store_file(&hashes[i], b)?;
+                        }
+                    })
+                })
+                .collect();
+            for w in workers {
+                match w.join() {
+                    Ok(r) => r?,
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            Ok::<_, CacheError>(())
+        })?;
+        Ok(hashes)
     }
 
     /// Notes that `hash` was just used; written to the index in batches.

@@ -79,6 +79,44 @@ fn round_trip_blobs_and_memo() {
 }
 
 #[test]
+fn batch_puts_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path()).unwrap();
+    let values: Vec<Vec<u8>> = (0..40u64)
+        .map(|i| common::pseudo_bytes(500 + i % 30, 100 + (i as usize % 30) * 50))
+        .collect();
+    // 40 entries, 30 distinct values: duplicates inside one batch are written concurrently.
+    let entries: Vec<(MemoKey, &[u8])> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (key(i as u64), v.as_slice()))
+        .collect();
+    let hashes = cache.memo_put_many(&entries).unwrap();
+    assert_eq!(hashes.len(), 40);
+    for (i, v) in values.iter().enumerate() {
+        assert_eq!(hashes[i], ContentHash::of(v));
+        assert_eq!(
+            cache.memo_get(&key(i as u64)).unwrap(),
+            Lookup::Hit(v.clone())
+        );
+    }
+    let stats = cache.stats().unwrap();
+    assert_eq!((stats.blobs, stats.memo_entries), (30, 40));
+    assert_eq!(blob_files(&cache), 30);
+
+    let raw: Vec<&[u8]> = vec![b"x", b"yy", b"x", b""];
+    let hs = cache.put_blobs(&raw).unwrap();
+    assert_eq!(hs[0], hs[2]);
+    for (b, h) in raw.iter().zip(&hs) {
+        assert_eq!(cache.get_blob(h).unwrap(), Lookup::Hit(b.to_vec()));
+    }
+    assert_eq!(cache.stats().unwrap().blobs, 33);
+    assert!(cache.put_blobs(&[]).unwrap().is_empty());
+    assert!(cache.memo_put_many(&[]).unwrap().is_empty());
+    assert!(cache.verify().unwrap().is_clean());
+}
+
+#[test]
 fn cache_is_shared_between_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Cache>();
