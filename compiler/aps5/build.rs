@@ -4,7 +4,9 @@
 use std::path::Path;
 
 fn collect(root: &Path, dir: &Path, out: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
@@ -12,7 +14,12 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<String>) {
         if p.is_dir() {
             collect(root, &p, out);
         } else if p.is_file() {
-            out.push(p.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/"));
+            out.push(
+                p.strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace('\\', "/"),
+            );
         }
     }
 }
@@ -23,10 +30,15 @@ fn main() {
     println!("cargo:rerun-if-changed={}", root.display());
     let mut files = Vec::new();
     collect(&root, &root, &mut files);
-    let mut code = String::from("/// The sample dump's files: (path inside the dump, bytes).\npub const SAMPLE_FILES: &[(&str, &[u8])] = &[\n");
+    let mut code = String::from(
+        "/// The sample dump's files: (path inside the dump, bytes).\npub const SAMPLE_FILES: &[(&str, &[u8])] = &[\n",
+    );
     for f in &files {
         println!("cargo:rerun-if-changed={}", root.join(f).display());
-        code.push_str(&format!("    ({f:?}, include_bytes!({:?})),\n", root.join(f).display().to_string()));
+        code.push_str(&format!(
+            "    ({f:?}, include_bytes!({:?})),\n",
+            root.join(f).display().to_string()
+        ));
     }
     code.push_str("];\n");
     let out = Path::new(&std::env::var("OUT_DIR").unwrap()).join("sample_files.rs");

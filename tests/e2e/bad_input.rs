@@ -18,7 +18,10 @@ fn init_in_a_folder_that_is_not_a_dump_writes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("notes.txt"), b"hi").unwrap();
     let err = fails(tmp.path(), &["init"], 2);
-    assert!(err.contains("not a PS4/PS5 game dump") && err.contains("eboot.bin"), "{err}");
+    assert!(
+        err.contains("not a PS4/PS5 game dump") && err.contains("eboot.bin"),
+        "{err}"
+    );
     assert!(!tmp.path().join("aps5.toml").exists());
     // An eboot.bin that is not an executable.
     std::fs::write(tmp.path().join("eboot.bin"), b"MZ\x90\x00").unwrap();
@@ -60,7 +63,10 @@ fn a_link_out_of_the_dump_is_refused() {
     std::fs::remove_file(p.dir().join("data/escape.txt")).unwrap();
     std::os::unix::fs::symlink("levels/one.txt", p.dir().join("data/alias.txt")).unwrap();
     p.build_json();
-    assert_eq!(std::fs::read(p.out().join("app0/data/alias.txt")).unwrap(), b"level one\n");
+    assert_eq!(
+        std::fs::read(p.out().join("app0/data/alias.txt")).unwrap(),
+        b"level one\n"
+    );
 }
 
 #[test]
@@ -120,7 +126,10 @@ fn a_write_failure_keeps_the_previous_output() {
     unsafe {
         cmd.pre_exec(|| {
             libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            let lim = libc::rlimit { rlim_cur: 1 << 20, rlim_max: 1 << 20 };
+            let lim = libc::rlimit {
+                rlim_cur: 1 << 20,
+                rlim_max: 1 << 20,
+            };
             libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
             Ok(())
         });
@@ -158,10 +167,18 @@ fn a_corrupted_cache_blob_is_a_miss_and_is_rewritten() {
     }
     assert!(corrupted > 0, "no blobs found in {}", p.cache().display());
     let out = run(&p.dir(), &["build", "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let r = recomputed(&report);
-    assert!(r.iter().any(|(q, _, why)| q == "module" && why.contains("corrupt")), "{r:?}");
+    assert!(
+        r.iter()
+            .any(|(q, _, why)| q == "module" && why.contains("corrupt")),
+        "{r:?}"
+    );
     // Rewritten: the next build reuses everything.
     assert_eq!(recomputed(&p.build_json()), vec![]);
 }

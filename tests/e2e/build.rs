@@ -19,30 +19,49 @@ fn first_build_carries_files_and_writes_a_manifest() {
     let report = p.build_json();
     assert!(report["elapsed_ms"].is_u64());
     let out = p.out();
-    for f in ["app0/eboot.bin", "app0/sce_module/libc.prx", "app0/data/levels/one.txt", "modules.json", "manifest.json"] {
+    for f in [
+        "app0/eboot.bin",
+        "app0/sce_module/libc.prx",
+        "app0/data/levels/one.txt",
+        "modules.json",
+        "manifest.json",
+    ] {
         assert!(out.join(f).is_file(), "missing {f}");
     }
-    assert_eq!(std::fs::read(out.join("app0/eboot.bin")).unwrap(), std::fs::read(p.dir().join("eboot.bin")).unwrap());
+    assert_eq!(
+        std::fs::read(out.join("app0/eboot.bin")).unwrap(),
+        std::fs::read(p.dir().join("eboot.bin")).unwrap()
+    );
     // The manifest lists every other output with its blake3 and size.
-    let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).unwrap()).unwrap();
     let files = manifest["files"].as_array().unwrap();
     let tree = tree(&out);
     assert_eq!(files.len(), tree.len() - 1);
     for f in files {
         let bytes = &tree[f["path"].as_str().unwrap()];
         assert_eq!(f["size"].as_u64().unwrap(), bytes.len() as u64);
-        assert_eq!(f["blake3"].as_str().unwrap(), blake3::hash(bytes).to_hex().as_str());
+        assert_eq!(
+            f["blake3"].as_str().unwrap(),
+            blake3::hash(bytes).to_hex().as_str()
+        );
     }
     assert_eq!(manifest["toolchain"]["name"], "aps5");
     // aps5's own files never reach app0/.
     assert!(!out.join("app0/aps5.toml").exists());
     assert!(!out.join("app0/aps5-out").exists());
     // Module metadata: both modules were parsed.
-    let modules: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("modules.json")).unwrap()).unwrap();
+    let modules: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("modules.json")).unwrap()).unwrap();
     assert!(modules["modules"]["eboot.bin"].is_object());
     assert!(modules["modules"]["sce_module/libc.prx"].is_object());
     let recomputed = recomputed(&report);
-    assert!(recomputed.iter().any(|(q, a, r)| q == "module" && a == "eboot.bin" && r == "new input"), "{recomputed:?}");
+    assert!(
+        recomputed
+            .iter()
+            .any(|(q, a, r)| q == "module" && a == "eboot.bin" && r == "new input"),
+        "{recomputed:?}"
+    );
 }
 
 #[test]
@@ -67,17 +86,38 @@ fn changing_one_file_recomputes_only_what_depends_on_it() {
     let report = p.build_json();
     assert_eq!(
         recomputed(&report),
-        vec![("output".into(), "app0/data/levels/one.txt".into(), "changed input".into()), ("output".into(), "manifest.json".into(), "changed output".into())],
+        vec![
+            (
+                "output".into(),
+                "app0/data/levels/one.txt".into(),
+                "changed input".into()
+            ),
+            (
+                "output".into(),
+                "manifest.json".into(),
+                "changed output".into()
+            )
+        ],
         "{report}"
     );
-    assert_eq!(std::fs::read(p.out().join("app0/data/levels/one.txt")).unwrap(), b"level one, patched\n");
+    assert_eq!(
+        std::fs::read(p.out().join("app0/data/levels/one.txt")).unwrap(),
+        b"level one, patched\n"
+    );
 
     // A new file is a new input; a removed file's output goes away.
     std::fs::write(p.dir().join("data/new.txt"), b"new").unwrap();
     std::fs::remove_file(p.dir().join("data/readme.txt")).unwrap();
     let report = p.build_json();
     let r = recomputed(&report);
-    assert!(r.contains(&("output".into(), "app0/data/new.txt".into(), "new input".into())), "{r:?}");
+    assert!(
+        r.contains(&(
+            "output".into(),
+            "app0/data/new.txt".into(),
+            "new input".into()
+        )),
+        "{r:?}"
+    );
     assert!(!p.out().join("app0/data/readme.txt").exists());
 
     // Touching a module without changing its bytes recomputes nothing; changing it re-parses it.
@@ -95,7 +135,12 @@ fn explain_says_why() {
     // Another cache: the same inputs, but nothing memoized.
     p.edit_config("cache_dir = \"../cache\"", "cache_dir = \"../cache2\"");
     let again = ok(&p.dir(), &["build", "--explain"]);
-    assert!(again.lines().any(|l| l.starts_with("module") && l.contains("eboot.bin") && l.ends_with("cache miss")), "{again}");
+    assert!(
+        again.lines().any(|l| l.starts_with("module")
+            && l.contains("eboot.bin")
+            && l.ends_with("cache miss")),
+        "{again}"
+    );
 }
 
 #[test]
@@ -114,7 +159,10 @@ fn clean_builds_are_reproducible() {
     // No absolute path of either machine folder leaks into any output.
     let needle = a.tmp.path().to_string_lossy().into_owned();
     for (k, v) in ta.iter().filter(|(k, _)| !k.starts_with("app0/")) {
-        assert!(!String::from_utf8_lossy(v).contains(&needle), "{k} holds an absolute path");
+        assert!(
+            !String::from_utf8_lossy(v).contains(&needle),
+            "{k} holds an absolute path"
+        );
     }
 }
 
@@ -125,13 +173,17 @@ fn status_and_clean() {
     let status = ok(&p.dir(), &["status"]);
     assert!(status.contains("eboot.bin"), "{status}");
     assert!(status.contains("libkernel"), "{status}");
-    let json: serde_json::Value = serde_json::from_str(&ok(&p.dir(), &["status", "--json"])).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&p.dir(), &["status", "--json"])).unwrap();
     assert!(json["modules"].is_array(), "{json}");
     ok(&p.dir(), &["clean"]);
     assert!(!p.out().exists());
     // The cache survives a clean: the rebuild parses nothing again.
     let report = p.build_json();
-    assert!(recomputed(&report).iter().all(|(q, _, _)| q == "output"), "{report}");
+    assert!(
+        recomputed(&report).iter().all(|(q, _, _)| q == "output"),
+        "{report}"
+    );
 }
 
 #[test]
@@ -144,7 +196,10 @@ fn cache_commands() {
     ok(&p.dir(), &["cache", "gc", "--max-size", "0"]);
     // After gc to zero the next build recomputes the modules and still succeeds.
     let report = p.build_json();
-    assert!(recomputed(&report).iter().any(|(q, _, _)| q == "module"), "{report}");
+    assert!(
+        recomputed(&report).iter().any(|(q, _, _)| q == "module"),
+        "{report}"
+    );
     fails(&p.dir(), &["cache", "gc", "--max-size", "lots"], 1);
 }
 
@@ -158,7 +213,11 @@ fn the_embedded_sample_demo_runs() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("aps5 init"), "{stdout}");
     assert!(tmp.path().join("sample/aps5-out/manifest.json").is_file());
 }

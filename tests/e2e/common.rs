@@ -12,7 +12,12 @@ pub fn aps5() -> Command {
 
 /// Runs aps5 in `dir` with `args`.
 pub fn run(dir: &Path, args: &[&str]) -> Output {
-    aps5().arg("-C").arg(dir).args(args).output().expect("aps5 runs")
+    aps5()
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("aps5 runs")
 }
 
 /// Runs aps5 and asserts success; returns stdout.
@@ -42,7 +47,10 @@ pub fn fails(dir: &Path, args: &[&str], code: i32) -> String {
 }
 
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 pub fn shared() -> PathBuf {
@@ -120,7 +128,10 @@ pub fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
             if p.is_dir() {
                 walk(root, &p, out);
             } else {
-                out.insert(p.strip_prefix(root).unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap());
+                out.insert(
+                    p.strip_prefix(root).unwrap().to_string_lossy().into_owned(),
+                    std::fs::read(&p).unwrap(),
+                );
             }
         }
     }

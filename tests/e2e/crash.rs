@@ -11,7 +11,11 @@ fn killed_builds_recover_to_a_clean_build() {
     // Copies (not links) and many files, so a build takes long enough to be killed in the middle.
     p.edit_config("link_mode = \"hardlink\"", "link_mode = \"copy\"");
     for i in 0..400 {
-        std::fs::write(p.dir().join(format!("data/f{i:03}.bin")), vec![i as u8; 20_000 + i * 97]).unwrap();
+        std::fs::write(
+            p.dir().join(format!("data/f{i:03}.bin")),
+            vec![i as u8; 20_000 + i * 97],
+        )
+        .unwrap();
     }
     // Reference: a clean build of the same dump elsewhere.
     let reference = Project::new();
@@ -29,7 +33,12 @@ fn killed_builds_recover_to_a_clean_build() {
             // Change an input between rounds too.
             std::fs::write(p.dir().join("data/readme.txt"), format!("round {round}\n")).unwrap();
         }
-        let mut child = aps5().arg("-C").arg(p.dir()).args(["-q", "build"]).spawn().unwrap();
+        let mut child = aps5()
+            .arg("-C")
+            .arg(p.dir())
+            .args(["-q", "build"])
+            .spawn()
+            .unwrap();
         std::thread::sleep(delay);
         if child.try_wait().unwrap().is_none() {
             killed_mid_build += 1;
@@ -39,7 +48,11 @@ fn killed_builds_recover_to_a_clean_build() {
     }
     std::fs::write(p.dir().join("data/readme.txt"), b"hello\n").unwrap();
     p.build_json();
-    assert_eq!(tree(&p.out()), tree(&reference.out()), "after {killed_mid_build} killed builds");
+    assert_eq!(
+        tree(&p.out()),
+        tree(&reference.out()),
+        "after {killed_mid_build} killed builds"
+    );
     ok(&p.dir(), &["cache", "verify"]);
     assert_eq!(recomputed(&p.build_json()), vec![]);
     eprintln!("{killed_mid_build} of 12 builds were killed while running");

@@ -20,13 +20,26 @@ pub fn bench(quick: bool, only: &[String]) -> Result<bool> {
     std::fs::create_dir_all(&out)?;
     let want = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
     let mut all = serde_json::Map::new();
-    for (name, krate) in [("elf", "aps5-elf"), ("shader", "aps5-shader"), ("cache", "aps5-cache")] {
+    for (name, krate) in [
+        ("elf", "aps5-elf"),
+        ("shader", "aps5-shader"),
+        ("cache", "aps5-cache"),
+    ] {
         if !want(name) {
             continue;
         }
         println!("== bench {name}");
         let output = Command::new(cargo_bin())
-            .args(["run", "--release", "--locked", "-q", "-p", krate, "--example", "bench"])
+            .args([
+                "run",
+                "--release",
+                "--locked",
+                "-q",
+                "-p",
+                krate,
+                "--example",
+                "bench",
+            ])
             .current_dir(root())
             .stderr(Stdio::inherit())
             .output()?;
@@ -44,7 +57,10 @@ pub fn bench(quick: bool, only: &[String]) -> Result<bool> {
         write_json(&out.join("graph.json"), &figures)?;
         all.insert("graph".into(), figures);
     }
-    println!("{}", serde_json::to_string_pretty(&serde_json::Value::Object(all))?);
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&serde_json::Value::Object(all))?
+    );
     println!("figures written to {}", out.display());
     Ok(true)
 }
@@ -97,7 +113,8 @@ fn fill(buf: &mut [u8], mut seed: u64) {
 
 fn generate_dump(dir: &Path, files: usize, total: u64) -> Result<Vec<PathBuf>> {
     let sample = root().join("compiler/aps5/sample/eboot.bin");
-    std::fs::copy(&sample, dir.join("eboot.bin")).with_context(|| format!("cannot copy {}", sample.display()))?;
+    std::fs::copy(&sample, dir.join("eboot.bin"))
+        .with_context(|| format!("cannot copy {}", sample.display()))?;
     let per = total / files as u64;
     let mut buf = vec![0u8; per as usize];
     let mut paths = Vec::with_capacity(files);
@@ -164,7 +181,11 @@ fn read_and_hash(paths: &[PathBuf]) -> Result<(f64, f64)> {
 }
 
 fn graph(quick: bool) -> Result<serde_json::Value> {
-    let (files, total) = if quick { (1_000, 200u64 << 20) } else { (10_000, 2u64 << 30) };
+    let (files, total) = if quick {
+        (1_000, 200u64 << 20)
+    } else {
+        (10_000, 2u64 << 30)
+    };
     if !crate::util::cargo(&["build", "--release", "--locked", "-q", "-p", "aps5"], &[])? {
         bail!("cannot build aps5");
     }
@@ -173,12 +194,17 @@ fn graph(quick: bool) -> Result<serde_json::Value> {
     let _ = std::fs::remove_dir_all(&work);
     let dump = work.join("dump");
     std::fs::create_dir_all(&dump)?;
-    println!("generating {files} files / {} MB in {}", total >> 20, dump.display());
+    println!(
+        "generating {files} files / {} MB in {}",
+        total >> 20,
+        dump.display()
+    );
     let paths = generate_dump(&dump, files, total)?;
     run_aps5(&aps5, &dump, &["-q", "init"])?;
     // A cache of its own, so the cold build is really cold.
     let cfg = dump.join("aps5.toml");
-    let text = std::fs::read_to_string(&cfg)?.replace("cache_dir = \"\"", "cache_dir = \"../cache\"");
+    let text =
+        std::fs::read_to_string(&cfg)?.replace("cache_dir = \"\"", "cache_dir = \"../cache\"");
     std::fs::write(&cfg, text)?;
 
     let (cold, cold_rss, _) = run_aps5(&aps5, &dump, &["build", "--json"])?;

@@ -22,13 +22,25 @@ const TOOLS: &[(&str, &str)] = &[
 /// Packages that provide no program to look for.
 const FILES: &[(&str, &str)] = &[
     ("/usr/include/vulkan/vulkan.h", "libvulkan-dev"),
-    ("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json", "mesa-vulkan-drivers"),
+    (
+        "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+        "mesa-vulkan-drivers",
+    ),
 ];
 
 /// Installs the missing system packages (as root, with apt-get), or says which are missing.
 pub fn ensure_packages() -> Result<()> {
-    let mut missing: Vec<&str> = TOOLS.iter().filter(|(t, _)| !have(t)).map(|(_, p)| *p).collect();
-    missing.extend(FILES.iter().filter(|(f, _)| !std::path::Path::new(f).exists()).map(|(_, p)| *p));
+    let mut missing: Vec<&str> = TOOLS
+        .iter()
+        .filter(|(t, _)| !have(t))
+        .map(|(_, p)| *p)
+        .collect();
+    missing.extend(
+        FILES
+            .iter()
+            .filter(|(f, _)| !std::path::Path::new(f).exists())
+            .map(|(_, p)| *p),
+    );
     missing.sort();
     missing.dedup();
     if missing.is_empty() {
@@ -36,7 +48,10 @@ pub fn ensure_packages() -> Result<()> {
     }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        bail!("missing system packages: {} (install them with apt-get as root)", missing.join(" "));
+        bail!(
+            "missing system packages: {} (install them with apt-get as root)",
+            missing.join(" ")
+        );
     }
     println!("xtask: installing {}", missing.join(" "));
     let ok = Command::new("apt-get").arg("update").status()?.success()
@@ -54,12 +69,18 @@ pub fn ensure_packages() -> Result<()> {
 
 /// cargo-fuzz, installed from crates.io when missing.
 fn ensure_cargo_fuzz() -> Result<()> {
-    let present = Command::new(cargo_bin()).args(["fuzz", "--version"]).output().is_ok_and(|o| o.status.success());
+    let present = Command::new(cargo_bin())
+        .args(["fuzz", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
     if present {
         return Ok(());
     }
     println!("xtask: installing cargo-fuzz");
-    let ok = Command::new(cargo_bin()).args(["install", "cargo-fuzz", "--version", "=0.13.2", "--locked"]).status()?.success();
+    let ok = Command::new(cargo_bin())
+        .args(["install", "cargo-fuzz", "--version", "=0.13.2", "--locked"])
+        .status()?
+        .success();
     if !ok {
         bail!("`cargo install cargo-fuzz` failed");
     }
@@ -82,8 +103,16 @@ fn run_step(steps: &mut Vec<Step>, name: &str, f: impl FnOnce() -> Result<bool>)
             false
         }
     };
-    println!("<== {name}: {} ({:.1}s)", if ok { "ok" } else { "FAILED" }, t.elapsed().as_secs_f64());
-    steps.push(Step { name: name.into(), ok, secs: t.elapsed().as_secs_f64() });
+    println!(
+        "<== {name}: {} ({:.1}s)",
+        if ok { "ok" } else { "FAILED" },
+        t.elapsed().as_secs_f64()
+    );
+    steps.push(Step {
+        name: name.into(),
+        ok,
+        secs: t.elapsed().as_secs_f64(),
+    });
 }
 
 fn cargo_step(args: &[&str], env: &[(&str, &str)]) -> Result<bool> {
@@ -102,13 +131,30 @@ fn fuzz_smoke(target: &str, secs: u64, seeds: &[std::path::PathBuf]) -> Result<b
     std::fs::create_dir_all(&corpus)?;
     for s in seeds {
         if let Some(name) = s.file_name() {
-            let dest = corpus.join(format!("seed-{}-{}", s.parent().and_then(|p| p.file_name()).map(|p| p.to_string_lossy()).unwrap_or_default(), name.to_string_lossy()));
+            let dest = corpus.join(format!(
+                "seed-{}-{}",
+                s.parent()
+                    .and_then(|p| p.file_name())
+                    .map(|p| p.to_string_lossy())
+                    .unwrap_or_default(),
+                name.to_string_lossy()
+            ));
             let _ = std::fs::copy(s, dest);
         }
     }
     let time = format!("-max_total_time={secs}");
     cargo_step(
-        &["fuzz", "run", "--fuzz-dir", "tests/fuzz", target, corpus.to_str().unwrap(), "--", &time, "-rss_limit_mb=4096"],
+        &[
+            "fuzz",
+            "run",
+            "--fuzz-dir",
+            "tests/fuzz",
+            target,
+            corpus.to_str().unwrap(),
+            "--",
+            &time,
+            "-rss_limit_mb=4096",
+        ],
         &[("RUSTC_BOOTSTRAP", "1")],
     )
 }
@@ -118,12 +164,17 @@ fn homebrew_seeds() -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![root().join("../shared/corpus/homebrew")];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in rd.flatten() {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "bin" || x == "prx" || x == "sprx") {
+            } else if p
+                .extension()
+                .is_some_and(|x| x == "bin" || x == "prx" || x == "sprx")
+            {
                 out.push(p);
             }
         }
@@ -135,22 +186,63 @@ fn homebrew_seeds() -> Vec<std::path::PathBuf> {
 pub fn ci(install: bool, fuzz_seconds: u64) -> Result<bool> {
     let mut steps = Vec::new();
     if install {
-        run_step(&mut steps, "system packages", || ensure_packages().map(|()| true));
+        run_step(&mut steps, "system packages", || {
+            ensure_packages().map(|()| true)
+        });
     }
-    run_step(&mut steps, "cargo fmt --check", || cargo_step(&["fmt", "--all", "--", "--check"], &[]));
-    run_step(&mut steps, "cargo clippy -D warnings", || {
-        cargo_step(&["clippy", "--workspace", "--all-targets", "--locked", "--", "-D", "warnings"], &[])
+    run_step(&mut steps, "cargo fmt --check", || {
+        cargo_step(&["fmt", "--all", "--", "--check"], &[])
     });
-    run_step(&mut steps, "cargo test (workspace)", || cargo_step(&["test", "--workspace", "--locked"], &[]));
-    run_step(&mut steps, "fuzz smoke: reader", || fuzz_smoke("reader", fuzz_seconds, &homebrew_seeds()));
-    run_step(&mut steps, "fuzz smoke: decoder", || fuzz_smoke("decoder", fuzz_seconds, &[]));
+    run_step(&mut steps, "cargo clippy -D warnings", || {
+        cargo_step(
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--locked",
+                "--",
+                "-D",
+                "warnings",
+            ],
+            &[],
+        )
+    });
+    run_step(&mut steps, "cargo test (workspace)", || {
+        cargo_step(&["test", "--workspace", "--locked"], &[])
+    });
+    run_step(&mut steps, "fuzz smoke: reader", || {
+        fuzz_smoke("reader", fuzz_seconds, &homebrew_seeds())
+    });
+    run_step(&mut steps, "fuzz smoke: decoder", || {
+        fuzz_smoke("decoder", fuzz_seconds, &[])
+    });
     run_step(&mut steps, "decoder vs llvm-mc (20,000 words)", || {
-        cargo_step(&["run", "--release", "--locked", "-q", "-p", "aps5-shader", "--example", "fuzz_decoder", "--", "20000", "1"], &[])
+        cargo_step(
+            &[
+                "run",
+                "--release",
+                "--locked",
+                "-q",
+                "-p",
+                "aps5-shader",
+                "--example",
+                "fuzz_decoder",
+                "--",
+                "20000",
+                "1",
+            ],
+            &[],
+        )
     });
 
     println!("\n== summary");
     for s in &steps {
-        println!("  {:<40} {:>7} {:>8.1}s", s.name, if s.ok { "ok" } else { "FAILED" }, s.secs);
+        println!(
+            "  {:<40} {:>7} {:>8.1}s",
+            s.name,
+            if s.ok { "ok" } else { "FAILED" },
+            s.secs
+        );
     }
     let failed = steps.iter().filter(|s| !s.ok).count();
     println!("{} passed, {} failed", steps.len() - failed, failed);

@@ -50,16 +50,16 @@ enum Cmd {
         ps4: bool,
     },
     /// Differential fuzzing of the RDNA2 decoder against llvm-mc.
-    FuzzDecoder {
-        words: u64,
-        seed: Option<u64>,
-    },
+    FuzzDecoder { words: u64, seed: Option<u64> },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Cmd::Ci { no_install, fuzz_seconds } => ci::ci(!no_install, fuzz_seconds),
+        Cmd::Ci {
+            no_install,
+            fuzz_seconds,
+        } => ci::ci(!no_install, fuzz_seconds),
         Cmd::Bench { quick, only } => bench::bench(quick, &only),
         Cmd::Dump { src, out, ps4 } => {
             aps5_sdk::build_dump(&src, &out, &aps5_sdk::DumpOptions { ps4 }).map(|()| true)
@@ -67,7 +67,19 @@ fn main() -> ExitCode {
         Cmd::FuzzDecoder { words, seed } => {
             let mut args = vec![words.to_string()];
             args.extend(seed.map(|s| s.to_string()));
-            util::cargo(&["run", "--release", "-q", "-p", "aps5-shader", "--example", "fuzz_decoder", "--"], &args)
+            util::cargo(
+                &[
+                    "run",
+                    "--release",
+                    "-q",
+                    "-p",
+                    "aps5-shader",
+                    "--example",
+                    "fuzz_decoder",
+                    "--",
+                ],
+                &args,
+            )
         }
     };
     match result {

@@ -5,7 +5,10 @@ use std::process::Command;
 
 /// The workspace root (xtask lives one level below it).
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
 }
 
 /// The cargo that runs us.
@@ -15,7 +18,11 @@ pub fn cargo_bin() -> String {
 
 /// Runs `cargo ARGS EXTRA` in the workspace root; true when it succeeded.
 pub fn cargo(args: &[&str], extra: &[String]) -> anyhow::Result<bool> {
-    let status = Command::new(cargo_bin()).args(args).args(extra).current_dir(root()).status()?;
+    let status = Command::new(cargo_bin())
+        .args(args)
+        .args(extra)
+        .current_dir(root())
+        .status()?;
     Ok(status.success())
 }
 

@@ -138,8 +138,12 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         }
         _ => (s, 1),
     };
-    let n: u64 = num.trim().parse().map_err(|_| format!("`{s}` is not a size (e.g. 10G, 500M)"))?;
-    n.checked_mul(mult).ok_or_else(|| format!("`{s}` is too large"))
+    let n: u64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size (e.g. 10G, 500M)"))?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("`{s}` is too large"))
 }
 
 #[cfg(test)]

@@ -35,10 +35,14 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         Command::Cache { command } => cache(&here, command)?,
         Command::Inspect { file, json } => {
             let path = here.join(file);
-            let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            let bytes =
+                std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
             let module = aps5_elf::parse(&bytes).with_context(|| format!("{}", path.display()))?;
             if *json {
-                println!("{}", serde_json::to_string_pretty(&aps5_elf::inspect::json(&module))?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&aps5_elf::inspect::json(&module))?
+                );
             } else {
                 print!("{}", aps5_elf::inspect::text(&module));
             }
@@ -54,12 +58,25 @@ pub fn init(dir: &Path, force: bool, quiet: bool) -> Result<()> {
     let (config, info) = aps5_graph::init(dir, force)?;
     if !quiet {
         let t = &config.title;
-        println!("initialized {}", dir.join(aps5_graph::CONFIG_FILE).display());
+        println!(
+            "initialized {}",
+            dir.join(aps5_graph::CONFIG_FILE).display()
+        );
         if !t.id.is_empty() || !t.name.is_empty() {
-            println!("  title       {} {} (version {}, {})", t.id, t.name, t.content_version, t.platform);
+            println!(
+                "  title       {} {} (version {}, {})",
+                t.id, t.name, t.content_version, t.platform
+            );
         }
         println!("  executable  {}", info.executable);
-        println!("  modules     {}", if info.modules.is_empty() { "none".into() } else { info.modules.join(", ") });
+        println!(
+            "  modules     {}",
+            if info.modules.is_empty() {
+                "none".into()
+            } else {
+                info.modules.join(", ")
+            }
+        );
         println!("next: aps5 build");
     }
     Ok(())
@@ -112,7 +129,10 @@ fn run_program(dir: &Path, args: &[String]) -> Result<ExitCode> {
             args
         );
     }
-    bail!("{}: running ported programs is not implemented in this version of aps5", app.display())
+    bail!(
+        "{}: running ported programs is not implemented in this version of aps5",
+        app.display()
+    )
 }
 
 fn clean(dir: &Path, quiet: bool) -> Result<()> {
@@ -120,7 +140,9 @@ fn clean(dir: &Path, quiet: bool) -> Result<()> {
     let out = &project.layout.out_dir;
     if out.exists() {
         // Only a folder aps5 made is removed wholesale.
-        if !out.join(aps5_graph::emit::MANIFEST).exists() && std::fs::read_dir(out)?.next().is_some() {
+        if !out.join(aps5_graph::emit::MANIFEST).exists()
+            && std::fs::read_dir(out)?.next().is_some()
+        {
             bail!(
                 "{} has no manifest.json, so it was not made by aps5; not removing it (check project.out_dir in aps5.toml)",
                 out.display()
@@ -133,7 +155,11 @@ fn clean(dir: &Path, quiet: bool) -> Result<()> {
             .with_context(|| format!("cannot remove {}", project.layout.state_dir.display()))?;
     }
     if !quiet {
-        println!("removed {} (the cache {} is kept)", out.display(), project.layout.cache_dir.display());
+        println!(
+            "removed {} (the cache {} is kept)",
+            out.display(),
+            project.layout.cache_dir.display()
+        );
     }
     Ok(())
 }
@@ -173,26 +199,53 @@ fn nid(items: &[String], reverse: bool) -> ExitCode {
             println!("{item}\t{}", aps5_nid::nid(item));
         }
     }
-    if unknown { ExitCode::from(2) } else { ExitCode::SUCCESS }
+    if unknown {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn shader(dir: &Path, command: &ShaderCommand) -> Result<()> {
     use aps5_shader::disasm;
-    let ShaderCommand::Disasm { file, hex, mcpu, wave64 } = command;
-    let mcpu: disasm::Mcpu = mcpu.parse().map_err(|e| anyhow::anyhow!("--mcpu {mcpu}: {e}"))?;
+    let ShaderCommand::Disasm {
+        file,
+        hex,
+        mcpu,
+        wave64,
+    } = command;
+    let mcpu: disasm::Mcpu = mcpu
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--mcpu {mcpu}: {e}"))?;
     let code = match (file, hex) {
-        (_, Some(hex)) => disasm::parse_hex_words(hex).map_err(|e| anyhow::anyhow!("--hex: {e}"))?,
+        (_, Some(hex)) => {
+            disasm::parse_hex_words(hex).map_err(|e| anyhow::anyhow!("--hex: {e}"))?
+        }
         (Some(file), None) => {
             let path = dir.join(file);
-            let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            let bytes =
+                std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
             if bytes.len() % 4 != 0 {
-                bail!("{}: {} bytes is not a whole number of 32-bit instruction words", path.display(), bytes.len());
+                bail!(
+                    "{}: {} bytes is not a whole number of 32-bit instruction words",
+                    path.display(),
+                    bytes.len()
+                );
             }
             bytes
         }
         (None, None) => unreachable!("clap requires FILE or --hex"),
     };
-    print!("{}", disasm::disassemble(&code, &disasm::Options { mcpu, wave64: *wave64 }));
+    print!(
+        "{}",
+        disasm::disassemble(
+            &code,
+            &disasm::Options {
+                mcpu,
+                wave64: *wave64
+            }
+        )
+    );
     Ok(())
 }
 
@@ -204,5 +257,9 @@ pub fn human_bytes(n: u64) -> String {
         v /= 1024.0;
         u += 1;
     }
-    if u == 0 { format!("{n} B") } else { format!("{v:.1} {}", UNITS[u]) }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
 }

@@ -14,7 +14,9 @@ include!(concat!(env!("OUT_DIR"), "/sample_files.rs"));
 
 pub fn demo(keep: Option<&Path>, quiet: bool) -> Result<()> {
     if SAMPLE_FILES.is_empty() {
-        bail!("this aps5 binary was built without the sample dump (compiler/aps5/sample/ was empty)");
+        bail!(
+            "this aps5 binary was built without the sample dump (compiler/aps5/sample/ was empty)"
+        );
     }
     let temp;
     let dir = match keep {
@@ -29,17 +31,27 @@ pub fn demo(keep: Option<&Path>, quiet: bool) -> Result<()> {
         std::fs::create_dir_all(path.parent().unwrap())?;
         std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
     }
-    println!("== sample dump written to {} ({} files)", dir.display(), SAMPLE_FILES.len());
+    println!(
+        "== sample dump written to {} ({} files)",
+        dir.display(),
+        SAMPLE_FILES.len()
+    );
     println!("\n== aps5 init");
     init(&dir, false, quiet)?;
     let project = Project::open(&dir)?;
-    let explain = BuildArgs { explain: true, json: false };
+    let explain = BuildArgs {
+        explain: true,
+        json: false,
+    };
     println!("\n== aps5 build --explain   (first build: everything is new)");
     print_build(&project.build(&Bars::new(quiet))?, &explain, quiet);
     println!("\n== aps5 build --explain   (nothing changed: nothing is recomputed)");
     print_build(&project.build(&Bars::new(quiet))?, &explain, quiet);
     println!("\n== aps5 status");
-    print!("{}", aps5_graph::status::status(&project, &Bars::new(quiet))?.to_text());
+    print!(
+        "{}",
+        aps5_graph::status::status(&project, &Bars::new(quiet))?.to_text()
+    );
     println!("\n== output tree: {}", project.layout.out_dir.display());
     println!(
         "\n== aps5 run: not yet possible. This version of aps5 reads and carries the game; relinking \

@@ -17,7 +17,11 @@ fn main() -> ExitCode {
         Err(e) => {
             let usage_error = e.use_stderr();
             let _ = e.print();
-            return if usage_error { ExitCode::from(1) } else { ExitCode::SUCCESS };
+            return if usage_error {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            };
         }
     };
     init_logging(cli.verbose, cli.quiet);

@@ -13,7 +13,10 @@ pub struct Bars {
 
 impl Bars {
     pub fn new(quiet: bool) -> Self {
-        Bars { visible: !quiet && std::io::stdout().is_terminal(), bars: Mutex::new(HashMap::new()) }
+        Bars {
+            visible: !quiet && std::io::stdout().is_terminal(),
+            bars: Mutex::new(HashMap::new()),
+        }
     }
 }
 
@@ -30,7 +33,11 @@ impl aps5_graph::Progress for Bars {
             } else {
                 "{prefix:>8} [{bar:40}] {pos}/{len}"
             };
-            bar.set_style(ProgressStyle::with_template(template).expect("template").progress_chars("=> "));
+            bar.set_style(
+                ProgressStyle::with_template(template)
+                    .expect("template")
+                    .progress_chars("=> "),
+            );
             bar.set_prefix(phase.to_string());
             bar
         });

@@ -8,7 +8,7 @@ use std::time::Instant;
 use aps5_cache::Cache;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Config, Layout, CONFIG_FILE};
+use crate::config::{CONFIG_FILE, Config, Layout};
 use crate::db::{self, Database, Dump, QueryRun, SourceFile};
 use crate::dump::{self, Scan};
 use crate::emit::{self, Output, Source};
@@ -83,7 +83,11 @@ impl Project {
         let config = Config::load(dir)?;
         let layout = Layout::new(dir, &config)?;
         let cache = Arc::new(Cache::open(&layout.cache_dir)?);
-        Ok(Project { config, layout, cache })
+        Ok(Project {
+            config,
+            layout,
+            cache,
+        })
     }
 
     /// Top-level names of the dump that belong to aps5, not to the game.
@@ -100,18 +104,26 @@ impl Project {
     /// Scans the dump (restoring known hashes) and loads it into a fresh database.
     pub fn load(&self, progress: &dyn Progress) -> Result<(Database, Dump, Scan), BuildError> {
         let jobs = match self.config.build.jobs {
-            0 => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            0 => std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
             n => n,
         };
-        let scan = dump::scan(&self.layout.dump_dir, &self.skipped_names(), &self.cache, jobs, &|d, t| {
-            progress.update("hashing", d, t)
-        })?;
+        let scan = dump::scan(
+            &self.layout.dump_dir,
+            &self.skipped_names(),
+            &self.cache,
+            jobs,
+            &|d, t| progress.update("hashing", d, t),
+        )?;
         progress.finish("hashing");
         let exe = &self.config.project.executable;
         if !scan.files.iter().any(|f| &f.rel == exe) {
             return Err(BuildError::NotADump {
                 dir: self.layout.dump_dir.clone(),
-                reason: format!("the executable {exe} (project.executable in aps5.toml) is missing"),
+                reason: format!(
+                    "the executable {exe} (project.executable in aps5.toml) is missing"
+                ),
             });
         }
         let db = Database::new(self.cache.clone());
@@ -131,7 +143,10 @@ impl Project {
 
         // Everything is computed before anything is written, so a failing query leaves the
         // previous output untouched.
-        let index = db::module_index(&db, dump).as_ref().map_err(query_error)?.clone();
+        let index = db::module_index(&db, dump)
+            .as_ref()
+            .map_err(query_error)?
+            .clone();
         let mut outputs: Vec<Output> = scan
             .files
             .iter()
@@ -139,7 +154,11 @@ impl Project {
                 rel: format!("app0/{}", f.rel),
                 hash: f.hash,
                 size: f.stamp.size,
-                source: Source::File { abs: f.abs.clone(), dev: f.dev, inode: f.stamp.inode },
+                source: Source::File {
+                    abs: f.abs.clone(),
+                    dev: f.dev,
+                    inode: f.stamp.inode,
+                },
             })
             .collect();
         outputs.push(Output {
@@ -152,8 +171,14 @@ impl Project {
 
         let title = serde_json::to_value(&self.config.title).expect("JSON");
         let manifest = emit::render_manifest(&outputs, &toolchain_identity(), &title);
-        let previous = emit::read_manifest(&self.layout.out_dir)
-            .map(|m| emit::manifest_paths(&m))
+        let previous_manifest = emit::read_manifest(&self.layout.out_dir);
+        let previous = previous_manifest
+            .as_ref()
+            .map(emit::manifest_paths)
+            .unwrap_or_default();
+        let previous_hashes = previous_manifest
+            .as_ref()
+            .map(emit::manifest_hashes)
             .unwrap_or_default();
         progress.update("writing", 0, outputs.len() as u64);
         let emitted = emit::emit(
@@ -181,14 +206,40 @@ impl Project {
                 });
             }
         }
-        reused += emitted.untouched;
-        for (rel, why) in &emitted.written {
-            let reason = match rel.strip_prefix("app0/") {
-                Some(input) if why == &"changed input" => input_reason(&old, &scan, input),
-                _ => why,
+        // An output is recomputed when its bytes differ from the last build's (even where a hard
+        // link already carried the new bytes), or when it had to be written again.
+        let written: BTreeMap<&str, &str> = emitted
+            .written
+            .iter()
+            .map(|(r, w)| (r.as_str(), *w))
+            .collect();
+        for o in outputs
+            .iter()
+            .map(|o| (o.rel.as_str(), o.hash.to_hex()))
+            .chain([(emit::MANIFEST, String::new())])
+        {
+            let (rel, hash) = o;
+            let changed = rel != emit::MANIFEST && previous_hashes.get(rel) != Some(&hash);
+            let reason = match (changed, written.get(rel)) {
+                (false, None) => continue,
+                (true, _) if previous_hashes.contains_key(rel) => match rel.strip_prefix("app0/") {
+                    Some(input) => input_reason(&old, &scan, input),
+                    None => "changed input",
+                },
+                (true, _) => "new input",
+                (false, Some(why)) => why,
             };
-            recomputed.push(Recomputed { query: "output".into(), artifact: rel.clone(), reason: reason.into() });
+            recomputed.push(Recomputed {
+                query: "output".into(),
+                artifact: rel.into(),
+                reason: reason.into(),
+            });
         }
+        reused += outputs.len()
+            - recomputed
+                .iter()
+                .filter(|r| r.query == "output" && r.artifact != emit::MANIFEST)
+                .count();
         self.write_state(&scan)?;
         Ok(BuildReport {
             recomputed,
@@ -209,23 +260,39 @@ impl Project {
 
     fn write_state(&self, scan: &Scan) -> Result<(), BuildError> {
         let state = State {
-            inputs: scan.files.iter().map(|f| (f.rel.clone(), f.hash.to_hex())).collect(),
-            queries: db::QUERY_VERSIONS.iter().map(|(q, v)| (q.to_string(), v.to_string())).collect(),
+            inputs: scan
+                .files
+                .iter()
+                .map(|f| (f.rel.clone(), f.hash.to_hex()))
+                .collect(),
+            queries: db::QUERY_VERSIONS
+                .iter()
+                .map(|(q, v)| (q.to_string(), v.to_string()))
+                .collect(),
         };
-        emit::write_atomic(
-            &self.layout.state_dir.join(STATE_FILE),
-            &serde_json::to_vec_pretty(&state).expect("JSON"),
-        )
+        let path = self.layout.state_dir.join(STATE_FILE);
+        let bytes = serde_json::to_vec_pretty(&state).expect("JSON");
+        if std::fs::read(&path).ok().as_deref() == Some(bytes.as_slice()) {
+            return Ok(());
+        }
+        emit::write_atomic(&path, &bytes)
     }
 }
 
 fn query_error(e: &db::QueryError) -> BuildError {
-    BuildError::Corrupt { path: e.path.clone(), message: e.message.clone() }
+    BuildError::Corrupt {
+        path: e.path.clone(),
+        message: e.message.clone(),
+    }
 }
 
 fn input_reason(old: &Option<State>, scan: &Scan, input: &str) -> &'static str {
     let Some(old) = old else { return "new input" };
-    let now = scan.files.iter().find(|f| f.rel == input).map(|f| f.hash.to_hex());
+    let now = scan
+        .files
+        .iter()
+        .find(|f| f.rel == input)
+        .map(|f| f.hash.to_hex());
     match old.inputs.get(input) {
         None => "new input",
         Some(h) if Some(h) != now.as_ref() => "changed input",

@@ -74,7 +74,10 @@ pub struct BuildSection {
 
 impl Default for BuildSection {
     fn default() -> Self {
-        BuildSection { link_mode: LinkMode::Hardlink, jobs: 0 }
+        BuildSection {
+            link_mode: LinkMode::Hardlink,
+            jobs: 0,
+        }
     }
 }
 
@@ -127,7 +130,9 @@ impl Config {
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(BuildError::NoProject { dir: dir.to_path_buf() });
+                return Err(BuildError::NoProject {
+                    dir: dir.to_path_buf(),
+                });
             }
             Err(e) => return Err(BuildError::io("read", &path, e)),
         };
@@ -149,7 +154,10 @@ impl Config {
     }
 
     fn check(&self, path: &Path) -> Result<(), BuildError> {
-        let bad = |message: String| BuildError::BadConfig { path: path.to_path_buf(), message };
+        let bad = |message: String| BuildError::BadConfig {
+            path: path.to_path_buf(),
+            message,
+        };
         if self.project.target != TARGET_X86_64_LINUX {
             return Err(bad(format!(
                 "target `{}` is not supported; use `{TARGET_X86_64_LINUX}`",
@@ -167,7 +175,9 @@ impl Config {
             }
         }
         if self.project.out_dir.trim_matches(['.', '/']).is_empty() {
-            return Err(bad("project.out_dir must name a folder below the project".into()));
+            return Err(bad(
+                "project.out_dir must name a folder below the project".into()
+            ));
         }
         Ok(())
     }
@@ -200,7 +210,11 @@ impl Layout {
             .map_err(|e| BuildError::io("open the project folder", project_dir, e))?;
         let dump_dir = project_dir.join(&config.project.dump);
         let dump_dir = std::fs::canonicalize(&dump_dir).map_err(|e| {
-            BuildError::io("open the dump folder (project.dump in aps5.toml)", &dump_dir, e)
+            BuildError::io(
+                "open the dump folder (project.dump in aps5.toml)",
+                &dump_dir,
+                e,
+            )
         })?;
         let cache_dir = if config.project.cache_dir.is_empty() {
             aps5_cache::Cache::default_dir()

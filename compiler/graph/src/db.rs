@@ -32,7 +32,9 @@ pub struct SourceFile {
     /// Where to read it on this machine (never part of any output).
     #[returns(ref)]
     pub abs: PathBuf,
+    #[returns(copy)]
     pub size: u64,
+    #[returns(copy)]
     pub hash: ContentHash,
 }
 
@@ -74,7 +76,11 @@ pub struct Database {
 
 impl Database {
     pub fn new(cache: Arc<Cache>) -> Self {
-        Database { storage: Default::default(), cache, runs: Default::default() }
+        Database {
+            storage: Default::default(),
+            cache,
+            runs: Default::default(),
+        }
     }
 
     /// Every query run so far, in order.
@@ -125,10 +131,16 @@ pub fn module_files(db: &dyn Db, dump: Dump) -> Vec<SourceFile> {
 /// Reads a module file and checks it still has the bytes the scan hashed.
 fn read_verified(db: &dyn Db, file: SourceFile) -> Result<Vec<u8>, QueryError> {
     let abs = file.abs(db);
-    let fail = |message: String| QueryError { path: abs.clone(), message };
+    let fail = |message: String| QueryError {
+        path: abs.clone(),
+        message,
+    };
     let bytes = std::fs::read(abs).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
-            fail("the file vanished during the build; nothing was written: run the build again".into())
+            fail(
+                "the file vanished during the build; nothing was written: run the build again"
+                    .into(),
+            )
         } else {
             fail(format!("cannot read: {e}"))
         }
@@ -158,7 +170,12 @@ where
     match db.cache().memo_get(&key)? {
         Lookup::Hit(bytes) => {
             if let Some(v) = decode(&bytes) {
-                db.record(QueryRun { query, artifact: artifact.into(), reused: true, corrupt_cache_entry: false });
+                db.record(QueryRun {
+                    query,
+                    artifact: artifact.into(),
+                    reused: true,
+                    corrupt_cache_entry: false,
+                });
                 return Ok(v);
             }
             // A stored result this code cannot read is as good as corrupt.
@@ -169,13 +186,21 @@ where
     }
     let (value, encoded) = compute()?;
     db.cache().memo_put(&key, &encoded)?;
-    db.record(QueryRun { query, artifact: artifact.into(), reused: false, corrupt_cache_entry: corrupt });
+    db.record(QueryRun {
+        query,
+        artifact: artifact.into(),
+        reused: false,
+        corrupt_cache_entry: corrupt,
+    });
     Ok(value)
 }
 
 impl From<aps5_cache::CacheError> for QueryError {
     fn from(e: aps5_cache::CacheError) -> Self {
-        QueryError { path: PathBuf::new(), message: e.to_string() }
+        QueryError {
+            path: PathBuf::new(),
+            message: e.to_string(),
+        }
     }
 }
 
@@ -187,7 +212,11 @@ pub fn module(db: &dyn Db, file: SourceFile) -> Result<Arc<aps5_elf::Module>, Qu
         "module",
         file.rel(db),
         &[file.hash(db)],
-        |bytes| serde_json::from_slice::<aps5_elf::Module>(bytes).ok().map(Arc::new),
+        |bytes| {
+            serde_json::from_slice::<aps5_elf::Module>(bytes)
+                .ok()
+                .map(Arc::new)
+        },
         || {
             let bytes = read_verified(db, file)?;
             let m = aps5_elf::parse(&bytes).map_err(|e| QueryError {

@@ -28,7 +28,10 @@ const MAGICS: [(&[u8; 4], &str); 3] = [
 
 /// Recognizes a dump folder. Reads only small files; writes nothing.
 pub fn detect(dir: &Path) -> Result<DumpInfo, BuildError> {
-    let not_a_dump = |reason: String| BuildError::NotADump { dir: dir.to_path_buf(), reason };
+    let not_a_dump = |reason: String| BuildError::NotADump {
+        dir: dir.to_path_buf(),
+        reason,
+    };
     let meta = std::fs::metadata(dir).map_err(|e| BuildError::io("open", dir, e))?;
     if !meta.is_dir() {
         return Err(not_a_dump("it is not a folder".into()));
@@ -42,7 +45,11 @@ pub fn detect(dir: &Path) -> Result<DumpInfo, BuildError> {
             .collect();
         match elfs.len() {
             1 => elfs.remove(0),
-            0 => return Err(not_a_dump("there is no eboot.bin (nor a single *.elf)".into())),
+            0 => {
+                return Err(not_a_dump(
+                    "there is no eboot.bin (nor a single *.elf)".into(),
+                ));
+            }
             _ => {
                 return Err(not_a_dump(format!(
                     "there is no eboot.bin and several *.elf files ({}); keep one, or rename the main one to eboot.bin",
@@ -56,14 +63,18 @@ pub fn detect(dir: &Path) -> Result<DumpInfo, BuildError> {
     if !MAGICS.iter().any(|(m, _)| head.as_slice() == &m[..]) {
         return Err(not_a_dump(format!(
             "{executable} is not an ELF or fSELF file (it starts with {})",
-            head.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")
+            head.iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<Vec<_>>()
+                .join(" ")
         )));
     }
     let mut modules = Vec::new();
     let module_dir = dir.join("sce_module");
     if module_dir.is_dir() {
         for name in read_dir_names(&module_dir)? {
-            if (name.ends_with(".prx") || name.ends_with(".sprx")) && module_dir.join(&name).is_file()
+            if (name.ends_with(".prx") || name.ends_with(".sprx"))
+                && module_dir.join(&name).is_file()
             {
                 modules.push(format!("sce_module/{name}"));
             }
@@ -71,7 +82,11 @@ pub fn detect(dir: &Path) -> Result<DumpInfo, BuildError> {
     }
     modules.sort();
     let title = read_title(dir)?;
-    Ok(DumpInfo { executable, modules, title })
+    Ok(DumpInfo {
+        executable,
+        modules,
+        title,
+    })
 }
 
 fn read_dir_names(dir: &Path) -> Result<Vec<String>, BuildError> {
@@ -107,12 +122,16 @@ pub fn read_title(dir: &Path) -> Result<TitleSection, BuildError> {
     let json = dir.join("sce_sys/param.json");
     if json.is_file() {
         let bytes = std::fs::read(&json).map_err(|e| BuildError::io("read", &json, e))?;
-        return parse_param_json(&bytes).map_err(|message| BuildError::Corrupt { path: json, message });
+        return parse_param_json(&bytes).map_err(|message| BuildError::Corrupt {
+            path: json,
+            message,
+        });
     }
     let sfo = dir.join("sce_sys/param.sfo");
     if sfo.is_file() {
         let bytes = std::fs::read(&sfo).map_err(|e| BuildError::io("read", &sfo, e))?;
-        return parse_param_sfo(&bytes).map_err(|message| BuildError::Corrupt { path: sfo, message });
+        return parse_param_sfo(&bytes)
+            .map_err(|message| BuildError::Corrupt { path: sfo, message });
     }
     Ok(TitleSection::default())
 }
@@ -123,12 +142,24 @@ pub fn parse_param_json(bytes: &[u8]) -> Result<TitleSection, String> {
     let v: serde_json::Value =
         serde_json::from_slice(bytes).map_err(|e| format!("not valid JSON: {e}"))?;
     let obj = v.as_object().ok_or("the top level is not a JSON object")?;
-    let text = |key: &str| obj.get(key).and_then(|x| x.as_str()).unwrap_or("").to_string();
+    let text = |key: &str| {
+        obj.get(key)
+            .and_then(|x| x.as_str())
+            .unwrap_or("")
+            .to_string()
+    };
     let mut name = text("titleName");
     if let Some(loc) = obj.get("localizedParameters").and_then(|l| l.as_object()) {
-        let lang = loc.get("defaultLanguage").and_then(|l| l.as_str()).unwrap_or("en-US");
+        let lang = loc
+            .get("defaultLanguage")
+            .and_then(|l| l.as_str())
+            .unwrap_or("en-US");
         for l in [lang, "en-US"] {
-            if let Some(n) = loc.get(l).and_then(|x| x.get("titleName")).and_then(|n| n.as_str()) {
+            if let Some(n) = loc
+                .get(l)
+                .and_then(|x| x.get("titleName"))
+                .and_then(|n| n.as_str())
+            {
                 if name.is_empty() {
                     name = n.to_string();
                 }
@@ -163,12 +194,17 @@ pub fn parse_param_sfo(b: &[u8]) -> Result<TitleSection, String> {
     let data = u32_at(12)? as usize;
     let count = u32_at(16)? as usize;
     let cstr = |o: usize, max: usize| -> Result<String, String> {
-        let s = b.get(o..).ok_or_else(|| format!("string offset {o:#x} is past the end"))?;
+        let s = b
+            .get(o..)
+            .ok_or_else(|| format!("string offset {o:#x} is past the end"))?;
         let s = &s[..s.len().min(max)];
         let end = s.iter().position(|&c| c == 0).unwrap_or(s.len());
         Ok(String::from_utf8_lossy(&s[..end]).into_owned())
     };
-    let mut title = TitleSection { platform: "ps4".into(), ..Default::default() };
+    let mut title = TitleSection {
+        platform: "ps4".into(),
+        ..Default::default()
+    };
     for i in 0..count.min(4096) {
         let e = 20 + i * 16;
         let key = cstr(keys + u16_at(e)? as usize, 64)?;
@@ -262,7 +298,13 @@ pub fn scan(
 
 type Found = (String, PathBuf, FileStamp, u64);
 
-fn walk(root: &Path, dir: &Path, rel: &str, skip: &[String], out: &mut Vec<Found>) -> Result<(), BuildError> {
+fn walk(
+    root: &Path,
+    dir: &Path,
+    rel: &str,
+    skip: &[String],
+    out: &mut Vec<Found>,
+) -> Result<(), BuildError> {
     for entry in std::fs::read_dir(dir).map_err(|e| BuildError::io("list", dir, e))? {
         let entry = entry.map_err(|e| BuildError::io("list", dir, e))?;
         let path = entry.path();
@@ -273,17 +315,30 @@ fn walk(root: &Path, dir: &Path, rel: &str, skip: &[String], out: &mut Vec<Found
         if rel.is_empty() && skip.iter().any(|s| *s == name) {
             continue;
         }
-        let child_rel = if rel.is_empty() { name } else { format!("{rel}/{name}") };
-        let ft = entry.file_type().map_err(|e| BuildError::io("read", &path, e))?;
+        let child_rel = if rel.is_empty() {
+            name
+        } else {
+            format!("{rel}/{name}")
+        };
+        let ft = entry
+            .file_type()
+            .map_err(|e| BuildError::io("read", &path, e))?;
         if ft.is_symlink() {
             // A link is followed only when its target stays inside the dump.
-            let target = std::fs::canonicalize(&path).map_err(|e| BuildError::io("resolve the link", &path, e))?;
+            let target = std::fs::canonicalize(&path)
+                .map_err(|e| BuildError::io("resolve the link", &path, e))?;
             if !target.starts_with(root) {
                 return Err(BuildError::LinkOutsideDump { path, target });
             }
-            let meta = std::fs::metadata(&target).map_err(|e| BuildError::io("read", &target, e))?;
+            let meta =
+                std::fs::metadata(&target).map_err(|e| BuildError::io("read", &target, e))?;
             if meta.is_file() {
-                out.push((child_rel, target, FileStamp::from_metadata(&meta), meta.dev()));
+                out.push((
+                    child_rel,
+                    target,
+                    FileStamp::from_metadata(&meta),
+                    meta.dev(),
+                ));
             }
             // A link to a folder inside the dump: its files are carried under their own path.
             continue;
@@ -291,7 +346,9 @@ fn walk(root: &Path, dir: &Path, rel: &str, skip: &[String], out: &mut Vec<Found
         if ft.is_dir() {
             walk(root, &path, &child_rel, skip, out)?;
         } else if ft.is_file() {
-            let meta = entry.metadata().map_err(|e| BuildError::io("read", &path, e))?;
+            let meta = entry
+                .metadata()
+                .map_err(|e| BuildError::io("read", &path, e))?;
             out.push((child_rel, path, FileStamp::from_metadata(&meta), meta.dev()));
         }
         // Sockets, FIFOs and devices are not game files.
@@ -317,15 +374,19 @@ fn hash_all(
     let done = AtomicU64::new(0);
     let results: Mutex<HashMap<usize, ContentHash>> = Mutex::new(HashMap::new());
     let first_error: Mutex<Option<BuildError>> = Mutex::new(None);
-    let work: Vec<(usize, &Path, FileStamp)> =
-        todo.iter().map(|&i| (i, files[i].1.as_path(), files[i].2)).collect();
+    let work: Vec<(usize, &Path, FileStamp)> = todo
+        .iter()
+        .map(|&i| (i, files[i].1.as_path(), files[i].2))
+        .collect();
     std::thread::scope(|s| {
         let mut workers = Vec::new();
         for _ in 0..jobs.max(1).min(todo.len()) {
             workers.push(s.spawn(|| {
                 loop {
                     let k = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(i, path, stamp)) = work.get(k) else { break };
+                    let Some(&(i, path, stamp)) = work.get(k) else {
+                        break;
+                    };
                     if first_error.lock().unwrap().is_some() {
                         break;
                     }

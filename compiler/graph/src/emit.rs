@@ -67,7 +67,11 @@ pub fn manifest_paths(manifest: &serde_json::Value) -> BTreeSet<String> {
 }
 
 /// Renders the manifest: every output with blake3 and size, sorted, plus the toolchain identity.
-pub fn render_manifest(outputs: &[Output], toolchain: &serde_json::Value, title: &serde_json::Value) -> Vec<u8> {
+pub fn render_manifest(
+    outputs: &[Output],
+    toolchain: &serde_json::Value,
+    title: &serde_json::Value,
+) -> Vec<u8> {
     let files: Vec<serde_json::Value> = outputs
         .iter()
         .map(|o| serde_json::json!({"path": o.rel, "blake3": o.hash.to_hex(), "size": o.size}))
@@ -104,24 +108,25 @@ pub fn emit(
     let mut result = Emitted::default();
     let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
     let mut stamps: Vec<(String, FileStamp, ContentHash)> = Vec::new();
-    let stage = |result: &mut Emitted, staged: &mut Vec<(PathBuf, PathBuf)>| -> Result<(), BuildError> {
-        std::fs::create_dir_all(&staging).map_err(|e| BuildError::io("create", &staging, e))?;
-        for (n, o) in outputs.iter().enumerate() {
-            let dest = out_dir.join(&o.rel);
-            let why = match up_to_date(&dest, o, known.get(&format!("{prefix}{}", o.rel))) {
-                Ok(()) => {
-                    result.untouched += 1;
-                    continue;
-                }
-                Err(why) => why,
-            };
-            let tmp = staging.join(n.to_string());
-            write_one(&tmp, o, link_mode)?;
-            staged.push((tmp, dest));
-            result.written.push((o.rel.clone(), why));
-        }
-        Ok(())
-    };
+    let stage =
+        |result: &mut Emitted, staged: &mut Vec<(PathBuf, PathBuf)>| -> Result<(), BuildError> {
+            std::fs::create_dir_all(&staging).map_err(|e| BuildError::io("create", &staging, e))?;
+            for (n, o) in outputs.iter().enumerate() {
+                let dest = out_dir.join(&o.rel);
+                let why = match up_to_date(&dest, o, known.get(&format!("{prefix}{}", o.rel))) {
+                    Ok(()) => {
+                        result.untouched += 1;
+                        continue;
+                    }
+                    Err(why) => why,
+                };
+                let tmp = staging.join(n.to_string());
+                write_one(&tmp, o, link_mode)?;
+                staged.push((tmp, dest));
+                result.written.push((o.rel.clone(), why));
+            }
+            Ok(())
+        };
     if let Err(e) = stage(&mut result, &mut staged) {
         let _ = std::fs::remove_dir_all(&staging);
         return Err(e);
@@ -157,15 +162,23 @@ pub fn emit(
         std::fs::create_dir_all(&staging).map_err(|e| BuildError::io("create", &staging, e))?;
         let tmp = staging.join(MANIFEST);
         write_file(&tmp, manifest)?;
-        std::fs::rename(&tmp, &manifest_path).map_err(|e| BuildError::io("move into place", &manifest_path, e))?;
+        std::fs::rename(&tmp, &manifest_path)
+            .map_err(|e| BuildError::io("move into place", &manifest_path, e))?;
         result.written.push((MANIFEST.into(), "changed output"));
     }
     let _ = std::fs::remove_dir_all(&staging);
 
+    // Remember the stamps of outputs written now (or not yet remembered), so the next build
+    // checks them with one stat each.
+    let written: BTreeSet<&str> = result.written.iter().map(|(r, _)| r.as_str()).collect();
     for o in outputs {
-        let dest = out_dir.join(&o.rel);
-        if let Ok(meta) = std::fs::metadata(&dest) {
-            stamps.push((format!("{prefix}{}", o.rel), FileStamp::from_metadata(&meta), o.hash));
+        let key = format!("{prefix}{}", o.rel);
+        let remembered = known.get(&key).is_some_and(|(_, h)| *h == o.hash);
+        if remembered && !written.contains(o.rel.as_str()) {
+            continue;
+        }
+        if let Ok(meta) = std::fs::metadata(out_dir.join(&o.rel)) {
+            stamps.push((key, FileStamp::from_metadata(&meta), o.hash));
         }
     }
     cache.record_file_hashes(&stamps)?;
@@ -173,7 +186,11 @@ pub fn emit(
 }
 
 /// Whether `dest` already holds `o`; if not, why it must be written.
-fn up_to_date(dest: &Path, o: &Output, known: Option<&(FileStamp, ContentHash)>) -> Result<(), &'static str> {
+fn up_to_date(
+    dest: &Path,
+    o: &Output,
+    known: Option<&(FileStamp, ContentHash)>,
+) -> Result<(), &'static str> {
     let meta = match std::fs::symlink_metadata(dest) {
         Ok(m) if m.is_file() => m,
         Ok(_) => return Err("output replaced"),
@@ -187,7 +204,11 @@ fn up_to_date(dest: &Path, o: &Output, known: Option<&(FileStamp, ContentHash)>)
     }
     match known {
         Some((stamp, hash)) if *stamp == FileStamp::from_metadata(&meta) => {
-            if *hash == o.hash { Ok(()) } else { Err("changed input") }
+            if *hash == o.hash {
+                Ok(())
+            } else {
+                Err("changed input")
+            }
         }
         // Unknown state (first build here, or a build that was killed): check the bytes.
         _ if meta.len() == o.size => match aps5_cache::hash_file(dest) {
@@ -217,7 +238,11 @@ fn write_one(tmp: &Path, o: &Output, link_mode: LinkMode) -> Result<(), BuildErr
             // The copy must still be what was hashed: the file may have changed since the scan.
             let (h, _) = aps5_cache::hash_file(tmp).map_err(|e| BuildError::io("read", tmp, e))?;
             if h != o.hash {
-                return Err(BuildError::ChangedDuringBuild { path: abs.clone(), expected: o.size, hash: o.hash.to_hex() });
+                return Err(BuildError::ChangedDuringBuild {
+                    path: abs.clone(),
+                    expected: o.size,
+                    hash: o.hash.to_hex(),
+                });
             }
             Ok(())
         }
@@ -227,7 +252,8 @@ fn write_one(tmp: &Path, o: &Output, link_mode: LinkMode) -> Result<(), BuildErr
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), BuildError> {
     let mut f = std::fs::File::create(path).map_err(|e| BuildError::io("create", path, e))?;
-    f.write_all(bytes).map_err(|e| BuildError::io("write", path, e))?;
+    f.write_all(bytes)
+        .map_err(|e| BuildError::io("write", path, e))?;
     f.sync_all().map_err(|e| BuildError::io("write", path, e))
 }
 
@@ -264,7 +290,12 @@ pub fn manifest_hashes(manifest: &serde_json::Value) -> BTreeMap<String, String>
         .map(|files| {
             files
                 .iter()
-                .filter_map(|f| Some((f["path"].as_str()?.to_string(), f["blake3"].as_str()?.to_string())))
+                .filter_map(|f| {
+                    Some((
+                        f["path"].as_str()?.to_string(),
+                        f["blake3"].as_str()?.to_string(),
+                    ))
+                })
                 .collect()
         })
         .unwrap_or_default()

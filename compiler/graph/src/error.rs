@@ -38,9 +38,15 @@ pub enum BuildError {
         "{path} changed while the build was reading it (expected {expected} bytes with blake3 {hash}); \
          nothing was written: run the build again once the dump is stable"
     )]
-    ChangedDuringBuild { path: PathBuf, expected: u64, hash: String },
+    ChangedDuringBuild {
+        path: PathBuf,
+        expected: u64,
+        hash: String,
+    },
 
-    #[error("{path} vanished while the build was running; nothing was written: run the build again")]
+    #[error(
+        "{path} vanished while the build was running; nothing was written: run the build again"
+    )]
     Vanished { path: PathBuf },
 
     #[error("{path}: {source}")]
@@ -61,8 +67,14 @@ impl BuildError {
     /// An I/O failure on `path` while trying to `action` it.
     pub fn io(action: &'static str, path: &Path, source: std::io::Error) -> BuildError {
         if source.kind() == std::io::ErrorKind::NotFound && action.starts_with("read") {
-            return BuildError::Vanished { path: path.to_path_buf() };
+            return BuildError::Vanished {
+                path: path.to_path_buf(),
+            };
         }
-        BuildError::Io { action, path: path.to_path_buf(), source }
+        BuildError::Io {
+            action,
+            path: path.to_path_buf(),
+            source,
+        }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::config::{Config, CONFIG_FILE};
+use crate::config::{CONFIG_FILE, Config};
 use crate::dump::{self, DumpInfo};
 use crate::emit::write_atomic;
 use crate::error::BuildError;

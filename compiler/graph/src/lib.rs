@@ -10,8 +10,9 @@ pub mod dump;
 pub mod emit;
 pub mod error;
 pub mod init;
+pub mod status;
 
 pub use build::{BuildReport, NoProgress, Progress, Project, Recomputed};
-pub use config::{Config, Layout, LinkMode, CONFIG_FILE};
+pub use config::{CONFIG_FILE, Config, Layout, LinkMode};
 pub use error::BuildError;
 pub use init::init;

@@ -8,7 +8,9 @@ use aps5_graph::config::{Config, is_confined};
 use aps5_graph::db::{self, Database, Dump, SourceFile};
 
 fn homebrew(rel: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/homebrew").join(rel)
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/corpus/homebrew")
+        .join(rel)
 }
 
 fn db_with(tmp: &std::path::Path) -> Database {
@@ -22,9 +24,19 @@ fn a_module_that_changed_after_the_scan_is_reported() {
     std::fs::copy(homebrew("ps4-2048/eboot.bin"), &path).unwrap();
     let db = db_with(tmp.path());
     // The scan saw other bytes than the file now holds.
-    let stale = SourceFile::new(&db, "eboot.bin".into(), path.clone(), 4, ContentHash::of(b"old!"));
+    let stale = SourceFile::new(
+        &db,
+        "eboot.bin".into(),
+        path.clone(),
+        4,
+        ContentHash::of(b"old!"),
+    );
     let err = db::module(&db, stale).as_ref().unwrap_err();
-    assert!(err.message.contains("changed while the build was reading it"), "{err:?}");
+    assert!(
+        err.message
+            .contains("changed while the build was reading it"),
+        "{err:?}"
+    );
     assert_eq!(err.path, path);
 }
 
@@ -32,7 +44,13 @@ fn a_module_that_changed_after_the_scan_is_reported() {
 fn a_module_that_vanished_after_the_scan_is_reported() {
     let tmp = tempfile::tempdir().unwrap();
     let db = db_with(tmp.path());
-    let gone = SourceFile::new(&db, "eboot.bin".into(), tmp.path().join("eboot.bin"), 4, ContentHash::of(b"gone"));
+    let gone = SourceFile::new(
+        &db,
+        "eboot.bin".into(),
+        tmp.path().join("eboot.bin"),
+        4,
+        ContentHash::of(b"gone"),
+    );
     let err = db::module(&db, gone).as_ref().unwrap_err();
     assert!(err.message.contains("vanished"), "{err:?}");
 }
@@ -45,7 +63,13 @@ fn module_results_are_memoized_across_databases() {
     let hash = ContentHash::of(&bytes);
     for (round, expect_reused) in [(0, false), (1, true)] {
         let db = db_with(tmp.path());
-        let f = SourceFile::new(&db, "eboot.bin".into(), path.clone(), bytes.len() as u64, hash);
+        let f = SourceFile::new(
+            &db,
+            "eboot.bin".into(),
+            path.clone(),
+            bytes.len() as u64,
+            hash,
+        );
         let dump = Dump::new(&db, vec![f], "eboot.bin".into());
         let index = db::module_index(&db, dump).as_ref().unwrap().clone();
         // Asking again in the same process is answered by salsa: no second run is logged.
@@ -60,15 +84,29 @@ fn module_results_are_memoized_across_databases() {
 
 #[test]
 fn the_example_config_documents_every_key() {
-    let example = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../aps5.toml.example")).unwrap();
+    let example = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../aps5.toml.example"
+    ))
+    .unwrap();
     let parsed: Config = toml::from_str(&example).expect("aps5.toml.example parses");
-    assert_eq!(parsed, Config::new("eboot.bin", Default::default()), "the example shows the defaults");
+    assert_eq!(
+        parsed,
+        Config::new("eboot.bin", Default::default()),
+        "the example shows the defaults"
+    );
     // Every key a config can hold appears, uncommented, in the example.
     let rendered: toml::Table = toml::from_str(&parsed.to_toml()).unwrap();
     for (section, keys) in &rendered {
-        assert!(example.contains(&format!("[{section}]")), "[{section}] missing");
+        assert!(
+            example.contains(&format!("[{section}]")),
+            "[{section}] missing"
+        );
         for key in keys.as_table().unwrap().keys() {
-            assert!(example.lines().any(|l| l.starts_with(&format!("{key} = "))), "{section}.{key} undocumented");
+            assert!(
+                example.lines().any(|l| l.starts_with(&format!("{key} = "))),
+                "{section}.{key} undocumented"
+            );
         }
     }
 }
@@ -88,7 +126,10 @@ fn param_files() {
     let json = br#"{"titleId":"PPSA01234","contentVersion":"01.000.000",
         "localizedParameters":{"defaultLanguage":"fr-FR","fr-FR":{"titleName":"Jeu"},"en-US":{"titleName":"Game"}}}"#;
     let t = aps5_graph::dump::parse_param_json(json).unwrap();
-    assert_eq!((t.id.as_str(), t.name.as_str(), t.content_version.as_str()), ("PPSA01234", "Jeu", "01.000.000"));
+    assert_eq!(
+        (t.id.as_str(), t.name.as_str(), t.content_version.as_str()),
+        ("PPSA01234", "Jeu", "01.000.000")
+    );
     assert!(aps5_graph::dump::parse_param_json(b"[1]").is_err());
     assert!(aps5_graph::dump::parse_param_json(b"{").is_err());
 
@@ -118,7 +159,15 @@ fn param_files() {
         sfo.extend_from_slice(v);
     }
     let t = aps5_graph::dump::parse_param_sfo(&sfo).unwrap();
-    assert_eq!((t.id.as_str(), t.name.as_str(), t.content_version.as_str(), t.platform.as_str()), ("CUSA00001", "My Game", "01.00", "ps4"));
+    assert_eq!(
+        (
+            t.id.as_str(),
+            t.name.as_str(),
+            t.content_version.as_str(),
+            t.platform.as_str()
+        ),
+        ("CUSA00001", "My Game", "01.00", "ps4")
+    );
     // Truncated anywhere: an error, never a panic.
     for n in 0..sfo.len() {
         let _ = aps5_graph::dump::parse_param_sfo(&sfo[..n]);

@@ -1,0 +1,152 @@
+//! `aps5 status`: what the project is and where its build stands.
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use crate::build::{Progress, Project};
+use crate::db;
+use crate::emit;
+use crate::error::BuildError;
+
+/// Imports of one library in one module.
+#[derive(Clone, Debug, Serialize)]
+pub struct LibraryImports {
+    pub library: String,
+    pub imports: usize,
+    /// How many of them the embedded names database can name.
+    pub named: usize,
+}
+
+/// One module of the dump.
+#[derive(Clone, Debug, Serialize)]
+pub struct ModuleStatus {
+    pub path: String,
+    pub platform: String,
+    pub container: String,
+    pub elf_type: String,
+    pub imports: Vec<LibraryImports>,
+    pub exports: usize,
+    pub relocations: usize,
+}
+
+/// The whole report.
+#[derive(Clone, Debug, Serialize)]
+pub struct Status {
+    pub title: crate::config::TitleSection,
+    pub dump_files: usize,
+    pub dump_bytes: u64,
+    pub modules: Vec<ModuleStatus>,
+    /// Outputs listed by the last build's manifest (None: never built).
+    pub last_build_outputs: Option<usize>,
+    /// Whether the output tree was built from the dump as it is now.
+    pub up_to_date: bool,
+}
+
+/// Scans the dump (cheap when unchanged) and reads every module through the graph.
+pub fn status(project: &Project, progress: &dyn Progress) -> Result<Status, BuildError> {
+    let (db, dump, scan) = project.load(progress)?;
+    let mut modules = Vec::new();
+    for &f in db::module_files(&db, dump) {
+        let m = db::module(&db, f)
+            .as_ref()
+            .map_err(|e| BuildError::Corrupt {
+                path: e.path.clone(),
+                message: e.message.clone(),
+            })?;
+        let imports = m
+            .imports_by_library()
+            .into_iter()
+            .map(|(library, syms)| LibraryImports {
+                library: if library.is_empty() {
+                    "(plain names)".into()
+                } else {
+                    library
+                },
+                imports: syms.len(),
+                named: syms.iter().filter(|s| !s.known_names().is_empty()).count(),
+            })
+            .collect();
+        modules.push(ModuleStatus {
+            path: f.rel(&db).clone(),
+            platform: format!("{:?}", m.format.platform).to_uppercase(),
+            container: format!("{:?}", m.format.container).to_uppercase(),
+            elf_type: m.elf_type_name().to_string(),
+            imports,
+            exports: m.exports().count(),
+            relocations: m.relocations.len(),
+        });
+    }
+    let manifest = emit::read_manifest(&project.layout.out_dir);
+    let up_to_date = manifest.as_ref().is_some_and(|m| {
+        let built = emit::manifest_hashes(m);
+        scan.files
+            .iter()
+            .all(|f| built.get(&format!("app0/{}", f.rel)) == Some(&f.hash.to_hex()))
+            && built.keys().filter(|k| k.starts_with("app0/")).count() == scan.files.len()
+    });
+    Ok(Status {
+        title: project.config.title.clone(),
+        dump_files: scan.files.len(),
+        dump_bytes: scan.files.iter().map(|f| f.stamp.size).sum(),
+        modules,
+        last_build_outputs: manifest.as_ref().map(|m| emit::manifest_paths(m).len()),
+        up_to_date,
+    })
+}
+
+impl Status {
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("JSON")
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let t = &self.title;
+        let _ = writeln!(
+            s,
+            "title     {} {} {} {}",
+            or_dash(&t.id),
+            or_dash(&t.name),
+            or_dash(&t.content_version),
+            t.platform
+        );
+        let _ = writeln!(
+            s,
+            "dump      {} files, {} bytes",
+            self.dump_files, self.dump_bytes
+        );
+        match self.last_build_outputs {
+            None => s.push_str("build     never built: run `aps5 build`\n"),
+            Some(n) => {
+                let state = if self.up_to_date {
+                    "up to date"
+                } else {
+                    "out of date: run `aps5 build`"
+                };
+                let _ = writeln!(s, "build     {n} outputs, {state}");
+            }
+        }
+        for m in &self.modules {
+            let total: usize = m.imports.iter().map(|l| l.imports).sum();
+            let named: usize = m.imports.iter().map(|l| l.named).sum();
+            let _ = writeln!(
+                s,
+                "\n{}  {} {} {}: {} imports ({} named), {} exports, {} relocations",
+                m.path, m.platform, m.container, m.elf_type, total, named, m.exports, m.relocations
+            );
+            for l in &m.imports {
+                let _ = writeln!(
+                    s,
+                    "  {:<32} {:>5} imports, {:>5} named",
+                    l.library, l.imports, l.named
+                );
+            }
+        }
+        s
+    }
+}
+
+fn or_dash(s: &str) -> &str {
+    if s.is_empty() { "-" } else { s }
+}
