@@ -1,0 +1,92 @@
+//! Builds the host PRX set (the cdylibs under `prx/`) with a nested cargo into this
+//! crate's OUT_DIR, finishes them (trampoline renames, see `src/prxfix.rs`) and generates
+//! `prx_set.rs`, which embeds them. So `cargo run -p aps5` / `cargo test` on a fresh
+//! clone always have a PRX set that matches the sources. See docs/PRX.md.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[path = "src/prxfix.rs"]
+#[allow(dead_code)]
+mod prxfix;
+
+/// (cargo package, produced file, installed file name, libraries it serves)
+const PRX: &[(&str, &str, &str, &[&str])] = &[
+    (
+        "aps5-prx-libkernel",
+        "libaps5_prx_libkernel.so",
+        "libkernel.prx",
+        &["libkernel", "libScePosix", "libkernel_unity"],
+    ),
+    (
+        "aps5-prx-libc",
+        "libaps5_prx_libc.so",
+        "libc.prx",
+        &["libc", "libSceLibcInternal"],
+    ),
+];
+
+fn main() {
+    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    let root = manifest.join("../..");
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo"));
+    println!("cargo:rerun-if-changed={}", root.join("prx").display());
+    println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
+    println!("cargo:rerun-if-changed=src/prxfix.rs");
+
+    let target = out.join("prx-target");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&root)
+        .args(["build", "--release", "--locked", "--target-dir"])
+        .arg(&target);
+    for (pkg, ..) in PRX {
+        cmd.args(["-p", pkg]);
+    }
+    // The outer build's settings are not the PRX set's: its own target dir, no clippy driver.
+    for var in [
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET_DIR",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_MAKEFLAGS",
+        "MAKEFLAGS",
+        "MFLAGS",
+    ] {
+        cmd.env_remove(var);
+    }
+    let status = cmd.status().expect("cannot run cargo to build the PRX set");
+    if !status.success() {
+        panic!("building the host PRX set (prx/) failed: see the cargo output above");
+    }
+
+    let mut files = String::new();
+    let mut libs = String::new();
+    for (i, (pkg, produced, installed, served)) in PRX.iter().enumerate() {
+        let src = target.join("release").join(produced);
+        let mut bytes = std::fs::read(&src).unwrap_or_else(|e| panic!("{}: {e} (built by {pkg})", src.display()));
+        prxfix::finalize(&mut bytes).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+        let dst = out.join(installed);
+        write_if_changed(&dst, &bytes);
+        files.push_str(&format!(
+            "    ({installed:?}, include_bytes!({:?})),\n",
+            dst.display().to_string()
+        ));
+        for lib in *served {
+            libs.push_str(&format!("    ({lib:?}, {i}),\n"));
+        }
+    }
+    let code = format!(
+        "/// (installed file name, bytes) of every host PRX.\npub(crate) static FILES: &[(&str, &[u8])] = &[\n{files}];\n\
+         /// (library name, index into FILES).\npub(crate) static LIBRARIES: &[(&str, usize)] = &[\n{libs}];\n"
+    );
+    write_if_changed(&out.join("prx_set.rs"), code.as_bytes());
+}
+
+fn write_if_changed(p: &Path, bytes: &[u8]) {
+    if std::fs::read(p).ok().as_deref() != Some(bytes) {
+        std::fs::write(p, bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    }
+}

@@ -1,0 +1,917 @@
+//! The relinker proper: binds symbols, rewrites relocations, lays out and writes the ELF.
+
+use std::collections::{BTreeMap, HashMap};
+
+use aps5_elf::{Module, RelocationTable};
+
+use crate::stubs::{self, EntryPlan};
+use crate::writer::{Phdr, Rela, Shdr, StrTab, Sym, align_up, congruent, sysv_hash_table};
+use crate::{CoverageRow, PrxSet, RelinkError, RelinkOptions, Relinked, scan};
+
+/// What is produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A PIE with an entry stub and PT_INTERP.
+    Executable,
+    /// A shared object.
+    Module,
+}
+
+const PT_LOAD: u32 = 1;
+const PT_DYNAMIC: u32 = 2;
+const PT_INTERP: u32 = 3;
+const PT_PHDR: u32 = 6;
+const PT_TLS: u32 = 7;
+const PT_SCE_RELRO: u32 = 0x6100_0010;
+const PT_SCE_PROCPARAM: u32 = 0x6100_0001;
+const PT_SCE_MODULE_PARAM: u32 = 0x6100_0002;
+const PT_GNU_EH_FRAME: u32 = 0x6474_E550;
+const PT_GNU_STACK: u32 = 0x6474_E551;
+const PT_GNU_RELRO: u32 = 0x6474_E552;
+const PF_X: u32 = 1;
+const PF_W: u32 = 2;
+const PF_R: u32 = 4;
+
+const R_NONE: u32 = 0;
+const R_64: u32 = 1;
+const R_PC32: u32 = 2;
+const R_GLOB_DAT: u32 = 6;
+const R_JUMP_SLOT: u32 = 7;
+const R_RELATIVE: u32 = 8;
+const R_DTPMOD64: u32 = 16;
+const R_DTPOFF64: u32 = 17;
+const R_TPOFF64: u32 = 18;
+
+const INTERP: &str = "/lib64/ld-linux-x86-64.so.2";
+const PAGE: u64 = 0x1000;
+
+/// An original loadable segment.
+#[derive(Debug, Clone)]
+struct Orig {
+    vaddr: u64,
+    memsz: u64,
+    bytes: Vec<u8>,
+    flags: u32,
+    align: u64,
+    /// PT_SCE_RELRO: read-only after relocation.
+    relro: bool,
+}
+
+/// How an original symbol is bound in the output.
+#[derive(Debug, Clone, Copy)]
+enum Bind {
+    /// An undefined dynamic symbol (index in the new dynsym).
+    Dyn(u32),
+    /// An unimplemented import: the address of its stub.
+    Stub(u64),
+    /// Defined in this module at this base-relative address.
+    Local(u64),
+}
+
+pub(crate) fn relink(
+    bytes: &[u8],
+    module: &Module,
+    prx: &PrxSet,
+    opts: &RelinkOptions,
+    kind: Kind,
+) -> Result<Relinked, RelinkError> {
+    let image = aps5_elf::unwrap_fself(bytes)?;
+    let mut segs = original_segments(&image, module)?;
+
+    // Raw system calls in the game's code.
+    if !opts.allow_syscalls {
+        let mut sites = Vec::new();
+        for s in segs.iter().filter(|s| s.flags & PF_X != 0) {
+            scan::scan(&s.bytes, s.vaddr, &mut sites);
+        }
+        if !sites.is_empty() {
+            return Err(RelinkError::Syscalls(sites));
+        }
+    }
+
+    // Symbols: imports go to the PRX set (by library and NID) or to stubs.
+    let mut dynstr = StrTab::new();
+    let mut dynsym: Vec<Sym> = vec![Sym::default()];
+    let mut dyn_names: Vec<String> = vec![String::new()];
+    let mut by_nid: HashMap<String, u32> = HashMap::new();
+    let mut needed: Vec<String> = Vec::new();
+    let mut coverage: BTreeMap<(String, String), CoverageRow> = BTreeMap::new();
+    let mut stub_list: Vec<(String, String)> = Vec::new(); // (library, nid), index = stub number
+    let mut stub_of: HashMap<(String, String), usize> = HashMap::new();
+    enum Pending {
+        Dyn(u32),
+        Stub(usize),
+        Local(u64),
+    }
+    let mut pending: Vec<Option<Pending>> = Vec::with_capacity(module.symbols.len());
+
+    let mut add_import = |dynstr: &mut StrTab,
+                          dynsym: &mut Vec<Sym>,
+                          dyn_names: &mut Vec<String>,
+                          needed: &mut Vec<String>,
+                          library: &str,
+                          nid: &str,
+                          info: u8|
+     -> Option<u32> {
+        let lib = prx.find(library, nid)?;
+        if !needed.contains(&lib.file_name) {
+            needed.push(lib.file_name.clone());
+        }
+        Some(*by_nid.entry(nid.to_owned()).or_insert_with(|| {
+            dynsym.push(Sym {
+                name: dynstr.add(nid),
+                info,
+                ..Sym::default()
+            });
+            dyn_names.push(nid.to_owned());
+            (dynsym.len() - 1) as u32
+        }))
+    };
+
+    for s in &module.symbols {
+        if s.is_import() {
+            let library = match (&s.library, s.library_id) {
+                (Some(l), _) => l.clone(),
+                (None, Some(id)) => format!("#{id}"),
+                (None, None) => String::new(),
+            };
+            let nid = s.nid.clone().unwrap_or_else(|| s.name.clone());
+            let name = s.nid.as_deref().and_then(|n| aps5_nid::lookup(n).first().map(|k| k.name.to_owned()));
+            // STB_WEAK imports stay weak; the type (FUNC/OBJECT/NOTYPE) is kept.
+            let info = (s.binding << 4) | (s.kind & 0xF);
+            let bound = add_import(&mut dynstr, &mut dynsym, &mut dyn_names, &mut needed, &library, &nid, info);
+            let key = (library.clone(), nid.clone());
+            let file = bound.map(|_| prx.find(&library, &nid).expect("found above").file_name.clone());
+            coverage.entry(key.clone()).or_insert(CoverageRow {
+                library,
+                nid,
+                name,
+                implemented: bound.is_some(),
+                file,
+            });
+            pending.push(Some(match bound {
+                Some(i) => Pending::Dyn(i),
+                None => {
+                    let n = stub_list.len();
+                    Pending::Stub(*stub_of.entry(key.clone()).or_insert_with(|| {
+                        stub_list.push(key);
+                        n
+                    }))
+                }
+            }));
+        } else if s.shndx != 0 {
+            pending.push(Some(Pending::Local(s.value)));
+        } else {
+            pending.push(None);
+        }
+    }
+
+    // The executable's entry stub ends with libc's exit, and libkernel owns the process
+    // state, so both are always loaded when the set has them.
+    let exit_sym = if kind == Kind::Executable {
+        let exit_nid = aps5_nid::nid("exit");
+        ["libc", "libSceLibcInternal"]
+            .iter()
+            .find_map(|l| add_import(&mut dynstr, &mut dynsym, &mut dyn_names, &mut needed, l, &exit_nid, 0x12))
+    } else {
+        None
+    };
+    if let Some(k) = prx.libraries.iter().find(|l| l.library == "libkernel") {
+        if !needed.contains(&k.file_name) {
+            needed.insert(0, k.file_name.clone());
+        } else {
+            // libkernel first: it owns the state the others use.
+            needed.retain(|f| f != &k.file_name);
+            needed.insert(0, k.file_name.clone());
+        }
+    }
+
+    // Exports: defined global/weak symbols, by NID (plain names kept).
+    let seg_section = |va: u64| -> u16 {
+        segs.iter()
+            .position(|s| va >= s.vaddr && va < s.vaddr + s.memsz.max(1))
+            .map_or(0xFFF1, |i| (i + 1) as u16)
+    };
+    for s in module.exports() {
+        let name = s.nid.clone().unwrap_or_else(|| s.name.clone());
+        if by_nid.contains_key(&name) {
+            continue;
+        }
+        let shndx = seg_section(s.value);
+        dynsym.push(Sym {
+            name: dynstr.add(&name),
+            info: (s.binding << 4) | (s.kind & 0xF),
+            other: s.other & 3,
+            shndx,
+            value: s.value,
+            size: s.size,
+        });
+        by_nid.insert(name.clone(), (dynsym.len() - 1) as u32);
+        dyn_names.push(name);
+    }
+
+    // Addresses of the new segments: R (tables), RW (dynamic, GOT), RX (code).
+    let orig_end = segs.iter().map(|s| s.vaddr + s.memsz).max().unwrap_or(0);
+    let r_base = align_up(orig_end, PAGE.max(segs.iter().map(|s| s.align).max().unwrap_or(PAGE)));
+
+    // Stub messages go in R; their addresses are needed by the stubs.
+    let mut messages = Vec::new();
+    let mut msg_at = Vec::new();
+    for (lib, nid) in &stub_list {
+        let name = aps5_nid::lookup(nid).first().map_or_else(|| nid.clone(), |k| k.name.to_owned());
+        let m = format!("unimplemented: {lib}::{name} ({nid})\n");
+        msg_at.push((messages.len() as u64, m.len() as u32));
+        messages.extend_from_slice(m.as_bytes());
+    }
+
+    // Program headers: count them first (their table sits at the start of R).
+    let tls = module.tls.filter(|t| t.memsz > 0);
+    let eh = module.segments.iter().find(|s| s.p_type == PT_GNU_EH_FRAME).cloned();
+    let params: Vec<aps5_elf::Segment> = module
+        .segments
+        .iter()
+        .filter(|s| s.p_type == PT_SCE_PROCPARAM || s.p_type == PT_SCE_MODULE_PARAM)
+        .cloned()
+        .collect();
+    let gnu_relro_orig = module.segments.iter().find(|s| s.p_type == PT_GNU_RELRO).cloned();
+
+    // Relocations (they decide which original segments must be writable).
+    let mut rela: Vec<Rela> = Vec::new();
+    let mut jmprel: Vec<Rela> = Vec::new();
+    let mut textrel = false;
+    let stub_base_of = |rx_base: u64, i: usize| rx_base + stubs::COMMON_SIZE + i as u64 * stubs::STUB_SIZE;
+    // The RX base depends on sizes of R and RW, which depend on the relocation count but
+    // not on stub addresses; so relocations are first collected with stub *numbers*.
+    struct Out {
+        table: RelocationTable,
+        offset: u64,
+        r_type: u32,
+        target: Target,
+        addend: i64,
+    }
+    enum Target {
+        None,
+        Dyn(u32),
+        Stub(usize),
+    }
+    let mut outs: Vec<Out> = Vec::new();
+    let mut patches: Vec<(u64, Target, i64)> = Vec::new(); // PC32 fixed at link time: (P, S, A)
+    for r in &module.relocations {
+        let type_name = aps5_elf::names::relocation_type_name(r.r_type);
+        let bad = |why: String| RelinkError::Relocation {
+            offset: r.offset,
+            type_name,
+            why,
+        };
+        let bind = if r.symbol == 0 {
+            None
+        } else {
+            match pending.get(r.symbol as usize) {
+                Some(Some(Pending::Dyn(i))) => Some(Bind::Dyn(*i)),
+                Some(Some(Pending::Stub(n))) => Some(Bind::Stub(*n as u64)),
+                Some(Some(Pending::Local(v))) => Some(Bind::Local(*v)),
+                Some(None) => return Err(bad(format!("symbol {} is neither defined nor imported", r.symbol))),
+                None => return Err(bad(format!("symbol index {} is past the symbol table", r.symbol))),
+            }
+        };
+        let seg = segs.iter().position(|s| r.offset >= s.vaddr && r.offset + 4 <= s.vaddr + s.memsz);
+        let Some(seg) = seg else {
+            return Err(bad("it patches memory outside every loaded segment".into()));
+        };
+        let mut push = |r_type: u32, target: Target, addend: i64, plt: bool| {
+            outs.push(Out {
+                table: if plt { RelocationTable::Jmprel } else { RelocationTable::Rela },
+                offset: r.offset,
+                r_type,
+                target,
+                addend,
+            })
+        };
+        let runtime = match (r.r_type, bind) {
+            (R_NONE, _) => false,
+            (R_RELATIVE, _) => {
+                push(R_RELATIVE, Target::None, r.addend, false);
+                true
+            }
+            (R_64, None) => {
+                push(R_64, Target::None, r.addend, false);
+                true
+            }
+            (R_DTPMOD64 | R_DTPOFF64 | R_TPOFF64, None) => {
+                push(r.r_type, Target::None, r.addend, false);
+                true
+            }
+            (R_DTPMOD64, Some(Bind::Local(_))) => {
+                push(R_DTPMOD64, Target::None, 0, false);
+                true
+            }
+            (R_DTPOFF64 | R_TPOFF64, Some(Bind::Local(v))) => {
+                push(r.r_type, Target::None, v as i64 + r.addend, false);
+                true
+            }
+            (R_DTPMOD64 | R_DTPOFF64 | R_TPOFF64, Some(Bind::Dyn(i))) => {
+                push(r.r_type, Target::Dyn(i), r.addend, false);
+                true
+            }
+            (R_DTPMOD64 | R_DTPOFF64 | R_TPOFF64, Some(Bind::Stub(_))) => {
+                return Err(bad(
+                    "a thread-local variable imported from a library the PRX set does not implement".into(),
+                ));
+            }
+            (R_64 | R_GLOB_DAT | R_JUMP_SLOT, Some(Bind::Local(v))) => {
+                push(R_RELATIVE, Target::None, v as i64 + r.addend, false);
+                true
+            }
+            (R_64 | R_GLOB_DAT | R_JUMP_SLOT, Some(Bind::Stub(n))) => {
+                push(R_RELATIVE, Target::Stub(n as usize), r.addend, false);
+                true
+            }
+            (R_JUMP_SLOT, Some(Bind::Dyn(i))) if r.addend == 0 && r.table == RelocationTable::Jmprel => {
+                push(R_JUMP_SLOT, Target::Dyn(i), 0, true);
+                true
+            }
+            (R_GLOB_DAT, Some(Bind::Dyn(i))) if r.addend == 0 => {
+                push(R_GLOB_DAT, Target::Dyn(i), 0, false);
+                true
+            }
+            // An addend on GLOB_DAT/JUMP_SLOT is only honoured by R_X86_64_64.
+            (R_64 | R_GLOB_DAT | R_JUMP_SLOT, Some(Bind::Dyn(i))) => {
+                push(R_64, Target::Dyn(i), r.addend, false);
+                true
+            }
+            (R_PC32, Some(Bind::Dyn(i))) => {
+                push(R_PC32, Target::Dyn(i), r.addend, false);
+                true
+            }
+            (R_PC32, Some(Bind::Local(v))) => {
+                patches.push((r.offset, Target::None, v as i64 + r.addend));
+                false
+            }
+            (R_PC32, Some(Bind::Stub(n))) => {
+                patches.push((r.offset, Target::Stub(n as usize), r.addend));
+                false
+            }
+            (t, _) => return Err(bad(format!("relocation type {t} is not supported by the relinker"))),
+        };
+        if runtime && segs[seg].flags & PF_W == 0 {
+            if segs[seg].flags & PF_X != 0 {
+                textrel = true;
+            } else {
+                // Read-only data patched at load time (PS4 SCE_RELRO): writable, then
+                // protected again by PT_GNU_RELRO.
+                segs[seg].flags |= PF_W;
+                segs[seg].relro = true;
+            }
+        }
+    }
+    // The PLT relocations must be a contiguous table of JUMP_SLOTs.
+    let relative_count = outs.iter().filter(|o| o.r_type == R_RELATIVE).count();
+
+    // ---- sizes of R and RW ----
+    let relro_seg = segs.iter().find(|s| s.relro).map(|s| (s.vaddr, s.memsz));
+    let mut nphdr = 1 /* PHDR */ + segs.len() + 3 /* R RW RX */ + 1 /* DYNAMIC */ + 1 /* GNU_STACK */;
+    if kind == Kind::Executable {
+        nphdr += 1; // INTERP
+    }
+    if tls.is_some() {
+        nphdr += 1;
+    }
+    if eh.is_some() {
+        nphdr += 1;
+    }
+    if relro_seg.is_some() || gnu_relro_orig.is_some() {
+        nphdr += 1;
+    }
+    nphdr += params.len();
+
+    let mut exit_slot_needed = exit_sym.is_some();
+    let mut r_cursor = r_base;
+    let place = |cursor: &mut u64, size: u64, align: u64| -> u64 {
+        let at = align_up(*cursor, align);
+        *cursor = at + size;
+        at
+    };
+    let phdr_at = place(&mut r_cursor, nphdr as u64 * 56, 8);
+    let interp_at = if kind == Kind::Executable {
+        place(&mut r_cursor, INTERP.len() as u64 + 1, 1)
+    } else {
+        0
+    };
+    // dynstr gets the run path and needed names before its size is final.
+    let runpath = match kind {
+        Kind::Executable => "$ORIGIN/libs:$ORIGIN/app0/sce_module",
+        Kind::Module => "$ORIGIN/../../libs:$ORIGIN",
+    };
+    let runpath_off = dynstr.add(runpath);
+    let needed_offs: Vec<u32> = needed.iter().map(|n| dynstr.add(n)).collect();
+    let dynsym_at = place(&mut r_cursor, dynsym.len() as u64 * 24, 8);
+    let dynstr_at = place(&mut r_cursor, dynstr.bytes.len() as u64, 1);
+    let name_refs: Vec<&[u8]> = dyn_names.iter().map(|s| s.as_bytes()).collect();
+    let hash = sysv_hash_table(&name_refs);
+    let hash_at = place(&mut r_cursor, hash.len() as u64, 8);
+    let n_rela = outs.iter().filter(|o| o.table == RelocationTable::Rela).count() + usize::from(exit_slot_needed);
+    let n_jmprel = outs.len() + usize::from(exit_slot_needed) - n_rela;
+    let rela_at = place(&mut r_cursor, n_rela as u64 * 24, 8);
+    let jmprel_at = place(&mut r_cursor, n_jmprel as u64 * 24, 8);
+    let msgs_at = place(&mut r_cursor, messages.len() as u64, 1);
+    let r_end = r_cursor;
+
+    let rw_base = align_up(r_end, PAGE);
+    let mut rw_cursor = rw_base;
+    // Dynamic entries, counted generously (unused slots become DT_NULL).
+    let ndyn = 32 + needed.len();
+    let dynamic_at = place(&mut rw_cursor, ndyn as u64 * 16, 8);
+    let exit_slot = if exit_slot_needed {
+        Some(place(&mut rw_cursor, 8, 8))
+    } else {
+        None
+    };
+    let rw_end = rw_cursor;
+
+    let rx_base = align_up(rw_end, PAGE);
+    // ---- code ----
+    let mut code = Vec::new();
+    if !stub_list.is_empty() || kind == Kind::Executable {
+        code.extend(stubs::common_handler(rx_base)?);
+        for (i, (off, len)) in msg_at.iter().enumerate() {
+            let at = stub_base_of(rx_base, i);
+            code.extend(stubs::unimplemented_stub(at, msgs_at + off, *len, rx_base)?);
+        }
+    }
+    let entry_at = rx_base + code.len() as u64;
+    if kind == Kind::Executable {
+        let arr = |a: &Option<aps5_elf::PointerArray>| a.as_ref().map(|p| (p.vaddr, p.size / 8));
+        let plan = EntryPlan {
+            entry: module.entry,
+            preinit_array: arr(&module.preinit_array),
+            init: module.init,
+            init_array: arr(&module.init_array),
+            exit_slot,
+        };
+        code.extend(stubs::entry_stub(entry_at, &plan)?);
+    }
+    let rx_end = rx_base + code.len() as u64;
+
+    // ---- relocation tables, now that stub addresses are known ----
+    let target_value = |t: &Target| -> (u32, i64) {
+        match t {
+            Target::None => (0, 0),
+            Target::Dyn(i) => (*i, 0),
+            Target::Stub(n) => (0, stub_base_of(rx_base, *n) as i64),
+        }
+    };
+    // RELATIVE first (DT_RELACOUNT lets the loader take them in one fast loop).
+    outs.sort_by_key(|o| (o.table == RelocationTable::Jmprel, o.r_type != R_RELATIVE));
+    for o in &outs {
+        let (sym, base) = target_value(&o.target);
+        let rel = Rela {
+            offset: o.offset,
+            r_type: o.r_type,
+            sym,
+            addend: base + o.addend,
+        };
+        match o.table {
+            RelocationTable::Rela => rela.push(rel),
+            RelocationTable::Jmprel => jmprel.push(rel),
+        }
+    }
+    if let (Some(slot), Some(sym)) = (exit_slot, exit_sym) {
+        rela.push(Rela {
+            offset: slot,
+            r_type: R_GLOB_DAT,
+            sym,
+            addend: 0,
+        });
+        exit_slot_needed = false;
+    }
+    let _ = exit_slot_needed;
+    for (p, t, a) in &patches {
+        let s = match t {
+            Target::Stub(n) => stub_base_of(rx_base, *n) as i64,
+            _ => 0,
+        };
+        let v = s + a - *p as i64;
+        let v32 = i32::try_from(v).map_err(|_| RelinkError::Relocation {
+            offset: *p,
+            type_name: "R_X86_64_PC32",
+            why: format!("the displacement {v:#x} does not fit in 32 bits"),
+        })?;
+        let seg = segs
+            .iter_mut()
+            .find(|s| *p >= s.vaddr && *p + 4 <= s.vaddr + s.bytes.len() as u64)
+            .ok_or_else(|| RelinkError::Relocation {
+                offset: *p,
+                type_name: "R_X86_64_PC32",
+                why: "it patches bytes outside the file data of its segment".into(),
+            })?;
+        let at = (*p - seg.vaddr) as usize;
+        seg.bytes[at..at + 4].copy_from_slice(&v32.to_le_bytes());
+    }
+
+    // ---- dynamic table ----
+    let mut dynamic: Vec<(u64, u64)> = Vec::new();
+    for off in &needed_offs {
+        dynamic.push((1, u64::from(*off))); // DT_NEEDED
+    }
+    dynamic.push((29, u64::from(runpath_off))); // DT_RUNPATH
+    dynamic.push((4, hash_at)); // DT_HASH
+    dynamic.push((5, dynstr_at)); // DT_STRTAB
+    dynamic.push((6, dynsym_at)); // DT_SYMTAB
+    dynamic.push((10, dynstr.bytes.len() as u64)); // DT_STRSZ
+    dynamic.push((11, 24)); // DT_SYMENT
+    if !rela.is_empty() {
+        dynamic.push((7, rela_at)); // DT_RELA
+        dynamic.push((8, rela.len() as u64 * 24)); // DT_RELASZ
+        dynamic.push((9, 24)); // DT_RELAENT
+        dynamic.push((0x6fff_fff9, relative_count as u64)); // DT_RELACOUNT
+    }
+    if !jmprel.is_empty() {
+        dynamic.push((23, jmprel_at)); // DT_JMPREL
+        dynamic.push((2, jmprel.len() as u64 * 24)); // DT_PLTRELSZ
+        dynamic.push((20, 7)); // DT_PLTREL = DT_RELA
+    }
+    if let Some(g) = module.pltgot {
+        dynamic.push((3, g)); // DT_PLTGOT
+    }
+    // The executable's constructors are run by the entry stub (ld.so never runs a main
+    // program's); a module's by ld.so.
+    if kind == Kind::Module {
+        if let Some(i) = module.init {
+            dynamic.push((12, i)); // DT_INIT
+        }
+        if let Some(a) = &module.init_array {
+            dynamic.push((25, a.vaddr));
+            dynamic.push((27, a.size));
+        }
+    }
+    if let Some(f) = module.fini {
+        dynamic.push((13, f)); // DT_FINI
+    }
+    if let Some(a) = &module.fini_array {
+        dynamic.push((26, a.vaddr));
+        dynamic.push((28, a.size));
+    }
+    let mut flags = 0x8; // DF_BIND_NOW
+    if textrel {
+        flags |= 0x4; // DF_TEXTREL
+        dynamic.push((22, 0)); // DT_TEXTREL
+    }
+    dynamic.push((30, flags)); // DT_FLAGS
+    let mut flags1 = 0x1; // DF_1_NOW
+    if kind == Kind::Executable {
+        flags1 |= 0x0800_0000; // DF_1_PIE
+        dynamic.push((21, 0)); // DT_DEBUG
+    }
+    dynamic.push((0x6fff_fffb, flags1)); // DT_FLAGS_1
+    if dynamic.len() >= ndyn {
+        return Err(RelinkError::Layout(format!("{} dynamic entries do not fit the {ndyn} reserved", dynamic.len())));
+    }
+
+    // ---- file layout ----
+    let mut cursor: u64 = 64; // after the ELF header
+    let mut orig_off = Vec::with_capacity(segs.len());
+    for s in &segs {
+        let at = congruent(cursor, s.vaddr, s.align.max(PAGE));
+        orig_off.push(at);
+        cursor = at + s.bytes.len() as u64;
+    }
+    let r_off = congruent(cursor, r_base, PAGE);
+    let rw_off = congruent(r_off + (r_end - r_base), rw_base, PAGE);
+    let rx_off = congruent(rw_off + (rw_end - rw_base), rx_base, PAGE);
+    let file_of = |va: u64| -> u64 {
+        if va >= rx_base {
+            rx_off + (va - rx_base)
+        } else if va >= rw_base {
+            rw_off + (va - rw_base)
+        } else if va >= r_base {
+            r_off + (va - r_base)
+        } else {
+            segs.iter()
+                .zip(&orig_off)
+                .find(|(s, _)| va >= s.vaddr && va < s.vaddr + s.memsz.max(1))
+                .map_or(0, |(s, o)| o + (va - s.vaddr).min(s.bytes.len() as u64))
+        }
+    };
+
+    // ---- program headers ----
+    let mut ph: Vec<Phdr> = Vec::new();
+    ph.push(Phdr {
+        p_type: PT_PHDR,
+        flags: PF_R,
+        offset: file_of(phdr_at),
+        vaddr: phdr_at,
+        filesz: nphdr as u64 * 56,
+        memsz: nphdr as u64 * 56,
+        align: 8,
+    });
+    if kind == Kind::Executable {
+        ph.push(Phdr {
+            p_type: PT_INTERP,
+            flags: PF_R,
+            offset: file_of(interp_at),
+            vaddr: interp_at,
+            filesz: INTERP.len() as u64 + 1,
+            memsz: INTERP.len() as u64 + 1,
+            align: 1,
+        });
+    }
+    for (s, off) in segs.iter().zip(&orig_off) {
+        ph.push(Phdr {
+            p_type: PT_LOAD,
+            flags: s.flags,
+            offset: *off,
+            vaddr: s.vaddr,
+            filesz: s.bytes.len() as u64,
+            memsz: s.memsz,
+            align: s.align.max(PAGE),
+        });
+    }
+    for (base, end, off, flags) in [
+        (r_base, r_end, r_off, PF_R),
+        (rw_base, rw_end, rw_off, PF_R | PF_W),
+        (rx_base, rx_end, rx_off, PF_R | PF_X),
+    ] {
+        ph.push(Phdr {
+            p_type: PT_LOAD,
+            flags,
+            offset: off,
+            vaddr: base,
+            filesz: end - base,
+            memsz: end - base,
+            align: PAGE,
+        });
+    }
+    ph.push(Phdr {
+        p_type: PT_DYNAMIC,
+        flags: PF_R | PF_W,
+        offset: file_of(dynamic_at),
+        vaddr: dynamic_at,
+        filesz: ndyn as u64 * 16,
+        memsz: ndyn as u64 * 16,
+        align: 8,
+    });
+    if let Some(t) = tls {
+        ph.push(Phdr {
+            p_type: PT_TLS,
+            flags: PF_R,
+            offset: file_of(t.vaddr),
+            vaddr: t.vaddr,
+            filesz: t.filesz,
+            memsz: t.memsz,
+            align: t.align.max(1),
+        });
+    }
+    if let Some((va, sz)) = relro_seg {
+        ph.push(Phdr {
+            p_type: PT_GNU_RELRO,
+            flags: PF_R,
+            offset: file_of(va),
+            vaddr: va,
+            filesz: sz,
+            memsz: sz,
+            align: 1,
+        });
+    } else if let Some(g) = &gnu_relro_orig {
+        ph.push(Phdr {
+            p_type: PT_GNU_RELRO,
+            flags: PF_R,
+            offset: file_of(g.vaddr),
+            vaddr: g.vaddr,
+            filesz: g.memsz,
+            memsz: g.memsz,
+            align: 1,
+        });
+    }
+    if let Some(e) = &eh {
+        ph.push(Phdr {
+            p_type: PT_GNU_EH_FRAME,
+            flags: PF_R,
+            offset: file_of(e.vaddr),
+            vaddr: e.vaddr,
+            filesz: e.filesz,
+            memsz: e.memsz,
+            align: e.align.max(1),
+        });
+    }
+    ph.push(Phdr {
+        p_type: PT_GNU_STACK,
+        flags: PF_R | PF_W,
+        align: 16,
+        ..Phdr::default()
+    });
+    // Kept for libkernel (sceKernelGetProcParam); the loader ignores OS-specific types.
+    for p in &params {
+        ph.push(Phdr {
+            p_type: p.p_type,
+            flags: PF_R,
+            offset: file_of(p.vaddr),
+            vaddr: p.vaddr,
+            filesz: p.filesz,
+            memsz: p.memsz,
+            align: p.align.max(1),
+        });
+    }
+    debug_assert_eq!(ph.len(), nphdr);
+
+    // ---- R, RW, RX contents ----
+    let mut r = vec![0u8; (r_end - r_base) as usize];
+    let put = |buf: &mut Vec<u8>, base: u64, at: u64, bytes: &[u8]| {
+        let o = (at - base) as usize;
+        buf[o..o + bytes.len()].copy_from_slice(bytes);
+    };
+    let mut phbytes = Vec::new();
+    for p in &ph {
+        p.write(&mut phbytes);
+    }
+    put(&mut r, r_base, phdr_at, &phbytes);
+    if kind == Kind::Executable {
+        put(&mut r, r_base, interp_at, INTERP.as_bytes());
+    }
+    let mut symbytes = Vec::new();
+    for s in &dynsym {
+        s.write(&mut symbytes);
+    }
+    put(&mut r, r_base, dynsym_at, &symbytes);
+    put(&mut r, r_base, dynstr_at, &dynstr.bytes);
+    put(&mut r, r_base, hash_at, &hash);
+    let mut relabytes = Vec::new();
+    for x in &rela {
+        x.write(&mut relabytes);
+    }
+    put(&mut r, r_base, rela_at, &relabytes);
+    let mut jmpbytes = Vec::new();
+    for x in &jmprel {
+        x.write(&mut jmpbytes);
+    }
+    put(&mut r, r_base, jmprel_at, &jmpbytes);
+    put(&mut r, r_base, msgs_at, &messages);
+
+    let mut rw = vec![0u8; (rw_end - rw_base) as usize];
+    let mut dynbytes = Vec::new();
+    for (t, v) in &dynamic {
+        dynbytes.extend_from_slice(&t.to_le_bytes());
+        dynbytes.extend_from_slice(&v.to_le_bytes());
+    }
+    put(&mut rw, rw_base, dynamic_at, &dynbytes);
+
+    // ---- sections (for tools; the loader uses only program headers) ----
+    let mut shstr = StrTab::new();
+    let mut sh: Vec<Shdr> = vec![Shdr::default()];
+    for (i, (s, off)) in segs.iter().zip(&orig_off).enumerate() {
+        let name = if s.flags & PF_X != 0 {
+            format!(".text.seg{i}")
+        } else if s.flags & PF_W != 0 {
+            format!(".data.seg{i}")
+        } else {
+            format!(".rodata.seg{i}")
+        };
+        let mut f = 0x2; // SHF_ALLOC
+        if s.flags & PF_W != 0 {
+            f |= 0x1;
+        }
+        if s.flags & PF_X != 0 {
+            f |= 0x4;
+        }
+        sh.push(Shdr {
+            name: shstr.add(&name),
+            sh_type: if s.bytes.is_empty() { 8 } else { 1 }, // NOBITS / PROGBITS
+            flags: f,
+            addr: s.vaddr,
+            offset: *off,
+            size: s.memsz,
+            align: 16,
+            ..Shdr::default()
+        });
+    }
+    let sec = |shstr: &mut StrTab, sh: &mut Vec<Shdr>, name: &str, t: u32, f: u64, at: u64, size: u64, link: u32, info: u32, entsize: u64| -> u32 {
+        sh.push(Shdr {
+            name: shstr.add(name),
+            sh_type: t,
+            flags: f,
+            addr: at,
+            offset: file_of(at),
+            size,
+            link,
+            info,
+            align: 8,
+            entsize,
+        });
+        (sh.len() - 1) as u32
+    };
+    if kind == Kind::Executable {
+        sec(&mut shstr, &mut sh, ".interp", 1, 2, interp_at, INTERP.len() as u64 + 1, 0, 0, 0);
+    }
+    let dynstr_idx = (sh.len() + 1) as u32;
+    let dynsym_idx = sec(&mut shstr, &mut sh, ".dynsym", 11, 2, dynsym_at, symbytes.len() as u64, dynstr_idx, 1, 24);
+    sec(&mut shstr, &mut sh, ".dynstr", 3, 2, dynstr_at, dynstr.bytes.len() as u64, 0, 0, 0);
+    sec(&mut shstr, &mut sh, ".hash", 5, 2, hash_at, hash.len() as u64, dynsym_idx, 0, 4);
+    sec(&mut shstr, &mut sh, ".rela.dyn", 4, 2, rela_at, relabytes.len() as u64, dynsym_idx, 0, 24);
+    sec(&mut shstr, &mut sh, ".rela.plt", 4, 0x42, jmprel_at, jmpbytes.len() as u64, dynsym_idx, 0, 24);
+    sec(&mut shstr, &mut sh, ".rodata.aps5", 1, 2, msgs_at, messages.len() as u64, 0, 0, 0);
+    sec(&mut shstr, &mut sh, ".dynamic", 6, 3, dynamic_at, ndyn as u64 * 16, dynstr_idx, 0, 16);
+    if let Some(slot) = exit_slot {
+        sec(&mut shstr, &mut sh, ".got.aps5", 1, 3, slot, 8, 0, 0, 8);
+    }
+    sec(&mut shstr, &mut sh, ".text.aps5", 1, 6, rx_base, code.len() as u64, 0, 0, 0);
+    let shstrtab_name = shstr.add(".shstrtab");
+
+    // ---- write ----
+    let data_end = rx_off + code.len() as u64;
+    let shstr_off = data_end;
+    let shoff = align_up(shstr_off + shstr.bytes.len() as u64 + 0, 8);
+    sh.push(Shdr {
+        name: shstrtab_name,
+        sh_type: 3,
+        offset: shstr_off,
+        size: shstr.bytes.len() as u64,
+        align: 1,
+        ..Shdr::default()
+    });
+    let total = shoff + sh.len() as u64 * 64;
+    let mut elf = vec![0u8; total as usize];
+    // ELF header.
+    let mut h = Vec::with_capacity(64);
+    h.extend_from_slice(b"\x7fELF");
+    h.extend_from_slice(&[2, 1, 1, 0, 0]); // ELFCLASS64, LSB, version 1, SysV, ABI 0
+    h.extend_from_slice(&[0; 7]);
+    h.extend_from_slice(&3u16.to_le_bytes()); // ET_DYN
+    h.extend_from_slice(&62u16.to_le_bytes()); // EM_X86_64
+    h.extend_from_slice(&1u32.to_le_bytes());
+    let e_entry = if kind == Kind::Executable { entry_at } else { 0 };
+    h.extend_from_slice(&e_entry.to_le_bytes());
+    h.extend_from_slice(&file_of(phdr_at).to_le_bytes()); // e_phoff: the copy inside R
+    h.extend_from_slice(&shoff.to_le_bytes());
+    h.extend_from_slice(&0u32.to_le_bytes()); // e_flags
+    h.extend_from_slice(&64u16.to_le_bytes());
+    h.extend_from_slice(&56u16.to_le_bytes());
+    h.extend_from_slice(&(nphdr as u16).to_le_bytes());
+    h.extend_from_slice(&64u16.to_le_bytes());
+    h.extend_from_slice(&(sh.len() as u16).to_le_bytes());
+    h.extend_from_slice(&((sh.len() - 1) as u16).to_le_bytes());
+    elf[..64].copy_from_slice(&h);
+    for (s, off) in segs.iter().zip(&orig_off) {
+        elf[*off as usize..*off as usize + s.bytes.len()].copy_from_slice(&s.bytes);
+    }
+    elf[r_off as usize..r_off as usize + r.len()].copy_from_slice(&r);
+    elf[rw_off as usize..rw_off as usize + rw.len()].copy_from_slice(&rw);
+    elf[rx_off as usize..rx_off as usize + code.len()].copy_from_slice(&code);
+    elf[shstr_off as usize..shstr_off as usize + shstr.bytes.len()].copy_from_slice(&shstr.bytes);
+    let mut shbytes = Vec::new();
+    for s in &sh {
+        s.write(&mut shbytes);
+    }
+    elf[shoff as usize..].copy_from_slice(&shbytes);
+
+    Ok(Relinked {
+        elf,
+        coverage: coverage.into_values().collect(),
+        libs_needed: needed,
+    })
+}
+
+/// The loadable segments (PT_LOAD and PS4's PT_SCE_RELRO), sorted, checked for overlap.
+fn original_segments(image: &[u8], module: &Module) -> Result<Vec<Orig>, RelinkError> {
+    let mut segs = Vec::new();
+    for s in &module.segments {
+        if !(s.p_type == PT_LOAD || s.p_type == PT_SCE_RELRO) || s.memsz == 0 {
+            continue;
+        }
+        if s.filesz > s.memsz {
+            return Err(RelinkError::Layout(format!(
+                "segment {} at {:#x}: file size {:#x} is larger than its memory size {:#x}",
+                s.index, s.vaddr, s.filesz, s.memsz
+            )));
+        }
+        let end = s.offset.checked_add(s.filesz).filter(|e| *e <= image.len() as u64).ok_or_else(|| {
+            RelinkError::Layout(format!(
+                "segment {} (file offset {:#x}, {:#x} bytes) runs past the end of the {:#x}-byte image",
+                s.index,
+                s.offset,
+                s.filesz,
+                image.len()
+            ))
+        })?;
+        segs.push(Orig {
+            vaddr: s.vaddr,
+            memsz: s.memsz,
+            bytes: image[s.offset as usize..end as usize].to_vec(),
+            flags: s.flags & (PF_R | PF_W | PF_X),
+            align: s.align.clamp(PAGE, 0x20_0000),
+            relro: false,
+        });
+    }
+    if segs.is_empty() {
+        return Err(RelinkError::Layout("no loadable segment".into()));
+    }
+    segs.sort_by_key(|s| s.vaddr);
+    for w in segs.windows(2) {
+        // Pages are shared only if the loader can give both segments the same rights.
+        if align_up(w[0].vaddr + w[0].memsz, PAGE) > w[1].vaddr - w[1].vaddr % PAGE {
+            return Err(RelinkError::Layout(format!(
+                "segments at {:#x} (size {:#x}) and {:#x} share a 4 KiB page; Linux cannot map them separately",
+                w[0].vaddr, w[0].memsz, w[1].vaddr
+            )));
+        }
+    }
+    Ok(segs)
+}

@@ -1,0 +1,215 @@
+//! aps5-relink: turns a PS4/PS5 executable (or bundled module) into an ordinary Linux
+//! x86-64 ELF whose imports the system loader (`ld-linux`) binds, by NID, to the host PRX
+//! set (`prx/`). The game's code and data keep their original addresses relative to the
+//! load base; everything new goes after the last original segment. See docs/RELINK.md.
+//!
+//! ```text
+//! original segments (unchanged bytes, same vaddrs) | R: phdrs, interp, dynsym, dynstr,
+//! hash, rela, jmprel, messages | RW: dynamic, GOT slots | RX: stubs, entry
+//! ```
+
+mod layout;
+pub mod prxfix;
+mod prxset;
+mod scan;
+mod stubs;
+mod writer;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+pub use scan::SyscallSite;
+
+/// One host library the relinked program may bind to: a host PRX (`libs/<file>`), or a
+/// relinked guest module (`app0/sce_module/<file>`, see [`PrxLibrary::from_guest_module`]).
+#[derive(Debug, Clone)]
+pub struct PrxLibrary {
+    /// The PS4/PS5 library name imports refer to (e.g. `libc`, `libScePosix`).
+    pub library: String,
+    /// File name the loader finds it under (e.g. `libc.prx`); several libraries may share one.
+    pub file_name: String,
+    /// The file itself.
+    pub bytes: Arc<Vec<u8>>,
+    /// NIDs it exports.
+    pub exports: BTreeSet<String>,
+}
+
+impl PrxLibrary {
+    /// The libraries a relinked guest module serves: every export library of `module`,
+    /// with the NIDs it exports, found by the loader as `file_name` (the graph installs it
+    /// under `app0/sce_module/`, which is on the executable's run path).
+    pub fn from_guest_module(module: &aps5_elf::Module, file_name: &str, relinked: Arc<Vec<u8>>) -> Vec<PrxLibrary> {
+        module
+            .exports_by_library()
+            .into_iter()
+            .filter(|(lib, _)| !lib.is_empty() && !lib.starts_with('#'))
+            .map(|(lib, syms)| PrxLibrary {
+                library: lib,
+                file_name: file_name.to_owned(),
+                bytes: relinked.clone(),
+                exports: syms.iter().filter_map(|s| s.nid.clone()).collect(),
+            })
+            .collect()
+    }
+}
+
+/// The set of host libraries available to relinked programs.
+#[derive(Debug, Clone, Default)]
+pub struct PrxSet {
+    /// Every library, in the order DT_NEEDED lists their files.
+    pub libraries: Vec<PrxLibrary>,
+}
+
+impl PrxSet {
+    /// The PRX set built from this checkout's `prx/` crates and embedded in this crate at
+    /// build time (see docs/PRX.md).
+    pub fn installed() -> Result<PrxSet, RelinkError> {
+        prxset::installed()
+    }
+
+    /// The library serving `library` that exports `nid`.
+    pub fn find(&self, library: &str, nid: &str) -> Option<&PrxLibrary> {
+        self.libraries.iter().find(|l| l.library == library && l.exports.contains(nid))
+    }
+
+    /// Distinct files (name, bytes), in order: what goes into the output's `libs/`.
+    pub fn files(&self) -> Vec<(&str, &Arc<Vec<u8>>)> {
+        let mut seen = BTreeSet::new();
+        self.libraries
+            .iter()
+            .filter(|l| seen.insert(l.file_name.as_str()))
+            .map(|l| (l.file_name.as_str(), &l.bytes))
+            .collect()
+    }
+}
+
+/// Relinker options.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RelinkOptions {
+    /// Accept raw `syscall` / `int 0x80` / `sysenter` instructions in the game's code
+    /// (they would call the Linux kernel with FreeBSD numbers).
+    pub allow_syscalls: bool,
+}
+
+/// One import of the program and how it was bound.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoverageRow {
+    /// Library the program imports it from (`#<id>` if the id matches no library).
+    pub library: String,
+    /// The NID.
+    pub nid: String,
+    /// Readable name from the NID database, if known.
+    pub name: Option<String>,
+    /// Bound to a host implementation (else to a stub that reports it and aborts).
+    pub implemented: bool,
+    /// The file providing it, when implemented.
+    pub file: Option<String>,
+}
+
+/// A relinked executable or module.
+#[derive(Debug, Clone)]
+pub struct Relinked {
+    /// The Linux ELF.
+    pub elf: Vec<u8>,
+    /// Every import (sorted by library, then name).
+    pub coverage: Vec<CoverageRow>,
+    /// DT_NEEDED files, in order.
+    pub libs_needed: Vec<String>,
+}
+
+/// Why a relink failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RelinkError {
+    /// The input could not be read.
+    #[error("cannot read the input: {0}")]
+    Parse(#[from] aps5_elf::Error),
+    /// The game's code makes raw system calls.
+    #[error(
+        "the code makes {} raw system call(s) (Linux would receive FreeBSD numbers): {}; \
+         use allow_syscalls to relink anyway",
+        .0.len(),
+        scan::describe(.0)
+    )]
+    Syscalls(Vec<SyscallSite>),
+    /// The segment layout cannot be reproduced.
+    #[error("layout: {0}")]
+    Layout(String),
+    /// A relocation the relinker does not handle.
+    #[error("relocation at {offset:#x} ({type_name}): {why}")]
+    Relocation {
+        /// `r_offset`.
+        offset: u64,
+        /// Type name.
+        type_name: &'static str,
+        /// What is wrong.
+        why: String,
+    },
+    /// Wrong kind of input for the call.
+    #[error("{0}")]
+    Kind(String),
+    /// The PRX set is unusable.
+    #[error("PRX set: {0}")]
+    Prx(String),
+    /// The x86 encoder rejected generated code (a bug).
+    #[error("code generation: {0}")]
+    Encode(String),
+}
+
+/// Relinks a main executable (`eboot.bin`) into a position-independent Linux executable.
+pub fn relink_executable(
+    bytes: &[u8],
+    module: &aps5_elf::Module,
+    prx: &PrxSet,
+    opts: &RelinkOptions,
+) -> Result<Relinked, RelinkError> {
+    if module.elf_type == 0xFE18 {
+        return Err(RelinkError::Kind(
+            "this is a module (ET_SCE_DYNAMIC); use relink_module".into(),
+        ));
+    }
+    layout::relink(bytes, module, prx, opts, layout::Kind::Executable)
+}
+
+/// Relinks a bundled module (`sce_module/*.prx`) into a Linux shared object whose exports
+/// are named by NID (plain names such as `module_start` stay as they are).
+pub fn relink_module(
+    bytes: &[u8],
+    module: &aps5_elf::Module,
+    prx: &PrxSet,
+    opts: &RelinkOptions,
+) -> Result<Relinked, RelinkError> {
+    layout::relink(bytes, module, prx, opts, layout::Kind::Module)
+}
+
+/// Renders a coverage table (one import per line; implemented ones first).
+pub fn coverage_table(rows: &[CoverageRow]) -> String {
+    let mut out = String::new();
+    let done = rows.iter().filter(|r| r.implemented).count();
+    out.push_str(&format!("imports: {} implemented, {} stubbed\n", done, rows.len() - done));
+    let mut sorted: Vec<&CoverageRow> = rows.iter().collect();
+    sorted.sort_by_key(|r| (!r.implemented, r.library.clone(), r.name.clone(), r.nid.clone()));
+    for r in sorted {
+        out.push_str(&format!(
+            "{:<5} {:<24} {:<11} {}\n",
+            if r.implemented { "ok" } else { "STUB" },
+            r.library,
+            r.nid,
+            r.name.as_deref().unwrap_or("?")
+        ));
+    }
+    out
+}
+
+/// The command that runs a built output tree: `out_dir/app.elf` with the guest mounts
+/// mapped by environment variables read by libkernel.prx: `APS5_APP0` (the output's
+/// `app0/`) and `APS5_DATA` (`data_dir`, holding `savedata0/`, `temp0/`, `download0/`).
+pub fn run_command(out_dir: &Path, data_dir: &Path, args: &[String]) -> std::process::Command {
+    let mut c = std::process::Command::new(out_dir.join("app.elf"));
+    c.args(args)
+        .env("APS5_APP0", out_dir.join("app0"))
+        .env("APS5_DATA", data_dir);
+    c
+}

@@ -1,0 +1,164 @@
+//! ELF64 little-endian encoding helpers: string tables, symbols, relocations, the SysV
+//! hash table, headers.
+
+use std::collections::HashMap;
+
+/// A string table (offset 0 is the empty string); equal strings share one entry.
+#[derive(Debug, Default)]
+pub struct StrTab {
+    pub bytes: Vec<u8>,
+    seen: HashMap<String, u32>,
+}
+
+impl StrTab {
+    pub fn new() -> Self {
+        StrTab {
+            bytes: vec![0],
+            seen: HashMap::new(),
+        }
+    }
+
+    pub fn add(&mut self, s: &str) -> u32 {
+        if s.is_empty() {
+            return 0;
+        }
+        if let Some(&o) = self.seen.get(s) {
+            return o;
+        }
+        let o = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(s.as_bytes());
+        self.bytes.push(0);
+        self.seen.insert(s.to_owned(), o);
+        o
+    }
+}
+
+/// An Elf64_Sym.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sym {
+    pub name: u32,
+    pub info: u8,
+    pub other: u8,
+    pub shndx: u16,
+    pub value: u64,
+    pub size: u64,
+}
+
+impl Sym {
+    pub fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.name.to_le_bytes());
+        out.push(self.info);
+        out.push(self.other);
+        out.extend_from_slice(&self.shndx.to_le_bytes());
+        out.extend_from_slice(&self.value.to_le_bytes());
+        out.extend_from_slice(&self.size.to_le_bytes());
+    }
+}
+
+/// An Elf64_Rela.
+#[derive(Debug, Clone, Copy)]
+pub struct Rela {
+    pub offset: u64,
+    pub r_type: u32,
+    pub sym: u32,
+    pub addend: i64,
+}
+
+impl Rela {
+    pub fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.offset.to_le_bytes());
+        out.extend_from_slice(&((u64::from(self.sym) << 32) | u64::from(self.r_type)).to_le_bytes());
+        out.extend_from_slice(&self.addend.to_le_bytes());
+    }
+}
+
+/// A SysV `DT_HASH` table for symbol names (index = position).
+pub fn sysv_hash_table(names: &[&[u8]]) -> Vec<u8> {
+    let n = names.len();
+    let nbucket = (n / 2).max(1);
+    let mut buckets = vec![0u32; nbucket];
+    let mut chains = vec![0u32; n];
+    for (i, name) in names.iter().enumerate().skip(1) {
+        let b = crate::prxfix::sysv_hash(name) as usize % nbucket;
+        chains[i] = buckets[b];
+        buckets[b] = i as u32;
+    }
+    let mut out = Vec::with_capacity(8 + 4 * (nbucket + n));
+    out.extend_from_slice(&(nbucket as u32).to_le_bytes());
+    out.extend_from_slice(&(n as u32).to_le_bytes());
+    for b in buckets {
+        out.extend_from_slice(&b.to_le_bytes());
+    }
+    for c in chains {
+        out.extend_from_slice(&c.to_le_bytes());
+    }
+    out
+}
+
+/// An Elf64_Phdr.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Phdr {
+    pub p_type: u32,
+    pub flags: u32,
+    pub offset: u64,
+    pub vaddr: u64,
+    pub filesz: u64,
+    pub memsz: u64,
+    pub align: u64,
+}
+
+impl Phdr {
+    pub fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.p_type.to_le_bytes());
+        out.extend_from_slice(&self.flags.to_le_bytes());
+        out.extend_from_slice(&self.offset.to_le_bytes());
+        out.extend_from_slice(&self.vaddr.to_le_bytes());
+        out.extend_from_slice(&self.vaddr.to_le_bytes());
+        out.extend_from_slice(&self.filesz.to_le_bytes());
+        out.extend_from_slice(&self.memsz.to_le_bytes());
+        out.extend_from_slice(&self.align.to_le_bytes());
+    }
+}
+
+/// An Elf64_Shdr.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Shdr {
+    pub name: u32,
+    pub sh_type: u32,
+    pub flags: u64,
+    pub addr: u64,
+    pub offset: u64,
+    pub size: u64,
+    pub link: u32,
+    pub info: u32,
+    pub align: u64,
+    pub entsize: u64,
+}
+
+impl Shdr {
+    pub fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.name.to_le_bytes());
+        out.extend_from_slice(&self.sh_type.to_le_bytes());
+        out.extend_from_slice(&self.flags.to_le_bytes());
+        out.extend_from_slice(&self.addr.to_le_bytes());
+        out.extend_from_slice(&self.offset.to_le_bytes());
+        out.extend_from_slice(&self.size.to_le_bytes());
+        out.extend_from_slice(&self.link.to_le_bytes());
+        out.extend_from_slice(&self.info.to_le_bytes());
+        out.extend_from_slice(&self.align.to_le_bytes());
+        out.extend_from_slice(&self.entsize.to_le_bytes());
+    }
+}
+
+/// Rounds up to a power-of-two alignment.
+pub fn align_up(v: u64, a: u64) -> u64 {
+    if a <= 1 { v } else { v.div_ceil(a) * a }
+}
+
+/// The smallest offset >= `at` congruent to `vaddr` modulo `align`.
+pub fn congruent(at: u64, vaddr: u64, align: u64) -> u64 {
+    let a = align.max(1);
+    let want = vaddr % a;
+    let base = at - at % a + want;
+    if base >= at { base } else { base + a }
+}

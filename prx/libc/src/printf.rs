@@ -1,0 +1,349 @@
+//! The printf engine: FreeBSD semantics for every C99 conversion, flags, field width and
+//! precision (also from `*`), and length modifiers (hh h l ll j z t L q). Integer, string,
+//! character and pointer conversions are formatted here; floating-point conversions
+//! (f F e E g G a A) are formatted one value at a time by the host C library, whose output
+//! for these is the same as FreeBSD's (both print correctly rounded decimals).
+//! Positional arguments (`%1$d`) are not supported: the directive is printed as is.
+
+use crate::va::Args;
+
+#[derive(Default, Clone, Copy)]
+struct Spec {
+    left: bool,
+    plus: bool,
+    space: bool,
+    alt: bool,
+    zero: bool,
+    width: usize,
+    precision: Option<usize>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Len {
+    None,
+    Hh,
+    H,
+    L,
+    Ll,
+    J,
+    Z,
+    T,
+    BigL,
+}
+
+/// Formats `fmt` (a NUL-terminated guest string) with `args` into `out`.
+///
+/// # Safety
+/// `fmt` must be NUL-terminated; `%s`/`%n` arguments must be valid pointers.
+pub unsafe fn format(fmt: *const u8, args: &mut dyn Args, out: &mut Vec<u8>) {
+    let mut p = fmt;
+    loop {
+        let c = unsafe { *p };
+        if c == 0 {
+            return;
+        }
+        if c != b'%' {
+            out.push(c);
+            p = unsafe { p.add(1) };
+            continue;
+        }
+        let start = p;
+        p = unsafe { p.add(1) };
+        match unsafe { directive(&mut p, args, out) } {
+            Ok(()) => {}
+            Err(()) => {
+                // Unknown or unsupported directive: print it unchanged.
+                let mut q = start;
+                while q < p {
+                    out.push(unsafe { *q });
+                    q = unsafe { q.add(1) };
+                }
+            }
+        }
+    }
+}
+
+unsafe fn number(p: &mut *const u8) -> Option<usize> {
+    let mut v: Option<usize> = None;
+    while let d @ b'0'..=b'9' = unsafe { **p } {
+        v = Some(v.unwrap_or(0).saturating_mul(10).saturating_add(usize::from(d - b'0')));
+        *p = unsafe { p.add(1) };
+    }
+    v
+}
+
+unsafe fn directive(p: &mut *const u8, args: &mut dyn Args, out: &mut Vec<u8>) -> Result<(), ()> {
+    let mut s = Spec::default();
+    loop {
+        match unsafe { **p } {
+            b'-' => s.left = true,
+            b'+' => s.plus = true,
+            b' ' => s.space = true,
+            b'#' => s.alt = true,
+            b'0' => s.zero = true,
+            b'\'' => {}
+            _ => break,
+        }
+        *p = unsafe { p.add(1) };
+    }
+    if unsafe { **p } == b'*' {
+        *p = unsafe { p.add(1) };
+        let w = args.int() as i32;
+        if w < 0 {
+            s.left = true;
+        }
+        s.width = w.unsigned_abs() as usize;
+    } else if let Some(w) = unsafe { number(p) } {
+        if unsafe { **p } == b'$' {
+            return Err(());
+        }
+        s.width = w;
+    }
+    if unsafe { **p } == b'.' {
+        *p = unsafe { p.add(1) };
+        if unsafe { **p } == b'*' {
+            *p = unsafe { p.add(1) };
+            let v = args.int() as i32;
+            s.precision = if v < 0 { None } else { Some(v as usize) };
+        } else {
+            s.precision = Some(unsafe { number(p) }.unwrap_or(0));
+        }
+    }
+    let mut len = Len::None;
+    loop {
+        let c = unsafe { **p };
+        len = match (c, len) {
+            (b'h', Len::H) => Len::Hh,
+            (b'h', _) => Len::H,
+            (b'l', Len::L) => Len::Ll,
+            (b'l', _) => Len::L,
+            (b'q', _) => Len::Ll,
+            (b'j', _) => Len::J,
+            (b'z', _) => Len::Z,
+            (b't', _) => Len::T,
+            (b'L', _) => Len::BigL,
+            _ => break,
+        };
+        *p = unsafe { p.add(1) };
+    }
+    let conv = unsafe { **p };
+    if conv == 0 {
+        return Err(());
+    }
+    *p = unsafe { p.add(1) };
+    match conv {
+        b'%' => out.push(b'%'),
+        b'd' | b'i' | b'D' => {
+            let len = if conv == b'D' { Len::L } else { len };
+            let raw = args.int();
+            let v: i64 = match len {
+                Len::Hh => raw as i8 as i64,
+                Len::H => raw as i16 as i64,
+                Len::None => raw as i32 as i64,
+                _ => raw as i64,
+            };
+            let sign: &[u8] = if v < 0 {
+                b"-"
+            } else if s.plus {
+                b"+"
+            } else if s.space {
+                b" "
+            } else {
+                b""
+            };
+            integer(out, &s, sign, v.unsigned_abs(), 10, false);
+        }
+        b'u' | b'o' | b'x' | b'X' | b'U' | b'O' => {
+            let len = if conv == b'U' || conv == b'O' { Len::L } else { len };
+            let raw = args.int();
+            let v: u64 = match len {
+                Len::Hh => raw as u8 as u64,
+                Len::H => raw as u16 as u64,
+                Len::None => raw as u32 as u64,
+                _ => raw,
+            };
+            let (base, upper) = match conv {
+                b'o' | b'O' => (8, false),
+                b'x' => (16, false),
+                b'X' => (16, true),
+                _ => (10, false),
+            };
+            let prefix: &[u8] = match (conv, s.alt && v != 0) {
+                (b'x', true) => b"0x",
+                (b'X', true) => b"0X",
+                _ => b"",
+            };
+            let mut spec = s;
+            spec.plus = false;
+            spec.space = false;
+            if matches!(conv, b'o' | b'O') && s.alt {
+                // '#' with o: the first digit must be 0 (raise the precision if needed).
+                let digits = digit_count(v, 8);
+                let p = spec.precision.unwrap_or(0);
+                if p <= digits || v == 0 {
+                    spec.precision = Some(if v == 0 { p.max(1) } else { digits + 1 });
+                }
+            }
+            integer(out, &spec, prefix, v, base, upper);
+        }
+        b'p' => {
+            let v = args.int();
+            let mut spec = s;
+            spec.alt = true;
+            integer(out, &spec, b"0x", v, 16, false);
+        }
+        b'c' | b'C' => {
+            let v = args.int() as u32;
+            let mut buf = Vec::new();
+            if len == Len::L || conv == b'C' {
+                encode_wide(v, &mut buf);
+            } else {
+                buf.push(v as u8);
+            }
+            pad(out, &s, &buf, false);
+        }
+        b's' | b'S' => {
+            let ptr = args.int() as *const u8;
+            let wide = len == Len::L || conv == b'S';
+            let mut buf = Vec::new();
+            if ptr.is_null() {
+                buf.extend_from_slice(b"(null)");
+                if let Some(pr) = s.precision {
+                    buf.truncate(pr);
+                }
+            } else if wide {
+                let mut q = ptr.cast::<u32>();
+                loop {
+                    let w = unsafe { q.read_unaligned() };
+                    if w == 0 {
+                        break;
+                    }
+                    let mut one = Vec::new();
+                    encode_wide(w, &mut one);
+                    if s.precision.is_some_and(|pr| buf.len() + one.len() > pr) {
+                        break;
+                    }
+                    buf.extend_from_slice(&one);
+                    q = unsafe { q.add(1) };
+                }
+            } else {
+                // Never read past the precision (the string may not be terminated).
+                let mut i = 0usize;
+                while s.precision.is_none_or(|pr| i < pr) {
+                    let b = unsafe { *ptr.add(i) };
+                    if b == 0 {
+                        break;
+                    }
+                    buf.push(b);
+                    i += 1;
+                }
+            }
+            let mut spec = s;
+            spec.zero = false;
+            pad(out, &spec, &buf, false);
+        }
+        b'n' => {
+            let ptr = args.int();
+            let n = out.len() as u64;
+            unsafe {
+                match len {
+                    Len::Hh => *(ptr as *mut u8) = n as u8,
+                    Len::H => *(ptr as *mut u16) = n as u16,
+                    Len::None => *(ptr as *mut u32) = n as u32,
+                    _ => *(ptr as *mut u64) = n,
+                }
+            }
+        }
+        b'f' | b'F' | b'e' | b'E' | b'g' | b'G' | b'a' | b'A' => {
+            let v = if len == Len::BigL { args.long_double() } else { args.double() };
+            float(out, &s, conv, v);
+        }
+        _ => return Err(()),
+    }
+    Ok(())
+}
+
+fn digit_count(mut v: u64, base: u64) -> usize {
+    let mut n = 1;
+    while v >= base {
+        v /= base;
+        n += 1;
+    }
+    n
+}
+
+fn integer(out: &mut Vec<u8>, s: &Spec, prefix: &[u8], v: u64, base: u64, upper: bool) {
+    let digits_tab: &[u8; 16] = if upper { b"0123456789ABCDEF" } else { b"0123456789abcdef" };
+    let mut digits = Vec::with_capacity(24);
+    if !(v == 0 && s.precision == Some(0)) {
+        let mut x = v;
+        loop {
+            digits.push(digits_tab[(x % base) as usize]);
+            x /= base;
+            if x == 0 {
+                break;
+            }
+        }
+    }
+    let min = s.precision.unwrap_or(0);
+    while digits.len() < min {
+        digits.push(b'0');
+    }
+    digits.reverse();
+    // The 0 flag pads with zeros after the sign/prefix unless a precision is given.
+    let zero_pad = s.zero && !s.left && s.precision.is_none();
+    let body_len = prefix.len() + digits.len();
+    let fill = s.width.saturating_sub(body_len);
+    if !s.left && !zero_pad {
+        out.resize(out.len() + fill, b' ');
+    }
+    out.extend_from_slice(prefix);
+    if zero_pad {
+        out.resize(out.len() + fill, b'0');
+    }
+    out.extend_from_slice(&digits);
+    if s.left {
+        out.resize(out.len() + fill, b' ');
+    }
+}
+
+fn pad(out: &mut Vec<u8>, s: &Spec, body: &[u8], _zero: bool) {
+    let fill = s.width.saturating_sub(body.len());
+    if !s.left {
+        out.resize(out.len() + fill, if s.zero { b'0' } else { b' ' });
+    }
+    out.extend_from_slice(body);
+    if s.left {
+        out.resize(out.len() + fill, b' ');
+    }
+}
+
+fn encode_wide(v: u32, out: &mut Vec<u8>) {
+    let c = char::from_u32(v).unwrap_or('\u{FFFD}');
+    let mut b = [0u8; 4];
+    out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+}
+
+fn float(out: &mut Vec<u8>, s: &Spec, conv: u8, v: f64) {
+    // Rebuild the directive for one double and let the host format it.
+    let mut f = String::from("%");
+    for (on, ch) in [(s.left, '-'), (s.plus, '+'), (s.space, ' '), (s.alt, '#'), (s.zero, '0')] {
+        if on {
+            f.push(ch);
+        }
+    }
+    if s.width > 0 {
+        f.push_str(&s.width.to_string());
+    }
+    if let Some(p) = s.precision {
+        f.push('.');
+        f.push_str(&p.to_string());
+    }
+    f.push(conv as char);
+    f.push('\0');
+    let mut buf = vec![0u8; 64 + s.width + s.precision.unwrap_or(0).min(1 << 20) + 330];
+    let n = unsafe { libc::snprintf(buf.as_mut_ptr().cast(), buf.len(), f.as_ptr().cast(), v) };
+    if n > 0 {
+        out.extend_from_slice(&buf[..(n as usize).min(buf.len() - 1)]);
+    }
+}

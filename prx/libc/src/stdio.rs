@@ -1,0 +1,596 @@
+//! stdio: `FILE` objects with real storage (456 bytes, the size public reverse engineering
+//! gives for Sony's Dinkumware/FreeBSD hybrid). The first 0x100 bytes stay zero so inline
+//! getc/putc macros of either header flavour see an empty buffer and call the functions;
+//! this library's state hangs off a pointer at offset 0x108.
+
+use std::ptr;
+use std::sync::Mutex;
+
+use aps5_prx_macros::{nid, variadic};
+
+use crate::kernel;
+use crate::printf;
+use crate::va::{VaArgs, VaListRaw};
+
+/// Size of a guest `FILE`.
+pub const FILE_SIZE: usize = 456;
+const MAGIC: u64 = 0x4150_5335_4649_4C45; // "APS5FILE"
+
+/// A guest-visible `FILE`.
+#[repr(C, align(16))]
+pub struct GuestFile {
+    head: [u8; 0x100],
+    magic: u64,
+    state: *mut FileState,
+    tail: [u8; FILE_SIZE - 0x110],
+}
+
+const _: () = assert!(std::mem::size_of::<GuestFile>() == FILE_SIZE + 8); // align(16) pads to 464
+
+impl GuestFile {
+    const fn empty() -> Self {
+        GuestFile {
+            head: [0; 0x100],
+            magic: 0,
+            state: ptr::null_mut(),
+            tail: [0; FILE_SIZE - 0x110],
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Buffering {
+    None,
+    Line,
+    Full,
+}
+
+struct Inner {
+    wbuf: Vec<u8>,
+    rbuf: Vec<u8>,
+    rpos: usize,
+    mode: Buffering,
+    eof: bool,
+    err: bool,
+}
+
+/// Per-stream state.
+pub struct FileState {
+    fd: i32,
+    inner: Mutex<Inner>,
+}
+
+impl FileState {
+    fn new(fd: i32, mode: Buffering) -> Box<FileState> {
+        Box::new(FileState {
+            fd,
+            inner: Mutex::new(Inner {
+                wbuf: Vec::new(),
+                rbuf: Vec::new(),
+                rpos: 0,
+                mode,
+                eof: false,
+                err: false,
+            }),
+        })
+    }
+}
+
+/// Dinkumware's `_Stdin`, `_Stdout`, `_Stderr` are the FILE objects themselves.
+#[nid("_Stdin")]
+pub static mut STDIN: GuestFile = GuestFile::empty();
+/// `_Stdout`.
+#[nid("_Stdout")]
+pub static mut STDOUT: GuestFile = GuestFile::empty();
+/// `_Stderr`.
+#[nid("_Stderr")]
+pub static mut STDERR: GuestFile = GuestFile::empty();
+
+/// FreeBSD's `__stdinp` (a `FILE *` variable).
+#[nid("__stdinp")]
+pub static mut STDINP: *mut GuestFile = &raw mut STDIN;
+/// `__stdoutp`.
+#[nid("__stdoutp")]
+pub static mut STDOUTP: *mut GuestFile = &raw mut STDOUT;
+/// `__stderrp`.
+#[nid("__stderrp")]
+pub static mut STDERRP: *mut GuestFile = &raw mut STDERR;
+/// Plain `stdin` (a `FILE *` variable).
+#[nid("stdin")]
+pub static mut STDIN_VAR: *mut GuestFile = &raw mut STDIN;
+/// Plain `stdout`.
+#[nid("stdout")]
+pub static mut STDOUT_VAR: *mut GuestFile = &raw mut STDOUT;
+/// Plain `stderr`.
+#[nid("stderr")]
+pub static mut STDERR_VAR: *mut GuestFile = &raw mut STDERR;
+
+/// Every open stream (for `fflush(NULL)` and exit).
+static OPEN: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// Sets up the three standard streams. stdout is line-buffered even on a pipe: a console
+/// program's output should appear as it is printed, as it does on the console's TTY.
+pub(crate) fn init() {
+    unsafe {
+        for (f, fd, mode) in [
+            (&raw mut STDIN, 0, Buffering::Full),
+            (&raw mut STDOUT, 1, Buffering::Line),
+            (&raw mut STDERR, 2, Buffering::None),
+        ] {
+            (*f).magic = MAGIC;
+            (*f).state = Box::into_raw(FileState::new(fd, mode));
+            OPEN.lock().unwrap_or_else(|e| e.into_inner()).push(f as usize);
+        }
+    }
+}
+
+unsafe fn state<'a>(f: *mut GuestFile) -> Option<&'a FileState> {
+    if f.is_null() {
+        return None;
+    }
+    unsafe {
+        if (*f).magic != MAGIC || (*f).state.is_null() {
+            return None;
+        }
+        Some(&*(*f).state)
+    }
+}
+
+fn write_all(fd: i32, mut b: &[u8]) -> bool {
+    while !b.is_empty() {
+        let n = unsafe { libc::write(fd, b.as_ptr().cast(), b.len()) };
+        if n < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return false;
+        }
+        b = &b[n as usize..];
+    }
+    true
+}
+
+fn flush_locked(fd: i32, g: &mut Inner) -> bool {
+    if g.wbuf.is_empty() {
+        return true;
+    }
+    let ok = write_all(fd, &g.wbuf);
+    g.wbuf.clear();
+    if !ok {
+        g.err = true;
+    }
+    ok
+}
+
+/// Writes bytes to a stream; returns false on error (EOF to the caller).
+pub fn put(f: *mut GuestFile, b: &[u8]) -> bool {
+    let Some(st) = (unsafe { state(f) }) else {
+        kernel::set_errno(9); // EBADF
+        return false;
+    };
+    let mut g = st.inner.lock().unwrap_or_else(|e| e.into_inner());
+    match g.mode {
+        Buffering::None => {
+            let ok = flush_locked(st.fd, &mut g) && write_all(st.fd, b);
+            if !ok {
+                g.err = true;
+            }
+            ok
+        }
+        Buffering::Line => {
+            g.wbuf.extend_from_slice(b);
+            if b.contains(&b'\n') { flush_locked(st.fd, &mut g) } else { true }
+        }
+        Buffering::Full => {
+            g.wbuf.extend_from_slice(b);
+            if g.wbuf.len() >= 8192 { flush_locked(st.fd, &mut g) } else { true }
+        }
+    }
+}
+
+fn flush(f: *mut GuestFile) -> bool {
+    match unsafe { state(f) } {
+        Some(st) => {
+            let mut g = st.inner.lock().unwrap_or_else(|e| e.into_inner());
+            flush_locked(st.fd, &mut g)
+        }
+        None => false,
+    }
+}
+
+/// Flushes every open stream (exit, `fflush(NULL)`).
+pub fn flush_all() {
+    let list: Vec<usize> = OPEN.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    for f in list {
+        flush(f as *mut GuestFile);
+    }
+}
+
+fn eof_or(n: usize, ok: bool) -> i32 {
+    if ok { n as i32 } else { -1 }
+}
+
+fn printf_to(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    let mut out = Vec::with_capacity(128);
+    unsafe { printf::format(fmt, &mut VaArgs(ap), &mut out) };
+    eof_or(out.len(), put(f, &out))
+}
+
+unsafe extern "C" fn printf_impl(fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    printf_to(unsafe { STDOUTP }, fmt, ap)
+}
+variadic!("printf", 1, printf_impl);
+
+unsafe extern "C" fn fprintf_impl(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    printf_to(f, fmt, ap)
+}
+variadic!("fprintf", 2, fprintf_impl);
+
+/// `vprintf`.
+#[nid("vprintf")]
+pub unsafe extern "C" fn vprintf(fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    printf_to(unsafe { STDOUTP }, fmt, ap)
+}
+
+/// `vfprintf`.
+#[nid("vfprintf")]
+pub unsafe extern "C" fn vfprintf(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    printf_to(f, fmt, ap)
+}
+
+/// Formats into a caller buffer of `cap` bytes (None: unbounded, for sprintf).
+unsafe fn to_buffer(buf: *mut u8, cap: Option<usize>, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    let mut out = Vec::with_capacity(128);
+    unsafe { printf::format(fmt, &mut VaArgs(ap), &mut out) };
+    let n = out.len();
+    let copy = match cap {
+        None => n,
+        Some(0) => return n as i32,
+        Some(c) => n.min(c - 1),
+    };
+    if !buf.is_null() {
+        unsafe {
+            ptr::copy_nonoverlapping(out.as_ptr(), buf, copy);
+            *buf.add(copy) = 0;
+        }
+    }
+    n as i32
+}
+
+unsafe extern "C" fn sprintf_impl(buf: *mut u8, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    unsafe { to_buffer(buf, None, fmt, ap) }
+}
+variadic!("sprintf", 2, sprintf_impl);
+
+unsafe extern "C" fn snprintf_impl(buf: *mut u8, n: usize, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    unsafe { to_buffer(buf, Some(n), fmt, ap) }
+}
+variadic!("snprintf", 3, snprintf_impl);
+
+/// `vsprintf`.
+#[nid("vsprintf")]
+pub unsafe extern "C" fn vsprintf(buf: *mut u8, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    unsafe { to_buffer(buf, None, fmt, ap) }
+}
+
+/// `vsnprintf`.
+#[nid("vsnprintf")]
+pub unsafe extern "C" fn vsnprintf(buf: *mut u8, n: usize, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    unsafe { to_buffer(buf, Some(n), fmt, ap) }
+}
+
+unsafe fn cbytes<'a>(s: *const u8) -> &'a [u8] {
+    unsafe { std::ffi::CStr::from_ptr(s.cast()) }.to_bytes()
+}
+
+/// `puts`: the string and a newline on stdout.
+#[nid("puts")]
+pub unsafe extern "C" fn puts(s: *const u8) -> i32 {
+    let mut v = unsafe { cbytes(s) }.to_vec();
+    v.push(b'\n');
+    if put(unsafe { STDOUTP }, &v) { 0 } else { -1 }
+}
+
+/// `fputs`.
+#[nid("fputs")]
+pub unsafe extern "C" fn fputs(s: *const u8, f: *mut GuestFile) -> i32 {
+    if put(f, unsafe { cbytes(s) }) { 0 } else { -1 }
+}
+
+/// `fputc`.
+#[nid("fputc")]
+pub unsafe extern "C" fn fputc(c: i32, f: *mut GuestFile) -> i32 {
+    if put(f, &[c as u8]) { i32::from(c as u8) } else { -1 }
+}
+
+/// `putc`.
+#[nid("putc")]
+pub unsafe extern "C" fn putc(c: i32, f: *mut GuestFile) -> i32 {
+    unsafe { fputc(c, f) }
+}
+
+/// `putchar`.
+#[nid("putchar")]
+pub unsafe extern "C" fn putchar(c: i32) -> i32 {
+    unsafe { fputc(c, STDOUTP) }
+}
+
+/// `fwrite`.
+#[nid("fwrite")]
+pub unsafe extern "C" fn fwrite(p: *const u8, size: usize, n: usize, f: *mut GuestFile) -> usize {
+    let total = size.saturating_mul(n);
+    if total == 0 {
+        return 0;
+    }
+    if put(f, unsafe { std::slice::from_raw_parts(p, total) }) { n } else { 0 }
+}
+
+/// `fflush` (NULL: every stream).
+#[nid("fflush")]
+pub unsafe extern "C" fn fflush(f: *mut GuestFile) -> i32 {
+    if f.is_null() {
+        flush_all();
+        return 0;
+    }
+    if flush(f) { 0 } else { -1 }
+}
+
+/// Fills the read buffer; false at end of file or error.
+fn fill(st: &FileState, g: &mut Inner) -> bool {
+    if g.rpos < g.rbuf.len() {
+        return true;
+    }
+    g.rbuf.resize(8192, 0);
+    g.rpos = 0;
+    let n = unsafe { libc::read(st.fd, g.rbuf.as_mut_ptr().cast(), 8192) };
+    if n <= 0 {
+        g.rbuf.clear();
+        if n == 0 {
+            g.eof = true;
+        } else {
+            g.err = true;
+        }
+        return false;
+    }
+    g.rbuf.truncate(n as usize);
+    true
+}
+
+/// `fread`.
+#[nid("fread")]
+pub unsafe extern "C" fn fread(p: *mut u8, size: usize, n: usize, f: *mut GuestFile) -> usize {
+    let Some(st) = (unsafe { state(f) }) else {
+        return 0;
+    };
+    let total = size.saturating_mul(n);
+    if total == 0 {
+        return 0;
+    }
+    let mut g = st.inner.lock().unwrap_or_else(|e| e.into_inner());
+    flush_locked(st.fd, &mut g);
+    let mut got = 0usize;
+    while got < total && fill(st, &mut g) {
+        let take = (g.rbuf.len() - g.rpos).min(total - got);
+        unsafe { ptr::copy_nonoverlapping(g.rbuf.as_ptr().add(g.rpos), p.add(got), take) };
+        g.rpos += take;
+        got += take;
+    }
+    got / size
+}
+
+/// `fgetc`.
+#[nid("fgetc")]
+pub unsafe extern "C" fn fgetc(f: *mut GuestFile) -> i32 {
+    let mut b = 0u8;
+    if unsafe { fread(&mut b, 1, 1, f) } == 1 { i32::from(b) } else { -1 }
+}
+
+/// `getc`.
+#[nid("getc")]
+pub unsafe extern "C" fn getc(f: *mut GuestFile) -> i32 {
+    unsafe { fgetc(f) }
+}
+
+/// `getchar`.
+#[nid("getchar")]
+pub unsafe extern "C" fn getchar() -> i32 {
+    unsafe { fgetc(STDINP) }
+}
+
+/// `ungetc`.
+#[nid("ungetc")]
+pub unsafe extern "C" fn ungetc(c: i32, f: *mut GuestFile) -> i32 {
+    let Some(st) = (unsafe { state(f) }) else {
+        return -1;
+    };
+    if c < 0 {
+        return -1;
+    }
+    let mut g = st.inner.lock().unwrap_or_else(|e| e.into_inner());
+    if g.rpos > 0 {
+        g.rpos -= 1;
+        let at = g.rpos;
+        g.rbuf[at] = c as u8;
+    } else {
+        g.rbuf.insert(0, c as u8);
+    }
+    g.eof = false;
+    c
+}
+
+/// `fgets`.
+#[nid("fgets")]
+pub unsafe extern "C" fn fgets(buf: *mut u8, n: i32, f: *mut GuestFile) -> *mut u8 {
+    let Some(st) = (unsafe { state(f) }) else {
+        return ptr::null_mut();
+    };
+    if n <= 0 {
+        return ptr::null_mut();
+    }
+    let mut g = st.inner.lock().unwrap_or_else(|e| e.into_inner());
+    let mut i = 0usize;
+    while i + 1 < n as usize && fill(st, &mut g) {
+        let b = g.rbuf[g.rpos];
+        g.rpos += 1;
+        unsafe { *buf.add(i) = b };
+        i += 1;
+        if b == b'\n' {
+            break;
+        }
+    }
+    if i == 0 {
+        return ptr::null_mut();
+    }
+    unsafe { *buf.add(i) = 0 };
+    buf
+}
+
+/// FreeBSD open flags for an fopen mode string.
+fn mode_flags(mode: &[u8]) -> Option<i32> {
+    let plus = mode.contains(&b'+');
+    let excl = if mode.contains(&b'x') { 0x800 } else { 0 };
+    Some(match mode.first()? {
+        b'r' => if plus { 2 } else { 0 },
+        b'w' => (if plus { 2 } else { 1 }) | 0x200 | 0x400 | excl,
+        b'a' => (if plus { 2 } else { 1 }) | 0x200 | 0x8 | excl,
+        _ => return None,
+    })
+}
+
+/// `fopen`: guest paths, through libkernel's `open`.
+#[nid("fopen")]
+pub unsafe extern "C" fn fopen(path: *const libc::c_char, mode: *const u8) -> *mut GuestFile {
+    let Some(flags) = mode_flags(unsafe { cbytes(mode) }) else {
+        kernel::set_errno(22);
+        return ptr::null_mut();
+    };
+    let fd = kernel::open(path, flags, 0o666);
+    if fd < 0 {
+        return ptr::null_mut();
+    }
+    let f = Box::into_raw(Box::new(GuestFile::empty()));
+    unsafe {
+        (*f).magic = MAGIC;
+        (*f).state = Box::into_raw(FileState::new(fd, Buffering::Full));
+    }
+    OPEN.lock().unwrap_or_else(|e| e.into_inner()).push(f as usize);
+    f
+}
+
+/// `fclose`.
+#[nid("fclose")]
+pub unsafe extern "C" fn fclose(f: *mut GuestFile) -> i32 {
+    let Some(st) = (unsafe { state(f) }) else {
+        kernel::set_errno(9);
+        return -1;
+    };
+    let ok = flush(f);
+    let fd = st.fd;
+    OPEN.lock().unwrap_or_else(|e| e.into_inner()).retain(|&x| x != f as usize);
+    let is_std = ptr::eq(f, &raw mut STDIN) || ptr::eq(f, &raw mut STDOUT) || ptr::eq(f, &raw mut STDERR);
+    unsafe {
+        drop(Box::from_raw((*f).state));
+        (*f).state = ptr::null_mut();
+        (*f).magic = 0;
+        libc::close(fd);
+        if !is_std {
+            drop(Box::from_raw(f));
+        }
+    }
+    if ok { 0 } else { -1 }
+}
+
+/// `fseek` (drops buffered data; SEEK_* values match).
+#[nid("fseek")]
+pub unsafe extern "C" fn fseek(f: *mut GuestFile, off: i64, whence: i32) -> i32 {
+    let Some(st) = (unsafe { state(f) }) else {
+        return -1;
+    };
+    let mut g = st.inner.lock().unwrap_or_else(|e| e.into_inner());
+    flush_locked(st.fd, &mut g);
+    let off = if whence == 1 { off - (g.rbuf.len() - g.rpos) as i64 } else { off };
+    g.rbuf.clear();
+    g.rpos = 0;
+    g.eof = false;
+    if unsafe { libc::lseek(st.fd, off, whence) } < 0 { -1 } else { 0 }
+}
+
+/// `ftell`.
+#[nid("ftell")]
+pub unsafe extern "C" fn ftell(f: *mut GuestFile) -> i64 {
+    let Some(st) = (unsafe { state(f) }) else {
+        return -1;
+    };
+    let g = st.inner.lock().unwrap_or_else(|e| e.into_inner());
+    let pos = unsafe { libc::lseek(st.fd, 0, libc::SEEK_CUR) };
+    if pos < 0 {
+        return -1;
+    }
+    pos - (g.rbuf.len() - g.rpos) as i64 + g.wbuf.len() as i64
+}
+
+/// `rewind`.
+#[nid("rewind")]
+pub unsafe extern "C" fn rewind(f: *mut GuestFile) {
+    unsafe { fseek(f, 0, 0) };
+}
+
+/// `feof`.
+#[nid("feof")]
+pub unsafe extern "C" fn feof(f: *mut GuestFile) -> i32 {
+    unsafe { state(f) }.map_or(0, |s| i32::from(s.inner.lock().unwrap_or_else(|e| e.into_inner()).eof))
+}
+
+/// `ferror`.
+#[nid("ferror")]
+pub unsafe extern "C" fn ferror(f: *mut GuestFile) -> i32 {
+    unsafe { state(f) }.map_or(0, |s| i32::from(s.inner.lock().unwrap_or_else(|e| e.into_inner()).err))
+}
+
+/// `clearerr`.
+#[nid("clearerr")]
+pub unsafe extern "C" fn clearerr(f: *mut GuestFile) {
+    if let Some(s) = unsafe { state(f) } {
+        let mut g = s.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.eof = false;
+        g.err = false;
+    }
+}
+
+/// `fileno`.
+#[nid("fileno")]
+pub unsafe extern "C" fn fileno(f: *mut GuestFile) -> i32 {
+    unsafe { state(f) }.map_or(-1, |s| s.fd)
+}
+
+/// `setvbuf(f, buf, mode, size)`: FreeBSD _IOFBF 0, _IOLBF 1, _IONBF 2 (the buffer
+/// argument is not used; this library buffers internally).
+#[nid("setvbuf")]
+pub unsafe extern "C" fn setvbuf(f: *mut GuestFile, _buf: *mut u8, mode: i32, _size: usize) -> i32 {
+    let Some(st) = (unsafe { state(f) }) else {
+        return -1;
+    };
+    let mut g = st.inner.lock().unwrap_or_else(|e| e.into_inner());
+    g.mode = match mode {
+        0 => Buffering::Full,
+        1 => Buffering::Line,
+        2 => Buffering::None,
+        _ => return -1,
+    };
+    0
+}
+
+/// `perror`.
+#[nid("perror")]
+pub unsafe extern "C" fn perror(s: *const u8) {
+    let e = unsafe { *kernel::errno_ptr() };
+    let msg = unsafe { std::ffi::CStr::from_ptr(libc::strerror(e)) }.to_bytes().to_vec();
+    let mut v = Vec::new();
+    if !s.is_null() && unsafe { *s } != 0 {
+        v.extend_from_slice(unsafe { cbytes(s) });
+        v.extend_from_slice(b": ");
+    }
+    v.extend_from_slice(&msg);
+    v.push(b'\n');
+    put(unsafe { STDERRP }, &v);
+}

@@ -1,0 +1,385 @@
+//! Files: guest paths (`/app0/...`, `/savedata0/...`, `/temp0/...`, `/download0/...`) map
+//! onto host folders and cannot leave them (`openat2` with `RESOLVE_BENEATH`, which also
+//! refuses `..` and symlinks that escape). Guest fds are host fds.
+//!
+//! Host folders come from the environment, set by `aps5 run` (see docs/PRX.md):
+//! `APS5_APP0` (default: `app0/` next to the running executable) and `APS5_DATA` (default:
+//! `data/` next to it), under which `savedata0/`, `temp0/` and `download0/` are created.
+
+use std::ffi::{CStr, CString};
+use std::os::fd::IntoRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use aps5_prx_macros::nid;
+
+use crate::{errno, sce_error};
+
+/// Host folders behind the guest mount points.
+#[derive(Debug)]
+pub struct Mounts {
+    /// (guest mount name without the slash, host folder fd)
+    roots: Vec<(&'static str, i32)>,
+}
+
+static MOUNTS: OnceLock<Mounts> = OnceLock::new();
+
+fn exe_dir() -> PathBuf {
+    std::fs::read_link("/proc/self/exe")
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn open_dir(p: &Path) -> i32 {
+    match std::fs::File::open(p) {
+        Ok(f) => f.into_raw_fd(),
+        Err(_) => -1,
+    }
+}
+
+pub(crate) fn init() {
+    MOUNTS.get_or_init(|| {
+        let app0 = std::env::var_os("APS5_APP0")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| exe_dir().join("app0"));
+        let data = std::env::var_os("APS5_DATA")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| exe_dir().join("data"));
+        let mut roots = vec![("app0", open_dir(&app0))];
+        for name in ["savedata0", "temp0", "download0"] {
+            let dir = data.join(name);
+            // Writable areas are created on demand; failure shows up as ENOENT on open.
+            let _ = std::fs::create_dir_all(&dir);
+            roots.push((name, open_dir(&dir)));
+        }
+        Mounts { roots }
+    });
+}
+
+/// Splits a guest path into (host root fd, path relative to it). Relative guest paths
+/// are relative to `/app0` (the working directory of a PS4/PS5 process).
+pub fn resolve(guest: &[u8]) -> Result<(i32, CString), i32> {
+    init();
+    let mounts = MOUNTS.get().expect("initialised above");
+    let s = std::str::from_utf8(guest).map_err(|_| 2)?;
+    let (mount, rest) = match s.strip_prefix('/') {
+        Some(abs) => abs.split_once('/').unwrap_or((abs, "")),
+        None => ("app0", s),
+    };
+    let fd = mounts
+        .roots
+        .iter()
+        .find(|(m, _)| *m == mount)
+        .map(|(_, fd)| *fd)
+        .ok_or(2)?; // ENOENT: no such mount point here
+    if fd < 0 {
+        return Err(2);
+    }
+    let rel = rest.trim_start_matches('/');
+    // `..` is refused outright: not every host call below can confine it (mkdirat).
+    if rel.split('/').any(|c| c == "..") {
+        return Err(13); // EACCES
+    }
+    let rel = if rel.is_empty() { "." } else { rel };
+    Ok((fd, CString::new(rel).map_err(|_| 22)?))
+}
+
+/// `struct open_how` of openat2(2) (the libc crate's is non-exhaustive).
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+/// FreeBSD `open` flags -> Linux.
+fn host_flags(f: i32) -> i32 {
+    let mut h = f & 3; // O_RDONLY / O_WRONLY / O_RDWR are the same
+    for (bsd, linux) in [
+        (0x0004, libc::O_NONBLOCK),
+        (0x0008, libc::O_APPEND),
+        (0x0080, libc::O_SYNC),
+        (0x0200, libc::O_CREAT),
+        (0x0400, libc::O_TRUNC),
+        (0x0800, libc::O_EXCL),
+        (0x20000, libc::O_DIRECTORY),
+        (0x100000, libc::O_CLOEXEC),
+    ] {
+        if f & bsd != 0 {
+            h |= linux;
+        }
+    }
+    h
+}
+
+/// Opens a guest path; returns the fd or a FreeBSD errno.
+pub fn open_guest(path: &[u8], flags: i32, mode: u32) -> Result<i32, i32> {
+    let (root, rel) = resolve(path)?;
+    let how = OpenHow {
+        flags: (host_flags(flags) | libc::O_CLOEXEC) as u64,
+        mode: if flags & 0x200 != 0 { u64::from(mode & 0o7777) } else { 0 },
+        resolve: libc::RESOLVE_BENEATH,
+    };
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            root,
+            rel.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd < 0 {
+        Err(errno::from_host(std::io::Error::last_os_error().raw_os_error().unwrap_or(5)))
+    } else {
+        Ok(fd as i32)
+    }
+}
+
+fn posix<T: Copy>(r: Result<T, i32>, fail: T) -> T {
+    match r {
+        Ok(v) => v,
+        Err(e) => {
+            errno::set(e);
+            fail
+        }
+    }
+}
+
+fn host_ret(r: isize) -> Result<isize, i32> {
+    if r < 0 {
+        Err(errno::from_host(std::io::Error::last_os_error().raw_os_error().unwrap_or(5)))
+    } else {
+        Ok(r)
+    }
+}
+
+fn sce_ret(r: Result<isize, i32>) -> i64 {
+    match r {
+        Ok(v) => v as i64,
+        Err(e) => i64::from(sce_error(e)),
+    }
+}
+
+unsafe fn cstr<'a>(p: *const libc::c_char) -> Result<&'a [u8], i32> {
+    if p.is_null() {
+        Err(14) // EFAULT
+    } else {
+        Ok(unsafe { CStr::from_ptr(p) }.to_bytes())
+    }
+}
+
+/// `open` (also `_open`): FreeBSD flags, guest paths.
+#[nid("open")]
+pub unsafe extern "C" fn open(path: *const libc::c_char, flags: i32, mode: u32) -> i32 {
+    posix(unsafe { cstr(path) }.and_then(|p| open_guest(p, flags, mode)), -1)
+}
+
+/// `_open`.
+#[nid("_open")]
+pub unsafe extern "C" fn open_(path: *const libc::c_char, flags: i32, mode: u32) -> i32 {
+    unsafe { open(path, flags, mode) }
+}
+
+/// `sceKernelOpen`: like `open`, SCE error codes.
+#[nid("sceKernelOpen")]
+pub unsafe extern "C" fn sce_kernel_open(path: *const libc::c_char, flags: i32, mode: u32) -> i32 {
+    match unsafe { cstr(path) }.and_then(|p| open_guest(p, flags, mode)) {
+        Ok(fd) => fd,
+        Err(e) => sce_error(e),
+    }
+}
+
+/// `read`.
+#[nid("read")]
+pub unsafe extern "C-unwind" fn read(fd: i32, buf: *mut u8, n: usize) -> isize {
+    posix(host_ret(unsafe { libc::read(fd, buf.cast(), n) }), -1)
+}
+
+/// `sceKernelRead`.
+#[nid("sceKernelRead")]
+pub unsafe extern "C-unwind" fn sce_kernel_read(fd: i32, buf: *mut u8, n: usize) -> i64 {
+    sce_ret(host_ret(unsafe { libc::read(fd, buf.cast(), n) }))
+}
+
+/// `write`.
+#[nid("write")]
+pub unsafe extern "C-unwind" fn write(fd: i32, buf: *const u8, n: usize) -> isize {
+    posix(host_ret(unsafe { libc::write(fd, buf.cast(), n) }), -1)
+}
+
+/// `sceKernelWrite`.
+#[nid("sceKernelWrite")]
+pub unsafe extern "C-unwind" fn sce_kernel_write(fd: i32, buf: *const u8, n: usize) -> i64 {
+    sce_ret(host_ret(unsafe { libc::write(fd, buf.cast(), n) }))
+}
+
+/// `close`.
+#[nid("close")]
+pub extern "C" fn close(fd: i32) -> i32 {
+    posix(host_ret(unsafe { libc::close(fd) } as isize), -1) as i32
+}
+
+/// `sceKernelClose`.
+#[nid("sceKernelClose")]
+pub extern "C" fn sce_kernel_close(fd: i32) -> i32 {
+    sce_ret(host_ret(unsafe { libc::close(fd) } as isize)) as i32
+}
+
+/// `lseek` (SEEK_SET/CUR/END are 0/1/2 on both systems).
+#[nid("lseek")]
+pub extern "C" fn lseek(fd: i32, off: i64, whence: i32) -> i64 {
+    posix(host_ret(unsafe { libc::lseek(fd, off, whence) } as isize), -1) as i64
+}
+
+/// `sceKernelLseek`.
+#[nid("sceKernelLseek")]
+pub extern "C" fn sce_kernel_lseek(fd: i32, off: i64, whence: i32) -> i64 {
+    sce_ret(host_ret(unsafe { libc::lseek(fd, off, whence) } as isize))
+}
+
+/// The PS4 (FreeBSD 9) `struct stat`, 120 bytes.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct GuestStat {
+    /// Device.
+    pub dev: u32,
+    /// Inode (truncated).
+    pub ino: u32,
+    /// Mode (type and permission bits; the same values as Linux).
+    pub mode: u16,
+    /// Link count.
+    pub nlink: u16,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// Device for special files.
+    pub rdev: u32,
+    /// Access, modification, change times (sec, nsec).
+    pub times: [[i64; 2]; 3],
+    /// Size in bytes.
+    pub size: i64,
+    /// 512-byte blocks.
+    pub blocks: i64,
+    /// Preferred I/O size.
+    pub blksize: u32,
+    /// File flags.
+    pub flags: u32,
+    /// Generation.
+    pub gen_: u32,
+    /// Spare.
+    pub lspare: i32,
+    /// Birth time (sec, nsec).
+    pub birth: [i64; 2],
+}
+
+const _: () = assert!(std::mem::size_of::<GuestStat>() == 120);
+
+fn to_guest(s: &libc::stat) -> GuestStat {
+    GuestStat {
+        dev: s.st_dev as u32,
+        ino: s.st_ino as u32,
+        mode: s.st_mode as u16,
+        nlink: s.st_nlink as u16,
+        uid: s.st_uid,
+        gid: s.st_gid,
+        rdev: s.st_rdev as u32,
+        times: [
+            [s.st_atime, s.st_atime_nsec],
+            [s.st_mtime, s.st_mtime_nsec],
+            [s.st_ctime, s.st_ctime_nsec],
+        ],
+        size: s.st_size,
+        blocks: s.st_blocks,
+        blksize: s.st_blksize as u32,
+        flags: 0,
+        gen_: 0,
+        lspare: 0,
+        birth: [s.st_ctime, s.st_ctime_nsec],
+    }
+}
+
+fn fstat_host(fd: i32) -> Result<GuestStat, i32> {
+    let mut s: libc::stat = unsafe { std::mem::zeroed() };
+    host_ret(unsafe { libc::fstat(fd, &mut s) } as isize)?;
+    Ok(to_guest(&s))
+}
+
+fn stat_guest(path: &[u8]) -> Result<GuestStat, i32> {
+    let (root, rel) = resolve(path)?;
+    // O_PATH opens without read permission; RESOLVE_BENEATH keeps it confined.
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_BENEATH,
+    };
+    let fd = unsafe {
+        libc::syscall(libc::SYS_openat2, root, rel.as_ptr(), &how as *const OpenHow, std::mem::size_of::<OpenHow>())
+    };
+    let fd = host_ret(fd as isize)? as i32;
+    let r = fstat_host(fd);
+    unsafe { libc::close(fd) };
+    r
+}
+
+/// `fstat`.
+#[nid("fstat")]
+pub unsafe extern "C" fn fstat(fd: i32, out: *mut GuestStat) -> i32 {
+    match fstat_host(fd) {
+        Ok(s) => {
+            unsafe { *out = s };
+            0
+        }
+        Err(e) => posix(Err(e), -1),
+    }
+}
+
+/// `sceKernelFstat`.
+#[nid("sceKernelFstat")]
+pub unsafe extern "C" fn sce_kernel_fstat(fd: i32, out: *mut GuestStat) -> i32 {
+    match fstat_host(fd) {
+        Ok(s) => {
+            unsafe { *out = s };
+            0
+        }
+        Err(e) => sce_error(e),
+    }
+}
+
+/// `stat`.
+#[nid("stat")]
+pub unsafe extern "C" fn stat(path: *const libc::c_char, out: *mut GuestStat) -> i32 {
+    match unsafe { cstr(path) }.and_then(stat_guest) {
+        Ok(s) => {
+            unsafe { *out = s };
+            0
+        }
+        Err(e) => posix(Err(e), -1),
+    }
+}
+
+/// `sceKernelStat`.
+#[nid("sceKernelStat")]
+pub unsafe extern "C" fn sce_kernel_stat(path: *const libc::c_char, out: *mut GuestStat) -> i32 {
+    match unsafe { cstr(path) }.and_then(stat_guest) {
+        Ok(s) => {
+            unsafe { *out = s };
+            0
+        }
+        Err(e) => sce_error(e),
+    }
+}
+
+/// `sceKernelMkdir(path, mode)`.
+#[nid("sceKernelMkdir")]
+pub unsafe extern "C" fn sce_kernel_mkdir(path: *const libc::c_char, mode: u32) -> i32 {
+    let r = unsafe { cstr(path) }.and_then(resolve).and_then(|(root, rel)| {
+        host_ret(unsafe { libc::mkdirat(root, rel.as_ptr(), mode) } as isize).map(|_| 0)
+    });
+    match r {
+        Ok(_) => 0,
+        Err(e) => sce_error(e),
+    }
+}

@@ -1,0 +1,112 @@
+//! Guest modules: `sceKernelLoadStartModule` loads a relinked module (`.prx` under the
+//! guest file system, converted by `aps5 build`) with the host loader and calls its
+//! `module_start`; `sceKernelDlsym` finds an export by name (looked up by its NID).
+//! The table of loaded modules lives here, once per process.
+
+use std::ffi::{CStr, CString};
+use std::sync::Mutex;
+
+use aps5_prx_macros::nid;
+
+use crate::{diag, fs, sce_error};
+
+/// Loaded modules: guest handle (index + 1) -> host `dlopen` handle.
+static MODULES: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// `SCE_KERNEL_ERROR_ESRCH`.
+const ESRCH: i32 = 3;
+
+fn host_path(guest: &[u8]) -> Result<CString, i32> {
+    let (root, rel) = fs::resolve(guest)?;
+    // dlopen needs a path; /proc/self/fd/<root> names the confined folder.
+    let p = format!("/proc/self/fd/{root}/{}", rel.to_string_lossy());
+    CString::new(p).map_err(|_| 22)
+}
+
+/// `sceKernelLoadStartModule(path, argc, argv, flags, opt, result)`.
+#[nid("sceKernelLoadStartModule")]
+pub unsafe extern "C" fn sce_kernel_load_start_module(
+    path: *const libc::c_char,
+    argc: usize,
+    argv: *const u8,
+    _flags: u32,
+    _opt: *const u8,
+    result: *mut i32,
+) -> i32 {
+    if path.is_null() {
+        return sce_error(14);
+    }
+    let guest = unsafe { CStr::from_ptr(path) }.to_bytes();
+    let host = match host_path(guest) {
+        Ok(p) => p,
+        Err(e) => return sce_error(e),
+    };
+    let h = unsafe { libc::dlopen(host.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+    if h.is_null() {
+        let why = unsafe { CStr::from_ptr(libc::dlerror()) }.to_string_lossy().into_owned();
+        diag(format!("aps5: sceKernelLoadStartModule({}): {why}\n", String::from_utf8_lossy(guest)).as_bytes());
+        return sce_error(2);
+    }
+    let start = unsafe { libc::dlsym(h, c"module_start".as_ptr()) };
+    if !start.is_null() {
+        let f: extern "C" fn(usize, *const u8) -> i32 = unsafe { std::mem::transmute(start) };
+        let r = f(argc, argv);
+        if !result.is_null() {
+            unsafe { *result = r };
+        }
+    }
+    let mut m = MODULES.lock().unwrap_or_else(|e| e.into_inner());
+    m.push(h as usize);
+    m.len() as i32
+}
+
+/// `sceKernelDlsym(handle, name, out)`: exports are named by NID in relinked modules.
+#[nid("sceKernelDlsym")]
+pub unsafe extern "C" fn sce_kernel_dlsym(handle: i32, name: *const libc::c_char, out: *mut *mut u8) -> i32 {
+    if name.is_null() || out.is_null() {
+        return sce_error(14);
+    }
+    let h = {
+        let m = MODULES.lock().unwrap_or_else(|e| e.into_inner());
+        match usize::try_from(handle).ok().and_then(|i| i.checked_sub(1)).and_then(|i| m.get(i)) {
+            Some(h) => *h,
+            None => return sce_error(ESRCH),
+        }
+    };
+    let name = unsafe { CStr::from_ptr(name) }.to_bytes();
+    let nid = CString::new(crate::nid::nid(name)).expect("NIDs have no NUL");
+    let mut p = unsafe { libc::dlsym(h as *mut libc::c_void, nid.as_ptr()) };
+    if p.is_null() {
+        // Plain names (module_start, C++ exports kept by name) are tried too.
+        let plain = CString::new(name).map_err(|_| ()).ok();
+        if let Some(plain) = plain {
+            p = unsafe { libc::dlsym(h as *mut libc::c_void, plain.as_ptr()) };
+        }
+    }
+    if p.is_null() {
+        return sce_error(ESRCH);
+    }
+    unsafe { *out = p.cast() };
+    0
+}
+
+/// PT_SCE_PROCPARAM, kept by the relinker in the executable's program headers.
+const PT_SCE_PROCPARAM: u32 = 0x6100_0001;
+
+unsafe extern "C" fn find_procparam(info: *mut libc::dl_phdr_info, _size: usize, data: *mut libc::c_void) -> i32 {
+    let info = unsafe { &*info };
+    // The first object reported is the main program.
+    let phdrs = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) };
+    if let Some(p) = phdrs.iter().find(|p| p.p_type == PT_SCE_PROCPARAM) {
+        unsafe { *(data as *mut u64) = info.dlpi_addr + p.p_vaddr };
+    }
+    1
+}
+
+/// `sceKernelGetProcParam`: the program's process parameter block, or NULL.
+#[nid("sceKernelGetProcParam")]
+pub extern "C" fn sce_kernel_get_proc_param() -> *mut u8 {
+    let mut addr: u64 = 0;
+    unsafe { libc::dl_iterate_phdr(Some(find_procparam), (&raw mut addr).cast()) };
+    addr as *mut u8
+}

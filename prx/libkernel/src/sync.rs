@@ -1,0 +1,361 @@
+//! Mutexes and condition variables. On FreeBSD (and so the PS4/PS5) `pthread_mutex_t` and
+//! `pthread_cond_t` are pointers to objects the library allocates; a zero value (the static
+//! initialiser) is allocated on first use. Here they point at boxed host objects.
+
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use aps5_prx_macros::nid;
+
+use crate::errno::from_host;
+use crate::sce_error;
+
+/// What a guest `pthread_mutexattr_t` points at: the FreeBSD mutex type.
+#[derive(Debug, Clone, Copy)]
+pub struct MutexAttr {
+    /// ERRORCHECK 1, RECURSIVE 2, NORMAL 3, ADAPTIVE 4 (FreeBSD and SCE values).
+    pub kind: i32,
+}
+
+/// FreeBSD's default mutex type is ERRORCHECK.
+const DEFAULT_KIND: i32 = 1;
+
+fn host_kind(kind: i32) -> i32 {
+    match kind {
+        2 => libc::PTHREAD_MUTEX_RECURSIVE,
+        3 | 4 => libc::PTHREAD_MUTEX_NORMAL,
+        _ => libc::PTHREAD_MUTEX_ERRORCHECK,
+    }
+}
+
+fn new_mutex(kind: i32) -> *mut libc::pthread_mutex_t {
+    unsafe {
+        let m = Box::into_raw(Box::new(std::mem::zeroed::<libc::pthread_mutex_t>()));
+        let mut a: libc::pthread_mutexattr_t = std::mem::zeroed();
+        libc::pthread_mutexattr_init(&mut a);
+        libc::pthread_mutexattr_settype(&mut a, host_kind(kind));
+        libc::pthread_mutex_init(m, &a);
+        libc::pthread_mutexattr_destroy(&mut a);
+        m
+    }
+}
+
+/// The host mutex behind a guest mutex word, allocating it for static initialisers
+/// (values 0..=2 are FreeBSD's static initialisers: default, adaptive, ...).
+unsafe fn mutex_of(p: *mut *mut libc::pthread_mutex_t) -> Option<*mut libc::pthread_mutex_t> {
+    if p.is_null() {
+        return None;
+    }
+    let slot = unsafe { AtomicPtr::from_ptr(p) };
+    let cur = slot.load(Ordering::Acquire);
+    if cur as usize > 2 {
+        return Some(cur);
+    }
+    let kind = if cur as usize == 1 { 4 } else { DEFAULT_KIND };
+    let fresh = new_mutex(kind);
+    match slot.compare_exchange(cur, fresh, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => Some(fresh),
+        Err(winner) => {
+            unsafe {
+                libc::pthread_mutex_destroy(fresh);
+                drop(Box::from_raw(fresh));
+            }
+            Some(winner)
+        }
+    }
+}
+
+fn sce(r: i32) -> i32 {
+    if r == 0 { 0 } else { sce_error(r) }
+}
+
+/// `pthread_mutex_init`.
+#[nid("pthread_mutex_init")]
+pub unsafe extern "C" fn pthread_mutex_init(m: *mut *mut libc::pthread_mutex_t, attr: *const *mut MutexAttr) -> i32 {
+    if m.is_null() {
+        return 22;
+    }
+    let kind = if attr.is_null() || unsafe { (*attr).is_null() } {
+        DEFAULT_KIND
+    } else {
+        unsafe { (**attr).kind }
+    };
+    unsafe { *m = new_mutex(kind) };
+    0
+}
+
+/// `scePthreadMutexInit(mutex, attr, name)`.
+#[nid("scePthreadMutexInit")]
+pub unsafe extern "C" fn sce_pthread_mutex_init(
+    m: *mut *mut libc::pthread_mutex_t,
+    attr: *const *mut MutexAttr,
+    _name: *const u8,
+) -> i32 {
+    sce(unsafe { pthread_mutex_init(m, attr) })
+}
+
+/// `pthread_mutex_destroy`.
+#[nid("pthread_mutex_destroy")]
+pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut *mut libc::pthread_mutex_t) -> i32 {
+    if m.is_null() {
+        return 22;
+    }
+    let cur = unsafe { *m };
+    if cur as usize > 2 {
+        let r = unsafe { libc::pthread_mutex_destroy(cur) };
+        if r != 0 {
+            return from_host(r);
+        }
+        unsafe { drop(Box::from_raw(cur)) };
+    }
+    unsafe { *m = std::ptr::null_mut() };
+    0
+}
+
+/// `scePthreadMutexDestroy`.
+#[nid("scePthreadMutexDestroy")]
+pub unsafe extern "C" fn sce_pthread_mutex_destroy(m: *mut *mut libc::pthread_mutex_t) -> i32 {
+    sce(unsafe { pthread_mutex_destroy(m) })
+}
+
+/// `pthread_mutex_lock`.
+#[nid("pthread_mutex_lock")]
+pub unsafe extern "C" fn pthread_mutex_lock(m: *mut *mut libc::pthread_mutex_t) -> i32 {
+    match unsafe { mutex_of(m) } {
+        Some(h) => from_host(unsafe { libc::pthread_mutex_lock(h) }),
+        None => 22,
+    }
+}
+
+/// `scePthreadMutexLock`.
+#[nid("scePthreadMutexLock")]
+pub unsafe extern "C" fn sce_pthread_mutex_lock(m: *mut *mut libc::pthread_mutex_t) -> i32 {
+    sce(unsafe { pthread_mutex_lock(m) })
+}
+
+/// `pthread_mutex_trylock`.
+#[nid("pthread_mutex_trylock")]
+pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut *mut libc::pthread_mutex_t) -> i32 {
+    match unsafe { mutex_of(m) } {
+        Some(h) => from_host(unsafe { libc::pthread_mutex_trylock(h) }),
+        None => 22,
+    }
+}
+
+/// `scePthreadMutexTrylock`.
+#[nid("scePthreadMutexTrylock")]
+pub unsafe extern "C" fn sce_pthread_mutex_trylock(m: *mut *mut libc::pthread_mutex_t) -> i32 {
+    sce(unsafe { pthread_mutex_trylock(m) })
+}
+
+/// `pthread_mutex_unlock`.
+#[nid("pthread_mutex_unlock")]
+pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut *mut libc::pthread_mutex_t) -> i32 {
+    match unsafe { mutex_of(m) } {
+        Some(h) => from_host(unsafe { libc::pthread_mutex_unlock(h) }),
+        None => 22,
+    }
+}
+
+/// `scePthreadMutexUnlock`.
+#[nid("scePthreadMutexUnlock")]
+pub unsafe extern "C" fn sce_pthread_mutex_unlock(m: *mut *mut libc::pthread_mutex_t) -> i32 {
+    sce(unsafe { pthread_mutex_unlock(m) })
+}
+
+/// `pthread_mutexattr_init`.
+#[nid("pthread_mutexattr_init")]
+pub unsafe extern "C" fn pthread_mutexattr_init(a: *mut *mut MutexAttr) -> i32 {
+    if a.is_null() {
+        return 22;
+    }
+    unsafe { *a = Box::into_raw(Box::new(MutexAttr { kind: DEFAULT_KIND })) };
+    0
+}
+
+/// `scePthreadMutexattrInit`.
+#[nid("scePthreadMutexattrInit")]
+pub unsafe extern "C" fn sce_pthread_mutexattr_init(a: *mut *mut MutexAttr) -> i32 {
+    sce(unsafe { pthread_mutexattr_init(a) })
+}
+
+/// `pthread_mutexattr_destroy`.
+#[nid("pthread_mutexattr_destroy")]
+pub unsafe extern "C" fn pthread_mutexattr_destroy(a: *mut *mut MutexAttr) -> i32 {
+    if a.is_null() || unsafe { (*a).is_null() } {
+        return 22;
+    }
+    unsafe {
+        drop(Box::from_raw(*a));
+        *a = std::ptr::null_mut();
+    }
+    0
+}
+
+/// `scePthreadMutexattrDestroy`.
+#[nid("scePthreadMutexattrDestroy")]
+pub unsafe extern "C" fn sce_pthread_mutexattr_destroy(a: *mut *mut MutexAttr) -> i32 {
+    sce(unsafe { pthread_mutexattr_destroy(a) })
+}
+
+/// `pthread_mutexattr_settype`.
+#[nid("pthread_mutexattr_settype")]
+pub unsafe extern "C" fn pthread_mutexattr_settype(a: *mut *mut MutexAttr, kind: i32) -> i32 {
+    if a.is_null() || unsafe { (*a).is_null() } || !(1..=4).contains(&kind) {
+        return 22;
+    }
+    unsafe { (**a).kind = kind };
+    0
+}
+
+/// `scePthreadMutexattrSettype`.
+#[nid("scePthreadMutexattrSettype")]
+pub unsafe extern "C" fn sce_pthread_mutexattr_settype(a: *mut *mut MutexAttr, kind: i32) -> i32 {
+    sce(unsafe { pthread_mutexattr_settype(a, kind) })
+}
+
+fn new_cond() -> *mut libc::pthread_cond_t {
+    unsafe {
+        let c = Box::into_raw(Box::new(std::mem::zeroed::<libc::pthread_cond_t>()));
+        libc::pthread_cond_init(c, std::ptr::null());
+        c
+    }
+}
+
+unsafe fn cond_of(p: *mut *mut libc::pthread_cond_t) -> Option<*mut libc::pthread_cond_t> {
+    if p.is_null() {
+        return None;
+    }
+    let slot = unsafe { AtomicPtr::from_ptr(p) };
+    let cur = slot.load(Ordering::Acquire);
+    if !cur.is_null() {
+        return Some(cur);
+    }
+    let fresh = new_cond();
+    match slot.compare_exchange(cur, fresh, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => Some(fresh),
+        Err(winner) => {
+            unsafe { drop(Box::from_raw(fresh)) };
+            Some(winner)
+        }
+    }
+}
+
+/// `pthread_cond_init` (attributes ignored: FreeBSD's default clock is CLOCK_REALTIME, as here).
+#[nid("pthread_cond_init")]
+pub unsafe extern "C" fn pthread_cond_init(c: *mut *mut libc::pthread_cond_t, _attr: *const u8) -> i32 {
+    if c.is_null() {
+        return 22;
+    }
+    unsafe { *c = new_cond() };
+    0
+}
+
+/// `scePthreadCondInit(cond, attr, name)`.
+#[nid("scePthreadCondInit")]
+pub unsafe extern "C" fn sce_pthread_cond_init(c: *mut *mut libc::pthread_cond_t, attr: *const u8, _name: *const u8) -> i32 {
+    sce(unsafe { pthread_cond_init(c, attr) })
+}
+
+/// `pthread_cond_destroy`.
+#[nid("pthread_cond_destroy")]
+pub unsafe extern "C" fn pthread_cond_destroy(c: *mut *mut libc::pthread_cond_t) -> i32 {
+    if c.is_null() {
+        return 22;
+    }
+    let cur = unsafe { *c };
+    if !cur.is_null() {
+        unsafe {
+            libc::pthread_cond_destroy(cur);
+            drop(Box::from_raw(cur));
+            *c = std::ptr::null_mut();
+        }
+    }
+    0
+}
+
+/// `scePthreadCondDestroy`.
+#[nid("scePthreadCondDestroy")]
+pub unsafe extern "C" fn sce_pthread_cond_destroy(c: *mut *mut libc::pthread_cond_t) -> i32 {
+    sce(unsafe { pthread_cond_destroy(c) })
+}
+
+/// `pthread_cond_wait` (a cancellation point).
+#[nid("pthread_cond_wait")]
+pub unsafe extern "C-unwind" fn pthread_cond_wait(
+    c: *mut *mut libc::pthread_cond_t,
+    m: *mut *mut libc::pthread_mutex_t,
+) -> i32 {
+    match unsafe { (cond_of(c), mutex_of(m)) } {
+        (Some(c), Some(m)) => from_host(unsafe { libc::pthread_cond_wait(c, m) }),
+        _ => 22,
+    }
+}
+
+/// `scePthreadCondWait`.
+#[nid("scePthreadCondWait")]
+pub unsafe extern "C-unwind" fn sce_pthread_cond_wait(
+    c: *mut *mut libc::pthread_cond_t,
+    m: *mut *mut libc::pthread_mutex_t,
+) -> i32 {
+    sce(unsafe { pthread_cond_wait(c, m) })
+}
+
+/// `pthread_cond_timedwait` (absolute CLOCK_REALTIME deadline).
+#[nid("pthread_cond_timedwait")]
+pub unsafe extern "C-unwind" fn pthread_cond_timedwait(
+    c: *mut *mut libc::pthread_cond_t,
+    m: *mut *mut libc::pthread_mutex_t,
+    abstime: *const libc::timespec,
+) -> i32 {
+    match unsafe { (cond_of(c), mutex_of(m)) } {
+        (Some(c), Some(m)) => from_host(unsafe { libc::pthread_cond_timedwait(c, m, abstime) }),
+        _ => 22,
+    }
+}
+
+/// `scePthreadCondTimedwait(cond, mutex, usec)`: a relative timeout in microseconds.
+#[nid("scePthreadCondTimedwait")]
+pub unsafe extern "C-unwind" fn sce_pthread_cond_timedwait(
+    c: *mut *mut libc::pthread_cond_t,
+    m: *mut *mut libc::pthread_mutex_t,
+    usec: u32,
+) -> i32 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
+    let total = now.tv_nsec as u64 + u64::from(usec) * 1000;
+    let deadline = libc::timespec {
+        tv_sec: now.tv_sec + (total / 1_000_000_000) as libc::time_t,
+        tv_nsec: (total % 1_000_000_000) as libc::c_long,
+    };
+    sce(unsafe { pthread_cond_timedwait(c, m, &deadline) })
+}
+
+/// `pthread_cond_signal`.
+#[nid("pthread_cond_signal")]
+pub unsafe extern "C" fn pthread_cond_signal(c: *mut *mut libc::pthread_cond_t) -> i32 {
+    match unsafe { cond_of(c) } {
+        Some(c) => from_host(unsafe { libc::pthread_cond_signal(c) }),
+        None => 22,
+    }
+}
+
+/// `scePthreadCondSignal`.
+#[nid("scePthreadCondSignal")]
+pub unsafe extern "C" fn sce_pthread_cond_signal(c: *mut *mut libc::pthread_cond_t) -> i32 {
+    sce(unsafe { pthread_cond_signal(c) })
+}
+
+/// `pthread_cond_broadcast`.
+#[nid("pthread_cond_broadcast")]
+pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut *mut libc::pthread_cond_t) -> i32 {
+    match unsafe { cond_of(c) } {
+        Some(c) => from_host(unsafe { libc::pthread_cond_broadcast(c) }),
+        None => 22,
+    }
+}
+
+/// `scePthreadCondBroadcast`.
+#[nid("scePthreadCondBroadcast")]
+pub unsafe extern "C" fn sce_pthread_cond_broadcast(c: *mut *mut libc::pthread_cond_t) -> i32 {
+    sce(unsafe { pthread_cond_broadcast(c) })
+}

@@ -1,0 +1,307 @@
+//! Threads: guest `pthread_t` / `ScePthread` values are host `pthread_t` values. Guest
+//! attribute objects (`pthread_attr_t`, a pointer on FreeBSD) point at [`Attr`] boxes.
+
+use std::ptr;
+
+use aps5_prx_macros::nid;
+
+use crate::errno::from_host;
+use crate::sce_error;
+
+/// Guest thread entry point.
+pub type Entry = extern "C" fn(*mut u8) -> *mut u8;
+
+/// What a guest `pthread_attr_t` points at.
+#[derive(Debug, Clone, Copy)]
+pub struct Attr {
+    /// Stack size in bytes (0: the host default).
+    pub stack_size: usize,
+    /// PTHREAD_CREATE_DETACHED (FreeBSD value 1).
+    pub detached: bool,
+}
+
+const DEFAULT_ATTR: Attr = Attr {
+    stack_size: 0,
+    detached: false,
+};
+
+unsafe fn attr_of(p: *const *mut Attr) -> Attr {
+    if p.is_null() || unsafe { (*p).is_null() } {
+        DEFAULT_ATTR
+    } else {
+        unsafe { **p }
+    }
+}
+
+fn create(out: *mut libc::pthread_t, attr: Attr, entry: Entry, arg: *mut u8) -> i32 {
+    if out.is_null() {
+        return 22;
+    }
+    unsafe {
+        let mut host: libc::pthread_attr_t = std::mem::zeroed();
+        libc::pthread_attr_init(&mut host);
+        if attr.stack_size != 0 {
+            libc::pthread_attr_setstacksize(&mut host, attr.stack_size.max(libc::PTHREAD_STACK_MIN));
+        }
+        if attr.detached {
+            libc::pthread_attr_setdetachstate(&mut host, libc::PTHREAD_CREATE_DETACHED);
+        }
+        // The guest entry has the host's signature: fn(void *) -> void *.
+        let start: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void = std::mem::transmute(entry);
+        let r = libc::pthread_create(out, &host, start, arg.cast());
+        libc::pthread_attr_destroy(&mut host);
+        from_host(r)
+    }
+}
+
+fn sce(r: i32) -> i32 {
+    if r == 0 { 0 } else { sce_error(r) }
+}
+
+/// `pthread_create`.
+#[nid("pthread_create")]
+pub unsafe extern "C" fn pthread_create(
+    out: *mut libc::pthread_t,
+    attr: *const *mut Attr,
+    entry: Entry,
+    arg: *mut u8,
+) -> i32 {
+    create(out, unsafe { attr_of(attr) }, entry, arg)
+}
+
+/// `scePthreadCreate(thread, attr, entry, arg, name)`.
+#[nid("scePthreadCreate")]
+pub unsafe extern "C" fn sce_pthread_create(
+    out: *mut libc::pthread_t,
+    attr: *const *mut Attr,
+    entry: Entry,
+    arg: *mut u8,
+    name: *const libc::c_char,
+) -> i32 {
+    let r = create(out, unsafe { attr_of(attr) }, entry, arg);
+    if r == 0 && !name.is_null() {
+        // Host thread names are limited to 15 bytes; a longer guest name is cut.
+        let mut buf = [0u8; 16];
+        let src = unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes();
+        let n = src.len().min(15);
+        buf[..n].copy_from_slice(&src[..n]);
+        unsafe { libc::pthread_setname_np(*out, buf.as_ptr().cast()) };
+    }
+    sce(r)
+}
+
+/// `pthread_join`.
+#[nid("pthread_join")]
+pub unsafe extern "C-unwind" fn pthread_join(t: libc::pthread_t, ret: *mut *mut u8) -> i32 {
+    from_host(unsafe { libc::pthread_join(t, ret.cast()) })
+}
+
+/// `scePthreadJoin`.
+#[nid("scePthreadJoin")]
+pub unsafe extern "C-unwind" fn sce_pthread_join(t: libc::pthread_t, ret: *mut *mut u8) -> i32 {
+    sce(unsafe { pthread_join(t, ret) })
+}
+
+/// `pthread_detach`.
+#[nid("pthread_detach")]
+pub extern "C" fn pthread_detach(t: libc::pthread_t) -> i32 {
+    from_host(unsafe { libc::pthread_detach(t) })
+}
+
+/// `scePthreadDetach`.
+#[nid("scePthreadDetach")]
+pub extern "C" fn sce_pthread_detach(t: libc::pthread_t) -> i32 {
+    sce(pthread_detach(t))
+}
+
+/// `pthread_self`.
+#[nid("pthread_self")]
+pub extern "C" fn pthread_self() -> libc::pthread_t {
+    unsafe { libc::pthread_self() }
+}
+
+/// `scePthreadSelf`.
+#[nid("scePthreadSelf")]
+pub extern "C" fn sce_pthread_self() -> libc::pthread_t {
+    unsafe { libc::pthread_self() }
+}
+
+/// `pthread_equal`.
+#[nid("pthread_equal")]
+pub extern "C" fn pthread_equal(a: libc::pthread_t, b: libc::pthread_t) -> i32 {
+    i32::from(a == b)
+}
+
+/// `pthread_exit`: unwinds the guest thread (host forced unwinding).
+#[nid("pthread_exit")]
+pub extern "C-unwind" fn pthread_exit(v: *mut u8) -> ! {
+    unsafe { libc::pthread_exit(v.cast()) }
+}
+
+/// `scePthreadExit`.
+#[nid("scePthreadExit")]
+pub extern "C-unwind" fn sce_pthread_exit(v: *mut u8) -> ! {
+    unsafe { libc::pthread_exit(v.cast()) }
+}
+
+/// `pthread_cancel`: deferred cancellation, acted on at host cancellation points (the
+/// sleeps and waits of this library).
+#[nid("pthread_cancel")]
+pub extern "C" fn pthread_cancel(t: libc::pthread_t) -> i32 {
+    from_host(unsafe { libc::pthread_cancel(t) })
+}
+
+/// `scePthreadCancel`.
+#[nid("scePthreadCancel")]
+pub extern "C" fn sce_pthread_cancel(t: libc::pthread_t) -> i32 {
+    sce(pthread_cancel(t))
+}
+
+/// `pthread_yield` / `scePthreadYield`.
+#[nid("scePthreadYield")]
+pub extern "C" fn sce_pthread_yield() -> i32 {
+    unsafe { libc::sched_yield() };
+    0
+}
+
+/// `sched_yield`.
+#[nid("sched_yield")]
+pub extern "C" fn sched_yield() -> i32 {
+    unsafe { libc::sched_yield() }
+}
+
+/// `pthread_attr_init`: allocates the object the guest's pointer-sized attr refers to.
+#[nid("pthread_attr_init")]
+pub unsafe extern "C" fn pthread_attr_init(a: *mut *mut Attr) -> i32 {
+    if a.is_null() {
+        return 22;
+    }
+    unsafe { *a = Box::into_raw(Box::new(DEFAULT_ATTR)) };
+    0
+}
+
+/// `scePthreadAttrInit`.
+#[nid("scePthreadAttrInit")]
+pub unsafe extern "C" fn sce_pthread_attr_init(a: *mut *mut Attr) -> i32 {
+    sce(unsafe { pthread_attr_init(a) })
+}
+
+/// `pthread_attr_destroy`.
+#[nid("pthread_attr_destroy")]
+pub unsafe extern "C" fn pthread_attr_destroy(a: *mut *mut Attr) -> i32 {
+    if a.is_null() || unsafe { (*a).is_null() } {
+        return 22;
+    }
+    unsafe {
+        drop(Box::from_raw(*a));
+        *a = ptr::null_mut();
+    }
+    0
+}
+
+/// `scePthreadAttrDestroy`.
+#[nid("scePthreadAttrDestroy")]
+pub unsafe extern "C" fn sce_pthread_attr_destroy(a: *mut *mut Attr) -> i32 {
+    sce(unsafe { pthread_attr_destroy(a) })
+}
+
+unsafe fn with_attr(a: *mut *mut Attr, f: impl FnOnce(&mut Attr)) -> i32 {
+    if a.is_null() || unsafe { (*a).is_null() } {
+        return 22;
+    }
+    f(unsafe { &mut **a });
+    0
+}
+
+/// `pthread_attr_setstacksize`.
+#[nid("pthread_attr_setstacksize")]
+pub unsafe extern "C" fn pthread_attr_setstacksize(a: *mut *mut Attr, size: usize) -> i32 {
+    unsafe { with_attr(a, |x| x.stack_size = size) }
+}
+
+/// `scePthreadAttrSetstacksize`.
+#[nid("scePthreadAttrSetstacksize")]
+pub unsafe extern "C" fn sce_pthread_attr_setstacksize(a: *mut *mut Attr, size: usize) -> i32 {
+    sce(unsafe { pthread_attr_setstacksize(a, size) })
+}
+
+/// `pthread_attr_setdetachstate` (FreeBSD: JOINABLE 0, DETACHED 1).
+#[nid("pthread_attr_setdetachstate")]
+pub unsafe extern "C" fn pthread_attr_setdetachstate(a: *mut *mut Attr, state: i32) -> i32 {
+    unsafe { with_attr(a, |x| x.detached = state == 1) }
+}
+
+/// `scePthreadAttrSetdetachstate`.
+#[nid("scePthreadAttrSetdetachstate")]
+pub unsafe extern "C" fn sce_pthread_attr_setdetachstate(a: *mut *mut Attr, state: i32) -> i32 {
+    sce(unsafe { pthread_attr_setdetachstate(a, state) })
+}
+
+/// `pthread_once` (FreeBSD `pthread_once_t` is { int state; pthread_mutex_t mutex; }).
+#[nid("pthread_once")]
+pub unsafe extern "C" fn pthread_once(once: *mut i32, f: extern "C" fn()) -> i32 {
+    use std::sync::atomic::{AtomicI32, Ordering};
+    // 0 = never, 1 = done, 2 = running.
+    let state = unsafe { AtomicI32::from_ptr(once) };
+    loop {
+        match state.compare_exchange(0, 2, Ordering::Acquire, Ordering::Acquire) {
+            Ok(_) => {
+                f();
+                state.store(1, Ordering::Release);
+                return 0;
+            }
+            Err(1) => return 0,
+            Err(_) => unsafe {
+                libc::sched_yield();
+            },
+        }
+    }
+}
+
+/// `pthread_key_create` (keys are host keys).
+#[nid("pthread_key_create")]
+pub unsafe extern "C" fn pthread_key_create(
+    key: *mut libc::pthread_key_t,
+    dtor: Option<unsafe extern "C" fn(*mut libc::c_void)>,
+) -> i32 {
+    from_host(unsafe { libc::pthread_key_create(key, dtor) })
+}
+
+/// `scePthreadKeyCreate`.
+#[nid("scePthreadKeyCreate")]
+pub unsafe extern "C" fn sce_pthread_key_create(
+    key: *mut libc::pthread_key_t,
+    dtor: Option<unsafe extern "C" fn(*mut libc::c_void)>,
+) -> i32 {
+    sce(unsafe { pthread_key_create(key, dtor) })
+}
+
+/// `pthread_key_delete`.
+#[nid("pthread_key_delete")]
+pub extern "C" fn pthread_key_delete(key: libc::pthread_key_t) -> i32 {
+    from_host(unsafe { libc::pthread_key_delete(key) })
+}
+
+/// `pthread_getspecific`.
+#[nid("pthread_getspecific")]
+pub extern "C" fn pthread_getspecific(key: libc::pthread_key_t) -> *mut u8 {
+    unsafe { libc::pthread_getspecific(key).cast() }
+}
+
+/// `scePthreadGetspecific`.
+#[nid("scePthreadGetspecific")]
+pub extern "C" fn sce_pthread_getspecific(key: libc::pthread_key_t) -> *mut u8 {
+    pthread_getspecific(key)
+}
+
+/// `pthread_setspecific`.
+#[nid("pthread_setspecific")]
+pub extern "C" fn pthread_setspecific(key: libc::pthread_key_t, v: *const u8) -> i32 {
+    from_host(unsafe { libc::pthread_setspecific(key, v.cast()) })
+}
+
+/// `scePthreadSetspecific`.
+#[nid("scePthreadSetspecific")]
+pub extern "C" fn sce_pthread_setspecific(key: libc::pthread_key_t, v: *const u8) -> i32 {
+    sce(pthread_setspecific(key, v))
+}
