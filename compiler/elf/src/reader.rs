@@ -798,11 +798,69 @@ impl<'i, 'a> Reader<'i, 'a> {
         m.init_array = it.next().flatten();
         m.fini_array = it.next().flatten();
 
+        self.check_hash(dynamic, &m.symbols, ps4)?;
+
         // Fingerprint (PS4: DYNLIBDATA offset; PS5: vaddr).
         if let Some(t) = first(dynamic, dt::SCE_FINGERPRINT) {
             let off = self.table("DT_SCE_FINGERPRINT", t, FINGERPRINT_LEN)?;
             let bytes = self.bytes(off, FINGERPRINT_LEN, t.at, "DT_SCE_FINGERPRINT")?;
             m.fingerprint = Some(bytes.iter().map(|b| format!("{b:02x}")).collect());
+        }
+        Ok(())
+    }
+
+    /// Checks that every named symbol can be found through the SysV hash table
+    /// (`DT_SCE_HASH` / `DT_HASH`, hashing the full `NID#L#M` name), as the loader finds
+    /// them. A table that misses symbols is reported as a warning; one that does not fit
+    /// in the file is an error.
+    fn check_hash(
+        &mut self,
+        dynamic: &[(DynamicEntry, u64)],
+        symbols: &[Symbol],
+        ps4: bool,
+    ) -> Result<()> {
+        let tag = if ps4 {
+            first(dynamic, dt::SCE_HASH)
+        } else {
+            first(dynamic, gdt::DT_HASH)
+        };
+        let Some(t) = tag else {
+            return Ok(());
+        };
+        let off = self.table("hash table", t, 8)?;
+        let head = self.bytes(off, 8, t.at, "hash table")?;
+        let nbucket = u64::from(rd::u32(head, 0).unwrap_or(0));
+        let nchain = u64::from(rd::u32(head, 4).unwrap_or(0));
+        let size = 8 + 4 * (nbucket + nchain);
+        let off = self.table("hash table", t, size)?;
+        let table = self.bytes(off, size, t.at, "hash table")?;
+        let word = |i: u64| u64::from(rd::u32(table, 8 + 4 * i).unwrap_or(0));
+        if nbucket == 0 {
+            if symbols.iter().any(|s| !s.name.is_empty()) {
+                self.warnings.push(format!(
+                    "the hash table at file offset {off:#x} has no buckets"
+                ));
+            }
+            return Ok(());
+        }
+        let mut missing = 0usize;
+        let mut first_missing = None;
+        for s in symbols.iter().filter(|s| !s.name.is_empty()) {
+            let mut i = word(u64::from(elf_hash(s.name.as_bytes())) % nbucket);
+            let mut steps = 0;
+            while i != 0 && i != u64::from(s.index) && i < nchain && steps <= nchain {
+                i = word(nbucket + i);
+                steps += 1;
+            }
+            if i != u64::from(s.index) {
+                missing += 1;
+                first_missing.get_or_insert(s.index);
+            }
+        }
+        if let Some(first) = first_missing {
+            self.warnings.push(format!(
+                "{missing} named symbol(s) (first: index {first}) cannot be found through the hash table at file offset {off:#x}"
+            ));
         }
         Ok(())
     }
@@ -977,6 +1035,18 @@ impl<'i, 'a> Reader<'i, 'a> {
             ps5_sdk_version,
         }))
     }
+}
+
+/// The SysV ELF hash of a symbol name.
+fn elf_hash(name: &[u8]) -> u32 {
+    let mut h: u32 = 0;
+    for &c in name {
+        h = (h << 4).wrapping_add(u32::from(c));
+        let g = h & 0xF000_0000;
+        h ^= g >> 24;
+        h &= !g;
+    }
+    h
 }
 
 /// PT_LOAD, and PS4's PT_SCE_RELRO, which is a loaded segment of its own (it holds .got,

@@ -3,7 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
+mod common;
+
 use aps5_elf::{Error, ErrorKind, Module};
+use common::ps5;
 
 fn corpus_files() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -512,4 +515,39 @@ fn random_mutations_never_panic() {
         panics.len()
     );
     assert!(panics.is_empty(), "{panics:#?}");
+}
+
+/// A symbol name changed in the string table no longer hashes to its DT_HASH chain: the
+/// module still reads, with a warning. (Synthetic PS5 module: its hash table has several
+/// buckets; the OpenOrbis files use one, where every symbol is trivially reachable.)
+#[test]
+fn renamed_symbol_is_caught_by_the_hash_check() {
+    let (elf, l) = ps5::build(&ps5::small(false, false));
+    let m = aps5_elf::parse(&elf).unwrap();
+    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+    let printf = m
+        .imports()
+        .find(|s| s.nid.as_deref() == Some("hcuQgD53UxM"))
+        .unwrap();
+    let old = printf.name.clone();
+    let nbucket = (l.nsyms / 2) as u32;
+    // Change the first letter to one that moves the name to another bucket.
+    let renamed = (b'A'..=b'Z')
+        .map(|c| format!("{}{}", c as char, &old[1..]))
+        .find(|n| ps5::elf_hash(n.as_bytes()) % nbucket != ps5::elf_hash(old.as_bytes()) % nbucket)
+        .unwrap();
+    let mut d = elf.clone();
+    let at = l.strtab_vaddr as usize + 0x4000;
+    let pos = d[at..]
+        .windows(old.len())
+        .position(|w| w == old.as_bytes())
+        .unwrap();
+    d[at + pos..at + pos + old.len()].copy_from_slice(renamed.as_bytes());
+    let m = aps5_elf::parse(&d).unwrap();
+    assert_eq!(m.warnings.len(), 1, "{:?}", m.warnings);
+    assert!(
+        m.warnings[0].contains("cannot be found through the hash table"),
+        "{}",
+        m.warnings[0]
+    );
 }
