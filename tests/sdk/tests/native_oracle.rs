@@ -1,0 +1,230 @@
+//! The oracle for every fixture's `expect.stdout` / `expect.exit`: the same sources compiled
+//! natively for Linux with clang-14 and the host libc (the sce* calls mapped to POSIX by
+//! `tests/sdk/host-shim/`), run, and compared. Set `APS5_BLESS=1` to write the expectation files
+//! from the native run instead (then review them).
+//!
+//! Every current fixture has a native equivalent; a fixture whose folder holds a file named
+//! `native-skip` (its text says why) is skipped and reported.
+
+mod common;
+
+use std::io::Read;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn run(cmd: &mut Command, what: &str) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed: {:?}\n{}{}",
+        cmd,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        let dest = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+            copy_tree(&p, &dest);
+        } else {
+            std::fs::copy(&p, &dest).unwrap();
+        }
+    }
+}
+
+struct NativeRun {
+    stdout: String,
+    stderr: String,
+    exit: i32,
+}
+
+/// Builds FIXTURE natively into RUN_DIR (laid out like the dump: eboot.bin, sce_module/, app0
+/// files) and runs it there.
+fn native(fixture: &Path, run_dir: &Path, clang: &Path) -> NativeRun {
+    let shim = aps5_sdk::sdk_dir().join("host-shim");
+    let project = aps5_sdk::Project::load(fixture).expect("fixture layout");
+    // Which modules the eboot links against (the console's loader starts those before main);
+    // the SDK's build report says, from the eboot's imports.
+    let work = tempfile::tempdir().unwrap();
+    let dump = work.path().join("dump");
+    let report = aps5_sdk::build_dump_in(
+        fixture,
+        &dump,
+        &aps5_sdk::DumpOptions::default(),
+        &work.path().join("work"),
+    )
+    .expect("the SDK builds the fixture");
+    let linked_modules: Vec<String> = report.modules[0]
+        .symbols
+        .iter()
+        .filter_map(|s| s.import_from.as_ref())
+        .filter(|(_, m)| project.modules.contains_key(m))
+        .map(|(_, m)| m.clone())
+        .collect();
+
+    let base_flags = |cmd: &mut Command| {
+        cmd.current_dir(&project.root)
+            .args(["-std=gnu11", "-O1", "-w", "-include"])
+            .arg(shim.join("aps5_host.h"))
+            .arg("-I")
+            .arg(&shim)
+            .args(&project.cflags);
+    };
+    let mods = run_dir.join("sce_module");
+    std::fs::create_dir_all(&mods).unwrap();
+    let mut module_files = Vec::new();
+    for (name, sources) in &project.modules {
+        let out = mods.join(format!("{name}.prx"));
+        let mut cmd = Command::new(clang);
+        base_flags(&mut cmd);
+        cmd.args(["-shared", "-fPIC"])
+            .arg(format!("-Wl,-soname,{name}.prx"))
+            .args(sources)
+            .arg("-o")
+            .arg(&out);
+        if linked_modules.contains(name) {
+            cmd.arg(shim.join("module_autostart.c"));
+            module_files.push(out.clone());
+        }
+        run(&mut cmd, &format!("native build of modules/{name}"));
+    }
+    let mut cmd = Command::new(clang);
+    base_flags(&mut cmd);
+    cmd.args(&project.eboot)
+        .arg(shim.join("shim.c"))
+        .arg("-o")
+        .arg(run_dir.join("eboot.bin"))
+        .args(&module_files)
+        .args(["-Wl,-rpath,$ORIGIN/sce_module", "-ldl", "-lpthread", "-lm"]);
+    if project.shaders.is_empty() {
+        run(&mut cmd, "native build of the eboot");
+    } else {
+        let c = aps5_sdk::shader_c_source(&project, work.path())
+            .unwrap()
+            .unwrap();
+        let gen_c = work.path().join("aps5_shaders.c");
+        std::fs::write(&gen_c, c).unwrap();
+        run(cmd.arg(&gen_c), "native build of the eboot");
+    }
+    if let Some(app0) = &project.app0 {
+        copy_tree(app0, run_dir);
+    }
+
+    let mut child = Command::new("./eboot.bin")
+        .current_dir(run_dir)
+        .args(common::args(fixture))
+        .env_clear()
+        .envs(common::env(fixture))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the native eboot");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            child.kill().ok();
+            panic!(
+                "{}: native run did not finish in 60 s",
+                common::name(fixture)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let exit = status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+    NativeRun {
+        stdout,
+        stderr,
+        exit,
+    }
+}
+
+#[test]
+fn native_runs_match_expectations() {
+    let clang = common::require(aps5_sdk::Tool::Clang);
+    common::require(aps5_sdk::Tool::Lld);
+    let bless = std::env::var_os("APS5_BLESS").is_some();
+    let fixtures = common::fixtures();
+    assert!(
+        fixtures.len() >= 16,
+        "expected the fixture set, found {}",
+        fixtures.len()
+    );
+    let mut failures = Vec::new();
+    let mut matched = 0;
+    let mut skipped = Vec::new();
+    for f in &fixtures {
+        let name = common::name(f);
+        if let Ok(why) = std::fs::read_to_string(f.join("native-skip")) {
+            skipped.push(format!("{name}: {}", why.trim()));
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let r = native(f, dir.path(), &clang);
+        if bless {
+            std::fs::write(f.join("expect.stdout"), &r.stdout).unwrap();
+            std::fs::write(f.join("expect.exit"), format!("{}\n", r.exit)).unwrap();
+        }
+        let want_stdout = std::fs::read_to_string(f.join("expect.stdout")).unwrap();
+        let want_exit: i32 = std::fs::read_to_string(f.join("expect.exit"))
+            .unwrap()
+            .trim()
+            .parse()
+            .expect("expect.exit holds a number");
+        let mut bad = Vec::new();
+        if r.stdout != want_stdout {
+            bad.push(format!(
+                "stdout differs\n--- expected\n{want_stdout}--- native\n{}",
+                r.stdout
+            ));
+        }
+        if r.exit != want_exit {
+            bad.push(format!(
+                "exit {} (expected {want_exit}); stderr:\n{}",
+                r.exit, r.stderr
+            ));
+        }
+        if let Ok(lines) = std::fs::read_to_string(f.join("expect.stderr")) {
+            for l in lines.lines().filter(|l| !l.is_empty()) {
+                if !r.stderr.contains(l) {
+                    bad.push(format!("stderr lacks {l:?}; it was:\n{}", r.stderr));
+                }
+            }
+        }
+        if bad.is_empty() {
+            matched += 1;
+        } else {
+            failures.push(format!("{name}: {}", bad.join("\n")));
+        }
+    }
+    println!(
+        "native oracle: {matched}/{} fixtures match their expectations; skipped: {:?}",
+        fixtures.len(),
+        skipped
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
