@@ -128,8 +128,9 @@ fn work(dir: &Path, seed: u64, iterations: u64) -> (u64, u64) {
     (hits, puts)
 }
 
-/// Not a test of its own: the body of the child processes (does nothing when run normally).
+/// Not a test of its own: the body of the child processes, run with `--ignored`.
 #[test]
+#[ignore = "the child-process body of the other tests in this file"]
 fn child_worker() {
     let Ok(mode) = std::env::var(CHILD_ENV) else {
         return;
@@ -154,7 +155,13 @@ fn child_worker() {
 
 fn spawn_child(dir: &Path, mode: &str, seed: u64, quiet: bool) -> Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_worker", "--nocapture", "--test-threads=1"])
+        .args([
+            "--ignored",
+            "--exact",
+            "child_worker",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, mode)
         .env("APS5_CACHE_TEST_DIR", dir)
         .env("APS5_CACHE_TEST_SEED", seed.to_string())
