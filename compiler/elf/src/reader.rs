@@ -347,7 +347,7 @@ impl<'i, 'a> Reader<'i, 'a> {
                         .checked_add(size)
                         .is_some_and(|end| end - s.vaddr <= s.filesz)
             })
-            .map(|s| s.offset + (vaddr - s.vaddr))
+            .and_then(|s| s.offset.checked_add(vaddr - s.vaddr))
             .filter(|o| o.checked_add(size).is_some_and(|end| end <= self.len()))
     }
 
