@@ -1,5 +1,12 @@
 //! Fuzzes the PS4/PS5 module reader: no input may panic, and whatever parses must also
 //! render as text and JSON (the reports walk every decoded field).
+//!
+//! Seed `tests/fuzz/corpus/reader/` with the homebrew files (and fixture-SDK dumps), then,
+//! from the repository root (stable toolchain, one job):
+//!
+//! ```text
+//! RUSTC_BOOTSTRAP=1 cargo fuzz run --fuzz-dir tests/fuzz reader -- -max_len=131072 -max_total_time=600
+//! ```
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
