@@ -90,7 +90,7 @@ pub enum CacheError {
         source: rusqlite::Error,
     },
     /// A file operation on a blob, temp file or folder failed.
-    #[error("cache: cannot {action} {}: {source}", path.display())]
+    #[error("cache: cannot {action} {}: {source}{}", path.display(), io_hint(source))]
     Io {
         /// What was being done ("write blob", "read blob", "list", ...).
         action: &'static str,
@@ -99,6 +99,19 @@ pub enum CacheError {
         /// Why.
         source: io::Error,
     },
+}
+
+/// What to do about an I/O error, for the few kinds where the answer is clear.
+fn io_hint(e: &io::Error) -> &'static str {
+    match e.kind() {
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => {
+            "; free disk space, or shrink the cache with `aps5 cache gc --max-size 10G`"
+        }
+        io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
+            "; fix the cache directory's permissions or set APS5_CACHE_DIR to a writable directory"
+        }
+        _ => "",
+    }
 }
 
 impl CacheError {
@@ -129,5 +142,30 @@ impl CacheError {
             path: path.to_path_buf(),
             source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_name_the_file_and_what_to_do() {
+        let p = Path::new("/c/blobs/ab/cd");
+        let full = CacheError::io("write blob", p, io::Error::from(io::ErrorKind::StorageFull));
+        let msg = full.to_string();
+        assert!(
+            msg.starts_with("cache: cannot write blob /c/blobs/ab/cd: "),
+            "{msg}"
+        );
+        assert!(msg.contains("aps5 cache gc"), "{msg}");
+        let denied = CacheError::io(
+            "open blob",
+            p,
+            io::Error::from(io::ErrorKind::PermissionDenied),
+        );
+        assert!(denied.to_string().contains("APS5_CACHE_DIR"), "{denied}");
+        let other = CacheError::io("list", p, io::Error::other("boom")).to_string();
+        assert_eq!(other, "cache: cannot list /c/blobs/ab/cd: boom");
     }
 }
