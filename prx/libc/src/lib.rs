@@ -153,8 +153,8 @@ pub unsafe extern "C" fn time(t: *mut i64) -> i64 {
     unsafe { libc::time(t) }
 }
 
-/// `getenv`: a console process has no environment.
+/// `getenv`: the host process environment (what `aps5 run` was given).
 #[nid("getenv")]
-pub extern "C" fn getenv(_name: *const u8) -> *mut u8 {
-    std::ptr::null_mut()
+pub unsafe extern "C" fn getenv(name: *const libc::c_char) -> *mut libc::c_char {
+    unsafe { libc::getenv(name) }
 }

@@ -1,0 +1,128 @@
+//! The fixture programs (tests/fixtures, built by the fixture SDK into PS5- and PS4-format
+//! dumps with clang-14/ld.lld-14), relinked and run; stdout, stderr and the exit status are
+//! compared with the fixture's expect.* files. Prints a table; fails if a fixture listed in
+//! MUST_PASS regresses.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use support::*;
+
+/// Fixtures that pass today (both formats). A fixture leaves this list only with a reason.
+const MUST_PASS: &[&str] = &[];
+
+fn lines_of(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p)
+        .map(|s| s.lines().map(str::to_owned).filter(|l| !l.is_empty()).collect())
+        .unwrap_or_default()
+}
+
+/// Builds, relinks and runs one fixture; Ok(()) if every expectation holds.
+fn check(fixture: &Path, ps4: bool) -> Result<(), String> {
+    let work = tempfile::tempdir().unwrap();
+    let dump = work.path().join("dump");
+    aps5_sdk::build_dump(fixture, &dump, &aps5_sdk::DumpOptions { ps4 }).map_err(|e| format!("SDK build: {e:#}"))?;
+    let mut modules = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dump.join("sce_module")) {
+        for e in rd {
+            modules.push(e.unwrap().path());
+        }
+    }
+    modules.sort();
+    let out = work.path().join("out");
+    let result = std::panic::catch_unwind(|| build_tree(&dump.join("eboot.bin"), &modules, &out));
+    result.map_err(|e| {
+        e.downcast_ref::<String>()
+            .cloned()
+            .unwrap_or_else(|| "relink panicked".into())
+    })?;
+    // The dump's files are the game's /app0 (modules there were replaced by relinked ones).
+    copy_tree(&dump, &out.join("app0"));
+    let args = lines_of(&fixture.join("args"));
+    let env: Vec<(String, String)> = lines_of(&fixture.join("env"))
+        .into_iter()
+        .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
+        .collect();
+    let r = run(&out, &args, &env, Duration::from_secs(30));
+    let want_out = std::fs::read_to_string(fixture.join("expect.stdout")).unwrap_or_default();
+    let want_exit: i32 = std::fs::read_to_string(fixture.join("expect.exit"))
+        .map(|s| s.trim().parse().unwrap())
+        .unwrap_or(0);
+    let mut problems = Vec::new();
+    if r.stdout != want_out {
+        problems.push(format!("stdout differs:\n--- want\n{want_out}--- got\n{}", r.stdout));
+    }
+    if r.status != Some(want_exit) {
+        problems.push(format!("exit {:?}, want {want_exit}", r.status));
+    }
+    if let Ok(want_err) = std::fs::read_to_string(fixture.join("expect.stderr")) {
+        if !r.stderr.contains(want_err.trim_end()) {
+            problems.push(format!("stderr lacks {:?}; got {:?}", want_err.trim_end(), r.stderr));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        problems.push(format!("stderr: {}", r.stderr.chars().take(2000).collect::<String>()));
+        Err(problems.join("\n"))
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            if e.file_name() == "sce_module" {
+                continue;
+            }
+            std::fs::create_dir_all(&dst).unwrap();
+            copy_tree(&e.path(), &dst);
+        } else if e.file_name() != "eboot.bin" {
+            std::fs::copy(e.path(), &dst).unwrap();
+        }
+    }
+}
+
+#[test]
+fn fixtures_run_as_expected() {
+    let dir = aps5_sdk::fixtures_dir();
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("expect.stdout").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let only = std::env::var("APS5_FIXTURE").ok();
+    let mut passed = Vec::new();
+    let mut report = String::new();
+    for name in &names {
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
+        let mut ok_both = true;
+        for ps4 in [false, true] {
+            let tag = if ps4 { "ps4" } else { "ps5" };
+            match check(&dir.join(name), ps4) {
+                Ok(()) => report.push_str(&format!("PASS {name} ({tag})\n")),
+                Err(e) => {
+                    ok_both = false;
+                    report.push_str(&format!("FAIL {name} ({tag}): {e}\n"));
+                }
+            }
+        }
+        if ok_both {
+            passed.push(name.clone());
+        }
+    }
+    eprintln!("{report}");
+    eprintln!("fixtures passing on PS5 and PS4: {}/{}", passed.len(), names.len());
+    for must in MUST_PASS {
+        if only.as_deref().is_none_or(|o| o == *must) {
+            assert!(passed.iter().any(|p| p == must), "fixture {must} regressed:\n{report}");
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! Real PS4 homebrew (the OpenOrbis samples in shared/corpus), relinked and run natively;
+//! the relinked ELF checked with the system's own tools.
+
+mod support;
+
+use std::time::Duration;
+
+use support::*;
+
+fn sample(name: &str) -> std::path::PathBuf {
+    shared().join("corpus/homebrew/openorbis-samples").join(name).join("pkg/eboot.bin")
+}
+
+#[test]
+fn hello_world_prints_what_the_sample_source_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let cov = build_tree(&sample("hello_world"), &[], dir.path());
+    assert!(cov.iter().all(|r| r.implemented), "{cov:#?}");
+    // The sample prints, sleeps 2 s, prints again and then loops forever.
+    let r = run(dir.path(), &[], &[], Duration::from_millis(3500));
+    assert_eq!(r.status, None, "it should still be looping; stderr: {}", r.stderr);
+    assert_eq!(r.stdout, "Hello world! Waiting 2 seconds...\nDone. Infinitely looping...\n");
+}
+
+#[test]
+fn pthread_sample_runs_both_threads_and_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let cov = build_tree(&sample("pthread"), &[], dir.path());
+    assert!(cov.iter().all(|r| r.implemented), "{cov:#?}");
+    let r = run(dir.path(), &[], &[], Duration::from_secs(30));
+    assert_eq!(r.status, Some(0), "stderr: {}", r.stderr);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(&lines[..2], &["Pthread example", "-"]);
+    let mut a: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with("Thread A")).collect();
+    let mut b: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with("Thread B")).collect();
+    a.sort_unstable();
+    b.sort_unstable();
+    let want = |t: char| (0..10).map(|i| format!("Thread {t} is running: {i}")).collect::<Vec<_>>();
+    assert_eq!(a, want('A'));
+    assert_eq!(b, want('B'));
+    assert_eq!(lines.len(), 22, "{}", r.stdout);
+}
+
+#[test]
+fn system_tools_accept_the_relinked_executable() {
+    let dir = tempfile::tempdir().unwrap();
+    build_tree(&sample("pthread"), &[], dir.path());
+    let app = dir.path().join("app.elf");
+    let app = app.to_str().unwrap();
+
+    let (out, err, ok) = tool("llvm-readelf-14", &["-h", "-l", "-d", "-S", "--dyn-syms", "-r", app]);
+    assert!(ok && err.is_empty(), "llvm-readelf complained: {err}");
+    for want in [
+        "Type:                              DYN",
+        "OS/ABI:                            UNIX - System V",
+        "[Requesting program interpreter: /lib64/ld-linux-x86-64.so.2]",
+        "Shared library: [libkernel.prx]",
+        "Shared library: [libc.prx]",
+        "Library runpath: [$ORIGIN/libs:$ORIGIN/app0/sce_module]",
+        "BIND_NOW",
+        "NOW PIE",
+        "GNU_RELRO",
+        "R_X86_64_JUMP_SLOT",
+        "6UgtwV+0zb4", // scePthreadCreate, imported by NID
+        "hcuQgD53UxM", // printf
+    ] {
+        assert!(out.contains(want), "llvm-readelf output lacks {want:?}:\n{out}");
+    }
+    // GNU readelf too (stricter about section/segment consistency).
+    let (_, err, ok) = tool("readelf", &["-a", "-W", app]);
+    assert!(ok && !err.contains("Error"), "readelf: {err}");
+
+    // The system loader resolves every needed library from the run path.
+    let (out, err, ok) = tool("/lib64/ld-linux-x86-64.so.2", &["--list", app]);
+    assert!(ok, "ld.so --list failed: {err}");
+    assert!(!out.contains("not found"), "{out}");
+    assert!(out.contains("libs/libkernel.prx") && out.contains("libs/libc.prx"), "{out}");
+    // And binds every symbol (BIND_NOW): --verify exits 0 for a loadable dynamic program.
+    let (_, err, ok) = tool("/lib64/ld-linux-x86-64.so.2", &["--verify", app]);
+    assert!(ok, "ld.so --verify: {err}");
+}
+
+#[test]
+fn syscalls_are_refused_unless_allowed() {
+    // Plant a raw `syscall` in the hello_world text (its entry point) and relink.
+    let bytes = std::fs::read(sample("hello_world")).unwrap();
+    let module = aps5_elf::parse(&bytes).unwrap();
+    let mut image = aps5_elf::unwrap_fself(&bytes).unwrap().into_owned();
+    let text = module.segments.iter().find(|s| s.p_type == 1 && s.flags & 1 != 0).unwrap();
+    let at = (text.offset + module.entry - text.vaddr) as usize;
+    image[at..at + 2].copy_from_slice(&[0x0F, 0x05]);
+    let module2 = aps5_elf::parse(&image).unwrap();
+    let prx = aps5_relink::PrxSet::installed().unwrap();
+    let err = aps5_relink::relink_executable(&image, &module2, &prx, &Default::default()).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains(&format!("syscall at {:#x}", module.entry)), "{msg}");
+    let ok = aps5_relink::relink_executable(
+        &image,
+        &module2,
+        &prx,
+        &aps5_relink::RelinkOptions { allow_syscalls: true },
+    );
+    assert!(ok.is_ok());
+}
