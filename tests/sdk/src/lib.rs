@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 pub use libraries::{LibraryEntry, SymbolKind};
 pub use sce::{EmittedSymbol, Layout};
-pub use toolchain::{Tool, find_tool};
+pub use toolchain::{Tool, find_tool, find_tool_on};
 
 /// Options of [`build_dump`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -38,9 +38,14 @@ impl Tool {
 
 /// Finds TOOL on PATH, or explains which Debian package to install.
 pub fn find_tool(tool: Tool) -> Result<PathBuf> {
+    find_tool_on(tool, std::env::var_os("PATH").as_deref())
+}
+
+/// Finds TOOL in the folders of a PATH-style list.
+pub fn find_tool_on(tool: Tool, path: Option<&OsStr>) -> Result<PathBuf> {
     let name = tool.program();
-    if let Some(paths) = std::env::var_os("PATH") {
-        for dir in std::env::split_paths(&paths) {
+    if let Some(paths) = path {
+        for dir in std::env::split_paths(paths) {
             let p = dir.join(name);
             if p.is_file() {
                 return Ok(p);
