@@ -446,7 +446,7 @@ impl Cache {
     pub fn get_blob(&self, hash: &ContentHash) -> Result<Lookup, CacheError> {
         match self.read_blob_file(hash)? {
             Read_::Ok(bytes) => {
-                self.touch(hash, bytes.len() as u64)?;
+                self.touch(hash, bytes.len() as u64);
                 Ok(Lookup::Hit(bytes))
             }
             Read_::Missing => {
@@ -476,7 +476,7 @@ impl Cache {
         };
         let outcome = self.read_blob_file(&hash)?;
         if let Read_::Ok(bytes) = outcome {
-            self.touch(&hash, bytes.len() as u64)?;
+            self.touch(&hash, bytes.len() as u64);
             return Ok(Lookup::Hit(bytes));
         }
         {
@@ -602,8 +602,15 @@ impl Cache {
         Ok(hashes)
     }
 
-    /// Notes that `hash` was just used; written to the index in batches.
-    fn touch(&self, hash: &ContentHash, size: u64) -> Result<(), CacheError> {
+    /// Notes that `hash` was just used; written to the index in batches. Best effort: the
+    /// read that called it has already succeeded, so a failure is only logged.
+    fn touch(&self, hash: &ContentHash, size: u64) {
+        if let Err(e) = self.try_touch(hash, size) {
+            tracing::warn!(error = %e, "could not record cache last-used times");
+        }
+    }
+
+    fn try_touch(&self, hash: &ContentHash, size: u64) -> Result<(), CacheError> {
         let batch = {
             let mut t = lock(&self.touches);
             let now = Instant::now();
