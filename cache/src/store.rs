@@ -92,7 +92,7 @@ impl std::fmt::Debug for Lookup {
 }
 
 /// Outcome of reading one blob file.
-enum Read_ {
+enum BlobRead {
     Ok(Vec<u8>),
     Missing,
     Corrupt,
@@ -375,11 +375,11 @@ impl Cache {
 
     /// Reads and verifies the blob file for `hash`. A file that fails verification is
     /// reported, deleted, and returned as `Corrupt`.
-    fn read_blob_file(&self, hash: &ContentHash) -> Result<Read_, CacheError> {
+    fn read_blob_file(&self, hash: &ContentHash) -> Result<BlobRead, CacheError> {
         let path = self.blob_path(hash);
         let mut file = match File::open(&path) {
             Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Read_::Missing),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(BlobRead::Missing),
             Err(e) => return Err(CacheError::io("open blob", &path, e)),
         };
         let mut buf = Vec::new();
@@ -391,7 +391,7 @@ impl Cache {
             Ok(_) => {
                 let got = ContentHash::of(&buf);
                 if got == *hash {
-                    return Ok(Read_::Ok(buf));
+                    return Ok(BlobRead::Ok(buf));
                 }
                 tracing::warn!(
                     blob = %path.display(),
@@ -410,7 +410,7 @@ impl Cache {
             }
         }
         self.remove_corrupt(&path, &file);
-        Ok(Read_::Corrupt)
+        Ok(BlobRead::Corrupt)
     }
 
     /// Deletes a corrupt blob file, unless another process has meanwhile replaced it with
@@ -445,15 +445,15 @@ impl Cache {
     /// Reads the blob with `hash`, verifying its bytes.
     pub fn get_blob(&self, hash: &ContentHash) -> Result<Lookup, CacheError> {
         match self.read_blob_file(hash)? {
-            Read_::Ok(bytes) => {
+            BlobRead::Ok(bytes) => {
                 self.touch(hash, bytes.len() as u64);
                 Ok(Lookup::Hit(bytes))
             }
-            Read_::Missing => {
+            BlobRead::Missing => {
                 self.forget_blob(hash)?;
                 Ok(Lookup::Miss)
             }
-            Read_::Corrupt => {
+            BlobRead::Corrupt => {
                 self.forget_blob(hash)?;
                 Ok(Lookup::Corrupt)
             }
@@ -475,7 +475,7 @@ impl Cache {
             return Ok(Lookup::Miss);
         };
         let outcome = self.read_blob_file(&hash)?;
-        if let Read_::Ok(bytes) = outcome {
+        if let BlobRead::Ok(bytes) = outcome {
             self.touch(&hash, bytes.len() as u64);
             return Ok(Lookup::Hit(bytes));
         }
@@ -495,7 +495,7 @@ impl Cache {
             tx.commit().map_err(|e| self.db_err(e))?;
         }
         Ok(match outcome {
-            Read_::Corrupt => Lookup::Corrupt,
+            BlobRead::Corrupt => Lookup::Corrupt,
             _ => Lookup::Miss,
         })
     }
