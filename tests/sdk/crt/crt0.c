@@ -38,6 +38,10 @@ __attribute__((section(".interp"), used)) static const char interp[] = "/libexec
 static const char process_name[] = "aps5-fixture";
 static const char main_thread_name[] = "main";
 
+/* A relocated pointer in .data.rel.ro, so that every eboot has a relro segment
+ * (PT_SCE_RELRO / PT_GNU_RELRO) like the files made by Sony's and OpenOrbis's tools. */
+__attribute__((used, section(".data.rel.ro"))) static const char *const aps5_relro_anchor = process_name;
+
 /* Process param (PT_SCE_PROCPARAM). Pointers are filled by R_X86_64_RELATIVE relocations. */
 #ifdef APS5_PS4
 struct aps5_process_param {

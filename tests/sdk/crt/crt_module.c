@@ -14,6 +14,11 @@ __attribute__((weak)) int module_stop(size_t args, const void *argp) {
   return 0;
 }
 
+/* A relocated pointer in .data.rel.ro, so that every module has a relro segment
+ * (PT_SCE_RELRO / PT_GNU_RELRO) like the files made by Sony's and OpenOrbis's tools. */
+static const char module_kind[] = "aps5-fixture-module";
+__attribute__((used, section(".data.rel.ro"))) static const char *const aps5_relro_anchor = module_kind;
+
 /* Module param (PT_SCE_MODULE_PARAM). */
 struct aps5_module_param {
   unsigned long size;
