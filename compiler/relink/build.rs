@@ -22,7 +22,7 @@ const PRX: &[(&str, &str, &str, &[&str])] = &[
         "aps5-prx-libc",
         "libaps5_prx_libc.so",
         "libc.prx",
-        &["libc", "libSceLibcInternal"],
+        &["libc", "libSceLibcInternal", "libc_setjmp"],
     ),
 ];
 

@@ -43,6 +43,8 @@ const R_DTPOFF64: u32 = 17;
 const R_TPOFF64: u32 = 18;
 
 const INTERP: &str = "/lib64/ld-linux-x86-64.so.2";
+/// Prefix of the module_start alias a relinked module exports (see [`relink`]).
+pub(crate) const START_PREFIX: &str = "__aps5_module_start.";
 const PAGE: u64 = 0x1000;
 
 /// An original loadable segment.
@@ -76,6 +78,12 @@ pub(crate) fn relink(
     kind: Kind,
 ) -> Result<Relinked, RelinkError> {
     let image = aps5_elf::unwrap_fself(bytes)?;
+    // Everything moves up by `shift` (a multiple of every segment alignment) so the ELF
+    // header and the new tables can sit in front, and no export has address 0 (the host
+    // loader ignores symbols whose value is 0). Relative layout is unchanged.
+    let shift = header_budget(module, prx);
+    let shifted = shift_module(module, shift);
+    let module = &shifted;
     let mut segs = original_segments(&image, module)?;
 
     // Raw system calls in the game's code.
@@ -210,9 +218,50 @@ pub(crate) fn relink(
         dyn_names.push(name);
     }
 
-    // Addresses of the new segments: R (tables), RW (dynamic, GOT), RX (code).
+    // PS4/PS5 loaders call module_start of every module a program links against before
+    // the program starts; ld.so does not. A relinked module exports its module_start
+    // also as `__aps5_module_start.<module name>`; the executable imports that (weakly)
+    // for each needed file `<name>.prx` and its entry stub calls the ones that exist.
+    let mut start_slots_wanted: Vec<u32> = Vec::new();
+    match kind {
+        Kind::Module => {
+            let start_nid = aps5_nid::nid("module_start");
+            let start = module
+                .symbols
+                .iter()
+                .find(|s| s.shndx != 0 && (s.name == "module_start" || s.nid.as_deref() == Some(start_nid.as_str())));
+            if let (Some(st), Some(info)) = (start, &module.module_info) {
+                let alias = format!("{START_PREFIX}{}", info.name);
+                dynsym.push(Sym {
+                    name: dynstr.add(&alias),
+                    info: 0x12, // GLOBAL FUNC
+                    other: 0,
+                    shndx: seg_section(st.value),
+                    value: st.value,
+                    size: st.size,
+                });
+                dyn_names.push(alias);
+            }
+        }
+        Kind::Executable => {
+            for f in needed.clone() {
+                let stem = f.strip_suffix(".prx").or_else(|| f.strip_suffix(".sprx")).unwrap_or(&f);
+                let alias = format!("{START_PREFIX}{stem}");
+                dynsym.push(Sym {
+                    name: dynstr.add(&alias),
+                    info: 0x22, // WEAK FUNC, undefined: 0 when the file has none
+                    ..Sym::default()
+                });
+                dyn_names.push(alias);
+                start_slots_wanted.push((dynsym.len() - 1) as u32);
+            }
+        }
+    }
+
+    // New segments: R (headers and tables) below the shifted image, RW (dynamic, GOT)
+    // and RX (code) after it.
     let orig_end = segs.iter().map(|s| s.vaddr + s.memsz).max().unwrap_or(0);
-    let r_base = align_up(orig_end, PAGE.max(segs.iter().map(|s| s.align).max().unwrap_or(PAGE)));
+    let r_base = 0u64;
 
     // Stub messages go in R; their addresses are needed by the stubs.
     let mut messages = Vec::new();
@@ -385,7 +434,7 @@ pub(crate) fn relink(
     nphdr += params.len();
 
     let mut exit_slot_needed = exit_sym.is_some();
-    let mut r_cursor = r_base;
+    let mut r_cursor = r_base + 64; // after the ELF header
     let place = |cursor: &mut u64, size: u64, align: u64| -> u64 {
         let at = align_up(*cursor, align);
         *cursor = at + size;
@@ -409,14 +458,21 @@ pub(crate) fn relink(
     let name_refs: Vec<&[u8]> = dyn_names.iter().map(|s| s.as_bytes()).collect();
     let hash = sysv_hash_table(&name_refs);
     let hash_at = place(&mut r_cursor, hash.len() as u64, 8);
-    let n_rela = outs.iter().filter(|o| o.table == RelocationTable::Rela).count() + usize::from(exit_slot_needed);
-    let n_jmprel = outs.len() + usize::from(exit_slot_needed) - n_rela;
+    let n_rela = outs.iter().filter(|o| o.table == RelocationTable::Rela).count()
+        + usize::from(exit_slot_needed)
+        + start_slots_wanted.len();
+    let n_jmprel = outs.len() + usize::from(exit_slot_needed) + start_slots_wanted.len() - n_rela;
     let rela_at = place(&mut r_cursor, n_rela as u64 * 24, 8);
     let jmprel_at = place(&mut r_cursor, n_jmprel as u64 * 24, 8);
     let msgs_at = place(&mut r_cursor, messages.len() as u64, 1);
     let r_end = r_cursor;
 
-    let rw_base = align_up(r_end, PAGE);
+    if r_end > shift {
+        return Err(RelinkError::Layout(format!(
+            "internal: the tables need {r_end:#x} bytes but {shift:#x} were reserved"
+        )));
+    }
+    let rw_base = align_up(orig_end, PAGE);
     let mut rw_cursor = rw_base;
     // Dynamic entries, counted generously (unused slots become DT_NULL).
     let ndyn = 32 + needed.len();
@@ -426,6 +482,7 @@ pub(crate) fn relink(
     } else {
         None
     };
+    let start_slots: Vec<(u64, u32)> = start_slots_wanted.iter().map(|&sym| (place(&mut rw_cursor, 8, 8), sym)).collect();
     let rw_end = rw_cursor;
 
     let rx_base = align_up(rw_end, PAGE);
@@ -447,6 +504,7 @@ pub(crate) fn relink(
             init: module.init,
             init_array: arr(&module.init_array),
             exit_slot,
+            module_starts: start_slots.iter().map(|(slot, _)| *slot).collect(),
         };
         code.extend(stubs::entry_stub(entry_at, &plan)?);
     }
@@ -485,6 +543,14 @@ pub(crate) fn relink(
         exit_slot_needed = false;
     }
     let _ = exit_slot_needed;
+    for &(slot, sym) in &start_slots {
+        rela.push(Rela {
+            offset: slot,
+            r_type: R_GLOB_DAT,
+            sym,
+            addend: 0,
+        });
+    }
     for (p, t, a) in &patches {
         let s = match t {
             Target::Stub(n) => stub_base_of(rx_base, *n) as i64,
@@ -568,22 +634,22 @@ pub(crate) fn relink(
     }
 
     // ---- file layout ----
-    let mut cursor: u64 = 64; // after the ELF header
+    let r_off = 0u64;
+    let mut cursor: u64 = r_end;
     let mut orig_off = Vec::with_capacity(segs.len());
     for s in &segs {
         let at = congruent(cursor, s.vaddr, s.align.max(PAGE));
         orig_off.push(at);
         cursor = at + s.bytes.len() as u64;
     }
-    let r_off = congruent(cursor, r_base, PAGE);
-    let rw_off = congruent(r_off + (r_end - r_base), rw_base, PAGE);
+    let rw_off = congruent(cursor, rw_base, PAGE);
     let rx_off = congruent(rw_off + (rw_end - rw_base), rx_base, PAGE);
     let file_of = |va: u64| -> u64 {
         if va >= rx_base {
             rx_off + (va - rx_base)
         } else if va >= rw_base {
             rw_off + (va - rw_base)
-        } else if va >= r_base {
+        } else if va < r_end {
             r_off + (va - r_base)
         } else {
             segs.iter()
@@ -626,11 +692,27 @@ pub(crate) fn relink(
             align: s.align.max(PAGE),
         });
     }
+    // R first: program headers must list PT_LOAD in ascending address order.
+    ph.insert(
+        if kind == Kind::Executable { 2 } else { 1 },
+        Phdr {
+            p_type: PT_LOAD,
+            flags: PF_R,
+            offset: r_off,
+            vaddr: r_base,
+            filesz: r_end - r_base,
+            memsz: r_end - r_base,
+            align: PAGE,
+        },
+    );
     for (base, end, off, flags) in [
-        (r_base, r_end, r_off, PF_R),
+        (0, 0, 0, 0),
         (rw_base, rw_end, rw_off, PF_R | PF_W),
         (rx_base, rx_end, rx_off, PF_R | PF_X),
-    ] {
+    ]
+    .into_iter()
+    .filter(|&(_, _, _, f)| f != 0)
+    {
         ph.push(Phdr {
             p_type: PT_LOAD,
             flags,
@@ -848,11 +930,11 @@ pub(crate) fn relink(
     h.extend_from_slice(&64u16.to_le_bytes());
     h.extend_from_slice(&(sh.len() as u16).to_le_bytes());
     h.extend_from_slice(&((sh.len() - 1) as u16).to_le_bytes());
+    elf[r_off as usize..r_off as usize + r.len()].copy_from_slice(&r);
     elf[..64].copy_from_slice(&h);
     for (s, off) in segs.iter().zip(&orig_off) {
         elf[*off as usize..*off as usize + s.bytes.len()].copy_from_slice(&s.bytes);
     }
-    elf[r_off as usize..r_off as usize + r.len()].copy_from_slice(&r);
     elf[rw_off as usize..rw_off as usize + rw.len()].copy_from_slice(&rw);
     elf[rx_off as usize..rx_off as usize + code.len()].copy_from_slice(&code);
     elf[shstr_off as usize..shstr_off as usize + shstr.bytes.len()].copy_from_slice(&shstr.bytes);
@@ -914,4 +996,73 @@ fn original_segments(image: &[u8], module: &Module) -> Result<Vec<Orig>, RelinkE
         }
     }
     Ok(segs)
+}
+
+/// Bytes reserved in front of the image for the ELF header, program headers and the
+/// dynamic tables: an upper bound of what [`relink`] writes there, rounded up to a
+/// multiple of every segment alignment (so the shifted image keeps its congruences).
+fn header_budget(module: &Module, prx: &PrxSet) -> u64 {
+    let nsym = module.symbols.len() as u64 + 8 + prx.libraries.len() as u64;
+    let names: u64 = module.symbols.iter().map(|s| s.name.len().max(11) as u64 + 1).sum::<u64>()
+        + prx.libraries.iter().map(|l| 2 * l.file_name.len() as u64 + 48).sum::<u64>()
+        + 256;
+    let msgs: u64 = module
+        .imports()
+        .map(|s| {
+            let known = s.nid.as_deref().and_then(|n| aps5_nid::lookup(n).first().map(|k| k.name.len())).unwrap_or(11);
+            40 + s.library.as_ref().map_or(8, |l| l.len()) as u64 + known as u64
+        })
+        .sum();
+    let total = 64
+        + 56 * (module.segments.len() as u64 + 16)
+        + 64
+        + 24 * nsym
+        + names
+        + 16 + 4 * (nsym + nsym / 2 + 2)
+        + 24 * (module.relocations.len() as u64 + 8 + prx.libraries.len() as u64)
+        + msgs
+        + 64;
+    let align = module
+        .segments
+        .iter()
+        .filter(|s| s.p_type == PT_LOAD || s.p_type == PT_SCE_RELRO)
+        .map(|s| s.align.clamp(PAGE, 0x20_0000))
+        .max()
+        .unwrap_or(PAGE)
+        .max(0x4000);
+    align_up(total, align)
+}
+
+/// A copy of `m` with every image address moved up by `d` (TLS symbol values are offsets
+/// in the TLS block and stay; absolute `R_X86_64_64` addends stay).
+fn shift_module(m: &Module, d: u64) -> Module {
+    let mut m = m.clone();
+    for s in &mut m.segments {
+        if s.vaddr != 0 || s.memsz != 0 {
+            s.vaddr += d;
+            s.paddr += d;
+        }
+    }
+    for s in &mut m.symbols {
+        if s.shndx != 0 && s.kind != 6 && s.shndx != 0xFFF1 {
+            s.value += d;
+        }
+    }
+    for r in &mut m.relocations {
+        r.offset += d;
+        if r.r_type == R_RELATIVE {
+            r.addend += d as i64;
+        }
+    }
+    m.entry += d;
+    for v in [&mut m.init, &mut m.fini, &mut m.pltgot].into_iter().flatten() {
+        *v += d;
+    }
+    for a in [&mut m.preinit_array, &mut m.init_array, &mut m.fini_array].into_iter().flatten() {
+        a.vaddr += d;
+    }
+    if let Some(t) = &mut m.tls {
+        t.vaddr += d;
+    }
+    m
 }

@@ -207,8 +207,11 @@ pub fn coverage_table(rows: &[CoverageRow]) -> String {
 /// mapped by environment variables read by libkernel.prx: `APS5_APP0` (the output's
 /// `app0/`) and `APS5_DATA` (`data_dir`, holding `savedata0/`, `temp0/`, `download0/`).
 pub fn run_command(out_dir: &Path, data_dir: &Path, args: &[String]) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
     let mut c = std::process::Command::new(out_dir.join("app.elf"));
-    c.args(args)
+    // The program sees argv[0] = /app0/eboot.bin, as on the console.
+    c.arg0("/app0/eboot.bin")
+        .args(args)
         .env("APS5_APP0", out_dir.join("app0"))
         .env("APS5_DATA", data_dir);
     c

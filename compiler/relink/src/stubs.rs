@@ -72,6 +72,8 @@ pub struct EntryPlan {
     pub init_array: Option<(u64, u64)>,
     /// GOT slot holding libc's `exit` (else the stub exits with a raw system call).
     pub exit_slot: Option<u64>,
+    /// GOT slots holding the module_start of each linked guest module (0 if none).
+    pub module_starts: Vec<u64>,
 }
 
 /// The ELF entry point. ld.so jumps here with rsp at `argc, argv[], NULL, envp[], NULL,
@@ -111,6 +113,18 @@ pub fn entry_stub(ip: u64, plan: &EntryPlan) -> Result<Vec<u8>, RelinkError> {
         a.jnz(top).map_err(enc)?;
         Ok(())
     };
+    for &slot in &plan.module_starts {
+        let mut skip = a.create_label();
+        a.add_instruction(Instruction::with2(Code::Mov_r64_rm64, Register::RAX, rip(slot)).map_err(enc)?)
+            .map_err(enc)?;
+        a.test(rax, rax).map_err(enc)?;
+        a.jz(skip).map_err(enc)?;
+        // module_start(size_t args, const void *argp): no arguments.
+        a.xor(edi, edi).map_err(enc)?;
+        a.xor(esi, esi).map_err(enc)?;
+        a.call(rax).map_err(enc)?;
+        a.set_label(&mut skip).map_err(enc)?;
+    }
     if let Some(arr) = plan.preinit_array {
         call_array(&mut a, arr)?;
     }

@@ -48,11 +48,24 @@ pub fn open(path: *const libc::c_char, flags: i32, mode: u32) -> i32 {
     }
 }
 
+/// Removes a guest path through libkernel's `unlink` (host path without libkernel).
+pub fn unlink(path: *const libc::c_char) -> i32 {
+    static F: OnceLock<usize> = OnceLock::new();
+    let f = *F.get_or_init(|| sym(c"VAzswvTOCzI"));
+    if f == 0 {
+        unsafe { libc::unlink(path) }
+    } else {
+        let f: extern "C" fn(*const libc::c_char) -> i32 = unsafe { std::mem::transmute(f) };
+        f(path)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn nids_used_here_are_the_right_ones() {
         assert_eq!(aps5_prx_macros::nid_str!("__error"), "9BcDykPmo1I");
         assert_eq!(aps5_prx_macros::nid_str!("open"), "wuCroIGjt2g");
+        assert_eq!(aps5_prx_macros::nid_str!("unlink"), "VAzswvTOCzI");
     }
 }

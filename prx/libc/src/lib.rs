@@ -10,6 +10,8 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod kernel;
+pub mod math;
+pub mod misc;
 pub mod printf;
 pub mod stdio;
 pub mod strings;

@@ -594,3 +594,32 @@ pub unsafe extern "C" fn perror(s: *const u8) {
     v.push(b'\n');
     put(unsafe { STDERRP }, &v);
 }
+
+/// `fgetpos` (`fpos_t` is an `off_t`).
+#[nid("fgetpos")]
+pub unsafe extern "C" fn fgetpos(f: *mut GuestFile, pos: *mut i64) -> i32 {
+    let p = unsafe { ftell(f) };
+    if p < 0 {
+        return -1;
+    }
+    unsafe { *pos = p };
+    0
+}
+
+/// `fsetpos`.
+#[nid("fsetpos")]
+pub unsafe extern "C" fn fsetpos(f: *mut GuestFile, pos: *const i64) -> i32 {
+    unsafe { fseek(f, *pos, 0) }
+}
+
+/// `setbuf` (NULL: unbuffered; else fully buffered).
+#[nid("setbuf")]
+pub unsafe extern "C" fn setbuf(f: *mut GuestFile, buf: *mut u8) {
+    unsafe { setvbuf(f, buf, if buf.is_null() { 2 } else { 0 }, 8192) };
+}
+
+/// `remove`: through libkernel's `unlink` (guest paths, confined).
+#[nid("remove")]
+pub unsafe extern "C" fn remove(path: *const libc::c_char) -> i32 {
+    kernel::unlink(path)
+}

@@ -383,3 +383,53 @@ pub unsafe extern "C" fn sce_kernel_mkdir(path: *const libc::c_char, mode: u32) 
         Err(e) => sce_error(e),
     }
 }
+
+/// `unlink`.
+#[nid("unlink")]
+pub unsafe extern "C" fn unlink(path: *const libc::c_char) -> i32 {
+    let r = unsafe { cstr(path) }
+        .and_then(resolve)
+        .and_then(|(root, rel)| host_ret(unsafe { libc::unlinkat(root, rel.as_ptr(), 0) } as isize));
+    posix(r.map(|_| 0), -1)
+}
+
+/// `sceKernelUnlink`.
+#[nid("sceKernelUnlink")]
+pub unsafe extern "C" fn sce_kernel_unlink(path: *const libc::c_char) -> i32 {
+    match unsafe { unlink(path) } {
+        0 => 0,
+        _ => sce_error(unsafe { *errno::error() }),
+    }
+}
+
+/// `rename` (both paths guest paths, possibly on different mounts).
+#[nid("rename")]
+pub unsafe extern "C" fn rename(from: *const libc::c_char, to: *const libc::c_char) -> i32 {
+    let r = (|| {
+        let (r1, p1) = resolve(unsafe { cstr(from) }?)?;
+        let (r2, p2) = resolve(unsafe { cstr(to) }?)?;
+        host_ret(unsafe { libc::renameat(r1, p1.as_ptr(), r2, p2.as_ptr()) } as isize)
+    })();
+    posix(r.map(|_| 0), -1)
+}
+
+/// `sceKernelRename`.
+#[nid("sceKernelRename")]
+pub unsafe extern "C" fn sce_kernel_rename(from: *const libc::c_char, to: *const libc::c_char) -> i32 {
+    match unsafe { rename(from, to) } {
+        0 => 0,
+        _ => sce_error(unsafe { *errno::error() }),
+    }
+}
+
+/// `system`: there is no shell on the console. `system(NULL)` answers 0 (none available);
+/// any command fails with -1.
+#[nid("system")]
+pub extern "C" fn system(cmd: *const libc::c_char) -> i32 {
+    if cmd.is_null() {
+        0
+    } else {
+        errno::set(78); // ENOSYS
+        -1
+    }
+}

@@ -47,7 +47,7 @@ pub unsafe extern "C" fn sce_kernel_load_start_module(
         diag(format!("aps5: sceKernelLoadStartModule({}): {why}\n", String::from_utf8_lossy(guest)).as_bytes());
         return sce_error(2);
     }
-    let start = unsafe { libc::dlsym(h, c"module_start".as_ptr()) };
+    let start = entry(h, "module_start");
     if !start.is_null() {
         let f: extern "C" fn(usize, *const u8) -> i32 = unsafe { std::mem::transmute(start) };
         let r = f(argc, argv);
@@ -60,6 +60,47 @@ pub unsafe extern "C" fn sce_kernel_load_start_module(
     m.len() as i32
 }
 
+/// A module entry point: its plain name, else its NID.
+fn entry(h: *mut libc::c_void, name: &str) -> *mut libc::c_void {
+    let plain = CString::new(name).expect("no NUL");
+    let p = unsafe { libc::dlsym(h, plain.as_ptr()) };
+    if !p.is_null() {
+        return p;
+    }
+    let nid = CString::new(crate::nid::nid(name.as_bytes())).expect("no NUL");
+    unsafe { libc::dlsym(h, nid.as_ptr()) }
+}
+
+/// `sceKernelStopUnloadModule(handle, argc, argv, flags, opt, result)`: calls
+/// `module_stop`, then unloads.
+#[nid("sceKernelStopUnloadModule")]
+pub unsafe extern "C" fn sce_kernel_stop_unload_module(
+    handle: i32,
+    argc: usize,
+    argv: *const u8,
+    _flags: u32,
+    _opt: *const u8,
+    result: *mut i32,
+) -> i32 {
+    let h = {
+        let mut m = MODULES.lock().unwrap_or_else(|e| e.into_inner());
+        match usize::try_from(handle).ok().and_then(|i| i.checked_sub(1)).and_then(|i| m.get_mut(i)) {
+            Some(h) if *h != 0 => std::mem::replace(h, 0),
+            _ => return sce_error(ESRCH),
+        }
+    };
+    let stop = entry(h as *mut libc::c_void, "module_stop");
+    if !stop.is_null() {
+        let f: extern "C" fn(usize, *const u8) -> i32 = unsafe { std::mem::transmute(stop) };
+        let r = f(argc, argv);
+        if !result.is_null() {
+            unsafe { *result = r };
+        }
+    }
+    unsafe { libc::dlclose(h as *mut libc::c_void) };
+    0
+}
+
 /// `sceKernelDlsym(handle, name, out)`: exports are named by NID in relinked modules.
 #[nid("sceKernelDlsym")]
 pub unsafe extern "C" fn sce_kernel_dlsym(handle: i32, name: *const libc::c_char, out: *mut *mut u8) -> i32 {
@@ -69,8 +110,8 @@ pub unsafe extern "C" fn sce_kernel_dlsym(handle: i32, name: *const libc::c_char
     let h = {
         let m = MODULES.lock().unwrap_or_else(|e| e.into_inner());
         match usize::try_from(handle).ok().and_then(|i| i.checked_sub(1)).and_then(|i| m.get(i)) {
-            Some(h) => *h,
-            None => return sce_error(ESRCH),
+            Some(h) if *h != 0 => *h,
+            _ => return sce_error(ESRCH),
         }
     };
     let name = unsafe { CStr::from_ptr(name) }.to_bytes();
