@@ -212,6 +212,20 @@ pub fn json(m: &Module) -> Value {
     })
 }
 
+/// Library attribute bits by name (FORMATS.md): `0x9 (AUTO_EXPORT|LOOSE_IMPORT)`.
+fn library_attributes(a: u64) -> String {
+    let names: Vec<&str> = [(1, "AUTO_EXPORT"), (2, "WEAK_EXPORT"), (8, "LOOSE_IMPORT")]
+        .iter()
+        .filter(|(bit, _)| a & bit != 0)
+        .map(|(_, n)| *n)
+        .collect();
+    if names.is_empty() {
+        format!("{a:#x}")
+    } else {
+        format!("{a:#x} ({})", names.join("|"))
+    }
+}
+
 fn sym_line(out: &mut String, s: &Symbol) {
     let known = s.known_names();
     let name = if known.is_empty() {
@@ -329,7 +343,7 @@ pub fn text(m: &Module) -> String {
                     l.id,
                     l.name,
                     l.version,
-                    l.attributes.map_or("-".to_owned(), |a| format!("{a:#x}"))
+                    l.attributes.map_or("-".to_owned(), library_attributes)
                 );
             }
         }
