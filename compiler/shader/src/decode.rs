@@ -1,8 +1,6 @@
 //! GFX10 instruction decoder: splits a byte stream into typed instructions.
 
-use crate::table::{
-    self, F_ABS_REJ, F_CLAMP_REJ, F_NEG_REJ, F_OMOD_REJ, F_OPSEL_REJ, Fld, Lookup, OpDesc,
-};
+use crate::table::{self, Fld, Lookup, OpDesc};
 use crate::tables;
 
 /// Encoding family of a GFX10 instruction.
@@ -407,18 +405,16 @@ pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
     }
     if family == Family::Exp {
         let w = Words::new(&code[offset..], 2);
-        return match exp_target_ok((w0 >> 4) & 0x3F) {
-            true => Decoded::Inst(Instruction {
-                offset,
-                family,
-                encoding: Encoding::Plain,
-                opcode: 0,
-                desc: &EXP_DESC,
-                words: w,
-                literal: None,
-            }),
-            false => unsupported(code, offset, Some(family), 0, 2, "invalid export target"),
-        };
+        // llvm-mc accepts every target value (printing `invalid_target_N` for reserved ones).
+        return Decoded::Inst(Instruction {
+            offset,
+            family,
+            encoding: Encoding::Plain,
+            opcode: 0,
+            desc: &EXP_DESC,
+            words: w,
+            literal: None,
+        });
     }
     if family == Family::Vintrp {
         let ok = opcode < 3 && (opcode != 2 || w0 & 0xFC == 0);
@@ -472,6 +468,50 @@ pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
             return unsupported(code, offset, Some(family), opcode, nw, "unknown opcode");
         }
     };
+    let wide = base_words(family) > 1;
+    let bits = if wide {
+        w0 as u64 | ((w1 as u64) << 32)
+    } else {
+        w0 as u64
+    };
+    if bits & desc.fixed.0 != desc.fixed.1 {
+        return unsupported(
+            code,
+            offset,
+            Some(family),
+            opcode,
+            nw,
+            "encoding bits not valid for this opcode",
+        );
+    }
+    if family == Family::Flat {
+        let saddr = (w1 >> 16) & 0x7F;
+        let ok = match (w0 >> 14) & 3 {
+            0 => saddr == 0x7D,
+            2 => !matches!(saddr, 107 | 124 | 127),
+            _ => true,
+        };
+        if !ok {
+            return unsupported(
+                code,
+                offset,
+                Some(family),
+                opcode,
+                nw,
+                "invalid saddr for this segment",
+            );
+        }
+    }
+    if !sources_ok(family, desc, w0, w1) {
+        return unsupported(
+            code,
+            offset,
+            Some(family),
+            opcode,
+            nw,
+            "reserved source operand value",
+        );
+    }
     let mut encoding = Encoding::Plain;
     let mut needs_lit = desc.slots.iter().any(|s| s.f == Fld::Lit);
     match family {
@@ -530,27 +570,6 @@ pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
                         opcode,
                         2,
                         "unused source field is not zero",
-                    );
-                }
-            }
-            if family == Family::Vop3 && !has(desc, Fld::Sdst3b) {
-                let f = desc.flags;
-                let abs = (w0 >> 8) & 7;
-                let opsel = (w0 >> 11) & 0xF;
-                let neg = w1 >> 29;
-                let bad = (abs & ((f & F_ABS_REJ) >> 3) != 0)
-                    || (neg & ((f & F_NEG_REJ) >> 9) != 0)
-                    || (w0 & 0x8000 != 0 && f & F_CLAMP_REJ != 0)
-                    || ((w1 >> 27) & 3 != 0 && f & F_OMOD_REJ != 0)
-                    || (opsel != 0 && f & F_OPSEL_REJ != 0);
-                if bad {
-                    return unsupported(
-                        code,
-                        offset,
-                        Some(family),
-                        opcode,
-                        2,
-                        "modifier not allowed on this opcode",
                     );
                 }
             }
@@ -637,6 +656,31 @@ pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
             );
         }
     }
+    if nw >= 2 && matches!(family, Family::Vop1 | Family::Vop2 | Family::Vopc) {
+        let x = read_word(code, offset + 4).unwrap_or(0);
+        let (m, v) = match encoding {
+            Encoding::Sdwa => desc.sdwa_fixed,
+            Encoding::Dpp16 => desc.dpp_fixed,
+            _ => (0, 0),
+        };
+        // dst_sel/dst_unused do not exist for VOPC (those bits hold the scalar destination).
+        let dst_bad = family != Family::Vopc && ((x >> 8) & 7 == 7 || (x >> 11) & 3 == 3);
+        let sel_bad =
+            encoding == Encoding::Sdwa && (dst_bad || (x >> 16) & 7 == 7 || (x >> 24) & 7 == 7);
+        let sgpr_bad = encoding == Encoding::Sdwa
+            && (((x >> 23) & 1 != 0 && !scalar_src_ok(x & 0xFF))
+                || ((x >> 31) & 1 != 0 && !scalar_src_ok((w0 >> 9) & 0xFF)));
+        if x & m != v || sel_bad || sgpr_bad {
+            return unsupported(
+                code,
+                offset,
+                Some(family),
+                opcode,
+                2,
+                "SDWA/DPP controls not valid for this opcode",
+            );
+        }
+    }
     if needs_lit {
         nw += 1;
     }
@@ -676,6 +720,9 @@ const fn vintrp(name: &'static str) -> OpDesc {
         flags: 0,
         extra: "",
         zmask: 0,
+        fixed: (0, 0),
+        sdwa_fixed: (0, 0),
+        dpp_fixed: (0, 0),
     }
 }
 
@@ -689,6 +736,9 @@ static VINTRP_DESC: [OpDesc; 3] = [
 /// Descriptor shared by all exports (EXP has a single opcode).
 static EXP_DESC: OpDesc = OpDesc {
     zmask: 0,
+    fixed: (0, 0),
+    sdwa_fixed: (0, 0),
+    dpp_fixed: (0, 0),
     name: "exp",
     cpus: 7,
     slots: &[],
@@ -697,8 +747,33 @@ static EXP_DESC: OpDesc = OpDesc {
     extra: "",
 };
 
-fn exp_target_ok(t: u32) -> bool {
-    matches!(t, 0..=9 | 12..=16 | 20 | 32..=63)
+/// Source operand values llvm-mc accepts in a 9-bit (or 8-bit scalar) source field.
+#[inline]
+fn scalar_src_ok(v: u32) -> bool {
+    !matches!(v, 209..=234 | 249 | 250)
+}
+
+fn sources_ok(family: Family, d: &OpDesc, w0: u32, w1: u32) -> bool {
+    match family {
+        Family::Sop1 | Family::Sop2 | Family::Sopc => {
+            (!has(d, Fld::Ssrc0) || scalar_src_ok(w0 & 0xFF))
+                && (!has(d, Fld::Ssrc1) || scalar_src_ok((w0 >> 8) & 0xFF))
+        }
+        Family::Vop1 | Family::Vop2 | Family::Vopc => {
+            let s0 = w0 & 0x1FF;
+            !has(d, Fld::Src0) || matches!(s0, 233 | 234 | 249 | 250) || scalar_src_ok(s0)
+        }
+        Family::Vop3 | Family::Vop3p => {
+            if special_vop3(d) {
+                return true;
+            }
+            [Fld::Src0, Fld::Src1, Fld::Src2]
+                .iter()
+                .enumerate()
+                .all(|(i, f)| !has(d, *f) || scalar_src_ok((w1 >> (9 * i)) & 0x1FF))
+        }
+        _ => true,
+    }
 }
 
 fn special_vop3(d: &OpDesc) -> bool {

@@ -97,6 +97,7 @@ pub fn src(out: &mut String, v: u32, w: u32, cc: Cc, lit: Option<u32>) {
                     let _ = write!(out, "0x{:x}", F16_BITS[i]);
                 }
                 Cc::C64 if v == 248 => out.push_str("0.15915494309189532"),
+                Cc::INV => out.push_str("/*invalid immediate*/"),
                 _ => out.push_str(FLOATS[i]),
             }
         }
@@ -195,16 +196,14 @@ fn print_vop3(inst: &Instruction, ctx: Ctx, out: &mut String) {
             let v = (w1 >> (9 * si)) & 0x1FF;
             let n = !p && neg & (1 << si) & ((d.flags & F_NEG) >> 6) != 0;
             let a = !p && !vop3b && abs & (1 << si) & (d.flags & F_ABS) != 0;
-            if n {
-                out.push('-');
-            }
-            if a {
-                out.push('|');
-            }
-            src(out, v, w, d.cc[si as usize], inst.literal);
-            if a {
-                out.push('|');
-            }
+            modded(
+                out,
+                n,
+                a,
+                false,
+                |out| src(out, v, w, d.cc[si as usize], inst.literal),
+                is_imm(v),
+            );
             continue;
         }
         match s.f {
@@ -303,10 +302,11 @@ fn print_smem(inst: &Instruction, out: &mut String) {
             _ => out.push('?'),
         }
     }
-    if (w0 >> 16) & 1 != 0 {
+    let mem = d.slots.iter().any(|s| s.f == Fld::Sbase);
+    if mem && (w0 >> 16) & 1 != 0 {
         out.push_str(" glc");
     }
-    if (w0 >> 14) & 1 != 0 {
+    if mem && (w0 >> 14) & 1 != 0 {
         out.push_str(" dlc");
     }
 }
@@ -562,7 +562,8 @@ fn print_mubuf(inst: &Instruction, ctx: Ctx, out: &mut String) {
         out.push_str(if first { " " } else { ", " });
         first = false;
         match s.f {
-            Fld::Vdata => vgprs(out, (w1 >> 8) & 0xFF, s.w as u32 + tfe as u32),
+            // llvm-mc 14 does not widen buffer data for tfe.
+            Fld::Vdata => vgprs(out, (w1 >> 8) & 0xFF, s.w as u32),
             Fld::Vaddr | Fld::Off => {
                 let n = offen as u32 + idxen as u32;
                 if n == 0 {
@@ -707,8 +708,11 @@ fn print_exp(inst: &Instruction, out: &mut String) {
             let _ = write!(out, "pos{}", tgt - 12);
         }
         20 => out.push_str("prim"),
-        _ => {
+        32..=63 => {
             let _ = write!(out, "param{}", tgt - 32);
+        }
+        _ => {
+            let _ = write!(out, "invalid_target_{tgt}");
         }
     }
     for i in 0..4 {
@@ -794,22 +798,14 @@ fn print_dpp_sdwa(inst: &Instruction, ctx: Ctx, out: &mut String) {
                     };
                     (n, a, 0, 256 + raw)
                 };
-                if neg != 0 {
-                    out.push('-');
-                }
-                if abs != 0 {
-                    out.push('|');
-                }
-                if sext != 0 {
-                    out.push_str("sext(");
-                }
-                src(out, v, w, d.cc[0], None);
-                if sext != 0 {
-                    out.push(')');
-                }
-                if abs != 0 {
-                    out.push('|');
-                }
+                modded(
+                    out,
+                    neg != 0,
+                    abs != 0,
+                    sext != 0,
+                    |out| src(out, v, w, d.cc[0], None),
+                    is_imm(v),
+                );
             }
             _ => out.push('?'),
         }
@@ -920,16 +916,14 @@ fn print_interp_vop3(inst: &Instruction, out: &mut String) {
     let modsrc = |out: &mut String, v: u32, i: u32| {
         let neg = (w1 >> (29 + i)) & 1 != 0;
         let abs = (w0 >> (8 + i)) & 1 != 0;
-        if neg {
-            out.push('-');
-        }
-        if abs {
-            out.push('|');
-        }
-        src(out, v, 1, Cc::C32, None);
-        if abs {
-            out.push('|');
-        }
+        modded(
+            out,
+            neg,
+            abs,
+            false,
+            |out| src(out, v, 1, Cc::C32, None),
+            is_imm(v),
+        );
     };
     out.push_str(", ");
     if d.name.starts_with("v_interp_mov") {
@@ -1118,5 +1112,44 @@ fn print_mimg(inst: &Instruction, ctx: Ctx, out: &mut String) {
         if (word >> bit) & 1 != 0 && !(bvh && (bit == 12 || bit == 15) && word == w0) {
             out.push_str(name);
         }
+    }
+}
+
+/// True when a source value is an immediate (inline constant or literal) for LLVM's printer.
+fn is_imm(v: u32) -> bool {
+    matches!(v, 128..=208 | 240..=248 | 255)
+}
+
+/// Prints an operand with input modifiers the way LLVM does: `-x`, `|x|`, `-|x|`, `sext(x)`,
+/// and `neg(imm)` for a negated immediate without abs.
+fn modded(
+    out: &mut String,
+    neg: bool,
+    abs: bool,
+    sext: bool,
+    f: impl FnOnce(&mut String),
+    imm: bool,
+) {
+    let neg_mnemo = neg && !abs && imm;
+    if neg_mnemo {
+        out.push_str("neg(");
+    } else if neg {
+        out.push('-');
+    }
+    if abs {
+        out.push('|');
+    }
+    if sext {
+        out.push_str("sext(");
+    }
+    f(out);
+    if sext {
+        out.push(')');
+    }
+    if abs {
+        out.push('|');
+    }
+    if neg_mnemo {
+        out.push(')');
     }
 }

@@ -78,6 +78,9 @@ pub enum Cc {
     I16,
     /// Packed 16-bit integer operand (like I16, literal printed as 32 bits).
     I16P,
+    /// Operand that takes no floating-point inline constants (llvm-mc prints
+    /// `/*invalid immediate*/` for them).
+    INV,
 }
 
 /// One printed operand position.
@@ -107,6 +110,13 @@ pub struct OpDesc {
     /// Fields llvm-mc requires to be zero (DS: bit 0 addr, 1 data0, 2 data1, 3 vdst, 4 = gds
     /// bit required; VOP1: bit 0 src0, bit 1 vdst).
     pub zmask: u8,
+    /// (mask, value) over the first two dwords (dword 1 in the high half): encodings whose
+    /// masked bits differ from `value` are rejected by llvm-mc (learned by single-bit flips).
+    pub fixed: (u64, u64),
+    /// Same for the SDWA dword.
+    pub sdwa_fixed: (u32, u32),
+    /// Same for the DPP16 dword.
+    pub dpp_fixed: (u32, u32),
 }
 
 /// abs modifier printed, per source (bit 0..2).

@@ -83,6 +83,8 @@ def const_class(inl, lit, pos):
     if a is None or b is None:
         return "NONE"
     a = a.strip("|-")
+    if a == "/*invalid immediate*/":
+        return "INV"
     return CLASSES.get((a, b), "C32")
 
 
@@ -92,8 +94,13 @@ class Entry:
             fam, op, name, slots, flags, classes)
         self.cpus = 0
 
+    fixed = (0, 0)
+    sdwa_fixed = (0, 0)
+    dpp_fixed = (0, 0)
+
     def key(self):
-        return (self.name, tuple(self.slots), tuple(sorted(self.flags)), tuple(self.classes))
+        return (self.name, tuple(self.slots), tuple(sorted(self.flags)), tuple(self.classes),
+                self.fixed, self.sdwa_fixed, self.dpp_fixed)
 
 
 def map_tokens(ops, fieldvals, fam):
@@ -426,7 +433,7 @@ def emit_mimg(out):
         vs = []
         for (name, slots, addr, nsa, dm, dim), cpus in lst:
             sl = ", ".join("Slot { f: %s, w: %d }" % (fld_ident(f), w) for f, w in slots)
-            vs.append('OpDesc { name: "%s", cpus: %d, slots: &[%s], cc: [CNone, CNone, CNone], flags: 0x%x, extra: "", zmask: 0 }' % (
+            vs.append('OpDesc { name: "%s", cpus: %d, slots: &[%s], cc: [CNone, CNone, CNone], flags: 0x%x, extra: "", zmask: 0, fixed: (0, 0), sdwa_fixed: (0, 0), dpp_fixed: (0, 0) }' % (
                 name, cpus, sl, (1 if dm else 0) | (2 if dim else 0)))
         out.append("    (%d, &[%s])," % (op, ", ".join(vs)))
     out.append("];")
@@ -601,6 +608,7 @@ def main():
         print("probing", cpu, len(cases), file=sys.stderr)
         res = probe(cases, cpu)
         res64 = probe(cases, cpu, True)
+        found = []
         for fam, ops in families.items():
             for op in ops:
                 outs = {v: res[(fam, op, v)] for v in ops[op]}
@@ -608,14 +616,65 @@ def main():
                 e = analyse(fam, op, outs, outs64)
                 if e is None:
                     continue
-                lst = entries.setdefault((fam, op), [])
-                for x in lst:
-                    if x.key() == e.key():
-                        x.cpus |= CPU_BIT[cpu]
-                        break
-                else:
-                    e.cpus = CPU_BIT[cpu]
-                    lst.append(e)
+                found.append((fam, op, e, outs))
+        # Bits whose single flip makes llvm-mc reject the base encoding are fixed for that opcode.
+        flips = {}
+        for fam, op, e, outs in found:
+            basekey = next(f[5:] for f in e.flags if f.startswith("base_"))
+            b = families[fam][op][basekey]
+            wide = fam in ("SMEM", "VOP3", "VOP3P", "DS", "MUBUF", "MTBUF") or fam.startswith("FLAT")
+            for bit in range(64 if wide else 32):
+                c = list(b)
+                c[bit // 8] ^= 1 << (bit % 8)
+                flips[(fam, op, "f", bit)] = c
+            for kind in ("sdwa", "dpp"):
+                if outs.get(kind):
+                    b2 = families[fam][op][kind]
+                    for bit in range(32, 64):
+                        c = list(b2)
+                        c[bit // 8] ^= 1 << (bit % 8)
+                        flips[(fam, op, kind, bit)] = c
+        fres = probe(flips, cpu)
+        for fam, op, e, outs in found:
+            basekey = next(f[5:] for f in e.flags if f.startswith("base_"))
+            b = families[fam][op][basekey]
+            bits = int.from_bytes(bytes(b[:8]).ljust(8, b"\0"), "little")
+            mask = 0
+            for bit in range(64):
+                k = (fam, op, "f", bit)
+                if k in fres and (not fres[k] or fres[k] == oracle.CRASHED):
+                    mask |= 1 << bit
+            # Fields whose valid values are not closed under single-bit flips of the probe value
+            # (FLAT saddr, SMEM soffset) are checked by value in the decoder instead.
+            if fam.startswith("FLAT"):
+                mask &= ~(0x7F << 48)
+            if fam == "SMEM":
+                mask &= ~(0x7F << 57)
+            e.fixed = (mask, bits & mask)
+            for kind in ("sdwa", "dpp"):
+                if outs.get(kind):
+                    b2 = families[fam][op][kind]
+                    w1 = int.from_bytes(bytes(b2[4:8]), "little")
+                    m = 0
+                    for bit in range(32, 64):
+                        if not fres[(fam, op, kind, bit)] or fres[(fam, op, kind, bit)] == oracle.CRASHED:
+                            m |= 1 << (bit - 32)
+                    if kind == "sdwa":
+                        # sel / dst_unused fields are range-checked by the decoder.
+                        m &= ~((0x7 << 8) | (0x3 << 11) | (0x7 << 16) | (0x7 << 24))
+                        if fam == "VOPC":
+                            m &= ~(0xFF << 8)  # sdst + sd: any scalar destination
+                        e.sdwa_fixed = (m, w1 & m)
+                    else:
+                        e.dpp_fixed = (m, w1 & m)
+            lst = entries.setdefault((fam, op), [])
+            for x in lst:
+                if x.key() == e.key():
+                    x.cpus |= CPU_BIT[cpu]
+                    break
+            else:
+                e.cpus = CPU_BIT[cpu]
+                lst.append(e)
     emit(entries)
     with open("/tmp/gen_debug.txt", "w") as f:
         for (fam, op), lst in sorted(entries.items()):
@@ -648,10 +707,10 @@ def emit(entries):
                         bits |= FLAG_BITS[x]
                     elif x.startswith("mods:"):
                         extra = x[5:]
-                vs.append('OpDesc { name: "%s", cpus: %d, slots: &[%s], cc: [%s], flags: 0x%x, extra: "%s", zmask: %d }' % (
+                vs.append('OpDesc { name: "%s", cpus: %d, slots: &[%s], cc: [%s], flags: 0x%x, extra: "%s", zmask: %d, fixed: (0x%x, 0x%x), sdwa_fixed: (0x%x, 0x%x), dpp_fixed: (0x%x, 0x%x) }' % ((
                     e.name, e.cpus, slots,
                     ", ".join((e.classes + ["NONE"] * 3)[:3]).replace("NONE", "CNone"),
-                    bits, extra, zmask))
+                    bits, extra, zmask) + e.fixed + e.sdwa_fixed + e.dpp_fixed))
             out.append("    (%d, &[%s])," % (op, ", ".join(vs)))
         out.append("];")
         out.append("")
