@@ -119,19 +119,32 @@ pub fn unwrap(b: &[u8]) -> Result<Vec<u8>> {
     let n = usize::from(u16_at(b, 0x18)?);
     let eh = 0x20 + n * 0x20;
     let elf = b.get(eh..).context("truncated after the segment entries")?;
-    let phoff = u64_at(elf, 0x20)? as usize;
+    let phoff = usize::try_from(u64_at(elf, 0x20)?)?;
     let phnum = usize::from(u16_at(elf, 0x38)?);
-    let head = phoff + phnum * 56;
+    let head = phoff
+        .checked_add(phnum * 56)
+        .context("program headers out of range")?;
+    let span = |off: u64, len: u64| -> Result<(usize, usize)> {
+        let off = usize::try_from(off)?;
+        let end = off
+            .checked_add(usize::try_from(len)?)
+            .context("segment range overflows")?;
+        Ok((off, end))
+    };
     let mut size = head;
     for i in 0..phnum {
         let p = phoff + i * 56;
-        let off = u64_at(elf, p + 8)? as usize;
-        let filesz = u64_at(elf, p + 32)? as usize;
-        let typ = u32_at(elf, p)?;
-        if typ != 0 && filesz > 0 {
-            size = size.max(off + filesz);
+        let (_, end) = span(u64_at(elf, p + 8)?, u64_at(elf, p + 32)?)?;
+        if u32_at(elf, p)? != 0 && end > head {
+            size = size.max(end);
         }
     }
+    // A plaintext fSELF carries every byte of its ELF, so the ELF cannot be much larger.
+    ensure!(
+        size <= b.len().saturating_mul(64).max(1 << 20),
+        "program headers describe a {size}-byte ELF in a {}-byte fSELF",
+        b.len()
+    );
     let mut out = vec![0u8; size];
     out[..head].copy_from_slice(elf.get(..head).context("truncated ELF header")?);
     for i in 0..n {
@@ -140,15 +153,14 @@ pub fn unwrap(b: &[u8]) -> Result<Vec<u8>> {
         if flags & 0x800 == 0 {
             continue;
         }
-        let offset = u64_at(b, e + 8)? as usize;
-        let filesz = u64_at(b, e + 16)? as usize;
+        let (offset, end) = span(u64_at(b, e + 8)?, u64_at(b, e + 16)?)?;
         let phdr = ((flags >> 20) & 0xFFF) as usize;
         ensure!(phdr < phnum, "entry {i} names program header {phdr}");
-        let dst = u64_at(elf, phoff + phdr * 56 + 8)? as usize;
+        let (dst, dst_end) = span(u64_at(elf, phoff + phdr * 56 + 8)?, (end - offset) as u64)?;
         let data = b
-            .get(offset..offset + filesz)
+            .get(offset..end)
             .with_context(|| format!("entry {i} data is outside the file"))?;
-        out.get_mut(dst..dst + filesz)
+        out.get_mut(dst..dst_end)
             .context("segment outside the ELF")?
             .copy_from_slice(data);
     }

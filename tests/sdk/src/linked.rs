@@ -150,19 +150,19 @@ pub fn parse(b: &[u8]) -> Result<Linked> {
 
     let mut sections = Vec::new();
     if shnum > 0 {
-        let strtab_hdr = shoff + shstrndx * 64;
-        let str_off = r.u64(strtab_hdr + 24)?;
-        let str_size = r.u64(strtab_hdr + 32)?;
+        let strtab_hdr = shoff.saturating_add(shstrndx * 64);
+        let str_off = r.u64(strtab_hdr.saturating_add(24))?;
+        let str_size = r.u64(strtab_hdr.saturating_add(32))?;
         let names = r.bytes(str_off, str_size)?;
         for i in 0..shnum {
-            let s = shoff + i * 64;
+            let s = shoff.saturating_add(i * 64);
             let name_off = r.u32(s)? as usize;
             let name = cstr(names, name_off)?;
             sections.push(Section {
                 name,
-                addr: r.u64(s + 16)?,
-                offset: r.u64(s + 24)?,
-                size: r.u64(s + 32)?,
+                addr: r.u64(s.saturating_add(16))?,
+                offset: r.u64(s.saturating_add(24))?,
+                size: r.u64(s.saturating_add(32))?,
             });
         }
     }
@@ -177,18 +177,18 @@ pub fn parse(b: &[u8]) -> Result<Linked> {
     let mut dynamic = None;
     let mut relro = None;
     for i in 0..phnum {
-        let p = phoff + i * 56;
+        let p = phoff.saturating_add(i * 56);
         let typ = r.u32(p)?;
-        let flags = r.u32(p + 4)?;
-        let offset = r.u64(p + 8)?;
-        let vaddr = r.u64(p + 16)?;
-        let filesz = r.u64(p + 32)?;
-        let memsz = r.u64(p + 40)?;
-        let align = r.u64(p + 48)?;
+        let flags = r.u32(p.saturating_add(4))?;
+        let offset = r.u64(p.saturating_add(8))?;
+        let vaddr = r.u64(p.saturating_add(16))?;
+        let filesz = r.u64(p.saturating_add(32))?;
+        let memsz = r.u64(p.saturating_add(40))?;
+        let align = r.u64(p.saturating_add(48))?;
         match typ {
             PT_LOAD if memsz > 0 => {
                 // The segment holding lld's own dynamic tables is dropped.
-                if dynsym_addr.is_some_and(|a| vaddr <= a && a < vaddr + memsz) {
+                if dynsym_addr.is_some_and(|a| vaddr <= a && a < vaddr.saturating_add(memsz)) {
                     continue;
                 }
                 let role = if flags & 1 != 0 {
@@ -225,8 +225,8 @@ pub fn parse(b: &[u8]) -> Result<Linked> {
     let (dyn_off, dyn_size) = dynamic.context("the linked file has no PT_DYNAMIC")?;
     let mut tags = Vec::new();
     for i in 0..dyn_size / 16 {
-        let tag = r.u64(dyn_off + i * 16)?;
-        let val = r.u64(dyn_off + i * 16 + 8)?;
+        let tag = r.u64(dyn_off.saturating_add(i * 16))?;
+        let val = r.u64(dyn_off.saturating_add(i * 16 + 8))?;
         if tag == DT_NULL {
             break;
         }
@@ -237,8 +237,8 @@ pub fn parse(b: &[u8]) -> Result<Linked> {
     let addr_to_off = |addr: u64| -> Result<u64> {
         sections
             .iter()
-            .find(|s| s.addr <= addr && addr < s.addr + s.size.max(1) && s.size > 0)
-            .map(|s| s.offset + (addr - s.addr))
+            .find(|s| s.addr <= addr && addr < s.addr.saturating_add(s.size) && s.size > 0)
+            .map(|s| s.offset.saturating_add(addr - s.addr))
             .with_context(|| format!("address {addr:#x} is in no section of the linked file"))
     };
 
@@ -253,14 +253,14 @@ pub fn parse(b: &[u8]) -> Result<Linked> {
         ensure!(dynsym.addr == symtab, "DT_SYMTAB does not point at .dynsym");
         let strings = r.bytes(addr_to_off(strtab)?, strsz)?;
         for i in 0..dynsym.size / 24 {
-            let s = dynsym.offset + i * 24;
+            let s = dynsym.offset.saturating_add(i * 24);
             dynsyms.push(DynSym {
                 name: cstr(strings, r.u32(s)? as usize)?,
-                info: r.bytes(s + 4, 1)?[0],
-                other: r.bytes(s + 5, 1)?[0],
-                shndx: r.u16(s + 6)?,
-                value: r.u64(s + 8)?,
-                size: r.u64(s + 16)?,
+                info: r.bytes(s.saturating_add(4), 1)?[0],
+                other: r.bytes(s.saturating_add(5), 1)?[0],
+                shndx: r.u16(s.saturating_add(6))?,
+                value: r.u64(s.saturating_add(8))?,
+                size: r.u64(s.saturating_add(16))?,
             });
         }
     }
@@ -274,12 +274,13 @@ pub fn parse(b: &[u8]) -> Result<Linked> {
         let off = addr_to_off(addr)?;
         (0..size / 24)
             .map(|i| {
-                let info = r.u64(off + i * 24 + 8)?;
+                let at = off.saturating_add(i * 24);
+                let info = r.u64(at.saturating_add(8))?;
                 Ok(Rela {
-                    offset: r.u64(off + i * 24)?,
+                    offset: r.u64(at)?,
                     sym: (info >> 32) as u32,
                     typ: info as u32,
-                    addend: r.u64(off + i * 24 + 16)? as i64,
+                    addend: r.u64(at.saturating_add(16))? as i64,
                 })
             })
             .collect()

@@ -231,6 +231,17 @@ pub fn write(
     layout: Layout,
     resolve: &dyn Fn(&str) -> Result<ImportTarget>,
 ) -> Result<Written> {
+    // Addresses come from lld; keep them in a range where the arithmetic below cannot overflow.
+    for l in &linked.loads {
+        ensure!(
+            l.vaddr.checked_add(l.memsz).is_some_and(|e| e < 1 << 36)
+                && (l.bytes.len() as u64) <= l.memsz,
+            "segment at {:#x} (+{:#x}) is outside the 64 GiB a module may span",
+            l.vaddr,
+            l.memsz
+        );
+    }
+
     // 1. Classify lld's dynamic symbols.
     struct Imp {
         old: usize,
@@ -692,6 +703,19 @@ pub fn write(
 
     // 9. The file.
     let total = blob_offset + blob.len() as u64;
+    ensure!(
+        total <= 1 << 32,
+        "the module would be {total} bytes; the SDK writes files below 4 GiB"
+    );
+    for p in &ph {
+        ensure!(
+            p.typ == linked::PT_TLS && p.memsz == 0 || p.offset + p.filesz <= total,
+            "segment {:#x} at file offset {:#x} (+{:#x}) lies outside the file",
+            p.typ,
+            p.offset,
+            p.filesz
+        );
+    }
     let mut out = vec![0u8; usize::try_from(total)?];
     let e_type = if spec.prx {
         ET_SCE_DYNAMIC

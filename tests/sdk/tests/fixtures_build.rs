@@ -138,6 +138,11 @@ fn check_fixture(fixture: &Path, ps4: bool) -> Checked {
             "{mctx}: ABI"
         );
         assert_eq!(module.format.os_abi, 9, "{mctx}");
+        assert!(
+            module.warnings.is_empty(),
+            "{mctx}: the reader found oddities: {:?}",
+            module.warnings
+        );
         assert_eq!(
             module.elf_type,
             if prx { 0xFE18 } else { 0xFE10 },
