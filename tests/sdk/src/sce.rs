@@ -626,7 +626,8 @@ pub fn write(
     });
     ph.push(Phdr {
         typ: linked::PT_DYNAMIC,
-        flags: 6,
+        // PS4 files mark it RW (as OpenOrbis's do); on PS5 it lies in the read-only segment.
+        flags: if ps5 { 4 } else { 6 },
         offset: blob_offset + dynamic_off,
         vaddr: if ps5 { blob_vaddr + dynamic_off } else { 0 },
         filesz: dynamic_size,
