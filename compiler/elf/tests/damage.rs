@@ -473,11 +473,15 @@ fn mutate(rng: &mut Rng, base: &[u8], hot: (usize, usize)) -> Vec<u8> {
     d
 }
 
+/// (name, fSELF or ELF bytes, hot range holding the dynamic tables, mutations to make)
+type Input = (String, Vec<u8>, (usize, usize), usize);
+
 /// A few thousand randomly mutated copies (fixed seed): no panic, errors name an offset.
 #[test]
 fn random_mutations_never_panic() {
     let mut rng = Rng(0x00A9_55E1_F00D_2026);
     let (mut ok, mut err, mut panics) = (0, 0, Vec::new());
+    let mut inputs: Vec<Input> = Vec::new();
     for path in corpus_files() {
         let (raw, img) = Image::load(&path);
         let (_, dynlib) = img.segment("PT_SCE_DYNLIBDATA");
@@ -486,8 +490,28 @@ fn random_mutations_never_panic() {
             (dynlib.offset + dynlib.filesz) as usize,
         );
         let self_hot = (raw.len() - dynlib.filesz as usize, raw.len());
-        for (input, hot) in [(&raw, self_hot), (&img.data, plain_hot)] {
-            for n in 0..200 {
+        let name = path.display().to_string();
+        inputs.push((name.clone(), raw, self_hot, 200));
+        inputs.push((name, img.data, plain_hot, 200));
+    }
+    // PS5 layout (synthetic): tables live in the data segment, after the code.
+    for prx in [false, true] {
+        let (elf, l) = ps5::build(&ps5::small(prx, false));
+        let hot = (l.data_offset as usize, elf.len());
+        let fself = ps5::wrap_fself(&elf, aps5_elf::PS5_SELF_MAGIC);
+        let fself_hot = (fself.len() - (elf.len() - hot.0), fself.len());
+        inputs.push((format!("synthetic PS5 prx={prx}"), elf, hot, 250));
+        inputs.push((
+            format!("synthetic PS5 fSELF prx={prx}"),
+            fself,
+            fself_hot,
+            250,
+        ));
+    }
+    for (path, input, hot, count) in &inputs {
+        let hot = *hot;
+        {
+            for n in 0..*count {
                 let d = mutate(&mut rng, input, hot);
                 let r = std::panic::catch_unwind(|| match aps5_elf::parse(&d) {
                     Ok(m) => {
@@ -504,7 +528,7 @@ fn random_mutations_never_panic() {
                 match r {
                     Ok(true) => ok += 1,
                     Ok(false) => err += 1,
-                    Err(_) => panics.push(format!("{} mutation {n}", path.display())),
+                    Err(_) => panics.push(format!("{path} mutation {n}")),
                 }
             }
         }
