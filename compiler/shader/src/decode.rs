@@ -371,6 +371,23 @@ fn unsupported(
 /// Decodes the instruction at `offset` of `code` for `target`. Never panics; `offset` must be
 /// inside `code`.
 pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
+    decode_at_wave(code, offset, target, false)
+}
+
+/// Like [`decode_at`] for a given wave size (lane-mask operands are 64-bit in wave64, which
+/// makes some scalar register encodings invalid).
+pub fn decode_at_wave(code: &[u8], offset: usize, target: Target, wave64: bool) -> Decoded {
+    let d = decode_raw(code, offset, target);
+    if let Decoded::Inst(i) = &d
+        && let Err(reason) = check_registers(i, wave64)
+    {
+        let n = i.words.len();
+        return unsupported(code, offset, Some(i.family), i.opcode, n, reason);
+    }
+    d
+}
+
+fn decode_raw(code: &[u8], offset: usize, target: Target) -> Decoded {
     let Some(w0) = read_word(code, offset) else {
         return unsupported(
             code,
@@ -417,7 +434,7 @@ pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
         });
     }
     if family == Family::Vintrp {
-        let ok = opcode < 3 && (opcode != 2 || w0 & 0xFC == 0);
+        let ok = opcode < 3;
         if !ok {
             return unsupported(
                 code,
@@ -562,15 +579,6 @@ pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
             for (i, f) in [Fld::Src0, Fld::Src1, Fld::Src2].iter().enumerate() {
                 if has(desc, *f) {
                     needs_lit |= srcs[i] == 255;
-                } else if srcs[i] != 0 && !(family == Family::Vop3 && special_vop3(desc)) {
-                    return unsupported(
-                        code,
-                        offset,
-                        Some(family),
-                        opcode,
-                        2,
-                        "unused source field is not zero",
-                    );
                 }
             }
         }
@@ -792,6 +800,7 @@ pub struct DecodeIter<'a> {
     code: &'a [u8],
     at: usize,
     target: Target,
+    wave64: bool,
 }
 
 impl Iterator for DecodeIter<'_> {
@@ -800,7 +809,7 @@ impl Iterator for DecodeIter<'_> {
         if self.at >= self.code.len() {
             return None;
         }
-        let d = decode_at(self.code, self.at, self.target);
+        let d = decode_at_wave(self.code, self.at, self.target, self.wave64);
         self.at += d.len();
         Some(d)
     }
@@ -808,9 +817,163 @@ impl Iterator for DecodeIter<'_> {
 
 /// Decodes a whole program. Offsets of the items cover `code` exactly, in order.
 pub fn decode(code: &[u8], target: Target) -> DecodeIter<'_> {
+    decode_wave(code, target, false)
+}
+
+/// Decodes a whole program for a wave size. Offsets of the items cover `code` exactly.
+pub fn decode_wave(code: &[u8], target: Target, wave64: bool) -> DecodeIter<'_> {
     DecodeIter {
         code,
         at: 0,
         target,
+        wave64,
+    }
+}
+
+/// A scalar register operand (7/8-bit field value) of `w` dwords is encodable.
+fn sreg_ok(v: u32, w: u32) -> bool {
+    match v {
+        0..=105 => {
+            let a = match w {
+                1 => v,
+                2 => v & !1,
+                _ => v & !3,
+            };
+            a + w - 1 <= 105
+        }
+        108..=123 => {
+            let a = match w {
+                1 => v,
+                2 => v & !1,
+                _ => v & !3,
+            };
+            a + w - 1 <= 123
+        }
+        106 | 126 => w <= 2,
+        125 => w <= 2,
+        107 | 124 | 127 => w == 1,
+        _ => true,
+    }
+}
+
+fn src_regs_ok(v: u32, w: u32) -> bool {
+    match v {
+        0..=127 => sreg_ok(v, w),
+        256..=511 => v - 256 + w <= 256,
+        _ => true,
+    }
+}
+
+fn vgpr_ok(n: u32, w: u32) -> bool {
+    n + w <= 256
+}
+
+/// Register operands must lie inside their register files (llvm-mc rejects v[255:256],
+/// s[104:107], 64-bit vcc_hi/m0/exec_hi and the like).
+fn check_registers(i: &Instruction, wave64: bool) -> Result<(), &'static str> {
+    let w0 = i.words.get(0);
+    let w1 = i.words.get(1);
+    let vop3 = matches!(i.family, Family::Vop3 | Family::Vop3p);
+    let sdwa = i.encoding == Encoding::Sdwa;
+    let plain = i.encoding == Encoding::Plain;
+    let mut ok = true;
+    for s in i.desc.slots {
+        let w = match s.w {
+            255 => {
+                if wave64 {
+                    2
+                } else {
+                    1
+                }
+            }
+            0 => 1,
+            x => x as u32,
+        };
+        ok &= match (i.family, s.f) {
+            (_, Fld::Sdst) => sreg_ok((w0 >> 16) & 0x7F, w),
+            (_, Fld::Ssrc0) => src_regs_ok(w0 & 0xFF, w),
+            (_, Fld::Ssrc1) => src_regs_ok((w0 >> 8) & 0xFF, w),
+            (_, Fld::Vdst) if vop3 => vgpr_ok(w0 & 0xFF, w),
+            (_, Fld::VdstS) if vop3 => sreg_ok(w0 & 0xFF, w),
+            (_, Fld::Sdst3b) => sreg_ok((w0 >> 8) & 0x7F, w),
+            (_, Fld::Src0) if vop3 => src_regs_ok(w1 & 0x1FF, w),
+            (_, Fld::Src1) => src_regs_ok((w1 >> 9) & 0x1FF, w),
+            (_, Fld::Src2) => src_regs_ok((w1 >> 18) & 0x1FF, w),
+            (Family::Vop1 | Family::Vop2 | Family::Vopc, Fld::Vdst) => {
+                vgpr_ok((w0 >> 17) & 0xFF, w)
+            }
+            (Family::Vop1 | Family::Vop2 | Family::Vopc, Fld::VdstS) => {
+                sreg_ok((w0 >> 17) & 0xFF, w)
+            }
+            (Family::Vop1 | Family::Vop2 | Family::Vopc, Fld::Src0) => {
+                if plain {
+                    src_regs_ok(w0 & 0x1FF, w)
+                } else if sdwa && (w1 >> 23) & 1 != 0 {
+                    src_regs_ok(w1 & 0xFF, w)
+                } else {
+                    vgpr_ok(w1 & 0xFF, w)
+                }
+            }
+            (_, Fld::Vsrc1) => {
+                if sdwa && (w1 >> 31) & 1 != 0 {
+                    src_regs_ok((w0 >> 9) & 0xFF, w)
+                } else {
+                    vgpr_ok((w0 >> 9) & 0xFF, w)
+                }
+            }
+            (Family::Smem, Fld::Sdata) => sreg_ok((w0 >> 6) & 0x7F, w),
+            (Family::Smem, Fld::Sbase) => sreg_ok((w0 & 0x3F) << 1, w),
+            (Family::Ds, Fld::Vdst) | (Family::Flat, Fld::Vdst) => vgpr_ok(w1 >> 24, w),
+            (Family::Ds, Fld::Vaddr) => vgpr_ok(w1 & 0xFF, w),
+            (Family::Ds, Fld::Vdata0) => vgpr_ok((w1 >> 8) & 0xFF, w),
+            (Family::Ds, Fld::Vdata1) => vgpr_ok((w1 >> 16) & 0xFF, w),
+            (Family::Flat, Fld::Vdata) | (Family::Mubuf | Family::Mtbuf, Fld::Vdata) => {
+                vgpr_ok((w1 >> 8) & 0xFF, w)
+            }
+            (Family::Flat, Fld::Vaddr) => {
+                let seg = (w0 >> 14) & 3;
+                let saddr = (w1 >> 16) & 0x7F;
+                let aw = if seg == 2 && saddr != 0x7D { 1 } else { w };
+                seg == 1 && saddr != 0x7D || vgpr_ok(w1 & 0xFF, aw)
+            }
+            (Family::Mubuf | Family::Mtbuf, Fld::Vaddr) => {
+                let n = ((w0 >> 12) & 1) + ((w0 >> 13) & 1);
+                n == 0 || vgpr_ok(w1 & 0xFF, n)
+            }
+            (Family::Mubuf | Family::Mtbuf, Fld::Srsrc) | (Family::Mimg, Fld::Srsrc) => {
+                sreg_ok(((w1 >> 16) & 0x1F) << 2, w)
+            }
+            (Family::Mubuf | Family::Mtbuf, Fld::Soff) => {
+                let v = w1 >> 24;
+                scalar_src_ok(v) && v != 255 && sreg_ok(v.min(128), 1)
+            }
+            (Family::Mimg, Fld::Ssamp) => sreg_ok(((w1 >> 21) & 0x1F) << 2, 4),
+            (Family::Mimg, Fld::Vdata) => vgpr_ok(
+                (w1 >> 8) & 0xFF,
+                crate::print::mimg_data_width(i.desc.name, w0, w1),
+            ),
+            _ => true,
+        };
+    }
+    if i.family == Family::Mimg
+        && !i.desc.slots.iter().any(|s| s.f == Fld::Ssamp)
+        && (w1 >> 21) & 0x1F != 0
+    {
+        return Err("sampler field must be zero for this opcode");
+    }
+    if sdwa && i.family == Family::Vopc && i.desc.name.starts_with("v_cmpx") && (w1 >> 15) & 1 != 0
+    {
+        return Err("v_cmpx SDWA takes no scalar destination");
+    }
+    if sdwa
+        && (((w1 >> 23) & 1 != 0 && w1 & 0xFF == 255)
+            || ((w1 >> 31) & 1 != 0 && (w0 >> 9) & 0xFF == 255))
+    {
+        return Err("SDWA sources take no literal");
+    }
+    if ok {
+        Ok(())
+    } else {
+        Err("register operand out of range")
     }
 }

@@ -11,7 +11,7 @@
 use std::fmt::Write;
 use std::str::FromStr;
 
-use crate::decode::{Decoded, Target, decode};
+use crate::decode::{Decoded, Target, decode_wave};
 use crate::print::{Ctx, print};
 
 /// GFX10 processor to disassemble for.
@@ -73,7 +73,7 @@ pub fn disassemble_into(code: &[u8], opts: &Options, out: &mut String) {
         wave64: opts.wave64,
         target: opts.mcpu.target(),
     };
-    for d in decode(code, opts.mcpu.target()) {
+    for d in decode_wave(code, opts.mcpu.target(), opts.wave64) {
         match d {
             Decoded::Inst(i) => {
                 out.push('\t');

@@ -17,5 +17,5 @@ pub(crate) mod tables;
 
 pub use decode::{
     DecodeIter, Decoded, Encoding, Family, Instruction, Target, Unsupported, Words, decode,
-    decode_at,
+    decode_at, decode_at_wave, decode_wave,
 };

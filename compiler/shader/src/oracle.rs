@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use crate::decode::{Decoded, decode};
+use crate::decode::{Decoded, decode_wave};
 use crate::disasm::{Mcpu, Options};
 use crate::print::{Ctx, print};
 
@@ -118,7 +118,7 @@ fn block(s: &mut String, bytes: &[u8]) {
 /// undecodable one (or fewer than 4 bytes left).
 pub fn ours(case: &[u8], opts: &Options) -> Vec<String> {
     let mut v = Vec::new();
-    for d in decode(case, opts.mcpu.target()) {
+    for d in decode_wave(case, opts.mcpu.target(), opts.wave64) {
         match d {
             Decoded::Inst(i) => {
                 let mut s = String::new();

@@ -77,6 +77,13 @@ pub fn sreg(out: &mut String, v: u32, w: u32) {
 
 /// Prints a 9-bit source operand.
 pub fn src(out: &mut String, v: u32, w: u32, cc: Cc, lit: Option<u32>) {
+    if cc == Cc::INV && matches!(v, 128..=208 | 240..=248 | 255) {
+        out.push_str("/*invalid immediate*/");
+        return;
+    }
+    if cc == Cc::VGPR && v < 256 {
+        return reg_range(out, "v", v & 0xFF, w);
+    }
     match v {
         0..=127 => sreg(out, v, w),
         128..=192 => {
@@ -97,7 +104,6 @@ pub fn src(out: &mut String, v: u32, w: u32, cc: Cc, lit: Option<u32>) {
                     let _ = write!(out, "0x{:x}", F16_BITS[i]);
                 }
                 Cc::C64 if v == 248 => out.push_str("0.15915494309189532"),
-                Cc::INV => out.push_str("/*invalid immediate*/"),
                 _ => out.push_str(FLOATS[i]),
             }
         }
@@ -105,17 +111,67 @@ pub fn src(out: &mut String, v: u32, w: u32, cc: Cc, lit: Option<u32>) {
         252 => out.push_str("src_execz"),
         253 => out.push_str("src_scc"),
         254 => out.push_str("src_lds_direct"),
-        255 => {
-            let l = lit.unwrap_or(0);
-            let l = match cc {
-                Cc::F16 | Cc::I16 => l & 0xFFFF,
-                _ => l,
-            };
-            let _ = write!(out, "0x{l:x}");
-        }
+        255 => literal(out, lit.unwrap_or(0), w, cc),
         256..=511 => reg_range(out, "v", v - 256, w),
         _ => {
             let _ = write!(out, "<invalid src {v}>");
+        }
+    }
+}
+
+const F32_BITS: [u32; 9] = [
+    0x3F00_0000,
+    0xBF00_0000,
+    0x3F80_0000,
+    0xBF80_0000,
+    0x4000_0000,
+    0xC000_0000,
+    0x4080_0000,
+    0xC080_0000,
+    0x3E22_F983,
+];
+
+/// A literal prints like the inline constant with the same value when there is one (llvm-mc's
+/// printer no longer knows it was a literal).
+fn literal(out: &mut String, l: u32, w: u32, cc: Cc) {
+    match cc {
+        Cc::C64 => {
+            let _ = write!(out, "0x{l:x}");
+        }
+        Cc::F16 | Cc::I16 => {
+            let h = l & 0xFFFF;
+            let iv = h as u16 as i16 as i32;
+            if (-16..=64).contains(&iv) {
+                let _ = write!(out, "{iv}");
+            } else if let Some(i) = F16_BITS.iter().position(|&b| b as u32 == h) {
+                if cc == Cc::F16 {
+                    out.push_str(FLOATS[i]);
+                } else {
+                    let _ = write!(out, "0x{h:x}");
+                }
+            } else {
+                let _ = write!(out, "0x{h:x}");
+            }
+        }
+        _ if w >= 2 => {
+            if l <= 64 {
+                let _ = write!(out, "{l}");
+            } else {
+                let _ = write!(out, "0x{l:x}");
+            }
+        }
+        Cc::C32 | Cc::CNone => {
+            let iv = l as i32;
+            if (-16..=64).contains(&iv) {
+                let _ = write!(out, "{iv}");
+            } else if let Some(i) = F32_BITS.iter().position(|&b| b == l) {
+                out.push_str(FLOATS[i]);
+            } else {
+                let _ = write!(out, "0x{l:x}");
+            }
+        }
+        _ => {
+            let _ = write!(out, "0x{l:x}");
         }
     }
 }
@@ -302,11 +358,10 @@ fn print_smem(inst: &Instruction, out: &mut String) {
             _ => out.push('?'),
         }
     }
-    let mem = d.slots.iter().any(|s| s.f == Fld::Sbase);
-    if mem && (w0 >> 16) & 1 != 0 {
+    if d.flags & (1 << 24) != 0 && (w0 >> 16) & 1 != 0 {
         out.push_str(" glc");
     }
-    if mem && (w0 >> 14) & 1 != 0 {
+    if d.flags & (1 << 25) != 0 && (w0 >> 14) & 1 != 0 {
         out.push_str(" dlc");
     }
 }
@@ -425,7 +480,9 @@ fn print_sopp(inst: &Instruction, out: &mut String) {
         "hex0" => {
             let _ = write!(out, " 0x{imm:x}");
         }
-        "hex" if imm == 0 => out.push_str(" 0"),
+        "hex" if imm <= 64 => {
+            let _ = write!(out, " {imm}");
+        }
         "hex" => {
             let _ = write!(out, " 0x{imm:x}");
         }
@@ -607,7 +664,7 @@ fn print_mubuf(inst: &Instruction, ctx: Ctx, out: &mut String) {
     if !tbuf && (w0 >> 16) & 1 != 0 {
         out.push_str(" lds");
     }
-    if tfe {
+    if tfe && !d.name.contains("_atomic_") {
         out.push_str(" tfe");
     }
 }
@@ -833,7 +890,9 @@ fn print_dpp_sdwa(inst: &Instruction, ctx: Ctx, out: &mut String) {
         }
         Encoding::Dpp16 => {
             let c = (w1 >> 8) & 0x1FF;
+            let wide = d.slots.iter().any(|s| s.f == Fld::Src0 && s.w == 2);
             match c {
+                _ if wide => out.push_str("  /* 64 bit dpp only supports row_newbcast */"),
                 0..=0xFF => {
                     let _ = write!(
                         out,
@@ -861,9 +920,7 @@ fn print_dpp_sdwa(inst: &Instruction, ctx: Ctx, out: &mut String) {
                 0x160..=0x16F => {
                     let _ = write!(out, " row_xmask:{}", c & 0xF);
                 }
-                _ => {
-                    let _ = write!(out, " <invalid dpp_ctrl 0x{c:x}>");
-                }
+                _ => out.push_str(" /* Invalid dpp_ctrl value */"),
             }
             let _ = write!(
                 out,
@@ -954,7 +1011,12 @@ fn print_vintrp(inst: &Instruction, out: &mut String) {
     out.push_str(inst.desc.name);
     let _ = write!(out, " v{}, ", (w0 >> 18) & 0xFF);
     if inst.opcode == 2 {
-        out.push_str(["p10", "p20", "p0", "p?"][(w0 & 3) as usize]);
+        match w0 & 0xFF {
+            p @ 0..=2 => out.push_str(["p10", "p20", "p0"][p as usize]),
+            p => {
+                let _ = write!(out, "invalid_param_{p}");
+            }
+        }
     } else {
         let _ = write!(out, "v{}", w0 & 0xFF);
     }
@@ -1100,9 +1162,9 @@ fn print_mimg(inst: &Instruction, ctx: Ctx, out: &mut String) {
     let bvh = d.name.starts_with("image_bvh");
     for (bit, word, name) in [
         (12, w0, " unorm"),
-        (7, w0, " dlc"),
         (13, w0, " glc"),
         (25, w0, " slc"),
+        (7, w0, " dlc"),
         (15, w0, " r128"),
         (30, w1, " a16"),
         (16, w0, " tfe"),

@@ -81,6 +81,8 @@ pub enum Cc {
     /// Operand that takes no floating-point inline constants (llvm-mc prints
     /// `/*invalid immediate*/` for them).
     INV,
+    /// VGPR-only source: the field's low 8 bits name a VGPR whatever the value.
+    VGPR,
 }
 
 /// One printed operand position.

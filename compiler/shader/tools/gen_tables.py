@@ -85,6 +85,8 @@ def const_class(inl, lit, pos):
     a = a.strip("|-")
     if a == "/*invalid immediate*/":
         return "INV"
+    if reg(a) and reg(a)[0] == "v":
+        return "VGPR"
     return CLASSES.get((a, b), "C32")
 
 
@@ -203,6 +205,7 @@ def fam_smem():
         d = fams.setdefault("SMEM", {}).setdefault(op, {})
         d["a"] = W([base | (4 << 6) | 4, 0x1234 | (0x7D << 25)])
         d["b"] = W([base | (4 << 6) | 4 | (1 << 16), 0x1234 | (0x7D << 25)])
+        d["dl"] = W([base | (4 << 6) | 4 | (1 << 14), 0x1234 | (0x7D << 25)])
         d["z"] = W([base, 0x1234 | (0x7D << 25)])
     return fams
 
@@ -552,7 +555,11 @@ def analyse(fam, op, outs, outs64):
         elif (a or z or "").endswith(" "):
             kind = "trail"
         flags.add("mods:" + kind)
-    # DS offsets style
+    if fam == "SMEM":
+        for k, f in (("b", "smem_glc:yes"), ("dl", "smem_dlc:yes")):
+            o = first_text(outs.get(k))
+            if o is not None and o != base:
+                flags.add(f)
 
     # constant classes for each source
     classes = []
@@ -577,6 +584,8 @@ def analyse(fam, op, outs, outs64):
                     flags.add("%s%d:reject" % (m, p))
                 elif o[0] != base:
                     flags.add("%s%d:yes" % (m, p))
+                    if m == "neg" and "sext(" in o[0]:
+                        flags.add("sext%d:yes" % p)
         for m in ["clamp", "omod", "opsel"]:
             o = outs.get(m + vk)
             if not o:
@@ -661,7 +670,9 @@ def main():
                             m |= 1 << (bit - 32)
                     if kind == "sdwa":
                         # sel / dst_unused fields are range-checked by the decoder.
-                        m &= ~((0x7 << 8) | (0x3 << 11) | (0x7 << 16) | (0x7 << 24))
+                        m &= ~((0x7 << 8) | (0x3 << 11) | (0x7 << 16))
+                        if fam != "VOP1":
+                            m &= ~(0x7 << 24)  # VOP1 has no src1: its src1_sel must stay 0
                         if fam == "VOPC":
                             m &= ~(0xFF << 8)  # sdst + sd: any scalar destination
                         e.sdwa_fixed = (m, w1 & m)
@@ -735,6 +746,8 @@ FLAG_BITS = {
     "clamp:yes": 1 << 12, "clamp:reject": 1 << 13, "omod:yes": 1 << 14, "omod:reject": 1 << 15,
     "opsel:yes": 1 << 16, "opsel:reject": 1 << 17, "sdwa:yes": 1 << 18, "dpp:yes": 1 << 19,
     "dpp8:yes": 1 << 20,
+    "sext0:yes": 1 << 21, "sext1:yes": 1 << 22, "sext2:yes": 1 << 23,
+    "smem_glc:yes": 1 << 24, "smem_dlc:yes": 1 << 25,
 }
 
 
