@@ -21,6 +21,7 @@ struct Checked {
     modules: usize,
     imports: usize,
     exports: usize,
+    relocations: usize,
 }
 
 fn readelf(elf: &Path) -> (bool, String, String) {
@@ -53,6 +54,64 @@ fn lld_exports(linked: &Path) -> BTreeSet<String> {
         .lines()
         .filter_map(|l| l.split_whitespace().last().map(String::from))
         .collect()
+}
+
+/// lld's dynamic relocations as llvm-readelf prints them: (offset, type, NID of the symbol or
+/// the plain name for module entry points, addend), sorted.
+fn lld_relocations(linked: &Path) -> Vec<(u64, u32, String, i64)> {
+    let (ok, stdout, stderr) = {
+        let out = Command::new(common::require(Tool::LlvmReadelf))
+            .arg("--dyn-relocations")
+            .arg(linked)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert!(
+        ok,
+        "llvm-readelf --dyn-relocations {}: {stderr}",
+        linked.display()
+    );
+    let mut v = Vec::new();
+    for line in stdout.lines() {
+        let t: Vec<&str> = line.split_whitespace().collect();
+        if t.len() < 4 || !t[2].starts_with("R_X86_64_") {
+            continue;
+        }
+        let r_type = match t[2] {
+            "R_X86_64_64" => 1,
+            "R_X86_64_PC32" => 2,
+            "R_X86_64_GLOB_DAT" => 6,
+            "R_X86_64_JUMP_SLOT" => 7,
+            "R_X86_64_RELATIVE" => 8,
+            "R_X86_64_DTPMOD64" => 16,
+            "R_X86_64_DTPOFF64" => 17,
+            "R_X86_64_TPOFF64" => 18,
+            other => panic!("unexpected relocation type {other} in {}", linked.display()),
+        };
+        let offset = u64::from_str_radix(t[0], 16).unwrap();
+        let (sym, addend) = match t.len() {
+            4 => (String::new(), i64::from_str_radix(t[3], 16).unwrap()),
+            7 => {
+                let name = t[4];
+                let sym = if matches!(name, "module_start" | "module_stop") {
+                    name.to_string()
+                } else {
+                    aps5_nid::nid(name)
+                };
+                let a = i64::from_str_radix(t[6], 16).unwrap();
+                (sym, if t[5] == "-" { -a } else { a })
+            }
+            _ => panic!("cannot read relocation line {line:?}"),
+        };
+        v.push((offset, r_type, sym, addend));
+    }
+    v.sort();
+    v
 }
 
 fn check_fixture(fixture: &Path, ps4: bool) -> Checked {
@@ -113,6 +172,7 @@ fn check_fixture(fixture: &Path, ps4: bool) -> Checked {
         modules: 0,
         imports: 0,
         exports: 0,
+        relocations: 0,
     };
     for m in &report.modules {
         let mctx = format!("{ctx} {}", m.dump_path);
@@ -281,6 +341,29 @@ fn check_fixture(fixture: &Path, ps4: bool) -> Checked {
             );
         }
 
+        // Relocations are lld's, one for one, with symbols renamed to NIDs (or kept plain).
+        let want = lld_relocations(&work.join(if prx {
+            format!("module-{own}/linked.elf")
+        } else {
+            "eboot/linked.elf".to_string()
+        }));
+        let mut got: Vec<(u64, u32, String, i64)> = module
+            .relocations
+            .iter()
+            .map(|r| {
+                let sym = if r.symbol == 0 {
+                    String::new()
+                } else {
+                    let s = &module.symbols[r.symbol as usize];
+                    s.nid.clone().unwrap_or_else(|| s.name.clone())
+                };
+                (r.offset, r.r_type, sym, r.addend)
+            })
+            .collect();
+        got.sort();
+        assert_eq!(got, want, "{mctx}: relocations differ from lld's");
+        checked.relocations += got.len();
+
         // llvm-readelf accepts the unwrapped ELF.
         let elf = aps5_elf::unwrap_fself(&bytes).unwrap();
         let elf_path = tmp.path().join(format!("{own}.elf"));
@@ -363,20 +446,23 @@ fn run_layout(ps4: bool) {
         modules: 0,
         imports: 0,
         exports: 0,
+        relocations: 0,
     };
     for f in &fixtures {
         let c = check_fixture(f, ps4);
         totals.modules += c.modules;
         totals.imports += c.imports;
         totals.exports += c.exports;
+        totals.relocations += c.relocations;
     }
     println!(
-        "{}: {} fixtures, {} modules, {} imports and {} exports matched llvm-nm / lld",
+        "{}: {} fixtures, {} modules; {} imports, {} exports, {} relocations matched llvm-nm / lld",
         if ps4 { "PS4" } else { "PS5" },
         fixtures.len(),
         totals.modules,
         totals.imports,
-        totals.exports
+        totals.exports,
+        totals.relocations
     );
 }
 
