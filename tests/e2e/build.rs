@@ -95,7 +95,7 @@ fn changing_one_file_recomputes_only_what_depends_on_it() {
             (
                 "output".into(),
                 "manifest.json".into(),
-                "changed output".into()
+                "changed input".into()
             )
         ],
         "{report}"

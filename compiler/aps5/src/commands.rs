@@ -100,7 +100,7 @@ pub fn print_build(report: &BuildReport, args: &BuildArgs, quiet: bool) {
     }
     if args.explain {
         for r in &report.recomputed {
-            println!("{:<8} {:<40} {}", r.query, r.artifact, r.reason);
+            println!("{:<12} {:<40} {}", r.query, r.artifact, r.reason);
         }
     }
     if !quiet {

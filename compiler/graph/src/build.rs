@@ -227,6 +227,10 @@ impl Project {
                     None => "changed input",
                 },
                 (true, _) => "new input",
+                (false, Some(_)) if rel == emit::MANIFEST && previous_manifest.is_none() => {
+                    "new input"
+                }
+                (false, Some(_)) if rel == emit::MANIFEST => "changed input",
                 (false, Some(why)) => why,
             };
             recomputed.push(Recomputed {
@@ -306,9 +310,15 @@ fn explain(old: &Option<State>, scan: &Scan, run: &QueryRun) -> &'static str {
         return "cache miss (corrupt cache entry)";
     }
     let Some(state) = old else { return "new input" };
-    let changed = input_reason(old, scan, &run.artifact);
-    if changed != "output missing" {
-        return changed;
+    let reasons: Vec<&str> = run
+        .inputs
+        .iter()
+        .map(|i| input_reason(old, scan, i))
+        .collect();
+    for r in ["new input", "changed input"] {
+        if reasons.contains(&r) {
+            return r;
+        }
     }
     if state.queries.get(run.query).map(String::as_str) != Some(db::query_version(run.query)) {
         return "toolchain changed";

@@ -53,6 +53,8 @@ pub struct QueryRun {
     pub query: &'static str,
     /// The artifact it concerns (a dump path, or an output path).
     pub artifact: String,
+    /// The dump files it was computed from.
+    pub inputs: Vec<String>,
     pub reused: bool,
     /// Set when a cached result failed verification and was recomputed.
     pub corrupt_cache_entry: bool,
@@ -158,14 +160,14 @@ fn memoized<T, E>(
     db: &dyn Db,
     query: &'static str,
     artifact: &str,
-    inputs: &[ContentHash],
+    inputs: &[&String],
+    key: MemoKey,
     decode: impl Fn(&[u8]) -> Option<T>,
     compute: impl FnOnce() -> Result<(T, Vec<u8>), E>,
 ) -> Result<T, E>
 where
     E: From<aps5_cache::CacheError>,
 {
-    let key = MemoKey::new(query, query_version(query), inputs, b"");
     let mut corrupt = false;
     match db.cache().memo_get(&key)? {
         Lookup::Hit(bytes) => {
@@ -173,6 +175,7 @@ where
                 db.record(QueryRun {
                     query,
                     artifact: artifact.into(),
+                    inputs: inputs.iter().map(|s| s.to_string()).collect(),
                     reused: true,
                     corrupt_cache_entry: false,
                 });
@@ -189,6 +192,7 @@ where
     db.record(QueryRun {
         query,
         artifact: artifact.into(),
+        inputs: inputs.iter().map(|s| s.to_string()).collect(),
         reused: false,
         corrupt_cache_entry: corrupt,
     });
@@ -211,7 +215,8 @@ pub fn module(db: &dyn Db, file: SourceFile) -> Result<Arc<aps5_elf::Module>, Qu
         db,
         "module",
         file.rel(db),
-        &[file.hash(db)],
+        &[file.rel(db)],
+        MemoKey::new("module", query_version("module"), &[file.hash(db)], b""),
         |bytes| {
             serde_json::from_slice::<aps5_elf::Module>(bytes)
                 .ok()
@@ -229,18 +234,43 @@ pub fn module(db: &dyn Db, file: SourceFile) -> Result<Arc<aps5_elf::Module>, Qu
     )
 }
 
-/// `modules.json`: the `aps5 inspect --json` report of every module, keyed by dump path.
+/// `modules.json`: the `aps5 inspect --json` report of every module, keyed by dump path. Memoized
+/// on the module files' paths and hashes, so a no-op build does not even decode the modules.
 #[salsa::tracked(returns(ref))]
 pub fn module_index(db: &dyn Db, dump: Dump) -> Result<Arc<Vec<u8>>, QueryError> {
-    let mut entries = serde_json::Map::new();
-    for &f in module_files(db, dump) {
-        let m = module(db, f).as_ref().map_err(Clone::clone)?;
-        entries.insert(f.rel(db).clone(), aps5_elf::inspect::json(m));
+    let files = module_files(db, dump);
+    let hashes: Vec<ContentHash> = files.iter().map(|f| f.hash(db)).collect();
+    let mut names = dump.executable(db).clone();
+    for f in files {
+        names.push('\0');
+        names.push_str(f.rel(db));
     }
-    let mut doc = serde_json::Map::new();
-    doc.insert("executable".into(), dump.executable(db).clone().into());
-    doc.insert("modules".into(), serde_json::Value::Object(entries));
-    let mut bytes = serde_json::to_vec_pretty(&serde_json::Value::Object(doc)).expect("JSON");
-    bytes.push(b'\n');
-    Ok(Arc::new(bytes))
+    let key = MemoKey::new(
+        "module_index",
+        query_version("module_index"),
+        &hashes,
+        names.as_bytes(),
+    );
+    memoized(
+        db,
+        "module_index",
+        "modules.json",
+        &files.iter().map(|f| f.rel(db)).collect::<Vec<_>>(),
+        key,
+        |bytes| Some(Arc::new(bytes.to_vec())),
+        || {
+            let mut entries = serde_json::Map::new();
+            for &f in files {
+                let m = module(db, f).as_ref().map_err(Clone::clone)?;
+                entries.insert(f.rel(db).clone(), aps5_elf::inspect::json(m));
+            }
+            let mut doc = serde_json::Map::new();
+            doc.insert("executable".into(), dump.executable(db).clone().into());
+            doc.insert("modules".into(), serde_json::Value::Object(entries));
+            let mut bytes =
+                serde_json::to_vec_pretty(&serde_json::Value::Object(doc)).expect("JSON");
+            bytes.push(b'\n');
+            Ok((Arc::new(bytes.clone()), bytes))
+        },
+    )
 }
