@@ -1,4 +1,5 @@
 //! aps5-sdk: the fixture SDK. It builds PS5-format (or, with `ps4`, PS4-format) test dumps from C
+#![warn(missing_docs)]
 //! sources and RDNA2 assembly with real compilers (clang-14, ld.lld-14, llvm-mc-14), then turns
 //! the linked ELF into a Sony module with its own writer ([`sce`]) and wraps it as an fSELF
 //! ([`fself`]). See `docs/SDK.md` for the source layout and the file layout it produces.

@@ -3,40 +3,43 @@
 
 use anyhow::{Context, Result, bail, ensure};
 
-pub const PT_LOAD: u32 = 1;
-pub const PT_DYNAMIC: u32 = 2;
-pub const PT_TLS: u32 = 7;
-pub const PT_GNU_EH_FRAME: u32 = 0x6474_E550;
+pub(crate) const PT_LOAD: u32 = 1;
+pub(crate) const PT_DYNAMIC: u32 = 2;
+pub(crate) const PT_TLS: u32 = 7;
+pub(crate) const PT_GNU_EH_FRAME: u32 = 0x6474_E550;
 
-pub const DT_NULL: u64 = 0;
-pub const DT_PLTRELSZ: u64 = 2;
-pub const DT_STRTAB: u64 = 5;
-pub const DT_SYMTAB: u64 = 6;
-pub const DT_RELA: u64 = 7;
-pub const DT_RELASZ: u64 = 8;
-pub const DT_STRSZ: u64 = 10;
-pub const DT_INIT: u64 = 12;
-pub const DT_FINI: u64 = 13;
-pub const DT_JMPREL: u64 = 23;
-pub const DT_TEXTREL: u64 = 22;
-pub const DT_INIT_ARRAY: u64 = 25;
-pub const DT_FINI_ARRAY: u64 = 26;
-pub const DT_INIT_ARRAYSZ: u64 = 27;
-pub const DT_FINI_ARRAYSZ: u64 = 28;
-pub const DT_FLAGS: u64 = 30;
-pub const DT_PREINIT_ARRAY: u64 = 32;
-pub const DT_PREINIT_ARRAYSZ: u64 = 33;
-pub const DF_TEXTREL: u64 = 0x4;
+pub(crate) const DT_NULL: u64 = 0;
+pub(crate) const DT_PLTRELSZ: u64 = 2;
+pub(crate) const DT_STRTAB: u64 = 5;
+pub(crate) const DT_SYMTAB: u64 = 6;
+pub(crate) const DT_RELA: u64 = 7;
+pub(crate) const DT_RELASZ: u64 = 8;
+pub(crate) const DT_STRSZ: u64 = 10;
+pub(crate) const DT_INIT: u64 = 12;
+pub(crate) const DT_FINI: u64 = 13;
+pub(crate) const DT_JMPREL: u64 = 23;
+pub(crate) const DT_TEXTREL: u64 = 22;
+pub(crate) const DT_INIT_ARRAY: u64 = 25;
+pub(crate) const DT_FINI_ARRAY: u64 = 26;
+pub(crate) const DT_INIT_ARRAYSZ: u64 = 27;
+pub(crate) const DT_FINI_ARRAYSZ: u64 = 28;
+pub(crate) const DT_FLAGS: u64 = 30;
+pub(crate) const DT_PREINIT_ARRAY: u64 = 32;
+pub(crate) const DT_PREINIT_ARRAYSZ: u64 = 33;
+pub(crate) const DF_TEXTREL: u64 = 0x4;
 
-pub const SHN_UNDEF: u16 = 0;
+pub(crate) const SHN_UNDEF: u16 = 0;
 
 /// One loadable segment of the linked file.
 #[derive(Debug, Clone)]
 pub struct Load {
     /// 0 = text, 1 = relro, 2 = data (the script's order).
     pub role: u8,
+    /// `p_vaddr`.
     pub vaddr: u64,
+    /// `p_memsz`.
     pub memsz: u64,
+    /// `p_flags`.
     pub flags: u32,
     /// The file bytes (`p_filesz` of them).
     pub bytes: Vec<u8>,
@@ -45,21 +48,30 @@ pub struct Load {
 /// A symbol of lld's `.dynsym`.
 #[derive(Debug, Clone)]
 pub struct DynSym {
+    /// Name (from `.dynstr`).
     pub name: String,
+    /// `st_info` (binding << 4 | type).
     pub info: u8,
+    /// `st_other`.
     pub other: u8,
+    /// `st_shndx` (0 = undefined).
     pub shndx: u16,
+    /// `st_value`.
     pub value: u64,
+    /// `st_size`.
     pub size: u64,
 }
 
 impl DynSym {
+    /// Whether the symbol is undefined (an import).
     pub fn is_undefined(&self) -> bool {
         self.shndx == SHN_UNDEF
     }
+    /// `STB_*` binding.
     pub fn bind(&self) -> u8 {
         self.info >> 4
     }
+    /// `STT_*` type.
     pub fn typ(&self) -> u8 {
         self.info & 0xF
     }
@@ -68,15 +80,20 @@ impl DynSym {
 /// An `Elf64_Rela`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rela {
+    /// Address patched.
     pub offset: u64,
+    /// Symbol index.
     pub sym: u32,
+    /// `R_X86_64_*` type.
     pub typ: u32,
+    /// Addend.
     pub addend: i64,
 }
 
 /// The parts of lld's output the writer uses.
 #[derive(Debug)]
 pub struct Linked {
+    /// `e_entry`.
     pub entry: u64,
     /// The text, relro and data segments, in that order (empty ones left out).
     pub loads: Vec<Load>,
@@ -84,18 +101,25 @@ pub struct Linked {
     pub tls: Option<(u64, u64, u64, u64)>,
     /// `(vaddr, size)` of PT_GNU_EH_FRAME.
     pub eh_frame_hdr: Option<(u64, u64)>,
-    /// `(vaddr, size)` of named sections the writer needs.
+    /// `(vaddr, size)` of `.interp`.
     pub interp: Option<(u64, u64)>,
+    /// `(vaddr, size)` of `.sce_process_param`.
     pub process_param: Option<(u64, u64)>,
+    /// `(vaddr, size)` of `.sce_module_param`.
     pub module_param: Option<(u64, u64)>,
+    /// `(vaddr, size)` of `.got.plt`.
     pub got_plt: Option<(u64, u64)>,
     /// Virtual address range of the relro segment, if not empty.
     pub relro: Option<(u64, u64)>,
+    /// lld's dynamic symbols (entry 0 is the null symbol).
     pub dynsyms: Vec<DynSym>,
+    /// `.rela.dyn`.
     pub rela_dyn: Vec<Rela>,
+    /// `.rela.plt`.
     pub rela_plt: Vec<Rela>,
     /// Dynamic entries carried over unchanged (init/fini arrays, DT_INIT/FINI).
     pub carried_dynamic: Vec<(u64, u64)>,
+    /// Whether lld marked text relocations.
     pub textrel: bool,
 }
 

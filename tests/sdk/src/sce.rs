@@ -7,14 +7,22 @@ use anyhow::{Context, Result, bail, ensure};
 use sha1::{Digest, Sha1};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+/// `e_type` of a main executable.
 pub const ET_SCE_DYNEXEC: u16 = 0xFE10;
+/// `e_type` of a PRX.
 pub const ET_SCE_DYNAMIC: u16 = 0xFE18;
 
+/// PS4 dynamic data (not loaded).
 pub const PT_SCE_DYNLIBDATA: u32 = 0x6100_0000;
+/// Process param of an eboot.
 pub const PT_SCE_PROCPARAM: u32 = 0x6100_0001;
+/// Module param of a PRX.
 pub const PT_SCE_MODULE_PARAM: u32 = 0x6100_0002;
+/// PS4 relro segment.
 pub const PT_SCE_RELRO: u32 = 0x6100_0010;
+/// Interpreter path.
 pub const PT_INTERP: u32 = 3;
+/// PS5 relro range.
 pub const PT_GNU_RELRO: u32 = 0x6474_E552;
 
 const DT_NEEDED: u64 = 1;
@@ -104,8 +112,11 @@ pub struct ModuleSpec {
 /// Where an undefined symbol comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImportTarget {
+    /// Library name (e.g. `libc`).
     pub library: String,
+    /// Module name (e.g. `libc`).
     pub module: String,
+    /// Function or data.
     pub kind: SymbolKind,
 }
 
@@ -123,7 +134,9 @@ pub struct EmittedSymbol {
 /// The module bytes (plain ELF, before the fSELF wrapper) and what went into its symbol table.
 #[derive(Debug)]
 pub struct Written {
+    /// The ELF bytes.
     pub elf: Vec<u8>,
+    /// Its symbol table without entry 0.
     pub symbols: Vec<EmittedSymbol>,
     /// Indices into the ELF's program headers of the segments an fSELF must carry.
     pub carried_segments: Vec<usize>,

@@ -8,10 +8,15 @@ use std::process::Command;
 /// An external tool the SDK runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tool {
+    /// `clang-14`.
     Clang,
+    /// `ld.lld-14`.
     Lld,
+    /// `llvm-mc-14`.
     LlvmMc,
+    /// `llvm-nm-14`.
     LlvmNm,
+    /// `llvm-readelf-14`.
     LlvmReadelf,
 }
 
