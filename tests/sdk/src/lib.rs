@@ -58,7 +58,8 @@ pub fn build_dump(src: &Path, out: &Path, opts: &DumpOptions) -> anyhow::Result<
 
 /// The fixtures folder of the repository (`tests/fixtures`).
 pub fn fixtures_dir() -> PathBuf {
-    sdk_dir().join("..").join("fixtures")
+    let sdk = sdk_dir();
+    sdk.parent().unwrap_or(&sdk).join("fixtures")
 }
 
 /// The SDK's own folder (`tests/sdk`): headers in `include/`, entry stubs in `crt/`.
