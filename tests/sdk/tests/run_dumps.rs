@@ -1,0 +1,403 @@
+//! Runs the SDK's dumps, both layouts, with a minimal test-only loader: map the modules' load
+//! segments, bind imports by NID to the host C library (through the stub table), apply the
+//! relocations, run init arrays and module_start, enter `_start` with the console's argument
+//! block. The output must equal the fixture's `expect.stdout` / `expect.exit`, which the native
+//! oracle made from the plain C sources. This checks that the written relocations, symbol
+//! tables, NIDs, library ids, init arrays and entry points mean what lld meant.
+//!
+//! It is not aps5's runtime (no TLS, no FreeBSD-layout pthread or jmp_buf objects, no
+//! run-time module loading): fixtures that need those are skipped and listed.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::ffi::{CStr, CString, c_char, c_void};
+use std::path::Path;
+use std::process::Command;
+
+/// Fixtures this loader cannot run, and why.
+const SKIP: [(&str, &str); 4] = [
+    (
+        "setjmp",
+        "FreeBSD jmp_buf (104 bytes) is smaller than glibc's",
+    ),
+    (
+        "threads",
+        "FreeBSD pthread objects are pointers, glibc's are structs",
+    ),
+    ("tls", "needs a TLS block set-up"),
+    ("module_dlsym", "needs sceKernelLoadStartModule at run time"),
+];
+
+unsafe extern "C" {
+    fn mmap(addr: *mut c_void, len: usize, prot: i32, flags: i32, fd: i32, off: i64)
+    -> *mut c_void;
+    fn dlsym(handle: *mut c_void, name: *const c_char) -> *mut c_void;
+    fn dlopen(name: *const c_char, flags: i32) -> *mut c_void;
+    fn dup2(old: i32, new: i32) -> i32;
+    fn fopen(path: *const c_char, mode: *const c_char) -> *mut c_void;
+    fn open(path: *const c_char, flags: i32, ...) -> i32;
+    fn __cxa_atexit(f: extern "C" fn(*mut c_void), arg: *mut c_void, dso: *mut c_void) -> i32;
+    fn usleep(us: u32) -> i32;
+    fn clock_gettime(id: i32, ts: *mut [i64; 2]) -> i32;
+    fn abort() -> !;
+    fn write(fd: i32, buf: *const u8, n: usize) -> isize;
+}
+
+const PROT_RWX: i32 = 7;
+const MAP_PRIVATE_ANON: i32 = 0x02 | 0x20;
+const PT_LOAD: u32 = 1;
+const PT_SCE_RELRO: u32 = 0x6100_0010;
+
+static mut STACK_GUARD: u64 = 0x5EC0_DE00_A5A5_1234;
+
+fn app0_path(p: *const c_char) -> *const c_char {
+    // SAFETY: the guest passes a C string.
+    let s = unsafe { CStr::from_ptr(p) }.to_bytes();
+    if s.starts_with(b"/app0/") {
+        // The child runs in the dump folder, which is /app0.
+        unsafe { p.add(6) }
+    } else {
+        p
+    }
+}
+extern "C" fn shim_fopen(p: *const c_char, m: *const c_char) -> *mut c_void {
+    unsafe { fopen(app0_path(p), m) }
+}
+extern "C" fn shim_open(p: *const c_char, flags: i32, mode: u32) -> i32 {
+    // FreeBSD O_* flags to Linux ones.
+    let mut f = flags & 3;
+    for (bsd, linux) in [(0x8, 0x400), (0x200, 0x40), (0x400, 0x200), (0x800, 0x80)] {
+        if flags & bsd != 0 {
+            f |= linux;
+        }
+    }
+    unsafe { open(app0_path(p), f, mode) }
+}
+extern "C" fn shim_atexit(f: extern "C" fn()) -> i32 {
+    // SAFETY: a fn() called with one ignored argument, as glibc's own atexit does.
+    unsafe {
+        __cxa_atexit(
+            std::mem::transmute::<extern "C" fn(), extern "C" fn(*mut c_void)>(f),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+    }
+}
+extern "C" fn shim_clock_gettime(id: i32, ts: *mut [i64; 2]) -> i32 {
+    // FreeBSD CLOCK_MONOTONIC is 4; Linux's is 1.
+    unsafe { clock_gettime(if id == 4 { 1 } else { id }, ts) }
+}
+extern "C" fn shim_usleep(us: u32) -> i32 {
+    unsafe { usleep(us) }
+}
+extern "C" fn shim_process_time() -> u64 {
+    let mut t = [0i64; 2];
+    unsafe { clock_gettime(1, &mut t) };
+    t[0] as u64 * 1_000_000 + t[1] as u64 / 1000
+}
+extern "C" fn unimplemented(msg: *const c_char) -> ! {
+    let s = unsafe { CStr::from_ptr(msg) }.to_bytes();
+    unsafe {
+        write(2, s.as_ptr(), s.len());
+        abort()
+    }
+}
+
+struct Loaded {
+    base: u64,
+    module: aps5_elf::Module,
+    name: String,
+}
+
+fn host(name: &str) -> u64 {
+    let c = CString::new(name).unwrap();
+    unsafe { dlsym(std::ptr::null_mut(), c.as_ptr()) as u64 }
+}
+
+/// A stub that reports `msg` and aborts, as aps5's runtime does for a NID nobody implements.
+fn trampoline(msg: String) -> u64 {
+    let msg = Box::leak(CString::new(msg).unwrap().into_boxed_c_str());
+    let code = unsafe {
+        mmap(
+            std::ptr::null_mut(),
+            4096,
+            PROT_RWX,
+            MAP_PRIVATE_ANON,
+            -1,
+            0,
+        )
+    };
+    let mut c = vec![0x48, 0xBF];
+    c.extend_from_slice(&(msg.as_ptr() as u64).to_le_bytes()); // mov rdi, msg
+    c.extend_from_slice(&[0x48, 0xB8]);
+    c.extend_from_slice(&(unimplemented as *const () as u64).to_le_bytes()); // mov rax, handler
+    c.extend_from_slice(&[0xFF, 0xE0]); // jmp rax
+    unsafe { std::ptr::copy_nonoverlapping(c.as_ptr(), code as *mut u8, c.len()) };
+    code as u64
+}
+
+static mut FINI: Vec<(u64, bool)> = Vec::new();
+
+extern "C" fn run_fini() {
+    // SAFETY: single-threaded guest, set once before entry.
+    for &(f, is_module_stop) in unsafe { (*std::ptr::addr_of!(FINI)).iter() } {
+        if is_module_stop {
+            let stop: extern "C" fn(usize, *const c_void) -> i32 =
+                unsafe { std::mem::transmute(f) };
+            stop(0, std::ptr::null());
+        } else {
+            let f: extern "C" fn() = unsafe { std::mem::transmute(f) };
+            f();
+        }
+    }
+}
+
+fn read_u64(addr: u64) -> u64 {
+    unsafe { (addr as *const u64).read_unaligned() }
+}
+
+fn array(l: &Loaded, a: &Option<aps5_elf::PointerArray>) -> Vec<u64> {
+    a.as_ref()
+        .map(|a| {
+            (0..a.size / 8)
+                .map(|i| read_u64(l.base + a.vaddr + i * 8))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The child side: load the dump named by APS5_RUN_DUMP and enter it. Never returns.
+fn child(dump: &Path) -> ! {
+    // libc.sprx carries libm's functions; make the host's libm visible to dlsym.
+    let libm = CString::new("libm.so.6").unwrap();
+    assert!(
+        !unsafe { dlopen(libm.as_ptr(), 2 | 0x100) }.is_null(),
+        "cannot load libm.so.6"
+    );
+    let table = aps5_sdk::libraries::table().unwrap();
+    let by_nid: BTreeMap<String, &aps5_sdk::LibraryEntry> = table
+        .values()
+        .map(|e| (aps5_nid::nid(&e.name), e))
+        .collect();
+    let mut files = vec![dump.join("eboot.bin")];
+    if let Ok(rd) = std::fs::read_dir(dump.join("sce_module")) {
+        let mut m: Vec<_> = rd.map(|e| e.unwrap().path()).collect();
+        m.sort();
+        files.extend(m);
+    }
+    let mut loaded = Vec::new();
+    for f in &files {
+        let bytes = std::fs::read(f).unwrap();
+        let module = aps5_elf::parse(&bytes).unwrap();
+        let image = aps5_elf::unwrap_fself(&bytes).unwrap();
+        let segs: Vec<_> = module
+            .segments
+            .iter()
+            .filter(|s| s.p_type == PT_LOAD || s.p_type == PT_SCE_RELRO)
+            .collect();
+        let span = segs.iter().map(|s| s.vaddr + s.memsz).max().unwrap();
+        let base = unsafe {
+            mmap(
+                std::ptr::null_mut(),
+                span.next_multiple_of(0x4000) as usize,
+                PROT_RWX,
+                MAP_PRIVATE_ANON,
+                -1,
+                0,
+            )
+        } as u64;
+        assert!(base != u64::MAX, "mmap failed");
+        for s in segs {
+            let src = &image[s.offset as usize..(s.offset + s.filesz) as usize];
+            unsafe {
+                std::ptr::copy_nonoverlapping(src.as_ptr(), (base + s.vaddr) as *mut u8, src.len())
+            };
+        }
+        let name = module.module_info.as_ref().unwrap().name.clone();
+        loaded.push(Loaded { base, module, name });
+    }
+    // Exports of the dump's modules: (module, NID) -> address.
+    let mut exports = BTreeMap::new();
+    for l in &loaded {
+        for s in l.module.exports() {
+            if let Some(nid) = &s.nid {
+                exports.insert((l.name.clone(), nid.clone()), l.base + s.value);
+            }
+        }
+    }
+    let stdio = |v: &str| read_u64(host(v));
+    for l in &loaded {
+        // Relocations against the module's own exports (preemptible symbols) bind to them.
+        let mut value: BTreeMap<u32, u64> = l
+            .module
+            .exports()
+            .map(|s| (s.index, l.base + s.value))
+            .collect();
+        for s in l.module.imports() {
+            let nid = s.nid.clone().unwrap();
+            let module = s.module.clone().unwrap_or_default();
+            let addr = if let Some(&a) = exports.get(&(module.clone(), nid.clone())) {
+                a
+            } else if let Some(e) = by_nid.get(&nid) {
+                match e.name.as_str() {
+                    "_Stdin" => stdio("stdin"),
+                    "_Stdout" => stdio("stdout"),
+                    "_Stderr" => stdio("stderr"),
+                    "__stack_chk_guard" => std::ptr::addr_of!(STACK_GUARD) as u64,
+                    "__error" => host("__errno_location"),
+                    "fopen" => shim_fopen as *const () as u64,
+                    "open" => shim_open as *const () as u64,
+                    "atexit" => shim_atexit as *const () as u64,
+                    "clock_gettime" => shim_clock_gettime as *const () as u64,
+                    "sceKernelUsleep" => shim_usleep as *const () as u64,
+                    "sceKernelGetProcessTime" => shim_process_time as *const () as u64,
+                    name => match host(name) {
+                        0 => trampoline(format!(
+                            "unimplemented: {}::{name} ({nid})\n",
+                            s.library.clone().unwrap_or_default()
+                        )),
+                        a => a,
+                    },
+                }
+            } else {
+                trampoline(format!("unimplemented: unknown NID {nid}\n"))
+            };
+            value.insert(s.index, addr);
+        }
+        for r in &l.module.relocations {
+            let at = (l.base + r.offset) as *mut u64;
+            let s = value.get(&r.symbol).copied().unwrap_or(0);
+            let v = match r.r_type {
+                8 => l.base.wrapping_add(r.addend as u64),
+                6 | 7 => s,
+                1 => s.wrapping_add(r.addend as u64),
+                t => panic!("{}: relocation type {t} is beyond this test loader", l.name),
+            };
+            unsafe { at.write_unaligned(v) };
+        }
+    }
+    // Modules first (init arrays, module_start), then the eboot's init array.
+    let mut fini = Vec::new();
+    for l in loaded.iter().skip(1).chain(loaded.iter().take(1)) {
+        for f in array(l, &l.module.init_array) {
+            let f: extern "C" fn() = unsafe { std::mem::transmute(f) };
+            f();
+        }
+        if let Some(start) = l.module.exports().find(|s| s.name == "module_start") {
+            let f: extern "C" fn(usize, *const c_void) -> i32 =
+                unsafe { std::mem::transmute(l.base + start.value) };
+            f(0, std::ptr::null());
+        }
+    }
+    for l in loaded.iter().take(1).chain(loaded.iter().skip(1)) {
+        fini.extend(
+            array(l, &l.module.fini_array)
+                .into_iter()
+                .rev()
+                .map(|f| (f, false)),
+        );
+        if let Some(stop) = l.module.exports().find(|s| s.name == "module_stop") {
+            fini.push((l.base + stop.value, true));
+        }
+    }
+    unsafe { FINI = fini };
+
+    // The argument block: argc, argv[], NULL, envp[] (empty), NULL.
+    let arg0 = Box::leak(CString::new("/app0/eboot.bin").unwrap().into_boxed_c_str());
+    let mut argv = vec![arg0.as_ptr() as u64];
+    if let Some(args) = std::env::var_os("APS5_RUN_ARGS") {
+        for a in args
+            .to_string_lossy()
+            .split('\x1f')
+            .filter(|a| !a.is_empty())
+        {
+            argv.push(Box::leak(CString::new(a).unwrap().into_boxed_c_str()).as_ptr() as u64);
+        }
+    }
+    let mut block = vec![argv.len() as u64];
+    block.extend(argv);
+    block.extend([0, 0]);
+    let block: &'static [u64] = Box::leak(block.into_boxed_slice());
+    let eboot = &loaded[0];
+    let entry: extern "C" fn(*const u64, extern "C" fn()) -> ! =
+        unsafe { std::mem::transmute(eboot.base + eboot.module.entry) };
+    entry(block.as_ptr(), run_fini)
+}
+
+/// Not a test of its own: the entry point of the child process that runs one dump.
+#[test]
+fn child_entry() {
+    if let Some(dump) = std::env::var_os("APS5_RUN_DUMP") {
+        let out = std::env::var_os("APS5_RUN_STDOUT").unwrap();
+        let f = std::fs::File::create(out).unwrap();
+        // The guest's stdout goes to the file; libtest's own lines stay on the real stdout.
+        use std::os::fd::IntoRawFd;
+        unsafe { dup2(f.into_raw_fd(), 1) };
+        std::env::set_current_dir(&dump).unwrap();
+        child(Path::new(&dump));
+    }
+}
+
+#[test]
+fn dumps_run_and_print_what_the_native_oracle_printed() {
+    common::require(aps5_sdk::Tool::Clang);
+    let exe = std::env::current_exe().unwrap();
+    let mut ran = Vec::new();
+    let mut failures = Vec::new();
+    for f in common::fixtures() {
+        let name = common::name(&f);
+        if SKIP.iter().any(|(n, _)| *n == name) {
+            continue;
+        }
+        for ps4 in [false, true] {
+            let tmp = tempfile::tempdir().unwrap();
+            let dump = tmp.path().join("dump");
+            aps5_sdk::build_dump(&f, &dump, &aps5_sdk::DumpOptions { ps4 }).unwrap();
+            let stdout_file = tmp.path().join("stdout");
+            let out = Command::new(&exe)
+                .args(["child_entry", "--exact", "--nocapture", "--test-threads=1"])
+                .env_clear()
+                .envs(common::env(&f))
+                .env("APS5_RUN_DUMP", &dump)
+                .env("APS5_RUN_STDOUT", &stdout_file)
+                .env("APS5_RUN_ARGS", common::args(&f).join("\x1f"))
+                .output()
+                .unwrap();
+            use std::os::unix::process::ExitStatusExt;
+            let exit = out
+                .status
+                .code()
+                .unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0));
+            let stdout = std::fs::read_to_string(&stdout_file).unwrap_or_default();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let want = std::fs::read_to_string(f.join("expect.stdout")).unwrap();
+            let want_exit: i32 = std::fs::read_to_string(f.join("expect.exit"))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
+            let layout = if ps4 { "PS4" } else { "PS5" };
+            if stdout != want || exit != want_exit {
+                failures.push(format!(
+                    "{name} ({layout}): exit {exit} (want {want_exit})\n--- got\n{stdout}--- want\n{want}--- stderr\n{stderr}"
+                ));
+            }
+            if let Ok(lines) = std::fs::read_to_string(f.join("expect.stderr")) {
+                for l in lines.lines().filter(|l| !l.is_empty()) {
+                    if !stderr.contains(l) {
+                        failures.push(format!("{name} ({layout}): stderr lacks {l:?}: {stderr}"));
+                    }
+                }
+            }
+            ran.push(format!("{name}/{layout}"));
+        }
+    }
+    println!(
+        "ran {} dumps ({} failed); skipped: {:?}",
+        ran.len(),
+        failures.len(),
+        SKIP
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
