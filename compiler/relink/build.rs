@@ -31,7 +31,10 @@ fn main() {
     let root = manifest.join("../..");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo"));
     println!("cargo:rerun-if-changed={}", root.join("prx").display());
-    println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("Cargo.lock").display()
+    );
     println!("cargo:rerun-if-changed=src/prxfix.rs");
 
     let target = out.join("prx-target");
@@ -66,7 +69,8 @@ fn main() {
     let mut libs = String::new();
     for (i, (pkg, produced, installed, served)) in PRX.iter().enumerate() {
         let src = target.join("release").join(produced);
-        let mut bytes = std::fs::read(&src).unwrap_or_else(|e| panic!("{}: {e} (built by {pkg})", src.display()));
+        let mut bytes = std::fs::read(&src)
+            .unwrap_or_else(|e| panic!("{}: {e} (built by {pkg})", src.display()));
         prxfix::finalize(&mut bytes).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
         let dst = out.join(installed);
         write_if_changed(&dst, &bytes);

@@ -13,7 +13,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let bytes = std::fs::read(input)?;
     let module = aps5_elf::parse(&bytes)?;
     let prx = aps5_relink::PrxSet::installed()?;
-    let r = aps5_relink::relink_executable(&bytes, &module, &prx, &aps5_relink::RelinkOptions::default())?;
+    let r = aps5_relink::relink_executable(
+        &bytes,
+        &module,
+        &prx,
+        &aps5_relink::RelinkOptions::default(),
+    )?;
     let out = std::path::Path::new(out);
     std::fs::create_dir_all(out.join("libs"))?;
     std::fs::create_dir_all(out.join("app0"))?;

@@ -92,6 +92,10 @@ pub(crate) fn relink(
         for s in segs.iter().filter(|s| s.flags & PF_X != 0) {
             scan::scan(&s.bytes, s.vaddr, &mut sites);
         }
+        // Report addresses as in the input file.
+        for site in &mut sites {
+            site.address -= shift;
+        }
         if !sites.is_empty() {
             return Err(RelinkError::Syscalls(sites));
         }
@@ -144,12 +148,28 @@ pub(crate) fn relink(
                 (None, None) => String::new(),
             };
             let nid = s.nid.clone().unwrap_or_else(|| s.name.clone());
-            let name = s.nid.as_deref().and_then(|n| aps5_nid::lookup(n).first().map(|k| k.name.to_owned()));
+            let name = s
+                .nid
+                .as_deref()
+                .and_then(|n| aps5_nid::lookup(n).first().map(|k| k.name.to_owned()));
             // STB_WEAK imports stay weak; the type (FUNC/OBJECT/NOTYPE) is kept.
             let info = (s.binding << 4) | (s.kind & 0xF);
-            let bound = add_import(&mut dynstr, &mut dynsym, &mut dyn_names, &mut needed, &library, &nid, info);
+            let bound = add_import(
+                &mut dynstr,
+                &mut dynsym,
+                &mut dyn_names,
+                &mut needed,
+                &library,
+                &nid,
+                info,
+            );
             let key = (library.clone(), nid.clone());
-            let file = bound.map(|_| prx.find(&library, &nid).expect("found above").file_name.clone());
+            let file = bound.map(|_| {
+                prx.find(&library, &nid)
+                    .expect("found above")
+                    .file_name
+                    .clone()
+            });
             coverage.entry(key.clone()).or_insert(CoverageRow {
                 library,
                 nid,
@@ -178,9 +198,17 @@ pub(crate) fn relink(
     // state, so both are always loaded when the set has them.
     let exit_sym = if kind == Kind::Executable {
         let exit_nid = aps5_nid::nid("exit");
-        ["libc", "libSceLibcInternal"]
-            .iter()
-            .find_map(|l| add_import(&mut dynstr, &mut dynsym, &mut dyn_names, &mut needed, l, &exit_nid, 0x12))
+        ["libc", "libSceLibcInternal"].iter().find_map(|l| {
+            add_import(
+                &mut dynstr,
+                &mut dynsym,
+                &mut dyn_names,
+                &mut needed,
+                l,
+                &exit_nid,
+                0x12,
+            )
+        })
     } else {
         None
     };
@@ -226,10 +254,10 @@ pub(crate) fn relink(
     match kind {
         Kind::Module => {
             let start_nid = aps5_nid::nid("module_start");
-            let start = module
-                .symbols
-                .iter()
-                .find(|s| s.shndx != 0 && (s.name == "module_start" || s.nid.as_deref() == Some(start_nid.as_str())));
+            let start = module.symbols.iter().find(|s| {
+                s.shndx != 0
+                    && (s.name == "module_start" || s.nid.as_deref() == Some(start_nid.as_str()))
+            });
             if let (Some(st), Some(info)) = (start, &module.module_info) {
                 let alias = format!("{START_PREFIX}{}", info.name);
                 dynsym.push(Sym {
@@ -245,7 +273,10 @@ pub(crate) fn relink(
         }
         Kind::Executable => {
             for f in needed.clone() {
-                let stem = f.strip_suffix(".prx").or_else(|| f.strip_suffix(".sprx")).unwrap_or(&f);
+                let stem = f
+                    .strip_suffix(".prx")
+                    .or_else(|| f.strip_suffix(".sprx"))
+                    .unwrap_or(&f);
                 let alias = format!("{START_PREFIX}{stem}");
                 dynsym.push(Sym {
                     name: dynstr.add(&alias),
@@ -267,7 +298,9 @@ pub(crate) fn relink(
     let mut messages = Vec::new();
     let mut msg_at = Vec::new();
     for (lib, nid) in &stub_list {
-        let name = aps5_nid::lookup(nid).first().map_or_else(|| nid.clone(), |k| k.name.to_owned());
+        let name = aps5_nid::lookup(nid)
+            .first()
+            .map_or_else(|| nid.clone(), |k| k.name.to_owned());
         let m = format!("unimplemented: {lib}::{name} ({nid})\n");
         msg_at.push((messages.len() as u64, m.len() as u32));
         messages.extend_from_slice(m.as_bytes());
@@ -275,20 +308,29 @@ pub(crate) fn relink(
 
     // Program headers: count them first (their table sits at the start of R).
     let tls = module.tls.filter(|t| t.memsz > 0);
-    let eh = module.segments.iter().find(|s| s.p_type == PT_GNU_EH_FRAME).cloned();
+    let eh = module
+        .segments
+        .iter()
+        .find(|s| s.p_type == PT_GNU_EH_FRAME)
+        .cloned();
     let params: Vec<aps5_elf::Segment> = module
         .segments
         .iter()
         .filter(|s| s.p_type == PT_SCE_PROCPARAM || s.p_type == PT_SCE_MODULE_PARAM)
         .cloned()
         .collect();
-    let gnu_relro_orig = module.segments.iter().find(|s| s.p_type == PT_GNU_RELRO).cloned();
+    let gnu_relro_orig = module
+        .segments
+        .iter()
+        .find(|s| s.p_type == PT_GNU_RELRO)
+        .cloned();
 
     // Relocations (they decide which original segments must be writable).
     let mut rela: Vec<Rela> = Vec::new();
     let mut jmprel: Vec<Rela> = Vec::new();
     let mut textrel = false;
-    let stub_base_of = |rx_base: u64, i: usize| rx_base + stubs::COMMON_SIZE + i as u64 * stubs::STUB_SIZE;
+    let stub_base_of =
+        |rx_base: u64, i: usize| rx_base + stubs::COMMON_SIZE + i as u64 * stubs::STUB_SIZE;
     // The RX base depends on sizes of R and RW, which depend on the relocation count but
     // not on stub addresses; so relocations are first collected with stub *numbers*.
     struct Out {
@@ -319,17 +361,33 @@ pub(crate) fn relink(
                 Some(Some(Pending::Dyn(i))) => Some(Bind::Dyn(*i)),
                 Some(Some(Pending::Stub(n))) => Some(Bind::Stub(*n as u64)),
                 Some(Some(Pending::Local(v))) => Some(Bind::Local(*v)),
-                Some(None) => return Err(bad(format!("symbol {} is neither defined nor imported", r.symbol))),
-                None => return Err(bad(format!("symbol index {} is past the symbol table", r.symbol))),
+                Some(None) => {
+                    return Err(bad(format!(
+                        "symbol {} is neither defined nor imported",
+                        r.symbol
+                    )));
+                }
+                None => {
+                    return Err(bad(format!(
+                        "symbol index {} is past the symbol table",
+                        r.symbol
+                    )));
+                }
             }
         };
-        let seg = segs.iter().position(|s| r.offset >= s.vaddr && r.offset + 4 <= s.vaddr + s.memsz);
+        let seg = segs
+            .iter()
+            .position(|s| r.offset >= s.vaddr && r.offset + 4 <= s.vaddr + s.memsz);
         let Some(seg) = seg else {
             return Err(bad("it patches memory outside every loaded segment".into()));
         };
         let mut push = |r_type: u32, target: Target, addend: i64, plt: bool| {
             outs.push(Out {
-                table: if plt { RelocationTable::Jmprel } else { RelocationTable::Rela },
+                table: if plt {
+                    RelocationTable::Jmprel
+                } else {
+                    RelocationTable::Rela
+                },
                 offset: r.offset,
                 r_type,
                 target,
@@ -375,7 +433,9 @@ pub(crate) fn relink(
                 push(R_RELATIVE, Target::Stub(n as usize), r.addend, false);
                 true
             }
-            (R_JUMP_SLOT, Some(Bind::Dyn(i))) if r.addend == 0 && r.table == RelocationTable::Jmprel => {
+            (R_JUMP_SLOT, Some(Bind::Dyn(i)))
+                if r.addend == 0 && r.table == RelocationTable::Jmprel =>
+            {
                 push(R_JUMP_SLOT, Target::Dyn(i), 0, true);
                 true
             }
@@ -400,7 +460,11 @@ pub(crate) fn relink(
                 patches.push((r.offset, Target::Stub(n as usize), r.addend));
                 false
             }
-            (t, _) => return Err(bad(format!("relocation type {t} is not supported by the relinker"))),
+            (t, _) => {
+                return Err(bad(format!(
+                    "relocation type {t} is not supported by the relinker"
+                )));
+            }
         };
         if runtime && segs[seg].flags & PF_W == 0 {
             if segs[seg].flags & PF_X != 0 {
@@ -458,7 +522,10 @@ pub(crate) fn relink(
     let name_refs: Vec<&[u8]> = dyn_names.iter().map(|s| s.as_bytes()).collect();
     let hash = sysv_hash_table(&name_refs);
     let hash_at = place(&mut r_cursor, hash.len() as u64, 8);
-    let n_rela = outs.iter().filter(|o| o.table == RelocationTable::Rela).count()
+    let n_rela = outs
+        .iter()
+        .filter(|o| o.table == RelocationTable::Rela)
+        .count()
         + usize::from(exit_slot_needed)
         + start_slots_wanted.len();
     let n_jmprel = outs.len() + usize::from(exit_slot_needed) + start_slots_wanted.len() - n_rela;
@@ -482,7 +549,10 @@ pub(crate) fn relink(
     } else {
         None
     };
-    let start_slots: Vec<(u64, u32)> = start_slots_wanted.iter().map(|&sym| (place(&mut rw_cursor, 8, 8), sym)).collect();
+    let start_slots: Vec<(u64, u32)> = start_slots_wanted
+        .iter()
+        .map(|&sym| (place(&mut rw_cursor, 8, 8), sym))
+        .collect();
     let rw_end = rw_cursor;
 
     let rx_base = align_up(rw_end, PAGE);
@@ -630,7 +700,10 @@ pub(crate) fn relink(
     }
     dynamic.push((0x6fff_fffb, flags1)); // DT_FLAGS_1
     if dynamic.len() >= ndyn {
-        return Err(RelinkError::Layout(format!("{} dynamic entries do not fit the {ndyn} reserved", dynamic.len())));
+        return Err(RelinkError::Layout(format!(
+            "{} dynamic entries do not fit the {ndyn} reserved",
+            dynamic.len()
+        )));
     }
 
     // ---- file layout ----
@@ -865,7 +938,17 @@ pub(crate) fn relink(
             ..Shdr::default()
         });
     }
-    let sec = |shstr: &mut StrTab, sh: &mut Vec<Shdr>, name: &str, t: u32, f: u64, at: u64, size: u64, link: u32, info: u32, entsize: u64| -> u32 {
+    let sec = |shstr: &mut StrTab,
+               sh: &mut Vec<Shdr>,
+               name: &str,
+               t: u32,
+               f: u64,
+               at: u64,
+               size: u64,
+               link: u32,
+               info: u32,
+               entsize: u64|
+     -> u32 {
         sh.push(Shdr {
             name: shstr.add(name),
             sh_type: t,
@@ -881,26 +964,125 @@ pub(crate) fn relink(
         (sh.len() - 1) as u32
     };
     if kind == Kind::Executable {
-        sec(&mut shstr, &mut sh, ".interp", 1, 2, interp_at, INTERP.len() as u64 + 1, 0, 0, 0);
+        sec(
+            &mut shstr,
+            &mut sh,
+            ".interp",
+            1,
+            2,
+            interp_at,
+            INTERP.len() as u64 + 1,
+            0,
+            0,
+            0,
+        );
     }
     let dynstr_idx = (sh.len() + 1) as u32;
-    let dynsym_idx = sec(&mut shstr, &mut sh, ".dynsym", 11, 2, dynsym_at, symbytes.len() as u64, dynstr_idx, 1, 24);
-    sec(&mut shstr, &mut sh, ".dynstr", 3, 2, dynstr_at, dynstr.bytes.len() as u64, 0, 0, 0);
-    sec(&mut shstr, &mut sh, ".hash", 5, 2, hash_at, hash.len() as u64, dynsym_idx, 0, 4);
-    sec(&mut shstr, &mut sh, ".rela.dyn", 4, 2, rela_at, relabytes.len() as u64, dynsym_idx, 0, 24);
-    sec(&mut shstr, &mut sh, ".rela.plt", 4, 0x42, jmprel_at, jmpbytes.len() as u64, dynsym_idx, 0, 24);
-    sec(&mut shstr, &mut sh, ".rodata.aps5", 1, 2, msgs_at, messages.len() as u64, 0, 0, 0);
-    sec(&mut shstr, &mut sh, ".dynamic", 6, 3, dynamic_at, ndyn as u64 * 16, dynstr_idx, 0, 16);
+    let dynsym_idx = sec(
+        &mut shstr,
+        &mut sh,
+        ".dynsym",
+        11,
+        2,
+        dynsym_at,
+        symbytes.len() as u64,
+        dynstr_idx,
+        1,
+        24,
+    );
+    sec(
+        &mut shstr,
+        &mut sh,
+        ".dynstr",
+        3,
+        2,
+        dynstr_at,
+        dynstr.bytes.len() as u64,
+        0,
+        0,
+        0,
+    );
+    sec(
+        &mut shstr,
+        &mut sh,
+        ".hash",
+        5,
+        2,
+        hash_at,
+        hash.len() as u64,
+        dynsym_idx,
+        0,
+        4,
+    );
+    sec(
+        &mut shstr,
+        &mut sh,
+        ".rela.dyn",
+        4,
+        2,
+        rela_at,
+        relabytes.len() as u64,
+        dynsym_idx,
+        0,
+        24,
+    );
+    sec(
+        &mut shstr,
+        &mut sh,
+        ".rela.plt",
+        4,
+        0x42,
+        jmprel_at,
+        jmpbytes.len() as u64,
+        dynsym_idx,
+        0,
+        24,
+    );
+    sec(
+        &mut shstr,
+        &mut sh,
+        ".rodata.aps5",
+        1,
+        2,
+        msgs_at,
+        messages.len() as u64,
+        0,
+        0,
+        0,
+    );
+    sec(
+        &mut shstr,
+        &mut sh,
+        ".dynamic",
+        6,
+        3,
+        dynamic_at,
+        ndyn as u64 * 16,
+        dynstr_idx,
+        0,
+        16,
+    );
     if let Some(slot) = exit_slot {
         sec(&mut shstr, &mut sh, ".got.aps5", 1, 3, slot, 8, 0, 0, 8);
     }
-    sec(&mut shstr, &mut sh, ".text.aps5", 1, 6, rx_base, code.len() as u64, 0, 0, 0);
+    sec(
+        &mut shstr,
+        &mut sh,
+        ".text.aps5",
+        1,
+        6,
+        rx_base,
+        code.len() as u64,
+        0,
+        0,
+        0,
+    );
     let shstrtab_name = shstr.add(".shstrtab");
 
     // ---- write ----
     let data_end = rx_off + code.len() as u64;
     let shstr_off = data_end;
-    let shoff = align_up(shstr_off + shstr.bytes.len() as u64 + 0, 8);
+    let shoff = align_up(shstr_off + shstr.bytes.len() as u64, 8);
     sh.push(Shdr {
         name: shstrtab_name,
         sh_type: 3,
@@ -919,7 +1101,11 @@ pub(crate) fn relink(
     h.extend_from_slice(&3u16.to_le_bytes()); // ET_DYN
     h.extend_from_slice(&62u16.to_le_bytes()); // EM_X86_64
     h.extend_from_slice(&1u32.to_le_bytes());
-    let e_entry = if kind == Kind::Executable { entry_at } else { 0 };
+    let e_entry = if kind == Kind::Executable {
+        entry_at
+    } else {
+        0
+    };
     h.extend_from_slice(&e_entry.to_le_bytes());
     h.extend_from_slice(&file_of(phdr_at).to_le_bytes()); // e_phoff: the copy inside R
     h.extend_from_slice(&shoff.to_le_bytes());
@@ -1003,13 +1189,25 @@ fn original_segments(image: &[u8], module: &Module) -> Result<Vec<Orig>, RelinkE
 /// multiple of every segment alignment (so the shifted image keeps its congruences).
 fn header_budget(module: &Module, prx: &PrxSet) -> u64 {
     let nsym = module.symbols.len() as u64 + 8 + prx.libraries.len() as u64;
-    let names: u64 = module.symbols.iter().map(|s| s.name.len().max(11) as u64 + 1).sum::<u64>()
-        + prx.libraries.iter().map(|l| 2 * l.file_name.len() as u64 + 48).sum::<u64>()
+    let names: u64 = module
+        .symbols
+        .iter()
+        .map(|s| s.name.len().max(11) as u64 + 1)
+        .sum::<u64>()
+        + prx
+            .libraries
+            .iter()
+            .map(|l| 2 * l.file_name.len() as u64 + 48)
+            .sum::<u64>()
         + 256;
     let msgs: u64 = module
         .imports()
         .map(|s| {
-            let known = s.nid.as_deref().and_then(|n| aps5_nid::lookup(n).first().map(|k| k.name.len())).unwrap_or(11);
+            let known = s
+                .nid
+                .as_deref()
+                .and_then(|n| aps5_nid::lookup(n).first().map(|k| k.name.len()))
+                .unwrap_or(11);
             40 + s.library.as_ref().map_or(8, |l| l.len()) as u64 + known as u64
         })
         .sum();
@@ -1018,7 +1216,8 @@ fn header_budget(module: &Module, prx: &PrxSet) -> u64 {
         + 64
         + 24 * nsym
         + names
-        + 16 + 4 * (nsym + nsym / 2 + 2)
+        + 16
+        + 4 * (nsym + nsym / 2 + 2)
         + 24 * (module.relocations.len() as u64 + 8 + prx.libraries.len() as u64)
         + msgs
         + 64;
@@ -1055,10 +1254,16 @@ fn shift_module(m: &Module, d: u64) -> Module {
         }
     }
     m.entry += d;
-    for v in [&mut m.init, &mut m.fini, &mut m.pltgot].into_iter().flatten() {
+    for v in [&mut m.init, &mut m.fini, &mut m.pltgot]
+        .into_iter()
+        .flatten()
+    {
         *v += d;
     }
-    for a in [&mut m.preinit_array, &mut m.init_array, &mut m.fini_array].into_iter().flatten() {
+    for a in [&mut m.preinit_array, &mut m.init_array, &mut m.fini_array]
+        .into_iter()
+        .flatten()
+    {
         a.vaddr += d;
     }
     if let Some(t) = &mut m.tls {

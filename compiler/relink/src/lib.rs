@@ -41,7 +41,11 @@ impl PrxLibrary {
     /// The libraries a relinked guest module serves: every export library of `module`,
     /// with the NIDs it exports, found by the loader as `file_name` (the graph installs it
     /// under `app0/sce_module/`, which is on the executable's run path).
-    pub fn from_guest_module(module: &aps5_elf::Module, file_name: &str, relinked: Arc<Vec<u8>>) -> Vec<PrxLibrary> {
+    pub fn from_guest_module(
+        module: &aps5_elf::Module,
+        file_name: &str,
+        relinked: Arc<Vec<u8>>,
+    ) -> Vec<PrxLibrary> {
         module
             .exports_by_library()
             .into_iter()
@@ -72,7 +76,9 @@ impl PrxSet {
 
     /// The library serving `library` that exports `nid`.
     pub fn find(&self, library: &str, nid: &str) -> Option<&PrxLibrary> {
-        self.libraries.iter().find(|l| l.library == library && l.exports.contains(nid))
+        self.libraries
+            .iter()
+            .find(|l| l.library == library && l.exports.contains(nid))
     }
 
     /// Distinct files (name, bytes), in order: what goes into the output's `libs/`.
@@ -188,9 +194,20 @@ pub fn relink_module(
 pub fn coverage_table(rows: &[CoverageRow]) -> String {
     let mut out = String::new();
     let done = rows.iter().filter(|r| r.implemented).count();
-    out.push_str(&format!("imports: {} implemented, {} stubbed\n", done, rows.len() - done));
+    out.push_str(&format!(
+        "imports: {} implemented, {} stubbed\n",
+        done,
+        rows.len() - done
+    ));
     let mut sorted: Vec<&CoverageRow> = rows.iter().collect();
-    sorted.sort_by_key(|r| (!r.implemented, r.library.clone(), r.name.clone(), r.nid.clone()));
+    sorted.sort_by_key(|r| {
+        (
+            !r.implemented,
+            r.library.clone(),
+            r.name.clone(),
+            r.nid.clone(),
+        )
+    });
     for r in sorted {
         out.push_str(&format!(
             "{:<5} {:<24} {:<11} {}\n",

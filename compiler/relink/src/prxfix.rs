@@ -147,7 +147,9 @@ pub fn finalize(so: &mut [u8]) -> Result<usize, String> {
     let mut names: Vec<Vec<u8>> = Vec::with_capacity(t.nsyms);
     for i in 0..t.nsyms {
         let st_name = u32_at(so, t.symtab + i * 24).ok_or("truncated dynsym")? as usize;
-        let name = name_at(so, &t, st_name).ok_or("bad dynsym name offset")?.to_vec();
+        let name = name_at(so, &t, st_name)
+            .ok_or("bad dynsym name offset")?
+            .to_vec();
         if let Some(nid) = trampoline_nid(&name) {
             let at = t.strtab + st_name;
             so[at..at + nid.len()].copy_from_slice(nid.as_bytes());
@@ -192,7 +194,11 @@ pub fn exported_nids(so: &[u8]) -> Result<BTreeSet<String>, String> {
             continue;
         }
         let name = name_at(so, &t, st_name).ok_or("bad dynsym name offset")?;
-        if name.len() == 11 && name.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'+' || c == b'-') {
+        if name.len() == 11
+            && name
+                .iter()
+                .all(|&c| c.is_ascii_alphanumeric() || c == b'+' || c == b'-')
+        {
             out.insert(String::from_utf8_lossy(name).into_owned());
         }
     }

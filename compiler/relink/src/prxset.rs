@@ -10,13 +10,14 @@ include!(concat!(env!("OUT_DIR"), "/prx_set.rs"));
 pub(crate) fn installed() -> Result<PrxSet, RelinkError> {
     static SET: OnceLock<Result<PrxSet, String>> = OnceLock::new();
     SET.get_or_init(|| {
-        let mut files: HashMap<usize, (Arc<Vec<u8>>, std::collections::BTreeSet<String>)> = HashMap::new();
+        let mut files: HashMap<usize, (Arc<Vec<u8>>, std::collections::BTreeSet<String>)> =
+            HashMap::new();
         let mut libraries = Vec::new();
         for &(library, i) in LIBRARIES {
             let (name, bytes) = FILES[i];
-            if !files.contains_key(&i) {
+            if let std::collections::hash_map::Entry::Vacant(v) = files.entry(i) {
                 let exports = prxfix::exported_nids(bytes).map_err(|e| format!("{name}: {e}"))?;
-                files.insert(i, (Arc::new(bytes.to_vec()), exports));
+                v.insert((Arc::new(bytes.to_vec()), exports));
             }
             let (bytes, exports) = &files[&i];
             libraries.push(PrxLibrary {

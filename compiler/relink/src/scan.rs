@@ -19,7 +19,9 @@ pub fn scan(code: &[u8], vaddr: u64, out: &mut Vec<SyscallSite>) {
         let hit = match ins.mnemonic() {
             Mnemonic::Syscall => Some("syscall".to_owned()),
             Mnemonic::Sysenter => Some("sysenter".to_owned()),
-            Mnemonic::Int if ins.code() == Code::Int_imm8 && ins.immediate8() == 0x80 => Some("int 0x80".to_owned()),
+            Mnemonic::Int if ins.code() == Code::Int_imm8 && ins.immediate8() == 0x80 => {
+                Some("int 0x80".to_owned())
+            }
             _ => None,
         };
         if let Some(instruction) = hit {

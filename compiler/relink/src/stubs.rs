@@ -17,12 +17,23 @@ fn enc(e: iced_x86::IcedError) -> RelinkError {
 
 /// `[rip + target]`: iced takes the absolute target of a RIP-relative operand.
 fn rip(target: u64) -> MemoryOperand {
-    MemoryOperand::new(Register::RIP, Register::None, 1, target as i64, 8, false, Register::None)
+    MemoryOperand::new(
+        Register::RIP,
+        Register::None,
+        1,
+        target as i64,
+        8,
+        false,
+        Register::None,
+    )
 }
 
 fn padded(mut code: Vec<u8>, size: u64, what: &str) -> Result<Vec<u8>, RelinkError> {
     if code.len() as u64 > size {
-        return Err(RelinkError::Encode(format!("{what} is {} bytes, more than its {size}-byte slot", code.len())));
+        return Err(RelinkError::Encode(format!(
+            "{what} is {} bytes, more than its {size}-byte slot",
+            code.len()
+        )));
     }
     code.resize(size as usize, 0xCC);
     Ok(code)
@@ -46,17 +57,30 @@ pub fn common_handler(ip: u64) -> Result<Vec<u8>, RelinkError> {
     a.mov(eax, 231).map_err(enc)?; // exit_group, if SIGABRT was ignored
     a.syscall().map_err(enc)?;
     a.ud2().map_err(enc)?;
-    padded(a.assemble(ip).map_err(enc)?, COMMON_SIZE, "the unimplemented handler")
+    padded(
+        a.assemble(ip).map_err(enc)?,
+        COMMON_SIZE,
+        "the unimplemented handler",
+    )
 }
 
 /// One unimplemented-import stub: `lea rsi, [msg]; mov edx, len; jmp handler`.
-pub fn unimplemented_stub(ip: u64, msg: u64, len: u32, handler: u64) -> Result<Vec<u8>, RelinkError> {
+pub fn unimplemented_stub(
+    ip: u64,
+    msg: u64,
+    len: u32,
+    handler: u64,
+) -> Result<Vec<u8>, RelinkError> {
     let mut a = CodeAssembler::new(64).map_err(enc)?;
     a.add_instruction(Instruction::with2(Code::Lea_r64_m, Register::RSI, rip(msg)).map_err(enc)?)
         .map_err(enc)?;
     a.mov(edx, len).map_err(enc)?;
     a.jmp(handler).map_err(enc)?;
-    padded(a.assemble(ip).map_err(enc)?, STUB_SIZE, "an unimplemented stub")
+    padded(
+        a.assemble(ip).map_err(enc)?,
+        STUB_SIZE,
+        "an unimplemented stub",
+    )
 }
 
 /// What the entry stub must do.
@@ -89,34 +113,39 @@ pub fn entry_stub(ip: u64, plan: &EntryPlan) -> Result<Vec<u8>, RelinkError> {
     a.mov(r12, rdx).map_err(enc)?;
     a.mov(r13, rsp).map_err(enc)?;
     a.and(rsp, -16).map_err(enc)?;
-    let call_array = |a: &mut CodeAssembler, (addr, count): (u64, u64)| -> Result<(), RelinkError> {
-        if count == 0 {
-            return Ok(());
-        }
-        a.add_instruction(Instruction::with2(Code::Lea_r64_m, Register::RBX, rip(addr)).map_err(enc)?)
+    let call_array =
+        |a: &mut CodeAssembler, (addr, count): (u64, u64)| -> Result<(), RelinkError> {
+            if count == 0 {
+                return Ok(());
+            }
+            a.add_instruction(
+                Instruction::with2(Code::Lea_r64_m, Register::RBX, rip(addr)).map_err(enc)?,
+            )
             .map_err(enc)?;
-        a.mov(r14, count).map_err(enc)?;
-        let mut top = a.create_label();
-        let mut skip = a.create_label();
-        a.set_label(&mut top).map_err(enc)?;
-        a.mov(rax, qword_ptr(rbx)).map_err(enc)?;
-        // 0 and -1 are "no function" markers in some toolchains' arrays.
-        a.test(rax, rax).map_err(enc)?;
-        a.jz(skip).map_err(enc)?;
-        a.cmp(rax, -1).map_err(enc)?;
-        a.je(skip).map_err(enc)?;
-        args(a)?;
-        a.call(rax).map_err(enc)?;
-        a.set_label(&mut skip).map_err(enc)?;
-        a.add(rbx, 8).map_err(enc)?;
-        a.dec(r14).map_err(enc)?;
-        a.jnz(top).map_err(enc)?;
-        Ok(())
-    };
+            a.mov(r14, count).map_err(enc)?;
+            let mut top = a.create_label();
+            let mut skip = a.create_label();
+            a.set_label(&mut top).map_err(enc)?;
+            a.mov(rax, qword_ptr(rbx)).map_err(enc)?;
+            // 0 and -1 are "no function" markers in some toolchains' arrays.
+            a.test(rax, rax).map_err(enc)?;
+            a.jz(skip).map_err(enc)?;
+            a.cmp(rax, -1).map_err(enc)?;
+            a.je(skip).map_err(enc)?;
+            args(a)?;
+            a.call(rax).map_err(enc)?;
+            a.set_label(&mut skip).map_err(enc)?;
+            a.add(rbx, 8).map_err(enc)?;
+            a.dec(r14).map_err(enc)?;
+            a.jnz(top).map_err(enc)?;
+            Ok(())
+        };
     for &slot in &plan.module_starts {
         let mut skip = a.create_label();
-        a.add_instruction(Instruction::with2(Code::Mov_r64_rm64, Register::RAX, rip(slot)).map_err(enc)?)
-            .map_err(enc)?;
+        a.add_instruction(
+            Instruction::with2(Code::Mov_r64_rm64, Register::RAX, rip(slot)).map_err(enc)?,
+        )
+        .map_err(enc)?;
         a.test(rax, rax).map_err(enc)?;
         a.jz(skip).map_err(enc)?;
         // module_start(size_t args, const void *argp): no arguments.

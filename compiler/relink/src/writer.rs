@@ -67,7 +67,9 @@ pub struct Rela {
 impl Rela {
     pub fn write(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.offset.to_le_bytes());
-        out.extend_from_slice(&((u64::from(self.sym) << 32) | u64::from(self.r_type)).to_le_bytes());
+        out.extend_from_slice(
+            &((u64::from(self.sym) << 32) | u64::from(self.r_type)).to_le_bytes(),
+        );
         out.extend_from_slice(&self.addend.to_le_bytes());
     }
 }

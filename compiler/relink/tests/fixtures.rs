@@ -33,7 +33,12 @@ const MUST_PASS: &[&str] = &[
 
 fn lines_of(p: &Path) -> Vec<String> {
     std::fs::read_to_string(p)
-        .map(|s| s.lines().map(str::to_owned).filter(|l| !l.is_empty()).collect())
+        .map(|s| {
+            s.lines()
+                .map(str::to_owned)
+                .filter(|l| !l.is_empty())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -43,12 +48,16 @@ fn check(fixture: &Path, ps4: bool) -> Result<(), String> {
     // APS5_KEEP=dir keeps the dump and output tree of every fixture there, for debugging.
     let keep = std::env::var_os("APS5_KEEP").map(|d| {
         let tag = if ps4 { "ps4" } else { "ps5" };
-        Path::new(&d).join(format!("{}-{tag}", fixture.file_name().unwrap().to_string_lossy()))
+        Path::new(&d).join(format!(
+            "{}-{tag}",
+            fixture.file_name().unwrap().to_string_lossy()
+        ))
     });
     let root = keep.clone().unwrap_or_else(|| work.path().to_path_buf());
     let _ = std::fs::remove_dir_all(root.join("out"));
     let dump = root.join("dump");
-    aps5_sdk::build_dump(fixture, &dump, &aps5_sdk::DumpOptions { ps4 }).map_err(|e| format!("SDK build: {e:#}"))?;
+    aps5_sdk::build_dump(fixture, &dump, &aps5_sdk::DumpOptions { ps4 })
+        .map_err(|e| format!("SDK build: {e:#}"))?;
     let mut modules = Vec::new();
     if let Ok(rd) = std::fs::read_dir(dump.join("sce_module")) {
         for e in rd {
@@ -77,20 +86,30 @@ fn check(fixture: &Path, ps4: bool) -> Result<(), String> {
         .unwrap_or(0);
     let mut problems = Vec::new();
     if r.stdout != want_out {
-        problems.push(format!("stdout differs:\n--- want\n{want_out}--- got\n{}", r.stdout));
+        problems.push(format!(
+            "stdout differs:\n--- want\n{want_out}--- got\n{}",
+            r.stdout
+        ));
     }
     if r.status != Some(want_exit) {
         problems.push(format!("exit {:?}, want {want_exit}", r.status));
     }
-    if let Ok(want_err) = std::fs::read_to_string(fixture.join("expect.stderr")) {
-        if !r.stderr.contains(want_err.trim_end()) {
-            problems.push(format!("stderr lacks {:?}; got {:?}", want_err.trim_end(), r.stderr));
-        }
+    if let Ok(want_err) = std::fs::read_to_string(fixture.join("expect.stderr"))
+        && !r.stderr.contains(want_err.trim_end())
+    {
+        problems.push(format!(
+            "stderr lacks {:?}; got {:?}",
+            want_err.trim_end(),
+            r.stderr
+        ));
     }
     if problems.is_empty() {
         Ok(())
     } else {
-        problems.push(format!("stderr: {}", r.stderr.chars().take(2000).collect::<String>()));
+        problems.push(format!(
+            "stderr: {}",
+            r.stderr.chars().take(2000).collect::<String>()
+        ));
         Err(problems.join("\n"))
     }
 }
@@ -144,10 +163,17 @@ fn fixtures_run_as_expected() {
         }
     }
     eprintln!("{report}");
-    eprintln!("fixtures passing on PS5 and PS4: {}/{}", passed.len(), names.len());
+    eprintln!(
+        "fixtures passing on PS5 and PS4: {}/{}",
+        passed.len(),
+        names.len()
+    );
     for must in MUST_PASS {
         if only.as_deref().is_none_or(|o| o == *must) {
-            assert!(passed.iter().any(|p| p == must), "fixture {must} regressed:\n{report}");
+            assert!(
+                passed.iter().any(|p| p == must),
+                "fixture {must} regressed:\n{report}"
+            );
         }
     }
 }

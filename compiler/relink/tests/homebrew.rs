@@ -8,7 +8,10 @@ use std::time::Duration;
 use support::*;
 
 fn sample(name: &str) -> std::path::PathBuf {
-    shared().join("corpus/homebrew/openorbis-samples").join(name).join("pkg/eboot.bin")
+    shared()
+        .join("corpus/homebrew/openorbis-samples")
+        .join(name)
+        .join("pkg/eboot.bin")
 }
 
 #[test]
@@ -18,8 +21,15 @@ fn hello_world_prints_what_the_sample_source_says() {
     assert!(cov.iter().all(|r| r.implemented), "{cov:#?}");
     // The sample prints, sleeps 2 s, prints again and then loops forever.
     let r = run(dir.path(), &[], &[], Duration::from_millis(3500));
-    assert_eq!(r.status, None, "it should still be looping; stderr: {}", r.stderr);
-    assert_eq!(r.stdout, "Hello world! Waiting 2 seconds...\nDone. Infinitely looping...\n");
+    assert_eq!(
+        r.status, None,
+        "it should still be looping; stderr: {}",
+        r.stderr
+    );
+    assert_eq!(
+        r.stdout,
+        "Hello world! Waiting 2 seconds...\nDone. Infinitely looping...\n"
+    );
 }
 
 #[test]
@@ -31,11 +41,23 @@ fn pthread_sample_runs_both_threads_and_exits_0() {
     assert_eq!(r.status, Some(0), "stderr: {}", r.stderr);
     let lines: Vec<&str> = r.stdout.lines().collect();
     assert_eq!(&lines[..2], &["Pthread example", "-"]);
-    let mut a: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with("Thread A")).collect();
-    let mut b: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with("Thread B")).collect();
+    let mut a: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with("Thread A"))
+        .collect();
+    let mut b: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with("Thread B"))
+        .collect();
     a.sort_unstable();
     b.sort_unstable();
-    let want = |t: char| (0..10).map(|i| format!("Thread {t} is running: {i}")).collect::<Vec<_>>();
+    let want = |t: char| {
+        (0..10)
+            .map(|i| format!("Thread {t} is running: {i}"))
+            .collect::<Vec<_>>()
+    };
     assert_eq!(a, want('A'));
     assert_eq!(b, want('B'));
     assert_eq!(lines.len(), 22, "{}", r.stdout);
@@ -48,7 +70,10 @@ fn system_tools_accept_the_relinked_executable() {
     let app = dir.path().join("app.elf");
     let app = app.to_str().unwrap();
 
-    let (out, err, ok) = tool("llvm-readelf-14", &["-h", "-l", "-d", "-S", "--dyn-syms", "-r", app]);
+    let (out, err, ok) = tool(
+        "llvm-readelf-14",
+        &["-h", "-l", "-d", "-S", "--dyn-syms", "-r", app],
+    );
     assert!(ok && err.is_empty(), "llvm-readelf complained: {err}");
     for want in [
         "Type:                              DYN",
@@ -64,7 +89,10 @@ fn system_tools_accept_the_relinked_executable() {
         "6UgtwV+0zb4", // scePthreadCreate, imported by NID
         "hcuQgD53UxM", // printf
     ] {
-        assert!(out.contains(want), "llvm-readelf output lacks {want:?}:\n{out}");
+        assert!(
+            out.contains(want),
+            "llvm-readelf output lacks {want:?}:\n{out}"
+        );
     }
     // GNU readelf too (stricter about section/segment consistency).
     let (_, err, ok) = tool("readelf", &["-a", "-W", app]);
@@ -74,7 +102,10 @@ fn system_tools_accept_the_relinked_executable() {
     let (out, err, ok) = tool("/lib64/ld-linux-x86-64.so.2", &["--list", app]);
     assert!(ok, "ld.so --list failed: {err}");
     assert!(!out.contains("not found"), "{out}");
-    assert!(out.contains("libs/libkernel.prx") && out.contains("libs/libc.prx"), "{out}");
+    assert!(
+        out.contains("libs/libkernel.prx") && out.contains("libs/libc.prx"),
+        "{out}"
+    );
     // And binds every symbol (BIND_NOW): --verify exits 0 for a loadable dynamic program.
     let (_, err, ok) = tool("/lib64/ld-linux-x86-64.so.2", &["--verify", app]);
     assert!(ok, "ld.so --verify: {err}");
@@ -86,19 +117,29 @@ fn syscalls_are_refused_unless_allowed() {
     let bytes = std::fs::read(sample("hello_world")).unwrap();
     let module = aps5_elf::parse(&bytes).unwrap();
     let mut image = aps5_elf::unwrap_fself(&bytes).unwrap().into_owned();
-    let text = module.segments.iter().find(|s| s.p_type == 1 && s.flags & 1 != 0).unwrap();
+    let text = module
+        .segments
+        .iter()
+        .find(|s| s.p_type == 1 && s.flags & 1 != 0)
+        .unwrap();
     let at = (text.offset + module.entry - text.vaddr) as usize;
     image[at..at + 2].copy_from_slice(&[0x0F, 0x05]);
     let module2 = aps5_elf::parse(&image).unwrap();
     let prx = aps5_relink::PrxSet::installed().unwrap();
-    let err = aps5_relink::relink_executable(&image, &module2, &prx, &Default::default()).unwrap_err();
+    let err =
+        aps5_relink::relink_executable(&image, &module2, &prx, &Default::default()).unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains(&format!("syscall at {:#x}", module.entry)), "{msg}");
+    assert!(
+        msg.contains(&format!("syscall at {:#x}", module.entry)),
+        "{msg}"
+    );
     let ok = aps5_relink::relink_executable(
         &image,
         &module2,
         &prx,
-        &aps5_relink::RelinkOptions { allow_syscalls: true },
+        &aps5_relink::RelinkOptions {
+            allow_syscalls: true,
+        },
     );
     assert!(ok.is_ok());
 }

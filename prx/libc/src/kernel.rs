@@ -31,25 +31,31 @@ pub fn set_errno(v: i32) {
 
 /// Opens a guest path with FreeBSD flags through libkernel's `open` (which confines it
 /// to the mounted folders). Without libkernel (unit tests) the host path is used.
-pub fn open(path: *const libc::c_char, flags: i32, mode: u32) -> i32 {
+pub(crate) fn open(path: *const libc::c_char, flags: i32, mode: u32) -> i32 {
     static F: OnceLock<usize> = OnceLock::new();
     let f = *F.get_or_init(|| sym(c"wuCroIGjt2g"));
     if f == 0 {
         let mut h = flags & 3;
-        for (bsd, linux) in [(0x8, libc::O_APPEND), (0x200, libc::O_CREAT), (0x400, libc::O_TRUNC), (0x800, libc::O_EXCL)] {
+        for (bsd, linux) in [
+            (0x8, libc::O_APPEND),
+            (0x200, libc::O_CREAT),
+            (0x400, libc::O_TRUNC),
+            (0x800, libc::O_EXCL),
+        ] {
             if flags & bsd != 0 {
                 h |= linux;
             }
         }
         unsafe { libc::open(path, h, mode) }
     } else {
-        let f: extern "C" fn(*const libc::c_char, i32, u32) -> i32 = unsafe { std::mem::transmute(f) };
+        let f: extern "C" fn(*const libc::c_char, i32, u32) -> i32 =
+            unsafe { std::mem::transmute(f) };
         f(path, flags, mode)
     }
 }
 
 /// Removes a guest path through libkernel's `unlink` (host path without libkernel).
-pub fn unlink(path: *const libc::c_char) -> i32 {
+pub(crate) fn unlink(path: *const libc::c_char) -> i32 {
     static F: OnceLock<usize> = OnceLock::new();
     let f = *F.get_or_init(|| sym(c"VAzswvTOCzI"));
     if f == 0 {

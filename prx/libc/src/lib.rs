@@ -17,6 +17,9 @@ pub mod stdio;
 pub mod strings;
 pub mod va;
 
+#[cfg(test)]
+mod tests;
+
 use std::sync::Mutex;
 
 use aps5_prx_macros::{nid, preserve_scratch};
@@ -44,7 +47,10 @@ preserve_scratch!("_init_env", init_env_impl);
 
 extern "C" fn atexit_impl(f: usize) -> i32 {
     if f != 0 {
-        AT_EXIT.lock().unwrap_or_else(|e| e.into_inner()).push((f, usize::MAX));
+        AT_EXIT
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((f, usize::MAX));
     }
     0
 }
@@ -55,7 +61,10 @@ preserve_scratch!("atexit", atexit_impl);
 #[nid("__cxa_atexit")]
 pub extern "C" fn cxa_atexit(f: usize, arg: usize, _dso: usize) -> i32 {
     if f != 0 {
-        AT_EXIT.lock().unwrap_or_else(|e| e.into_inner()).push((f, arg));
+        AT_EXIT
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((f, arg));
     }
     0
 }

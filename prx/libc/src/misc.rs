@@ -120,13 +120,21 @@ pub unsafe extern "C" fn atoll(s: *const libc::c_char) -> i64 {
 
 /// `strtoimax`.
 #[nid("strtoimax")]
-pub unsafe extern "C" fn strtoimax(s: *const libc::c_char, e: *mut *mut libc::c_char, b: i32) -> i64 {
+pub unsafe extern "C" fn strtoimax(
+    s: *const libc::c_char,
+    e: *mut *mut libc::c_char,
+    b: i32,
+) -> i64 {
     unsafe { libc::strtoll(s, e, b) }
 }
 
 /// `strtoumax`.
 #[nid("strtoumax")]
-pub unsafe extern "C" fn strtoumax(s: *const libc::c_char, e: *mut *mut libc::c_char, b: i32) -> u64 {
+pub unsafe extern "C" fn strtoumax(
+    s: *const libc::c_char,
+    e: *mut *mut libc::c_char,
+    b: i32,
+) -> u64 {
     unsafe { libc::strtoull(s, e, b) }
 }
 
@@ -199,7 +207,10 @@ pub unsafe extern "C" fn rand_r(ctx: *mut u32) -> i32 {
 /// `clock`: CPU time in CLOCKS_PER_SEC (1000000) units.
 #[nid("clock")]
 pub extern "C" fn clock() -> i64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
     ts.tv_sec * 1_000_000 + ts.tv_nsec / 1000
 }
@@ -244,7 +255,12 @@ pub unsafe extern "C" fn mktime(tm: *mut libc::tm) -> i64 {
 
 /// `strftime`.
 #[nid("strftime")]
-pub unsafe extern "C" fn strftime(s: *mut libc::c_char, n: usize, f: *const libc::c_char, tm: *const libc::tm) -> usize {
+pub unsafe extern "C" fn strftime(
+    s: *mut libc::c_char,
+    n: usize,
+    f: *const libc::c_char,
+    tm: *const libc::tm,
+) -> usize {
     unsafe { libc::strftime(s, n, f, tm) }
 }
 
@@ -255,7 +271,9 @@ pub unsafe extern "C" fn assert_fail(expr: *const libc::c_char, place: *const li
         if p.is_null() {
             String::new()
         } else {
-            unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned()
+            unsafe { std::ffi::CStr::from_ptr(p) }
+                .to_string_lossy()
+                .into_owned()
         }
     };
     crate::stdio::flush_all();
@@ -272,14 +290,22 @@ unsafe extern "C" {
     fn host_vsscanf(s: *const libc::c_char, f: *const libc::c_char, ap: *mut VaListRaw) -> i32;
 }
 
-unsafe extern "C" fn sscanf_impl(s: *const libc::c_char, f: *const libc::c_char, ap: *mut VaListRaw) -> i32 {
+unsafe extern "C" fn sscanf_impl(
+    s: *const libc::c_char,
+    f: *const libc::c_char,
+    ap: *mut VaListRaw,
+) -> i32 {
     unsafe { host_vsscanf(s, f, ap) }
 }
 variadic!("sscanf", 2, sscanf_impl);
 
 /// `vsscanf` (conversions as in C99; the host scanner).
 #[nid("vsscanf")]
-pub unsafe extern "C" fn vsscanf(s: *const libc::c_char, f: *const libc::c_char, ap: *mut VaListRaw) -> i32 {
+pub unsafe extern "C" fn vsscanf(
+    s: *const libc::c_char,
+    f: *const libc::c_char,
+    ap: *mut VaListRaw,
+) -> i32 {
     unsafe { host_vsscanf(s, f, ap) }
 }
 

@@ -66,7 +66,11 @@ pub unsafe fn format(fmt: *const u8, args: &mut dyn Args, out: &mut Vec<u8>) {
 unsafe fn number(p: &mut *const u8) -> Option<usize> {
     let mut v: Option<usize> = None;
     while let d @ b'0'..=b'9' = unsafe { **p } {
-        v = Some(v.unwrap_or(0).saturating_mul(10).saturating_add(usize::from(d - b'0')));
+        v = Some(
+            v.unwrap_or(0)
+                .saturating_mul(10)
+                .saturating_add(usize::from(d - b'0')),
+        );
         *p = unsafe { p.add(1) };
     }
     v
@@ -154,7 +158,11 @@ unsafe fn directive(p: &mut *const u8, args: &mut dyn Args, out: &mut Vec<u8>) -
             integer(out, &s, sign, v.unsigned_abs(), 10, false);
         }
         b'u' | b'o' | b'x' | b'X' | b'U' | b'O' => {
-            let len = if conv == b'U' || conv == b'O' { Len::L } else { len };
+            let len = if conv == b'U' || conv == b'O' {
+                Len::L
+            } else {
+                len
+            };
             let raw = args.int();
             let v: u64 = match len {
                 Len::Hh => raw as u8 as u64,
@@ -255,7 +263,11 @@ unsafe fn directive(p: &mut *const u8, args: &mut dyn Args, out: &mut Vec<u8>) -
             }
         }
         b'f' | b'F' | b'e' | b'E' | b'g' | b'G' | b'a' | b'A' => {
-            let v = if len == Len::BigL { args.long_double() } else { args.double() };
+            let v = if len == Len::BigL {
+                args.long_double()
+            } else {
+                args.double()
+            };
             float(out, &s, conv, v);
         }
         _ => return Err(()),
@@ -273,7 +285,11 @@ fn digit_count(mut v: u64, base: u64) -> usize {
 }
 
 fn integer(out: &mut Vec<u8>, s: &Spec, prefix: &[u8], v: u64, base: u64, upper: bool) {
-    let digits_tab: &[u8; 16] = if upper { b"0123456789ABCDEF" } else { b"0123456789abcdef" };
+    let digits_tab: &[u8; 16] = if upper {
+        b"0123456789ABCDEF"
+    } else {
+        b"0123456789abcdef"
+    };
     let mut digits = Vec::with_capacity(24);
     if !(v == 0 && s.precision == Some(0)) {
         let mut x = v;
@@ -327,7 +343,13 @@ fn encode_wide(v: u32, out: &mut Vec<u8>) {
 fn float(out: &mut Vec<u8>, s: &Spec, conv: u8, v: f64) {
     // Rebuild the directive for one double and let the host format it.
     let mut f = String::from("%");
-    for (on, ch) in [(s.left, '-'), (s.plus, '+'), (s.space, ' '), (s.alt, '#'), (s.zero, '0')] {
+    for (on, ch) in [
+        (s.left, '-'),
+        (s.plus, '+'),
+        (s.space, ' '),
+        (s.alt, '#'),
+        (s.zero, '0'),
+    ] {
         if on {
             f.push(ch);
         }

@@ -119,7 +119,9 @@ pub(crate) fn init() {
         ] {
             (*f).magic = MAGIC;
             (*f).state = Box::into_raw(FileState::new(fd, mode));
-            OPEN.lock().unwrap_or_else(|e| e.into_inner()).push(f as usize);
+            OPEN.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(f as usize);
         }
     }
 }
@@ -163,7 +165,7 @@ fn flush_locked(fd: i32, g: &mut Inner) -> bool {
 }
 
 /// Writes bytes to a stream; returns false on error (EOF to the caller).
-pub fn put(f: *mut GuestFile, b: &[u8]) -> bool {
+pub(crate) fn put(f: *mut GuestFile, b: &[u8]) -> bool {
     let Some(st) = (unsafe { state(f) }) else {
         kernel::set_errno(9); // EBADF
         return false;
@@ -179,11 +181,19 @@ pub fn put(f: *mut GuestFile, b: &[u8]) -> bool {
         }
         Buffering::Line => {
             g.wbuf.extend_from_slice(b);
-            if b.contains(&b'\n') { flush_locked(st.fd, &mut g) } else { true }
+            if b.contains(&b'\n') {
+                flush_locked(st.fd, &mut g)
+            } else {
+                true
+            }
         }
         Buffering::Full => {
             g.wbuf.extend_from_slice(b);
-            if g.wbuf.len() >= 8192 { flush_locked(st.fd, &mut g) } else { true }
+            if g.wbuf.len() >= 8192 {
+                flush_locked(st.fd, &mut g)
+            } else {
+                true
+            }
         }
     }
 }
@@ -262,7 +272,12 @@ unsafe extern "C" fn sprintf_impl(buf: *mut u8, fmt: *const u8, ap: *mut VaListR
 }
 variadic!("sprintf", 2, sprintf_impl);
 
-unsafe extern "C" fn snprintf_impl(buf: *mut u8, n: usize, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+unsafe extern "C" fn snprintf_impl(
+    buf: *mut u8,
+    n: usize,
+    fmt: *const u8,
+    ap: *mut VaListRaw,
+) -> i32 {
     unsafe { to_buffer(buf, Some(n), fmt, ap) }
 }
 variadic!("snprintf", 3, snprintf_impl);
@@ -275,7 +290,12 @@ pub unsafe extern "C" fn vsprintf(buf: *mut u8, fmt: *const u8, ap: *mut VaListR
 
 /// `vsnprintf`.
 #[nid("vsnprintf")]
-pub unsafe extern "C" fn vsnprintf(buf: *mut u8, n: usize, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+pub unsafe extern "C" fn vsnprintf(
+    buf: *mut u8,
+    n: usize,
+    fmt: *const u8,
+    ap: *mut VaListRaw,
+) -> i32 {
     unsafe { to_buffer(buf, Some(n), fmt, ap) }
 }
 
@@ -300,7 +320,11 @@ pub unsafe extern "C" fn fputs(s: *const u8, f: *mut GuestFile) -> i32 {
 /// `fputc`.
 #[nid("fputc")]
 pub unsafe extern "C" fn fputc(c: i32, f: *mut GuestFile) -> i32 {
-    if put(f, &[c as u8]) { i32::from(c as u8) } else { -1 }
+    if put(f, &[c as u8]) {
+        i32::from(c as u8)
+    } else {
+        -1
+    }
 }
 
 /// `putc`.
@@ -322,7 +346,11 @@ pub unsafe extern "C" fn fwrite(p: *const u8, size: usize, n: usize, f: *mut Gue
     if total == 0 {
         return 0;
     }
-    if put(f, unsafe { std::slice::from_raw_parts(p, total) }) { n } else { 0 }
+    if put(f, unsafe { std::slice::from_raw_parts(p, total) }) {
+        n
+    } else {
+        0
+    }
 }
 
 /// `fflush` (NULL: every stream).
@@ -382,7 +410,11 @@ pub unsafe extern "C" fn fread(p: *mut u8, size: usize, n: usize, f: *mut GuestF
 #[nid("fgetc")]
 pub unsafe extern "C" fn fgetc(f: *mut GuestFile) -> i32 {
     let mut b = 0u8;
-    if unsafe { fread(&mut b, 1, 1, f) } == 1 { i32::from(b) } else { -1 }
+    if unsafe { fread(&mut b, 1, 1, f) } == 1 {
+        i32::from(b)
+    } else {
+        -1
+    }
 }
 
 /// `getc`.
@@ -450,7 +482,13 @@ fn mode_flags(mode: &[u8]) -> Option<i32> {
     let plus = mode.contains(&b'+');
     let excl = if mode.contains(&b'x') { 0x800 } else { 0 };
     Some(match mode.first()? {
-        b'r' => if plus { 2 } else { 0 },
+        b'r' => {
+            if plus {
+                2
+            } else {
+                0
+            }
+        }
         b'w' => (if plus { 2 } else { 1 }) | 0x200 | 0x400 | excl,
         b'a' => (if plus { 2 } else { 1 }) | 0x200 | 0x8 | excl,
         _ => return None,
@@ -473,7 +511,9 @@ pub unsafe extern "C" fn fopen(path: *const libc::c_char, mode: *const u8) -> *m
         (*f).magic = MAGIC;
         (*f).state = Box::into_raw(FileState::new(fd, Buffering::Full));
     }
-    OPEN.lock().unwrap_or_else(|e| e.into_inner()).push(f as usize);
+    OPEN.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(f as usize);
     f
 }
 
@@ -486,8 +526,11 @@ pub unsafe extern "C" fn fclose(f: *mut GuestFile) -> i32 {
     };
     let ok = flush(f);
     let fd = st.fd;
-    OPEN.lock().unwrap_or_else(|e| e.into_inner()).retain(|&x| x != f as usize);
-    let is_std = ptr::eq(f, &raw mut STDIN) || ptr::eq(f, &raw mut STDOUT) || ptr::eq(f, &raw mut STDERR);
+    OPEN.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|&x| x != f as usize);
+    let is_std =
+        ptr::eq(f, &raw mut STDIN) || ptr::eq(f, &raw mut STDOUT) || ptr::eq(f, &raw mut STDERR);
     unsafe {
         drop(Box::from_raw((*f).state));
         (*f).state = ptr::null_mut();
@@ -508,11 +551,19 @@ pub unsafe extern "C" fn fseek(f: *mut GuestFile, off: i64, whence: i32) -> i32 
     };
     let mut g = st.inner.lock().unwrap_or_else(|e| e.into_inner());
     flush_locked(st.fd, &mut g);
-    let off = if whence == 1 { off - (g.rbuf.len() - g.rpos) as i64 } else { off };
+    let off = if whence == 1 {
+        off - (g.rbuf.len() - g.rpos) as i64
+    } else {
+        off
+    };
     g.rbuf.clear();
     g.rpos = 0;
     g.eof = false;
-    if unsafe { libc::lseek(st.fd, off, whence) } < 0 { -1 } else { 0 }
+    if unsafe { libc::lseek(st.fd, off, whence) } < 0 {
+        -1
+    } else {
+        0
+    }
 }
 
 /// `ftell`.
@@ -538,13 +589,17 @@ pub unsafe extern "C" fn rewind(f: *mut GuestFile) {
 /// `feof`.
 #[nid("feof")]
 pub unsafe extern "C" fn feof(f: *mut GuestFile) -> i32 {
-    unsafe { state(f) }.map_or(0, |s| i32::from(s.inner.lock().unwrap_or_else(|e| e.into_inner()).eof))
+    unsafe { state(f) }.map_or(0, |s| {
+        i32::from(s.inner.lock().unwrap_or_else(|e| e.into_inner()).eof)
+    })
 }
 
 /// `ferror`.
 #[nid("ferror")]
 pub unsafe extern "C" fn ferror(f: *mut GuestFile) -> i32 {
-    unsafe { state(f) }.map_or(0, |s| i32::from(s.inner.lock().unwrap_or_else(|e| e.into_inner()).err))
+    unsafe { state(f) }.map_or(0, |s| {
+        i32::from(s.inner.lock().unwrap_or_else(|e| e.into_inner()).err)
+    })
 }
 
 /// `clearerr`.
@@ -584,7 +639,9 @@ pub unsafe extern "C" fn setvbuf(f: *mut GuestFile, _buf: *mut u8, mode: i32, _s
 #[nid("perror")]
 pub unsafe extern "C" fn perror(s: *const u8) {
     let e = unsafe { *kernel::errno_ptr() };
-    let msg = unsafe { std::ffi::CStr::from_ptr(libc::strerror(e)) }.to_bytes().to_vec();
+    let msg = unsafe { std::ffi::CStr::from_ptr(libc::strerror(e)) }
+        .to_bytes()
+        .to_vec();
     let mut v = Vec::new();
     if !s.is_null() && unsafe { *s } != 0 {
         v.extend_from_slice(unsafe { cbytes(s) });

@@ -69,7 +69,8 @@ forward! {
 /// `strtok`: FreeBSD keeps one static position; so does this (shared by all threads).
 #[nid("strtok")]
 pub unsafe extern "C" fn strtok(s: *mut c_char, d: *const c_char) -> *mut c_char {
-    static SAVE: std::sync::atomic::AtomicPtr<c_char> = std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+    static SAVE: std::sync::atomic::AtomicPtr<c_char> =
+        std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
     let mut save = SAVE.load(std::sync::atomic::Ordering::Relaxed);
     let r = unsafe { libc::strtok_r(s, d, &mut save) };
     SAVE.store(save, std::sync::atomic::Ordering::Relaxed);

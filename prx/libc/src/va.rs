@@ -34,7 +34,11 @@ impl Args for VaArgs {
         let ap = unsafe { &mut *self.0 };
         unsafe {
             if ap.gp_offset < 48 {
-                let v = ap.reg_save_area.add(ap.gp_offset as usize).cast::<u64>().read_unaligned();
+                let v = ap
+                    .reg_save_area
+                    .add(ap.gp_offset as usize)
+                    .cast::<u64>()
+                    .read_unaligned();
                 ap.gp_offset += 8;
                 v
             } else {
@@ -49,7 +53,11 @@ impl Args for VaArgs {
         let ap = unsafe { &mut *self.0 };
         unsafe {
             if ap.fp_offset < 176 {
-                let v = ap.reg_save_area.add(ap.fp_offset as usize).cast::<f64>().read_unaligned();
+                let v = ap
+                    .reg_save_area
+                    .add(ap.fp_offset as usize)
+                    .cast::<f64>()
+                    .read_unaligned();
                 ap.fp_offset += 16;
                 v
             } else {
@@ -82,13 +90,21 @@ pub fn f80_to_f64(b: [u8; 10]) -> f64 {
     let sign = if se & 0x8000 != 0 { -1.0 } else { 1.0 };
     let exp = i32::from(se & 0x7FFF);
     if exp == 0x7FFF {
-        return if mant << 1 == 0 { sign * f64::INFINITY } else { f64::NAN };
+        return if mant << 1 == 0 {
+            sign * f64::INFINITY
+        } else {
+            f64::NAN
+        };
     }
     if mant == 0 {
         return sign * 0.0;
     }
     // value = mant * 2^(exp - 16383 - 63); scale in two steps so neither overflows early.
-    let e = if exp == 0 { -16382 - 63 } else { exp - 16383 - 63 };
+    let e = if exp == 0 {
+        -16382 - 63
+    } else {
+        exp - 16383 - 63
+    };
     let half = e / 2;
     sign * (mant as f64) * 2f64.powi(half) * 2f64.powi(e - half)
 }

@@ -118,7 +118,11 @@ pub fn open_guest(path: &[u8], flags: i32, mode: u32) -> Result<i32, i32> {
     let (root, rel) = resolve(path)?;
     let how = OpenHow {
         flags: (host_flags(flags) | libc::O_CLOEXEC) as u64,
-        mode: if flags & 0x200 != 0 { u64::from(mode & 0o7777) } else { 0 },
+        mode: if flags & 0x200 != 0 {
+            u64::from(mode & 0o7777)
+        } else {
+            0
+        },
         resolve: libc::RESOLVE_BENEATH,
     };
     let fd = unsafe {
@@ -131,7 +135,9 @@ pub fn open_guest(path: &[u8], flags: i32, mode: u32) -> Result<i32, i32> {
         )
     };
     if fd < 0 {
-        Err(errno::from_host(std::io::Error::last_os_error().raw_os_error().unwrap_or(5)))
+        Err(errno::from_host(
+            std::io::Error::last_os_error().raw_os_error().unwrap_or(5),
+        ))
     } else {
         Ok(fd as i32)
     }
@@ -149,7 +155,9 @@ fn posix<T: Copy>(r: Result<T, i32>, fail: T) -> T {
 
 fn host_ret(r: isize) -> Result<isize, i32> {
     if r < 0 {
-        Err(errno::from_host(std::io::Error::last_os_error().raw_os_error().unwrap_or(5)))
+        Err(errno::from_host(
+            std::io::Error::last_os_error().raw_os_error().unwrap_or(5),
+        ))
     } else {
         Ok(r)
     }
@@ -173,7 +181,10 @@ unsafe fn cstr<'a>(p: *const libc::c_char) -> Result<&'a [u8], i32> {
 /// `open` (also `_open`): FreeBSD flags, guest paths.
 #[nid("open")]
 pub unsafe extern "C" fn open(path: *const libc::c_char, flags: i32, mode: u32) -> i32 {
-    posix(unsafe { cstr(path) }.and_then(|p| open_guest(p, flags, mode)), -1)
+    posix(
+        unsafe { cstr(path) }.and_then(|p| open_guest(p, flags, mode)),
+        -1,
+    )
 }
 
 /// `_open`.
@@ -230,7 +241,10 @@ pub extern "C" fn sce_kernel_close(fd: i32) -> i32 {
 /// `lseek` (SEEK_SET/CUR/END are 0/1/2 on both systems).
 #[nid("lseek")]
 pub extern "C" fn lseek(fd: i32, off: i64, whence: i32) -> i64 {
-    posix(host_ret(unsafe { libc::lseek(fd, off, whence) } as isize), -1) as i64
+    posix(
+        host_ret(unsafe { libc::lseek(fd, off, whence) } as isize),
+        -1,
+    ) as i64
 }
 
 /// `sceKernelLseek`.
@@ -316,7 +330,13 @@ fn stat_guest(path: &[u8]) -> Result<GuestStat, i32> {
         resolve: libc::RESOLVE_BENEATH,
     };
     let fd = unsafe {
-        libc::syscall(libc::SYS_openat2, root, rel.as_ptr(), &how as *const OpenHow, std::mem::size_of::<OpenHow>())
+        libc::syscall(
+            libc::SYS_openat2,
+            root,
+            rel.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
     };
     let fd = host_ret(fd as isize)? as i32;
     let r = fstat_host(fd);
@@ -375,9 +395,11 @@ pub unsafe extern "C" fn sce_kernel_stat(path: *const libc::c_char, out: *mut Gu
 /// `sceKernelMkdir(path, mode)`.
 #[nid("sceKernelMkdir")]
 pub unsafe extern "C" fn sce_kernel_mkdir(path: *const libc::c_char, mode: u32) -> i32 {
-    let r = unsafe { cstr(path) }.and_then(resolve).and_then(|(root, rel)| {
-        host_ret(unsafe { libc::mkdirat(root, rel.as_ptr(), mode) } as isize).map(|_| 0)
-    });
+    let r = unsafe { cstr(path) }
+        .and_then(resolve)
+        .and_then(|(root, rel)| {
+            host_ret(unsafe { libc::mkdirat(root, rel.as_ptr(), mode) } as isize).map(|_| 0)
+        });
     match r {
         Ok(_) => 0,
         Err(e) => sce_error(e),
@@ -389,7 +411,9 @@ pub unsafe extern "C" fn sce_kernel_mkdir(path: *const libc::c_char, mode: u32) 
 pub unsafe extern "C" fn unlink(path: *const libc::c_char) -> i32 {
     let r = unsafe { cstr(path) }
         .and_then(resolve)
-        .and_then(|(root, rel)| host_ret(unsafe { libc::unlinkat(root, rel.as_ptr(), 0) } as isize));
+        .and_then(
+            |(root, rel)| host_ret(unsafe { libc::unlinkat(root, rel.as_ptr(), 0) } as isize),
+        );
     posix(r.map(|_| 0), -1)
 }
 
@@ -415,7 +439,10 @@ pub unsafe extern "C" fn rename(from: *const libc::c_char, to: *const libc::c_ch
 
 /// `sceKernelRename`.
 #[nid("sceKernelRename")]
-pub unsafe extern "C" fn sce_kernel_rename(from: *const libc::c_char, to: *const libc::c_char) -> i32 {
+pub unsafe extern "C" fn sce_kernel_rename(
+    from: *const libc::c_char,
+    to: *const libc::c_char,
+) -> i32 {
     match unsafe { rename(from, to) } {
         0 => 0,
         _ => sce_error(unsafe { *errno::error() }),

@@ -43,8 +43,16 @@ pub unsafe extern "C" fn sce_kernel_load_start_module(
     };
     let h = unsafe { libc::dlopen(host.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
     if h.is_null() {
-        let why = unsafe { CStr::from_ptr(libc::dlerror()) }.to_string_lossy().into_owned();
-        diag(format!("aps5: sceKernelLoadStartModule({}): {why}\n", String::from_utf8_lossy(guest)).as_bytes());
+        let why = unsafe { CStr::from_ptr(libc::dlerror()) }
+            .to_string_lossy()
+            .into_owned();
+        diag(
+            format!(
+                "aps5: sceKernelLoadStartModule({}): {why}\n",
+                String::from_utf8_lossy(guest)
+            )
+            .as_bytes(),
+        );
         return sce_error(2);
     }
     let start = entry(h, "module_start");
@@ -84,7 +92,11 @@ pub unsafe extern "C" fn sce_kernel_stop_unload_module(
 ) -> i32 {
     let h = {
         let mut m = MODULES.lock().unwrap_or_else(|e| e.into_inner());
-        match usize::try_from(handle).ok().and_then(|i| i.checked_sub(1)).and_then(|i| m.get_mut(i)) {
+        match usize::try_from(handle)
+            .ok()
+            .and_then(|i| i.checked_sub(1))
+            .and_then(|i| m.get_mut(i))
+        {
             Some(h) if *h != 0 => std::mem::replace(h, 0),
             _ => return sce_error(ESRCH),
         }
@@ -103,13 +115,21 @@ pub unsafe extern "C" fn sce_kernel_stop_unload_module(
 
 /// `sceKernelDlsym(handle, name, out)`: exports are named by NID in relinked modules.
 #[nid("sceKernelDlsym")]
-pub unsafe extern "C" fn sce_kernel_dlsym(handle: i32, name: *const libc::c_char, out: *mut *mut u8) -> i32 {
+pub unsafe extern "C" fn sce_kernel_dlsym(
+    handle: i32,
+    name: *const libc::c_char,
+    out: *mut *mut u8,
+) -> i32 {
     if name.is_null() || out.is_null() {
         return sce_error(14);
     }
     let h = {
         let m = MODULES.lock().unwrap_or_else(|e| e.into_inner());
-        match usize::try_from(handle).ok().and_then(|i| i.checked_sub(1)).and_then(|i| m.get(i)) {
+        match usize::try_from(handle)
+            .ok()
+            .and_then(|i| i.checked_sub(1))
+            .and_then(|i| m.get(i))
+        {
             Some(h) if *h != 0 => *h,
             _ => return sce_error(ESRCH),
         }
@@ -134,7 +154,11 @@ pub unsafe extern "C" fn sce_kernel_dlsym(handle: i32, name: *const libc::c_char
 /// PT_SCE_PROCPARAM, kept by the relinker in the executable's program headers.
 const PT_SCE_PROCPARAM: u32 = 0x6100_0001;
 
-unsafe extern "C" fn find_procparam(info: *mut libc::dl_phdr_info, _size: usize, data: *mut libc::c_void) -> i32 {
+unsafe extern "C" fn find_procparam(
+    info: *mut libc::dl_phdr_info,
+    _size: usize,
+    data: *mut libc::c_void,
+) -> i32 {
     let info = unsafe { &*info };
     // The first object reported is the main program.
     let phdrs = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) };

@@ -70,7 +70,10 @@ fn sce(r: i32) -> i32 {
 
 /// `pthread_mutex_init`.
 #[nid("pthread_mutex_init")]
-pub unsafe extern "C" fn pthread_mutex_init(m: *mut *mut libc::pthread_mutex_t, attr: *const *mut MutexAttr) -> i32 {
+pub unsafe extern "C" fn pthread_mutex_init(
+    m: *mut *mut libc::pthread_mutex_t,
+    attr: *const *mut MutexAttr,
+) -> i32 {
     if m.is_null() {
         return 22;
     }
@@ -242,7 +245,10 @@ unsafe fn cond_of(p: *mut *mut libc::pthread_cond_t) -> Option<*mut libc::pthrea
 
 /// `pthread_cond_init` (attributes ignored: FreeBSD's default clock is CLOCK_REALTIME, as here).
 #[nid("pthread_cond_init")]
-pub unsafe extern "C" fn pthread_cond_init(c: *mut *mut libc::pthread_cond_t, _attr: *const u8) -> i32 {
+pub unsafe extern "C" fn pthread_cond_init(
+    c: *mut *mut libc::pthread_cond_t,
+    _attr: *const u8,
+) -> i32 {
     if c.is_null() {
         return 22;
     }
@@ -252,7 +258,11 @@ pub unsafe extern "C" fn pthread_cond_init(c: *mut *mut libc::pthread_cond_t, _a
 
 /// `scePthreadCondInit(cond, attr, name)`.
 #[nid("scePthreadCondInit")]
-pub unsafe extern "C" fn sce_pthread_cond_init(c: *mut *mut libc::pthread_cond_t, attr: *const u8, _name: *const u8) -> i32 {
+pub unsafe extern "C" fn sce_pthread_cond_init(
+    c: *mut *mut libc::pthread_cond_t,
+    attr: *const u8,
+    _name: *const u8,
+) -> i32 {
     sce(unsafe { pthread_cond_init(c, attr) })
 }
 
@@ -320,7 +330,10 @@ pub unsafe extern "C-unwind" fn sce_pthread_cond_timedwait(
     m: *mut *mut libc::pthread_mutex_t,
     usec: u32,
 ) -> i32 {
-    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
     let total = now.tv_nsec as u64 + u64::from(usec) * 1000;
     let deadline = libc::timespec {

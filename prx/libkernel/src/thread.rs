@@ -41,13 +41,17 @@ fn create(out: *mut libc::pthread_t, attr: Attr, entry: Entry, arg: *mut u8) -> 
         let mut host: libc::pthread_attr_t = std::mem::zeroed();
         libc::pthread_attr_init(&mut host);
         if attr.stack_size != 0 {
-            libc::pthread_attr_setstacksize(&mut host, attr.stack_size.max(libc::PTHREAD_STACK_MIN));
+            libc::pthread_attr_setstacksize(
+                &mut host,
+                attr.stack_size.max(libc::PTHREAD_STACK_MIN),
+            );
         }
         if attr.detached {
             libc::pthread_attr_setdetachstate(&mut host, libc::PTHREAD_CREATE_DETACHED);
         }
         // The guest entry has the host's signature: fn(void *) -> void *.
-        let start: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void = std::mem::transmute(entry);
+        let start: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void =
+            std::mem::transmute(entry);
         let r = libc::pthread_create(out, &host, start, arg.cast());
         libc::pthread_attr_destroy(&mut host);
         from_host(r)

@@ -14,7 +14,10 @@ pub(crate) fn init() {
 
 /// Host CLOCK_MONOTONIC in nanoseconds.
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
@@ -52,7 +55,10 @@ fn sleep_us(usec: u64) {
         tv_sec: (usec / 1_000_000) as libc::time_t,
         tv_nsec: ((usec % 1_000_000) * 1000) as libc::c_long,
     };
-    let mut rem = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut rem = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // nanosleep is a host cancellation point; restart after signals for the full duration.
     while unsafe { libc::nanosleep(&req, &mut rem) } == -1
         && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
@@ -63,7 +69,10 @@ fn sleep_us(usec: u64) {
 
 /// `nanosleep` (FreeBSD `timespec` has the same layout as Linux's).
 #[nid("nanosleep")]
-pub unsafe extern "C-unwind" fn nanosleep(req: *const libc::timespec, rem: *mut libc::timespec) -> i32 {
+pub unsafe extern "C-unwind" fn nanosleep(
+    req: *const libc::timespec,
+    rem: *mut libc::timespec,
+) -> i32 {
     if unsafe { libc::nanosleep(req, rem) } == 0 {
         0
     } else {

@@ -27,14 +27,18 @@ fn parse_attr(attr: TokenStream) -> Result<String, String> {
     let tokens = flatten(attr);
     match tokens.as_slice() {
         [TokenTree::Literal(lit)] => Ok(aps5_nid::nid(&unquote(lit)?)),
-        [TokenTree::Ident(key), TokenTree::Punct(eq), TokenTree::Literal(lit)]
-            if key.to_string() == "raw" && eq.as_char() == '=' =>
-        {
+        [
+            TokenTree::Ident(key),
+            TokenTree::Punct(eq),
+            TokenTree::Literal(lit),
+        ] if key.to_string() == "raw" && eq.as_char() == '=' => {
             let raw = unquote(lit)?;
             if aps5_nid::is_nid(&raw) {
                 Ok(raw)
             } else {
-                Err(format!("#[nid(raw = ...)]: `{raw}` is not an 11-character NID"))
+                Err(format!(
+                    "#[nid(raw = ...)]: `{raw}` is not an 11-character NID"
+                ))
             }
         }
         _ => Err("expected #[nid(\"symbol_name\")] or #[nid(raw = \"NID\")]".to_owned()),
@@ -46,7 +50,9 @@ fn flatten(ts: TokenStream) -> Vec<TokenTree> {
     let mut out = Vec::new();
     for t in ts {
         match t {
-            TokenTree::Group(g) if g.delimiter() == Delimiter::None => out.extend(flatten(g.stream())),
+            TokenTree::Group(g) if g.delimiter() == Delimiter::None => {
+                out.extend(flatten(g.stream()))
+            }
             t => out.push(t),
         }
     }
@@ -58,7 +64,9 @@ fn unquote(lit: &Literal) -> Result<String, String> {
     if s.len() >= 2 && s.starts_with('"') && s.ends_with('"') && !s.contains('\\') {
         Ok(s[1..s.len() - 1].to_owned())
     } else {
-        Err(format!("#[nid]: expected a plain string literal, found {s}"))
+        Err(format!(
+            "#[nid]: expected a plain string literal, found {s}"
+        ))
     }
 }
 
@@ -86,11 +94,16 @@ fn export_name_attr(nid: &str) -> TokenStream {
 }
 
 fn compile_error(msg: &str) -> TokenStream {
-    format!("compile_error!({msg:?});").parse().unwrap_or_default()
+    format!("compile_error!({msg:?});")
+        .parse()
+        .unwrap_or_default()
 }
 
 /// Reads `"name", <n>, path::to::impl` (the form shared by the trampoline macros).
-fn parse_trampoline(input: TokenStream, want_count: bool) -> Result<(String, usize, String), String> {
+fn parse_trampoline(
+    input: TokenStream,
+    want_count: bool,
+) -> Result<(String, usize, String), String> {
     let mut parts: Vec<Vec<TokenTree>> = vec![Vec::new()];
     for t in input {
         match &t {
@@ -184,7 +197,8 @@ pub unsafe extern "C" fn {ident}() {{ ::core::arch::naked_asm!(
         ident = ident(&nid),
         export = trampoline_symbol(&nid),
     );
-    asm.parse().unwrap_or_else(|_| compile_error("variadic!: internal token error"))
+    asm.parse()
+        .unwrap_or_else(|_| compile_error("variadic!: internal token error"))
 }
 
 /// Emits an exported naked function `NID(name)` that calls `impl_fn` with the same
@@ -218,7 +232,8 @@ pub unsafe extern "C" fn {ident}() {{ ::core::arch::naked_asm!(
         ident = ident(&nid),
         export = trampoline_symbol(&nid),
     );
-    asm.parse().unwrap_or_else(|_| compile_error("preserve_scratch!: internal token error"))
+    asm.parse()
+        .unwrap_or_else(|_| compile_error("preserve_scratch!: internal token error"))
 }
 
 /// The pre-rename symbol of a trampoline made by `variadic!` / `preserve_scratch!`, as a
@@ -228,7 +243,10 @@ pub fn trampoline_str(input: TokenStream) -> TokenStream {
     let tokens = flatten(input);
     match tokens.as_slice() {
         [TokenTree::Literal(l)] => match unquote(l) {
-            Ok(name) => TokenTree::Literal(Literal::string(&trampoline_symbol(&aps5_nid::nid(&name)))).into(),
+            Ok(name) => {
+                TokenTree::Literal(Literal::string(&trampoline_symbol(&aps5_nid::nid(&name))))
+                    .into()
+            }
             Err(e) => compile_error(&e),
         },
         _ => compile_error("expected trampoline_str!(\"symbol_name\")"),

@@ -20,7 +20,11 @@ pub fn shared() -> PathBuf {
         if c.join("corpus").is_dir() {
             return c;
         }
-        assert!(p.pop(), "no shared/corpus folder above {}", env!("CARGO_MANIFEST_DIR"));
+        assert!(
+            p.pop(),
+            "no shared/corpus folder above {}",
+            env!("CARGO_MANIFEST_DIR")
+        );
     }
 }
 
@@ -37,8 +41,11 @@ pub fn build_tree(eboot: &Path, modules: &[PathBuf], out: &Path) -> Vec<Coverage
             .unwrap_or_else(|e| panic!("{}: {e}", m.display()));
         let name = m.file_name().unwrap().to_str().unwrap().to_owned();
         std::fs::write(out.join("app0/sce_module").join(&name), &r.elf).unwrap();
-        set.libraries
-            .extend(PrxLibrary::from_guest_module(&module, &name, Arc::new(r.elf)));
+        set.libraries.extend(PrxLibrary::from_guest_module(
+            &module,
+            &name,
+            Arc::new(r.elf),
+        ));
     }
     let bytes = std::fs::read(eboot).unwrap();
     let module = aps5_elf::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", eboot.display()));
@@ -109,7 +116,9 @@ pub fn tool(name: &str, args: &[&str]) -> (String, String, bool) {
     let o = std::process::Command::new(name)
         .args(args)
         .output()
-        .unwrap_or_else(|e| panic!("{name} is needed by this test ({e}); install llvm-14 / the host toolchain"));
+        .unwrap_or_else(|e| {
+            panic!("{name} is needed by this test ({e}); install llvm-14 / the host toolchain")
+        });
     (
         String::from_utf8_lossy(&o.stdout).into_owned(),
         String::from_utf8_lossy(&o.stderr).into_owned(),

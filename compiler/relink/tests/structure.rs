@@ -1,0 +1,205 @@
+//! Structure of relinked files, read back with goblin (an independent ELF reader) and the
+//! host loader, and robustness against damaged inputs.
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use aps5_relink::{PrxSet, RelinkOptions, prxfix};
+use goblin::elf::Elf;
+
+fn hello() -> Vec<u8> {
+    std::fs::read(
+        support::shared().join("corpus/homebrew/openorbis-samples/hello_world/pkg/eboot.bin"),
+    )
+    .unwrap()
+}
+
+#[test]
+fn relocations_and_segments_keep_the_original_layout() {
+    let bytes = hello();
+    let m = aps5_elf::parse(&bytes).unwrap();
+    let prx = PrxSet::installed().unwrap();
+    let r = aps5_relink::relink_executable(&bytes, &m, &prx, &RelinkOptions::default()).unwrap();
+    let e = Elf::parse(&r.elf).unwrap();
+    assert_eq!(e.header.e_type, goblin::elf::header::ET_DYN);
+
+    // Every original loadable segment is there, moved by one common shift, bytes intact.
+    let image = aps5_elf::unwrap_fself(&bytes).unwrap();
+    let orig: Vec<_> = m
+        .segments
+        .iter()
+        .filter(|s| (s.p_type == 1 || s.p_type == 0x6100_0010) && s.memsz > 0)
+        .collect();
+    let loads: Vec<_> = e
+        .program_headers
+        .iter()
+        .filter(|p| p.p_type == goblin::elf::program_header::PT_LOAD)
+        .collect();
+    let first = loads
+        .iter()
+        .find(|p| p.p_filesz == orig[0].filesz && p.p_memsz == orig[0].memsz)
+        .unwrap();
+    let shift = first.p_vaddr - orig[0].vaddr;
+    assert!(shift > 0 && shift % 0x4000 == 0, "shift {shift:#x}");
+    for s in &orig {
+        let p = loads
+            .iter()
+            .find(|p| p.p_vaddr == s.vaddr + shift)
+            .expect("segment kept");
+        assert_eq!((p.p_filesz, p.p_memsz), (s.filesz, s.memsz));
+        let new = &r.elf[p.p_offset as usize..(p.p_offset + p.p_filesz) as usize];
+        assert_eq!(
+            new,
+            &image[s.offset as usize..(s.offset + s.filesz) as usize]
+        );
+    }
+    // Loads ascend and do not overlap.
+    for w in loads.windows(2) {
+        assert!(w[0].p_vaddr + w[0].p_memsz <= w[1].p_vaddr);
+    }
+    // The entry point is in an executable segment after the image.
+    let entry_seg = loads
+        .iter()
+        .find(|p| e.entry >= p.p_vaddr && e.entry < p.p_vaddr + p.p_memsz)
+        .unwrap();
+    assert!(entry_seg.is_executable() && entry_seg.p_vaddr > first.p_vaddr);
+
+    // Each original relocation is present at its shifted offset; imports by NID.
+    let mut got: BTreeMap<u64, (u32, String)> = BTreeMap::new();
+    for rel in e.dynrelas.iter().chain(e.pltrelocs.iter()) {
+        let name = e
+            .dynsyms
+            .get(rel.r_sym)
+            .map(|s| e.dynstrtab.get_at(s.st_name).unwrap_or("").to_owned())
+            .unwrap_or_default();
+        got.insert(rel.r_offset, (rel.r_type, name));
+    }
+    for o in &m.relocations {
+        let (ty, name) = got
+            .get(&(o.offset + shift))
+            .unwrap_or_else(|| panic!("relocation at {:#x} lost", o.offset));
+        match m.relocation_symbol(o).and_then(|s| s.nid.clone()) {
+            Some(nid) => {
+                assert_eq!(name, &nid);
+                assert_eq!(*ty, o.r_type);
+            }
+            None => assert_eq!(*ty, 8, "RELATIVE stays RELATIVE"),
+        }
+    }
+    assert_eq!(
+        r.libs_needed,
+        vec!["libkernel.prx".to_owned(), "libc.prx".to_owned()]
+    );
+}
+
+#[test]
+fn prx_exports_are_nids_and_the_rebuilt_hash_table_works() {
+    let prx = PrxSet::installed().unwrap();
+    let libc = prx.libraries.iter().find(|l| l.library == "libc").unwrap();
+    let nids = prxfix::exported_nids(&libc.bytes).unwrap();
+    for name in [
+        "printf",
+        "snprintf",
+        "atexit",
+        "_init_env",
+        "setjmp",
+        "malloc",
+        "puts",
+        "_Stdout",
+        "__stdoutp",
+    ] {
+        assert!(nids.contains(&aps5_nid::nid(name)), "{name} not exported");
+    }
+    // No dynamic symbol keeps its pre-rename trampoline name.
+    let e = Elf::parse(&libc.bytes).unwrap();
+    let prefix = std::str::from_utf8(prxfix::TRAMPOLINE_PREFIX).unwrap();
+    let leftover: Vec<&str> = e
+        .dynsyms
+        .iter()
+        .filter_map(|s| e.dynstrtab.get_at(s.st_name))
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    assert!(leftover.is_empty(), "{leftover:?}");
+    let dyn_tags: Vec<u64> = e
+        .dynamic
+        .as_ref()
+        .unwrap()
+        .dyns
+        .iter()
+        .map(|d| d.d_tag)
+        .collect();
+    assert!(
+        !dyn_tags.contains(&goblin::elf::dynamic::DT_GNU_HASH),
+        "a GNU hash table would be stale after renaming"
+    );
+    // The host loader finds renamed trampolines (e.g. snprintf, NID with '-') through the
+    // rebuilt DT_HASH, and the function works.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("libc.prx");
+    std::fs::write(&path, libc.bytes.as_slice()).unwrap();
+    let cpath = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    unsafe {
+        let h = libc::dlopen(cpath.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
+        assert!(!h.is_null(), "dlopen failed");
+        let nid = std::ffi::CString::new(aps5_nid::nid("snprintf")).unwrap();
+        assert!(nid.to_str().unwrap().contains('-'));
+        let f = libc::dlsym(h, nid.as_ptr());
+        assert!(!f.is_null(), "snprintf not found by NID");
+        let f: unsafe extern "C" fn(*mut u8, usize, *const u8, ...) -> i32 = std::mem::transmute(f);
+        let mut buf = [0u8; 32];
+        let n = f(
+            buf.as_mut_ptr(),
+            32,
+            c"%s=%d %.2f".as_ptr().cast(),
+            c"x".as_ptr(),
+            42,
+            2.5f64,
+        );
+        assert_eq!(&buf[..n as usize], b"x=42 2.50");
+    }
+}
+
+#[test]
+fn damaged_inputs_never_panic() {
+    let bytes = hello();
+    let image = aps5_elf::unwrap_fself(&bytes).unwrap().into_owned();
+    let prx = PrxSet::installed().unwrap();
+    let mut seed: u64 = 0x1234_5678_9abc_def0;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let (mut parsed, mut relinked) = (0, 0);
+    for _ in 0..1500 {
+        let mut d = image.clone();
+        for _ in 0..(1 + next() % 8) {
+            let at = (next() % d.len() as u64) as usize;
+            d[at] = next() as u8;
+        }
+        if let Ok(m) = aps5_elf::parse(&d) {
+            parsed += 1;
+            let r = std::panic::catch_unwind(|| {
+                aps5_relink::relink_executable(
+                    &d,
+                    &m,
+                    &prx,
+                    &RelinkOptions {
+                        allow_syscalls: true,
+                    },
+                )
+            });
+            match r {
+                Ok(Ok(_)) => relinked += 1,
+                Ok(Err(e)) => assert!(!e.to_string().is_empty()),
+                Err(_) => panic!("relink panicked on a damaged input"),
+            }
+        }
+    }
+    assert!(
+        parsed > 100 && relinked > 50,
+        "parsed {parsed}, relinked {relinked}"
+    );
+}
