@@ -275,7 +275,7 @@ fn opcode_of(f: Family, w0: u32) -> u16 {
         Family::Vop3p => (w0 >> 16) & 0x7F,
         Family::Vintrp => (w0 >> 16) & 0x3,
         Family::Ds => (w0 >> 18) & 0xFF,
-        Family::Mubuf => (w0 >> 18) & 0x7F,
+        Family::Mubuf => ((w0 >> 18) & 0x7F) | (((w0 >> 25) & 1) << 7),
         Family::Mtbuf => (w0 >> 16) & 0x7,
         Family::Flat => (w0 >> 18) & 0x7F,
         Family::Mimg => ((w0 >> 18) & 0x7F) | ((w0 & 1) << 7),
@@ -540,6 +540,12 @@ fn decode_raw(code: &[u8], offset: usize, target: Target) -> Decoded {
         }
         Family::Vop1 | Family::Vop2 | Family::Vopc => {
             let s0 = w0 & 0x1FF;
+            // A VGPR-only src0 (v_swap_b32 ...) reads 0xF9/0xFA/0xE9 as plain VGPR numbers.
+            let s0 = if desc.cc[0] == table::Cc::VGPR {
+                0x100
+            } else {
+                s0
+            };
             match s0 {
                 0xF9 => {
                     encoding = Encoding::Sdwa;
@@ -651,19 +657,6 @@ fn decode_raw(code: &[u8], offset: usize, target: Target) -> Decoded {
             "fields must be zero for this opcode",
         );
     }
-    if family == Family::Vop1 && encoding == Encoding::Plain {
-        let z = desc.zmask;
-        if (z & 1 != 0 && w0 & 0x1FF != 0) || (z & 2 != 0 && (w0 >> 17) & 0xFF != 0) {
-            return unsupported(
-                code,
-                offset,
-                Some(family),
-                opcode,
-                1,
-                "field must be zero for this opcode",
-            );
-        }
-    }
     if nw >= 2 && matches!(family, Family::Vop1 | Family::Vop2 | Family::Vopc) {
         let x = read_word(code, offset + 4).unwrap_or(0);
         let (m, v) = match encoding {
@@ -672,7 +665,7 @@ fn decode_raw(code: &[u8], offset: usize, target: Target) -> Decoded {
             _ => (0, 0),
         };
         // dst_sel/dst_unused do not exist for VOPC (those bits hold the scalar destination).
-        let dst_bad = family != Family::Vopc && ((x >> 8) & 7 == 7 || (x >> 11) & 3 == 3);
+        let dst_bad = family != Family::Vopc && (x >> 8) & 7 == 7;
         let sel_bad =
             encoding == Encoding::Sdwa && (dst_bad || (x >> 16) & 7 == 7 || (x >> 24) & 7 == 7);
         let sgpr_bad = encoding == Encoding::Sdwa
@@ -856,9 +849,19 @@ fn sreg_ok(v: u32, w: u32) -> bool {
     }
 }
 
+/// An 8-bit scalar destination field (decoded like a source operand by llvm-mc).
+fn sdst8_ok(v: u32, w: u32) -> bool {
+    match v {
+        0..=127 => sreg_ok(v, w),
+        209..=234 | 249 | 250 | 255 => false,
+        _ => true,
+    }
+}
+
 fn src_regs_ok(v: u32, w: u32) -> bool {
     match v {
         0..=127 => sreg_ok(v, w),
+        254 => w == 1,
         256..=511 => v - 256 + w <= 256,
         _ => true,
     }
@@ -894,7 +897,7 @@ fn check_registers(i: &Instruction, wave64: bool) -> Result<(), &'static str> {
             (_, Fld::Ssrc0) => src_regs_ok(w0 & 0xFF, w),
             (_, Fld::Ssrc1) => src_regs_ok((w0 >> 8) & 0xFF, w),
             (_, Fld::Vdst) if vop3 => vgpr_ok(w0 & 0xFF, w),
-            (_, Fld::VdstS) if vop3 => sreg_ok(w0 & 0xFF, w),
+            (_, Fld::VdstS) if vop3 => sdst8_ok(w0 & 0xFF, w),
             (_, Fld::Sdst3b) => sreg_ok((w0 >> 8) & 0x7F, w),
             (_, Fld::Src0) if vop3 => src_regs_ok(w1 & 0x1FF, w),
             (_, Fld::Src1) => src_regs_ok((w1 >> 9) & 0x1FF, w),
@@ -903,7 +906,7 @@ fn check_registers(i: &Instruction, wave64: bool) -> Result<(), &'static str> {
                 vgpr_ok((w0 >> 17) & 0xFF, w)
             }
             (Family::Vop1 | Family::Vop2 | Family::Vopc, Fld::VdstS) => {
-                sreg_ok((w0 >> 17) & 0xFF, w)
+                sdst8_ok((w0 >> 17) & 0xFF, w)
             }
             (Family::Vop1 | Family::Vop2 | Family::Vopc, Fld::Src0) => {
                 if plain {

@@ -75,6 +75,18 @@ pub fn sreg(out: &mut String, v: u32, w: u32) {
     }
 }
 
+/// Prints an 8-bit scalar destination field decoded like a source operand (LLVM decodes
+/// VOPC/readlane destinations that way: constants print as `/*invalid immediate*/`).
+fn sdst8(out: &mut String, v: u32, w: u32) {
+    if v < 128 {
+        sreg(out, v, w)
+    } else if is_imm(v) {
+        out.push_str("/*invalid immediate*/")
+    } else {
+        src(out, v, w, Cc::C32, None)
+    }
+}
+
 /// Prints a 9-bit source operand.
 pub fn src(out: &mut String, v: u32, w: u32, cc: Cc, lit: Option<u32>) {
     if cc == Cc::INV && matches!(v, 128..=208 | 240..=248 | 255) {
@@ -209,7 +221,7 @@ pub fn print(inst: &Instruction, ctx: Ctx, out: &mut String) {
             Fld::Ssrc0 => src(out, w0 & 0xFF, w, d.cc[0], inst.literal),
             Fld::Ssrc1 => src(out, (w0 >> 8) & 0xFF, w, d.cc[1], inst.literal),
             Fld::Vdst => reg_range(out, "v", (w0 >> 17) & 0xFF, w),
-            Fld::VdstS => sreg(out, (w0 >> 17) & 0xFF, w),
+            Fld::VdstS => sdst8(out, (w0 >> 17) & 0xFF, w),
             Fld::Src0 => src(out, w0 & 0x1FF, w, d.cc[0], inst.literal),
             Fld::Vsrc1 => reg_range(out, "v", (w0 >> 9) & 0xFF, w),
             Fld::Vcc => out.push_str(if w == 2 { "vcc" } else { "vcc_lo" }),
@@ -250,13 +262,15 @@ fn print_vop3(inst: &Instruction, ctx: Ctx, out: &mut String) {
         if si < 3 {
             nsrc = nsrc.max(si + 1);
             let v = (w1 >> (9 * si)) & 0x1FF;
-            let n = !p && neg & (1 << si) & ((d.flags & F_NEG) >> 6) != 0;
-            let a = !p && !vop3b && abs & (1 << si) & (d.flags & F_ABS) != 0;
+            let n = !p && neg & (1 << si) & ((d.flags & F_NEG) >> 6) as u32 != 0;
+            let a = !p && !vop3b && abs & (1 << si) & (d.flags & F_ABS) as u32 != 0;
+            // Integer sources with SEXT modifiers print the neg bit as sext(..).
+            let sx = n && d.flags & (1u64 << (21 + si)) != 0;
             modded(
                 out,
-                n,
+                n && !sx,
                 a,
-                false,
+                sx,
                 |out| src(out, v, w, d.cc[si as usize], inst.literal),
                 is_imm(v),
             );
@@ -264,7 +278,7 @@ fn print_vop3(inst: &Instruction, ctx: Ctx, out: &mut String) {
         }
         match s.f {
             Fld::Vdst => reg_range(out, "v", w0 & 0xFF, w),
-            Fld::VdstS => sreg(out, w0 & 0xFF, w),
+            Fld::VdstS => sdst8(out, w0 & 0xFF, w),
             Fld::Sdst3b => sreg(out, (w0 >> 8) & 0x7F, w),
             Fld::Vcc => out.push_str(if w == 2 { "vcc" } else { "vcc_lo" }),
             _ => out.push('?'),
@@ -275,8 +289,11 @@ fn print_vop3(inst: &Instruction, ctx: Ctx, out: &mut String) {
         return;
     }
     let opsel = (w0 >> 11) & 0xF;
-    if opsel != 0 && d.flags & F_OPSEL != 0 && !vop3b && d.name.starts_with("v_permlane") {
-        let _ = write!(out, " op_sel:[{},{}]", opsel & 1, (opsel >> 1) & 1);
+    if d.name.starts_with("v_permlane") {
+        // permlane's op_sel bits 0/1 are fetch-inactive / bound-control; others are ignored.
+        if opsel & 3 != 0 && d.flags & F_OPSEL != 0 {
+            let _ = write!(out, " op_sel:[{},{}]", opsel & 1, (opsel >> 1) & 1);
+        }
     } else if opsel != 0 && d.flags & F_OPSEL != 0 && !vop3b {
         out.push_str(" op_sel:[");
         for i in 0..nsrc {
@@ -358,10 +375,10 @@ fn print_smem(inst: &Instruction, out: &mut String) {
             _ => out.push('?'),
         }
     }
-    if d.flags & (1 << 24) != 0 && (w0 >> 16) & 1 != 0 {
+    if d.flags & crate::table::F_SMEM_GLC != 0 && (w0 >> 16) & 1 != 0 {
         out.push_str(" glc");
     }
-    if d.flags & (1 << 25) != 0 && (w0 >> 14) & 1 != 0 {
+    if d.flags & crate::table::F_SMEM_DLC != 0 && (w0 >> 14) & 1 != 0 {
         out.push_str(" dlc");
     }
 }
@@ -736,7 +753,7 @@ fn print_flat(inst: &Instruction, out: &mut String) {
     let off = w0 & 0xFFF;
     if off != 0 {
         if seg == 0 {
-            let _ = write!(out, " offset:{}", off & 0x7FF);
+            let _ = write!(out, " offset:{off}");
         } else {
             let v = ((off << 20) as i32) >> 20;
             let _ = write!(out, " offset:{v}");
@@ -830,7 +847,7 @@ fn print_dpp_sdwa(inst: &Instruction, ctx: Ctx, out: &mut String) {
         sep(out);
         match s.f {
             Fld::Vdst => reg_range(out, "v", (w0 >> 17) & 0xFF, w),
-            Fld::VdstS => sreg(out, (w0 >> 17) & 0xFF, w),
+            Fld::VdstS => sdst8(out, (w0 >> 17) & 0xFF, w),
             Fld::Vcc => out.push_str(if w == 2 { "vcc" } else { "vcc_lo" }),
             Fld::Src0 | Fld::Vsrc1 => {
                 let i = src_i;
@@ -840,16 +857,21 @@ fn print_dpp_sdwa(inst: &Instruction, ctx: Ctx, out: &mut String) {
                     let sgpr = (w1 >> (sh + 7)) & 1 != 0;
                     let raw = if i == 0 { w1 & 0xFF } else { (w0 >> 9) & 0xFF };
                     let v = if sgpr { raw } else { 256 + raw };
+                    let f = d.flags >> (32 + 3 * i);
                     (
-                        (w1 >> (sh + 4)) & 1,
-                        (w1 >> (sh + 5)) & 1,
-                        (w1 >> (sh + 3)) & 1,
+                        (w1 >> (sh + 4)) & 1 & (f >> 1) as u32,
+                        (w1 >> (sh + 5)) & 1 & (f >> 2) as u32,
+                        (w1 >> (sh + 3)) & 1 & f as u32,
                         v,
                     )
                 } else {
                     let raw = if i == 0 { w1 & 0xFF } else { (w0 >> 9) & 0xFF };
                     let (n, a) = if inst.encoding == Encoding::Dpp16 {
-                        ((w1 >> (20 + 2 * i)) & 1, (w1 >> (21 + 2 * i)) & 1)
+                        let f = d.flags >> (26 + 2 * i);
+                        (
+                            (w1 >> (20 + 2 * i)) & 1 & f as u32,
+                            (w1 >> (21 + 2 * i)) & 1 & (f >> 1) as u32,
+                        )
                     } else {
                         (0, 0)
                     };
@@ -892,7 +914,12 @@ fn print_dpp_sdwa(inst: &Instruction, ctx: Ctx, out: &mut String) {
             let c = (w1 >> 8) & 0x1FF;
             let wide = d.slots.iter().any(|s| s.f == Fld::Src0 && s.w == 2);
             match c {
-                _ if wide => out.push_str("  /* 64 bit dpp only supports row_newbcast */"),
+                _ if wide && !(0x150..=0x15F).contains(&c) => {
+                    out.push_str("  /* 64 bit dpp only supports row_newbcast */")
+                }
+                0x142 | 0x143 => {
+                    out.push_str(" /* row_bcast is not supported starting from GFX10 */")
+                }
                 0..=0xFF => {
                     let _ = write!(
                         out,

@@ -106,7 +106,7 @@ pub struct OpDesc {
     /// Constant class of sources 0..2.
     pub cc: [Cc; 3],
     /// `F_*` flags (modifier support, DPP/SDWA availability).
-    pub flags: u32,
+    pub flags: u64,
     /// Modifier text LLVM prints by default (e.g. `op_sel_hi:[1,1,1]` for v_fma_mix).
     pub extra: &'static str,
     /// Fields llvm-mc requires to be zero (DS: bit 0 addr, 1 data0, 2 data1, 3 vdst, 4 = gds
@@ -122,31 +122,41 @@ pub struct OpDesc {
 }
 
 /// abs modifier printed, per source (bit 0..2).
-pub const F_ABS: u32 = 0x7;
+pub const F_ABS: u64 = 0x7;
 /// abs bit makes the encoding invalid, per source (bits 3..5).
-pub const F_ABS_REJ: u32 = 0x7 << 3;
+pub const F_ABS_REJ: u64 = 0x7 << 3;
 /// neg modifier printed, per source (bits 6..8).
-pub const F_NEG: u32 = 0x7 << 6;
+pub const F_NEG: u64 = 0x7 << 6;
 /// neg bit makes the encoding invalid, per source (bits 9..11).
-pub const F_NEG_REJ: u32 = 0x7 << 9;
+pub const F_NEG_REJ: u64 = 0x7 << 9;
 /// clamp printed.
-pub const F_CLAMP: u32 = 1 << 12;
+pub const F_CLAMP: u64 = 1 << 12;
 /// clamp bit makes the encoding invalid.
-pub const F_CLAMP_REJ: u32 = 1 << 13;
+pub const F_CLAMP_REJ: u64 = 1 << 13;
 /// omod printed.
-pub const F_OMOD: u32 = 1 << 14;
+pub const F_OMOD: u64 = 1 << 14;
 /// omod bits make the encoding invalid.
-pub const F_OMOD_REJ: u32 = 1 << 15;
+pub const F_OMOD_REJ: u64 = 1 << 15;
 /// op_sel printed.
-pub const F_OPSEL: u32 = 1 << 16;
+pub const F_OPSEL: u64 = 1 << 16;
 /// op_sel bits make the encoding invalid.
-pub const F_OPSEL_REJ: u32 = 1 << 17;
+pub const F_OPSEL_REJ: u64 = 1 << 17;
 /// Has an SDWA form.
-pub const F_SDWA: u32 = 1 << 18;
+pub const F_SDWA: u64 = 1 << 18;
 /// Has a DPP16 form.
-pub const F_DPP: u32 = 1 << 19;
+pub const F_DPP: u64 = 1 << 19;
 /// Has a DPP8 form.
-pub const F_DPP8: u32 = 1 << 20;
+pub const F_DPP8: u64 = 1 << 20;
+/// VOP3 neg prints as `sext(..)`, per source (bits 21..23).
+pub const F_SEXT: u64 = 0x7 << 21;
+/// SMEM prints glc.
+pub const F_SMEM_GLC: u64 = 1 << 24;
+/// SMEM prints dlc.
+pub const F_SMEM_DLC: u64 = 1 << 25;
+/// DPP16 neg/abs printed for src0/src1: bits 26 (neg0), 27 (abs0), 28 (neg1), 29 (abs1).
+pub const F_DPP_MODS: u64 = 0xF << 26;
+/// SDWA sext/neg/abs printed: bits 32..34 for src0, 35..37 for src1.
+pub const F_SDWA_MODS: u64 = 0x3F << 32;
 
 /// Dense per-opcode index of a family table: for each opcode, the descriptor per target
 /// (gfx1010, gfx1013, gfx1030) or the "other target" name. Built once.

@@ -34,6 +34,7 @@ def reg(tok):
 
 def split_ops(text):
     """'name a, b, c mods' -> (name, [a, b, c], 'mods')."""
+    text = text.replace("/*invalid immediate*/", "/*invalid_immediate*/")
     name, _, rest = text.partition(" ")
     if not rest:
         return name, [], ""
@@ -83,7 +84,7 @@ def const_class(inl, lit, pos):
     if a is None or b is None:
         return "NONE"
     a = a.strip("|-")
-    if a == "/*invalid immediate*/":
+    if a == "/*invalid_immediate*/":
         return "INV"
     if reg(a) and reg(a)[0] == "v":
         return "VGPR"
@@ -223,6 +224,19 @@ def vop_src_variants(words_fn, nsrc):
     return out
 
 
+DPP_MODS = {"dppneg0": 20, "dppabs0": 21, "dppneg1": 22, "dppabs1": 23}
+SDWA_MODS = {"sdwasext0": 19, "sdwaneg0": 20, "sdwaabs0": 21, "sdwasext1": 27, "sdwaneg1": 28,
+             "sdwaabs1": 29}
+
+
+def dpp_sdwa_mod_probes(d, b, sdwa_base):
+    """One probe per DPP/SDWA source modifier bit: printed, ignored or rejected."""
+    for k, bit in DPP_MODS.items():
+        d[k] = W([b | 0xFA, 0xFF00E402 | (1 << bit)])
+    for k, bit in SDWA_MODS.items():
+        d[k] = W([b | 0xF9, sdwa_base | (1 << bit)])
+
+
 def vop3_variants(d, mk, mods):
     """Per source-count variant k (k trailing sources zeroed): base, constants, modifiers."""
     lit = 0x12345678
@@ -257,6 +271,7 @@ def fam_vop():
         d["sdwa"] = W([b | 0xF9, 0x00060602])
         d["dpp"] = W([b | 0xFA, 0xFF00E402])
         d["dpp8"] = W([b | 0xE9, 0x02])
+        dpp_sdwa_mod_probes(d, b, 0x00060602)
     for op in range(64):  # VOP2
         if op == 63:
             continue
@@ -268,6 +283,7 @@ def fam_vop():
         d["sdwa"] = W([b | 0xF9, 0x06060602])
         d["dpp"] = W([b | 0xFA, 0xFF00E402])
         d["dpp8"] = W([b | 0xE9, 0x02])
+        dpp_sdwa_mod_probes(d, b, 0x06060602)
     for op in range(256):  # VOPC
         d = fams.setdefault("VOPC", {}).setdefault(op, {})
         b = 0x7C000000 | (op << 17) | (3 << 9)
@@ -277,6 +293,7 @@ def fam_vop():
         d["sdwa"] = W([b | 0xF9, 0x06060002])
         d["dpp"] = W([b | 0xFA, 0xFF00E402])
         d["dpp8"] = W([b | 0xE9, 0x02])
+        dpp_sdwa_mod_probes(d, b, 0x06060002)
     for op in range(1024):  # VOP3
         d = fams.setdefault("VOP3", {}).setdefault(op, {})
         w0 = 0xD4000000 | (op << 16) | 1
@@ -310,9 +327,9 @@ def fam_mem():
             d["m%02d" % mask] = W([b, v[0] | (v[1] << 8) | (v[2] << 16) | (v[3] << 24)])
             d["g%02d" % mask] = W([b | (1 << 17), v[0] | (v[1] << 8) | (v[2] << 16) | (v[3] << 24)])
         d["o"] = None
-    for op in range(128):  # MUBUF
+    for op in range(256):  # MUBUF (op bit 7 lives in dword 0 bit 25)
         d = fams.setdefault("MUBUF", {}).setdefault(op, {})
-        b = 0xE0000000 | (op << 18) | (1 << 12)
+        b = 0xE0000000 | ((op & 0x7F) << 18) | ((op >> 7) << 25) | (1 << 12)
         d["m00"] = W([b, 2 | (5 << 8) | (2 << 16) | (3 << 24)])
         d["m01"] = W([b & ~(1 << 12), 0 | (5 << 8) | (2 << 16) | (3 << 24)])
         d["m02"] = W([b & ~(1 << 12), 0 | (0 << 8) | (2 << 16) | (3 << 24)])
@@ -598,6 +615,11 @@ def analyse(fam, op, outs, outs64):
         for m in ["sdwa", "dpp", "dpp8"]:
             if outs.get(m):
                 flags.add(m + ":yes")
+        for k in list(DPP_MODS) + list(SDWA_MODS):
+            base_k = "dpp" if k.startswith("dpp") else "sdwa"
+            o = first_text(outs.get(k))
+            if o is not None and o != first_text(outs.get(base_k)):
+                flags.add(k + ":yes")
     return Entry(fam, op, name, slots, flags, classes)
 
 
@@ -748,6 +770,9 @@ FLAG_BITS = {
     "dpp8:yes": 1 << 20,
     "sext0:yes": 1 << 21, "sext1:yes": 1 << 22, "sext2:yes": 1 << 23,
     "smem_glc:yes": 1 << 24, "smem_dlc:yes": 1 << 25,
+    "dppneg0:yes": 1 << 26, "dppabs0:yes": 1 << 27, "dppneg1:yes": 1 << 28, "dppabs1:yes": 1 << 29,
+    "sdwasext0:yes": 1 << 32, "sdwaneg0:yes": 1 << 33, "sdwaabs0:yes": 1 << 34,
+    "sdwasext1:yes": 1 << 35, "sdwaneg1:yes": 1 << 36, "sdwaabs1:yes": 1 << 37,
 }
 
 
