@@ -5,8 +5,9 @@
 //! oracle made from the plain C sources. This checks that the written relocations, symbol
 //! tables, NIDs, library ids, init arrays and entry points mean what lld meant.
 //!
-//! It is not aps5's runtime (no TLS, no FreeBSD-layout pthread or jmp_buf objects, no
-//! run-time module loading): fixtures that need those are skipped and listed.
+//! It is not aps5's runtime: a few shims adapt FreeBSD-layout objects (jmp_buf, pthread
+//! objects, clock ids, O_* flags, /app0 paths) to glibc; fixtures that need more (TLS set-up,
+//! run-time module loading) are skipped and listed.
 
 mod common;
 
@@ -16,15 +17,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// Fixtures this loader cannot run, and why.
-const SKIP: [(&str, &str); 4] = [
-    (
-        "setjmp",
-        "FreeBSD jmp_buf (104 bytes) is smaller than glibc's",
-    ),
-    (
-        "threads",
-        "FreeBSD pthread objects are pointers, glibc's are structs",
-    ),
+const SKIP: [(&str, &str); 2] = [
     ("tls", "needs a TLS block set-up"),
     ("module_dlsym", "needs sceKernelLoadStartModule at run time"),
 ];
@@ -42,6 +35,124 @@ unsafe extern "C" {
     fn clock_gettime(id: i32, ts: *mut [i64; 2]) -> i32;
     fn abort() -> !;
     fn write(fd: i32, buf: *const u8, n: usize) -> isize;
+    fn pthread_create(
+        t: *mut u64,
+        attr: *const c_void,
+        f: extern "C" fn(*mut c_void) -> *mut c_void,
+        arg: *mut c_void,
+    ) -> i32;
+    fn pthread_mutex_init(m: *mut c_void, attr: *const c_void) -> i32;
+    fn pthread_mutex_lock(m: *mut c_void) -> i32;
+    fn pthread_mutex_unlock(m: *mut c_void) -> i32;
+    fn pthread_mutex_destroy(m: *mut c_void) -> i32;
+    fn pthread_cond_init(c: *mut c_void, attr: *const c_void) -> i32;
+    fn pthread_cond_wait(c: *mut c_void, m: *mut c_void) -> i32;
+    fn pthread_cond_signal(c: *mut c_void) -> i32;
+    fn pthread_cond_broadcast(c: *mut c_void) -> i32;
+    fn pthread_cond_destroy(c: *mut c_void) -> i32;
+    fn aps5_test_setjmp();
+    fn aps5_test_longjmp();
+}
+
+// setjmp/longjmp on the FreeBSD-sized jmp_buf (callee-saved registers, stack pointer and
+// return address in the first 64 of its 104 bytes); glibc's own would write 200 bytes.
+std::arch::global_asm!(
+    ".globl aps5_test_setjmp",
+    "aps5_test_setjmp:",
+    "mov [rdi], rbx",
+    "mov [rdi + 8], rbp",
+    "mov [rdi + 16], r12",
+    "mov [rdi + 24], r13",
+    "mov [rdi + 32], r14",
+    "mov [rdi + 40], r15",
+    "lea rdx, [rsp + 8]",
+    "mov [rdi + 48], rdx",
+    "mov rdx, [rsp]",
+    "mov [rdi + 56], rdx",
+    "xor eax, eax",
+    "ret",
+    ".globl aps5_test_longjmp",
+    "aps5_test_longjmp:",
+    "mov eax, esi",
+    "test eax, eax",
+    "jnz .Laps5_longjmp_value",
+    "mov eax, 1",
+    ".Laps5_longjmp_value:",
+    "mov rbx, [rdi]",
+    "mov rbp, [rdi + 8]",
+    "mov r12, [rdi + 16]",
+    "mov r13, [rdi + 24]",
+    "mov r14, [rdi + 32]",
+    "mov r15, [rdi + 40]",
+    "mov rsp, [rdi + 48]",
+    "jmp qword ptr [rdi + 56]",
+);
+
+/// FreeBSD pthread mutexes and condition variables are pointers to library storage (NULL =
+/// statically initialised); back each with a zeroed glibc object made on first use.
+fn backing(slot: *mut *mut c_void) -> *mut c_void {
+    use std::sync::atomic::{AtomicPtr, Ordering};
+    // SAFETY: the slot is a pointer-sized, aligned guest object.
+    let a = unsafe { AtomicPtr::from_ptr(slot) };
+    let cur = a.load(Ordering::Acquire);
+    if !cur.is_null() {
+        return cur;
+    }
+    let new = Box::into_raw(Box::new([0u64; 16])) as *mut c_void;
+    match a.compare_exchange(std::ptr::null_mut(), new, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => new,
+        Err(existing) => existing,
+    }
+}
+extern "C" fn shim_mutex_init(m: *mut *mut c_void, _attr: *const c_void) -> i32 {
+    unsafe { pthread_mutex_init(backing(m), std::ptr::null()) }
+}
+extern "C" fn shim_sce_mutex_init(m: *mut *mut c_void, _a: *const c_void, _n: *const c_char) -> i32 {
+    shim_mutex_init(m, std::ptr::null())
+}
+extern "C" fn shim_mutex_lock(m: *mut *mut c_void) -> i32 {
+    unsafe { pthread_mutex_lock(backing(m)) }
+}
+extern "C" fn shim_mutex_unlock(m: *mut *mut c_void) -> i32 {
+    unsafe { pthread_mutex_unlock(backing(m)) }
+}
+extern "C" fn shim_mutex_destroy(m: *mut *mut c_void) -> i32 {
+    unsafe { pthread_mutex_destroy(backing(m)) }
+}
+extern "C" fn shim_cond_init(c: *mut *mut c_void, _attr: *const c_void) -> i32 {
+    unsafe { pthread_cond_init(backing(c), std::ptr::null()) }
+}
+extern "C" fn shim_sce_cond_init(c: *mut *mut c_void, _a: *const c_void, _n: *const c_char) -> i32 {
+    shim_cond_init(c, std::ptr::null())
+}
+extern "C" fn shim_cond_wait(c: *mut *mut c_void, m: *mut *mut c_void) -> i32 {
+    unsafe { pthread_cond_wait(backing(c), backing(m)) }
+}
+extern "C" fn shim_cond_signal(c: *mut *mut c_void) -> i32 {
+    unsafe { pthread_cond_signal(backing(c)) }
+}
+extern "C" fn shim_cond_broadcast(c: *mut *mut c_void) -> i32 {
+    unsafe { pthread_cond_broadcast(backing(c)) }
+}
+extern "C" fn shim_cond_destroy(c: *mut *mut c_void) -> i32 {
+    unsafe { pthread_cond_destroy(backing(c)) }
+}
+extern "C" fn shim_pthread_create(
+    t: *mut u64,
+    _attr: *const c_void,
+    f: extern "C" fn(*mut c_void) -> *mut c_void,
+    arg: *mut c_void,
+) -> i32 {
+    unsafe { pthread_create(t, std::ptr::null(), f, arg) }
+}
+extern "C" fn shim_sce_pthread_create(
+    t: *mut u64,
+    attr: *const c_void,
+    f: extern "C" fn(*mut c_void) -> *mut c_void,
+    arg: *mut c_void,
+    _name: *const c_char,
+) -> i32 {
+    shim_pthread_create(t, attr, f, arg)
 }
 
 const PROT_RWX: i32 = 7;
@@ -252,6 +363,36 @@ fn child(dump: &Path) -> ! {
                     "clock_gettime" => shim_clock_gettime as *const () as u64,
                     "sceKernelUsleep" => shim_usleep as *const () as u64,
                     "sceKernelGetProcessTime" => shim_process_time as *const () as u64,
+                    "setjmp" => aps5_test_setjmp as *const () as u64,
+                    "longjmp" => aps5_test_longjmp as *const () as u64,
+                    "pthread_create" => shim_pthread_create as *const () as u64,
+                    "scePthreadCreate" => shim_sce_pthread_create as *const () as u64,
+                    "scePthreadJoin" => host("pthread_join"),
+                    "pthread_mutex_init" => shim_mutex_init as *const () as u64,
+                    "scePthreadMutexInit" => shim_sce_mutex_init as *const () as u64,
+                    "pthread_mutex_lock" | "scePthreadMutexLock" => {
+                        shim_mutex_lock as *const () as u64
+                    }
+                    "pthread_mutex_unlock" | "scePthreadMutexUnlock" => {
+                        shim_mutex_unlock as *const () as u64
+                    }
+                    "pthread_mutex_destroy" | "scePthreadMutexDestroy" => {
+                        shim_mutex_destroy as *const () as u64
+                    }
+                    "pthread_cond_init" => shim_cond_init as *const () as u64,
+                    "scePthreadCondInit" => shim_sce_cond_init as *const () as u64,
+                    "pthread_cond_wait" | "scePthreadCondWait" => {
+                        shim_cond_wait as *const () as u64
+                    }
+                    "pthread_cond_signal" | "scePthreadCondSignal" => {
+                        shim_cond_signal as *const () as u64
+                    }
+                    "pthread_cond_broadcast" | "scePthreadCondBroadcast" => {
+                        shim_cond_broadcast as *const () as u64
+                    }
+                    "pthread_cond_destroy" | "scePthreadCondDestroy" => {
+                        shim_cond_destroy as *const () as u64
+                    }
                     name => match host(name) {
                         0 => trampoline(format!(
                             "unimplemented: {}::{name} ({nid})\n",
