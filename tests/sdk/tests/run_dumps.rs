@@ -6,8 +6,8 @@
 //! tables, NIDs, library ids, init arrays and entry points mean what lld meant.
 //!
 //! It is not aps5's runtime: a few shims adapt FreeBSD-layout objects (jmp_buf, pthread
-//! objects, clock ids, O_* flags, /app0 paths) to glibc; fixtures that need more (TLS set-up,
-//! run-time module loading) are skipped and listed.
+//! objects, clock ids, O_* flags, /app0 paths) to glibc, and module loading at run time goes
+//! through the same loader; fixtures that need more (TLS set-up) are skipped and listed.
 
 mod common;
 
@@ -17,10 +17,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// Fixtures this loader cannot run, and why.
-const SKIP: [(&str, &str); 2] = [
-    ("tls", "needs a TLS block set-up"),
-    ("module_dlsym", "needs sceKernelLoadStartModule at run time"),
-];
+const SKIP: [(&str, &str); 1] = [("tls", "needs a TLS block set-up")];
 
 unsafe extern "C" {
     fn mmap(addr: *mut c_void, len: usize, prot: i32, flags: i32, fd: i32, off: i64)
@@ -99,7 +96,12 @@ fn backing(slot: *mut *mut c_void) -> *mut c_void {
         return cur;
     }
     let new = Box::into_raw(Box::new([0u64; 16])) as *mut c_void;
-    match a.compare_exchange(std::ptr::null_mut(), new, Ordering::AcqRel, Ordering::Acquire) {
+    match a.compare_exchange(
+        std::ptr::null_mut(),
+        new,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
         Ok(_) => new,
         Err(existing) => existing,
     }
@@ -107,7 +109,11 @@ fn backing(slot: *mut *mut c_void) -> *mut c_void {
 extern "C" fn shim_mutex_init(m: *mut *mut c_void, _attr: *const c_void) -> i32 {
     unsafe { pthread_mutex_init(backing(m), std::ptr::null()) }
 }
-extern "C" fn shim_sce_mutex_init(m: *mut *mut c_void, _a: *const c_void, _n: *const c_char) -> i32 {
+extern "C" fn shim_sce_mutex_init(
+    m: *mut *mut c_void,
+    _a: *const c_void,
+    _n: *const c_char,
+) -> i32 {
     shim_mutex_init(m, std::ptr::null())
 }
 extern "C" fn shim_mutex_lock(m: *mut *mut c_void) -> i32 {
@@ -221,6 +227,18 @@ struct Loaded {
     name: String,
 }
 
+/// The loader's state, shared with the module-loading shims the guest calls.
+struct Loader {
+    dump: std::path::PathBuf,
+    by_nid: BTreeMap<String, aps5_sdk::LibraryEntry>,
+    /// The eboot, then modules in load order (a module's handle is its index).
+    modules: Vec<Loaded>,
+    /// Run at exit: (function, whether it is a module_stop).
+    fini: Vec<(u64, bool)>,
+}
+
+static LOADER: std::sync::Mutex<Option<Loader>> = std::sync::Mutex::new(None);
+
 fn host(name: &str) -> u64 {
     let c = CString::new(name).unwrap();
     unsafe { dlsym(std::ptr::null_mut(), c.as_ptr()) as u64 }
@@ -248,11 +266,8 @@ fn trampoline(msg: String) -> u64 {
     code as u64
 }
 
-static mut FINI: Vec<(u64, bool)> = Vec::new();
-
-extern "C" fn run_fini() {
-    // SAFETY: single-threaded guest, set once before entry.
-    for &(f, is_module_stop) in unsafe { (*std::ptr::addr_of!(FINI)).iter() } {
+fn call_fini(list: &[(u64, bool)]) {
+    for &(f, is_module_stop) in list {
         if is_module_stop {
             let stop: extern "C" fn(usize, *const c_void) -> i32 =
                 unsafe { std::mem::transmute(f) };
@@ -262,6 +277,12 @@ extern "C" fn run_fini() {
             f();
         }
     }
+}
+
+extern "C" fn run_fini() {
+    // Copy the list: guest destructors may call back into the loader.
+    let list = LOADER.lock().unwrap().as_ref().unwrap().fini.clone();
+    call_fini(&list);
 }
 
 fn read_u64(addr: u64) -> u64 {
@@ -278,6 +299,254 @@ fn array(l: &Loaded, a: &Option<aps5_elf::PointerArray>) -> Vec<u64> {
         .unwrap_or_default()
 }
 
+/// Maps a module's load segments into fresh memory.
+fn map(path: &Path) -> Loaded {
+    let bytes = std::fs::read(path).unwrap();
+    let module = aps5_elf::parse(&bytes).unwrap();
+    let image = aps5_elf::unwrap_fself(&bytes).unwrap();
+    let segs: Vec<_> = module
+        .segments
+        .iter()
+        .filter(|s| s.p_type == PT_LOAD || s.p_type == PT_SCE_RELRO)
+        .collect();
+    let span = segs.iter().map(|s| s.vaddr + s.memsz).max().unwrap();
+    let base = unsafe {
+        mmap(
+            std::ptr::null_mut(),
+            span.next_multiple_of(0x4000) as usize,
+            PROT_RWX,
+            MAP_PRIVATE_ANON,
+            -1,
+            0,
+        )
+    } as u64;
+    assert!(base != u64::MAX, "mmap failed");
+    for s in segs {
+        let src = &image[s.offset as usize..(s.offset + s.filesz) as usize];
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), (base + s.vaddr) as *mut u8, src.len())
+        };
+    }
+    let name = module.module_info.as_ref().unwrap().name.clone();
+    Loaded { base, module, name }
+}
+
+/// Binds module `idx`'s imports (to loaded modules' exports, else the host C library through
+/// the stub table) and applies its relocations.
+fn bind(loader: &Loader, idx: usize) {
+    let mut exports = BTreeMap::new();
+    for l in &loader.modules {
+        for s in l.module.exports() {
+            if let Some(nid) = &s.nid {
+                exports.insert((l.name.clone(), nid.clone()), l.base + s.value);
+            }
+        }
+    }
+    let stdio = |v: &str| read_u64(host(v));
+    let l = &loader.modules[idx];
+    // Relocations against the module's own exports (preemptible symbols) bind to them.
+    let mut value: BTreeMap<u32, u64> = l
+        .module
+        .exports()
+        .map(|s| (s.index, l.base + s.value))
+        .collect();
+    for s in l.module.imports() {
+        let nid = s.nid.clone().unwrap();
+        let module = s.module.clone().unwrap_or_default();
+        let addr = if let Some(&a) = exports.get(&(module, nid.clone())) {
+            a
+        } else if let Some(e) = loader.by_nid.get(&nid) {
+            match e.name.as_str() {
+                "_Stdin" => stdio("stdin"),
+                "_Stdout" => stdio("stdout"),
+                "_Stderr" => stdio("stderr"),
+                "__stack_chk_guard" => std::ptr::addr_of!(STACK_GUARD) as u64,
+                "__error" => host("__errno_location"),
+                "fopen" => shim_fopen as *const () as u64,
+                "open" => shim_open as *const () as u64,
+                "atexit" => shim_atexit as *const () as u64,
+                "clock_gettime" => shim_clock_gettime as *const () as u64,
+                "sceKernelUsleep" => shim_usleep as *const () as u64,
+                "sceKernelGetProcessTime" => shim_process_time as *const () as u64,
+                "sceKernelLoadStartModule" => shim_load_start_module as *const () as u64,
+                "sceKernelDlsym" => shim_dlsym as *const () as u64,
+                "sceKernelStopUnloadModule" => shim_stop_unload_module as *const () as u64,
+                "setjmp" => aps5_test_setjmp as *const () as u64,
+                "longjmp" => aps5_test_longjmp as *const () as u64,
+                "pthread_create" => shim_pthread_create as *const () as u64,
+                "scePthreadCreate" => shim_sce_pthread_create as *const () as u64,
+                "scePthreadJoin" => host("pthread_join"),
+                "pthread_mutex_init" => shim_mutex_init as *const () as u64,
+                "scePthreadMutexInit" => shim_sce_mutex_init as *const () as u64,
+                "pthread_mutex_lock" | "scePthreadMutexLock" => shim_mutex_lock as *const () as u64,
+                "pthread_mutex_unlock" | "scePthreadMutexUnlock" => {
+                    shim_mutex_unlock as *const () as u64
+                }
+                "pthread_mutex_destroy" | "scePthreadMutexDestroy" => {
+                    shim_mutex_destroy as *const () as u64
+                }
+                "pthread_cond_init" => shim_cond_init as *const () as u64,
+                "scePthreadCondInit" => shim_sce_cond_init as *const () as u64,
+                "pthread_cond_wait" | "scePthreadCondWait" => shim_cond_wait as *const () as u64,
+                "pthread_cond_signal" | "scePthreadCondSignal" => {
+                    shim_cond_signal as *const () as u64
+                }
+                "pthread_cond_broadcast" | "scePthreadCondBroadcast" => {
+                    shim_cond_broadcast as *const () as u64
+                }
+                "pthread_cond_destroy" | "scePthreadCondDestroy" => {
+                    shim_cond_destroy as *const () as u64
+                }
+                name => match host(name) {
+                    0 => trampoline(format!(
+                        "unimplemented: {}::{name} ({nid})\n",
+                        s.library.clone().unwrap_or_default()
+                    )),
+                    a => a,
+                },
+            }
+        } else {
+            trampoline(format!("unimplemented: unknown NID {nid}\n"))
+        };
+        value.insert(s.index, addr);
+    }
+    for r in &l.module.relocations {
+        let at = (l.base + r.offset) as *mut u64;
+        let s = value.get(&r.symbol).copied().unwrap_or(0);
+        let v = match r.r_type {
+            8 => l.base.wrapping_add(r.addend as u64),
+            6 | 7 => s,
+            1 => s.wrapping_add(r.addend as u64),
+            t => panic!("{}: relocation type {t} is beyond this test loader", l.name),
+        };
+        unsafe { at.write_unaligned(v) };
+    }
+}
+
+/// Init array and module_start of module `idx` (called without holding the lock).
+fn entry_points(idx: usize) -> (Vec<u64>, Option<u64>) {
+    let guard = LOADER.lock().unwrap();
+    let l = &guard.as_ref().unwrap().modules[idx];
+    let start = l
+        .module
+        .exports()
+        .find(|s| s.name == "module_start")
+        .map(|s| l.base + s.value);
+    (array(l, &l.module.init_array), start)
+}
+
+fn run_start(idx: usize, args: usize, argp: *const c_void) -> i32 {
+    let (inits, start) = entry_points(idx);
+    for f in inits {
+        let f: extern "C" fn() = unsafe { std::mem::transmute(f) };
+        f();
+    }
+    start.map_or(0, |s| {
+        let f: extern "C" fn(usize, *const c_void) -> i32 = unsafe { std::mem::transmute(s) };
+        f(args, argp)
+    })
+}
+
+fn stop_list(l: &Loaded) -> Vec<(u64, bool)> {
+    let mut v: Vec<(u64, bool)> = l
+        .module
+        .exports()
+        .filter(|s| s.name == "module_stop")
+        .map(|s| (l.base + s.value, true))
+        .collect();
+    v.extend(
+        array(l, &l.module.fini_array)
+            .into_iter()
+            .rev()
+            .map(|f| (f, false)),
+    );
+    v
+}
+
+extern "C" fn shim_load_start_module(
+    path: *const c_char,
+    args: usize,
+    argp: *const c_void,
+    _flags: u32,
+    _opt: *const c_void,
+    res: *mut i32,
+) -> i32 {
+    let rel = unsafe { CStr::from_ptr(app0_path(path)) }
+        .to_string_lossy()
+        .into_owned();
+    let idx = {
+        let mut guard = LOADER.lock().unwrap();
+        let loader = guard.as_mut().unwrap();
+        let file = loader.dump.join(rel);
+        if !file.is_file() {
+            return 0x8002_0002_u32 as i32; // ENOENT
+        }
+        loader.modules.push(map(&file));
+        let idx = loader.modules.len() - 1;
+        bind(loader, idx);
+        idx
+    };
+    let r = run_start(idx, args, argp);
+    if !res.is_null() {
+        unsafe { *res = r };
+    }
+    idx as i32
+}
+
+extern "C" fn shim_dlsym(handle: i32, name: *const c_char, out: *mut u64) -> i32 {
+    let name = unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned();
+    let nid = aps5_nid::nid(&name);
+    let guard = LOADER.lock().unwrap();
+    let loader = guard.as_ref().unwrap();
+    let Some(l) = usize::try_from(handle)
+        .ok()
+        .filter(|&h| h >= 1)
+        .and_then(|h| loader.modules.get(h))
+    else {
+        return 0x8002_0003_u32 as i32; // ESRCH
+    };
+    match l
+        .module
+        .exports()
+        .find(|s| s.nid.as_deref() == Some(nid.as_str()) || s.name == name)
+    {
+        Some(s) => {
+            unsafe { *out = l.base + s.value };
+            0
+        }
+        None => 0x8002_0003_u32 as i32,
+    }
+}
+
+extern "C" fn shim_stop_unload_module(
+    handle: i32,
+    _args: usize,
+    _argp: *const c_void,
+    _flags: u32,
+    _opt: *const c_void,
+    res: *mut i32,
+) -> i32 {
+    let list = {
+        let guard = LOADER.lock().unwrap();
+        let loader = guard.as_ref().unwrap();
+        match usize::try_from(handle)
+            .ok()
+            .filter(|&h| h >= 1)
+            .and_then(|h| loader.modules.get(h))
+        {
+            Some(l) => stop_list(l),
+            None => return 0x8002_0003_u32 as i32,
+        }
+    };
+    call_fini(&list);
+    if !res.is_null() {
+        unsafe { *res = 0 };
+    }
+    0
+}
+
 /// The child side: load the dump named by APS5_RUN_DUMP and enter it. Never returns.
 fn child(dump: &Path) -> ! {
     // libc.sprx carries libm's functions; make the host's libm visible to dlsym.
@@ -286,163 +555,57 @@ fn child(dump: &Path) -> ! {
         !unsafe { dlopen(libm.as_ptr(), 2 | 0x100) }.is_null(),
         "cannot load libm.so.6"
     );
-    let table = aps5_sdk::libraries::table().unwrap();
-    let by_nid: BTreeMap<String, &aps5_sdk::LibraryEntry> = table
-        .values()
+    let by_nid = aps5_sdk::libraries::table()
+        .unwrap()
+        .into_values()
         .map(|e| (aps5_nid::nid(&e.name), e))
         .collect();
-    let mut files = vec![dump.join("eboot.bin")];
-    if let Ok(rd) = std::fs::read_dir(dump.join("sce_module")) {
-        let mut m: Vec<_> = rd.map(|e| e.unwrap().path()).collect();
-        m.sort();
-        files.extend(m);
-    }
-    let mut loaded = Vec::new();
-    for f in &files {
-        let bytes = std::fs::read(f).unwrap();
-        let module = aps5_elf::parse(&bytes).unwrap();
-        let image = aps5_elf::unwrap_fself(&bytes).unwrap();
-        let segs: Vec<_> = module
-            .segments
-            .iter()
-            .filter(|s| s.p_type == PT_LOAD || s.p_type == PT_SCE_RELRO)
-            .collect();
-        let span = segs.iter().map(|s| s.vaddr + s.memsz).max().unwrap();
-        let base = unsafe {
-            mmap(
-                std::ptr::null_mut(),
-                span.next_multiple_of(0x4000) as usize,
-                PROT_RWX,
-                MAP_PRIVATE_ANON,
-                -1,
-                0,
-            )
-        } as u64;
-        assert!(base != u64::MAX, "mmap failed");
-        for s in segs {
-            let src = &image[s.offset as usize..(s.offset + s.filesz) as usize];
-            unsafe {
-                std::ptr::copy_nonoverlapping(src.as_ptr(), (base + s.vaddr) as *mut u8, src.len())
-            };
-        }
-        let name = module.module_info.as_ref().unwrap().name.clone();
-        loaded.push(Loaded { base, module, name });
-    }
-    // Exports of the dump's modules: (module, NID) -> address.
-    let mut exports = BTreeMap::new();
-    for l in &loaded {
-        for s in l.module.exports() {
-            if let Some(nid) = &s.nid {
-                exports.insert((l.name.clone(), nid.clone()), l.base + s.value);
+    // The eboot and, transitively, the dump's modules it needs (DT_NEEDED).
+    let mut modules = vec![map(&dump.join("eboot.bin"))];
+    let mut i = 0;
+    while i < modules.len() {
+        for n in modules[i].module.needed.clone() {
+            let p = dump.join("sce_module").join(&n);
+            if p.is_file() && !modules.iter().any(|m| format!("{}.prx", m.name) == n) {
+                modules.push(map(&p));
             }
         }
+        i += 1;
     }
-    let stdio = |v: &str| read_u64(host(v));
-    for l in &loaded {
-        // Relocations against the module's own exports (preemptible symbols) bind to them.
-        let mut value: BTreeMap<u32, u64> = l
-            .module
-            .exports()
-            .map(|s| (s.index, l.base + s.value))
+    let count = modules.len();
+    {
+        let mut guard = LOADER.lock().unwrap();
+        *guard = Some(Loader {
+            dump: dump.to_path_buf(),
+            by_nid,
+            modules,
+            fini: Vec::new(),
+        });
+        let loader = guard.as_mut().unwrap();
+        for idx in 0..count {
+            bind(loader, idx);
+        }
+    }
+    // Needed modules start first (init arrays, module_start), then the eboot's init array.
+    for idx in 1..count {
+        run_start(idx, 0, std::ptr::null());
+    }
+    run_start(0, 0, std::ptr::null());
+    let entry = {
+        let mut guard = LOADER.lock().unwrap();
+        let loader = guard.as_mut().unwrap();
+        let eboot = &loader.modules[0];
+        let mut fini: Vec<(u64, bool)> = array(eboot, &eboot.module.fini_array)
+            .into_iter()
+            .rev()
+            .map(|f| (f, false))
             .collect();
-        for s in l.module.imports() {
-            let nid = s.nid.clone().unwrap();
-            let module = s.module.clone().unwrap_or_default();
-            let addr = if let Some(&a) = exports.get(&(module.clone(), nid.clone())) {
-                a
-            } else if let Some(e) = by_nid.get(&nid) {
-                match e.name.as_str() {
-                    "_Stdin" => stdio("stdin"),
-                    "_Stdout" => stdio("stdout"),
-                    "_Stderr" => stdio("stderr"),
-                    "__stack_chk_guard" => std::ptr::addr_of!(STACK_GUARD) as u64,
-                    "__error" => host("__errno_location"),
-                    "fopen" => shim_fopen as *const () as u64,
-                    "open" => shim_open as *const () as u64,
-                    "atexit" => shim_atexit as *const () as u64,
-                    "clock_gettime" => shim_clock_gettime as *const () as u64,
-                    "sceKernelUsleep" => shim_usleep as *const () as u64,
-                    "sceKernelGetProcessTime" => shim_process_time as *const () as u64,
-                    "setjmp" => aps5_test_setjmp as *const () as u64,
-                    "longjmp" => aps5_test_longjmp as *const () as u64,
-                    "pthread_create" => shim_pthread_create as *const () as u64,
-                    "scePthreadCreate" => shim_sce_pthread_create as *const () as u64,
-                    "scePthreadJoin" => host("pthread_join"),
-                    "pthread_mutex_init" => shim_mutex_init as *const () as u64,
-                    "scePthreadMutexInit" => shim_sce_mutex_init as *const () as u64,
-                    "pthread_mutex_lock" | "scePthreadMutexLock" => {
-                        shim_mutex_lock as *const () as u64
-                    }
-                    "pthread_mutex_unlock" | "scePthreadMutexUnlock" => {
-                        shim_mutex_unlock as *const () as u64
-                    }
-                    "pthread_mutex_destroy" | "scePthreadMutexDestroy" => {
-                        shim_mutex_destroy as *const () as u64
-                    }
-                    "pthread_cond_init" => shim_cond_init as *const () as u64,
-                    "scePthreadCondInit" => shim_sce_cond_init as *const () as u64,
-                    "pthread_cond_wait" | "scePthreadCondWait" => {
-                        shim_cond_wait as *const () as u64
-                    }
-                    "pthread_cond_signal" | "scePthreadCondSignal" => {
-                        shim_cond_signal as *const () as u64
-                    }
-                    "pthread_cond_broadcast" | "scePthreadCondBroadcast" => {
-                        shim_cond_broadcast as *const () as u64
-                    }
-                    "pthread_cond_destroy" | "scePthreadCondDestroy" => {
-                        shim_cond_destroy as *const () as u64
-                    }
-                    name => match host(name) {
-                        0 => trampoline(format!(
-                            "unimplemented: {}::{name} ({nid})\n",
-                            s.library.clone().unwrap_or_default()
-                        )),
-                        a => a,
-                    },
-                }
-            } else {
-                trampoline(format!("unimplemented: unknown NID {nid}\n"))
-            };
-            value.insert(s.index, addr);
+        for l in &loader.modules[1..] {
+            fini.extend(stop_list(l));
         }
-        for r in &l.module.relocations {
-            let at = (l.base + r.offset) as *mut u64;
-            let s = value.get(&r.symbol).copied().unwrap_or(0);
-            let v = match r.r_type {
-                8 => l.base.wrapping_add(r.addend as u64),
-                6 | 7 => s,
-                1 => s.wrapping_add(r.addend as u64),
-                t => panic!("{}: relocation type {t} is beyond this test loader", l.name),
-            };
-            unsafe { at.write_unaligned(v) };
-        }
-    }
-    // Modules first (init arrays, module_start), then the eboot's init array.
-    let mut fini = Vec::new();
-    for l in loaded.iter().skip(1).chain(loaded.iter().take(1)) {
-        for f in array(l, &l.module.init_array) {
-            let f: extern "C" fn() = unsafe { std::mem::transmute(f) };
-            f();
-        }
-        if let Some(start) = l.module.exports().find(|s| s.name == "module_start") {
-            let f: extern "C" fn(usize, *const c_void) -> i32 =
-                unsafe { std::mem::transmute(l.base + start.value) };
-            f(0, std::ptr::null());
-        }
-    }
-    for l in loaded.iter().take(1).chain(loaded.iter().skip(1)) {
-        fini.extend(
-            array(l, &l.module.fini_array)
-                .into_iter()
-                .rev()
-                .map(|f| (f, false)),
-        );
-        if let Some(stop) = l.module.exports().find(|s| s.name == "module_stop") {
-            fini.push((l.base + stop.value, true));
-        }
-    }
-    unsafe { FINI = fini };
+        loader.fini = fini;
+        eboot.base + eboot.module.entry
+    };
 
     // The argument block: argc, argv[], NULL, envp[] (empty), NULL.
     let arg0 = Box::leak(CString::new("/app0/eboot.bin").unwrap().into_boxed_c_str());
@@ -460,9 +623,8 @@ fn child(dump: &Path) -> ! {
     block.extend(argv);
     block.extend([0, 0]);
     let block: &'static [u64] = Box::leak(block.into_boxed_slice());
-    let eboot = &loaded[0];
     let entry: extern "C" fn(*const u64, extern "C" fn()) -> ! =
-        unsafe { std::mem::transmute(eboot.base + eboot.module.entry) };
+        unsafe { std::mem::transmute(entry) };
     entry(block.as_ptr(), run_fini)
 }
 
