@@ -383,7 +383,10 @@ pub fn build_dump_in(
     let table = libraries::table()?;
     let flags = compile_flags(opts, &project);
     let sdk = sdk_dir();
-    fs::create_dir_all(work)?;
+    fs::create_dir_all(work)
+        .with_context(|| format!("cannot create the work folder {}", work.display()))?;
+    // Tools run in other folders, so the paths they get must be absolute.
+    let work = &fs::canonicalize(work)?;
     let layout = if opts.ps4 { Layout::Ps4 } else { Layout::Ps5 };
 
     let compile = |source: &Path, obj: &Path, cwd: &Path| -> Result<()> {
