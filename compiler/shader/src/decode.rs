@@ -238,6 +238,10 @@ pub fn family_of(w0: u32) -> Option<Family> {
             _ => Family::Sop2,
         });
     }
+    if w0 >> 23 == 0x1A7 {
+        // llvm-mc 14 also decodes the GFX9 VOP3P prefix (0xD38...) with GFX10 opcodes.
+        return Some(Family::Vop3p);
+    }
     Some(match w0 >> 26 {
         0x32 => Family::Vintrp,
         0x33 => Family::Vop3p,
@@ -310,7 +314,13 @@ fn dense() -> &'static [table::Dense] {
             .iter()
             .map(|f| table::Dense::new(table_of(*f)))
             .collect();
-        for t in [tables::FLAT0, tables::FLAT1, tables::FLAT2, &[]] {
+        for t in [
+            tables::FLAT0,
+            tables::FLAT1,
+            tables::FLAT2,
+            &[],
+            tables::VOP3P9,
+        ] {
             v.push(table::Dense::new(t));
         }
         v
@@ -456,6 +466,7 @@ fn decode_raw(code: &[u8], offset: usize, target: Target) -> Decoded {
         });
     }
     let table_id = match family {
+        Family::Vop3p if w0 >> 23 == 0x1A7 => 22,
         Family::Flat => match (w0 >> 14) & 3 {
             0 => 18,
             1 => 19,

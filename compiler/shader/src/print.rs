@@ -262,8 +262,12 @@ fn print_vop3(inst: &Instruction, ctx: Ctx, out: &mut String) {
         if si < 3 {
             nsrc = nsrc.max(si + 1);
             let v = (w1 >> (9 * si)) & 0x1FF;
-            let n = !p && neg & (1 << si) & ((d.flags & F_NEG) >> 6) as u32 != 0;
-            let a = !p && !vop3b && abs & (1 << si) & (d.flags & F_ABS) as u32 != 0;
+            // v_fma_mix* carry per-source neg/abs in neg_lo/neg_hi.
+            let mix = p && d.name.starts_with("v_fma_mix");
+            let n = (!p && neg & (1 << si) & ((d.flags & F_NEG) >> 6) as u32 != 0)
+                || (mix && neg & (1 << si) != 0);
+            let a = (!p && !vop3b && abs & (1 << si) & (d.flags & F_ABS) as u32 != 0)
+                || (mix && (w0 >> (8 + si)) & 1 != 0);
             // Integer sources with SEXT modifiers print the neg bit as sext(..).
             let sx = n && d.flags & (1u64 << (21 + si)) != 0;
             modded(
@@ -334,10 +338,10 @@ fn print_vop3p_mods(inst: &Instruction, nsrc: u32, out: &mut String) {
     if opsel_hi & mask != default_hi {
         list(out, "op_sel_hi", opsel_hi);
     }
-    if neg_lo & mask != 0 {
+    if neg_lo & mask != 0 && !mix {
         list(out, "neg_lo", neg_lo);
     }
-    if neg_hi & mask != 0 {
+    if neg_hi & mask != 0 && !mix {
         list(out, "neg_hi", neg_hi);
     }
     if w0 & 0x8000 != 0 {
@@ -448,7 +452,8 @@ fn hwreg(out: &mut String, imm: u32, target: crate::decode::Target) {
     let off = (imm >> 6) & 0x1F;
     let size = ((imm >> 11) & 0x1F) + 1;
     // XNACK_MASK exists only before gfx1030 (no XNACK on RDNA2).
-    let gone = id == 22 && target == crate::decode::Target::Gfx1030;
+    let g30 = target == crate::decode::Target::Gfx1030;
+    let gone = id == 4 || (id == 22 && g30) || (id == 29 && !g30);
     let name = HWREGS
         .iter()
         .find(|h| h.0 == id && id != 0 && !gone)
@@ -515,6 +520,9 @@ fn print_sopp(inst: &Instruction, out: &mut String) {
 }
 
 fn sendmsg(out: &mut String, imm: u32) {
+    // Same decision as LLVM's printer: symbolic when id/op/stream form a valid message (bits
+    // outside the fields are ignored), numeric triple when the fields re-encode exactly, else
+    // the raw immediate.
     let id = imm & 0xF;
     let op = (imm >> 4) & 7;
     let stream = (imm >> 8) & 3;
@@ -526,35 +534,29 @@ fn sendmsg(out: &mut String, imm: u32) {
         5 => "MSG_STALL_WAVE_GEN",
         6 => "MSG_HALT_WAVES",
         7 => "MSG_ORDERED_PS_DONE",
-        8 => "MSG_EARLY_PRIM_DEALLOC",
         9 => "MSG_GS_ALLOC_REQ",
         10 => "MSG_GET_DOORBELL",
         11 => "MSG_GET_DDID",
         15 => "MSG_SYSMSG",
         _ => "",
     };
-    if imm >> 10 != 0 || name.is_empty() {
-        if imm >> 10 != 0 {
-            let _ = write!(out, " {imm}");
-        } else {
-            let _ = write!(out, " sendmsg({id}, {op}, {stream})");
-        }
-        return;
-    }
-    match id {
-        2 | 3 => {
+    let gs = id == 2 || id == 3;
+    let op_ok = match id {
+        2 => (1..=3).contains(&op),
+        3 => op <= 3,
+        15 => (1..=4).contains(&op),
+        _ => op == 0,
+    };
+    let stream_ok = stream == 0 || (gs && op != 0);
+    if !name.is_empty() && op_ok && stream_ok {
+        let _ = write!(out, " sendmsg({name}");
+        if gs {
             let ops = ["GS_OP_NOP", "GS_OP_CUT", "GS_OP_EMIT", "GS_OP_EMIT_CUT"];
-            if op < 4 && (op != 0 || id == 3) {
-                if op == 0 {
-                    let _ = write!(out, " sendmsg({name}, {})", ops[0]);
-                } else {
-                    let _ = write!(out, " sendmsg({name}, {}, {stream})", ops[op as usize]);
-                }
-            } else {
-                let _ = write!(out, " sendmsg({id}, {op}, {stream})");
+            let _ = write!(out, ", {}", ops[op as usize]);
+            if op != 0 {
+                let _ = write!(out, ", {stream}");
             }
-        }
-        15 => {
+        } else if id == 15 {
             let ops = [
                 "",
                 "SYSMSG_OP_ECC_ERR_INTERRUPT",
@@ -562,18 +564,13 @@ fn sendmsg(out: &mut String, imm: u32) {
                 "SYSMSG_OP_HOST_TRAP_ACK",
                 "SYSMSG_OP_TTRACE_PC",
             ];
-            if (1..=4).contains(&op) && stream == 0 {
-                let _ = write!(out, " sendmsg({name}, {})", ops[op as usize]);
-            } else {
-                let _ = write!(out, " sendmsg({id}, {op}, {stream})");
-            }
+            let _ = write!(out, ", {}", ops[op as usize]);
         }
-        _ if op == 0 && stream == 0 => {
-            let _ = write!(out, " sendmsg({name})");
-        }
-        _ => {
-            let _ = write!(out, " sendmsg({id}, {op}, {stream})");
-        }
+        out.push(')');
+    } else if imm >> 10 == 0 {
+        let _ = write!(out, " sendmsg({id}, {op}, {stream})");
+    } else {
+        let _ = write!(out, " {imm}");
     }
 }
 
@@ -631,6 +628,9 @@ fn print_mubuf(inst: &Instruction, ctx: Ctx, out: &mut String) {
     let idxen = (w0 >> 13) & 1 != 0;
     let tfe = (w1 >> 23) & 1 != 0;
     out.push_str(d.name);
+    if d.slots.is_empty() {
+        return; // buffer_gl0_inv / buffer_gl1_inv take no operands or modifiers
+    }
     let mut first = true;
     for s in d.slots {
         out.push_str(if first { " " } else { ", " });
@@ -681,7 +681,7 @@ fn print_mubuf(inst: &Instruction, ctx: Ctx, out: &mut String) {
     if !tbuf && (w0 >> 16) & 1 != 0 {
         out.push_str(" lds");
     }
-    if tfe && !d.name.contains("_atomic_") {
+    if tfe && !d.name.contains("_atomic_") && (tbuf || (w0 >> 16) & 1 == 0) {
         out.push_str(" tfe");
     }
 }
@@ -901,7 +901,7 @@ fn print_dpp_sdwa(inst: &Instruction, ctx: Ctx, out: &mut String) {
                     out,
                     " dst_sel:{} dst_unused:{}",
                     SEL[((w1 >> 8) & 7) as usize],
-                    ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE", "?"]
+                    ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE", "UNUSED_PAD"]
                         [((w1 >> 11) & 3) as usize]
                 );
             }
@@ -1005,13 +1005,18 @@ fn print_interp_vop3(inst: &Instruction, out: &mut String) {
             neg,
             abs,
             false,
-            |out| src(out, v, 1, Cc::C32, None),
+            |out| src(out, v, 1, d.cc[i as usize], None),
             is_imm(v),
         );
     };
     out.push_str(", ");
     if d.name.starts_with("v_interp_mov") {
-        out.push_str(["p10", "p20", "p0", "p?"][(s1 & 3) as usize]);
+        match s1 {
+            0..=2 => out.push_str(["p10", "p20", "p0"][s1 as usize]),
+            _ => {
+                let _ = write!(out, "invalid_param_{s1}");
+            }
+        }
     } else {
         modsrc(out, s1, 1);
     }

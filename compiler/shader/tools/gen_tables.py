@@ -304,16 +304,22 @@ def fam_vop():
 
         vop3_variants(d, mk, True)
         d["zz"] = W([0xD4000000 | (op << 16), 0])
-    for op in range(128):  # VOP3P
-        d = fams.setdefault("VOP3P", {}).setdefault(op, {})
-        w0 = 0xCC000000 | (op << 16) | 1
+    for pfx, fname in ((0xCC000000, "VOP3P"), (0xD3800000, "VOP3P9")):
+        for op in range(128):  # VOP3P (and the GFX9 VOP3P prefix llvm-mc also accepts)
+            vop3p_probe(fams, fname, pfx, op)
+    return fams
+
+
+def vop3p_probe(fams, fname, pfx, op):
+    if True:
+        d = fams.setdefault(fname, {}).setdefault(op, {})
+        w0 = pfx | (op << 16) | 1
 
         def mk(srcs, extra0=0, extra1=0, w0=w0):
             s = srcs + [0] * (3 - len(srcs))
             return [w0 | extra0 | (1 << 14), s[0] | (s[1] << 9) | (s[2] << 18) | extra1 | (3 << 27)]
 
         vop3_variants(d, mk, False)
-    return fams
 
 
 def fam_mem():
@@ -493,6 +499,7 @@ VOP_FIELDS = {
     "VOPC": {"SRC0": ("v", 2), "VSRC1": ("v", 3)},
     "VOP3": {"VDST": ("v", 1), "SRC0": ("v", 2), "SRC1": ("v", 3), "SRC2": ("v", 4)},
     "VOP3P": {"VDST": ("v", 1), "SRC0": ("v", 2), "SRC1": ("v", 3), "SRC2": ("v", 4)},
+    "VOP3P9": {"VDST": ("v", 1), "SRC0": ("v", 2), "SRC1": ("v", 3), "SRC2": ("v", 4)},
 }
 
 
@@ -580,14 +587,14 @@ def analyse(fam, op, outs, outs64):
 
     # constant classes for each source
     classes = []
-    for pos, fld in enumerate(["SRC0", "SRC1", "SRC2"] if fam in ("VOP3", "VOP3P") else
+    for pos, fld in enumerate(["SRC0", "SRC1", "SRC2"] if fam in ("VOP3", "VOP3P", "VOP3P9") else
                               ["SSRC0", "SSRC1"] if fam in ("SOP2", "SOPC") else
                               ["SSRC0"] if fam == "SOP1" else ["SRC0"]):
         idx = next((i for i, s in enumerate(slots) if s[0] == fld), None)
         if idx is None:
             classes.append("NONE")
             continue
-        sfx = "_" + basekey[1:] if fam in ("VOP3", "VOP3P") else ""
+        sfx = "_" + basekey[1:] if fam in ("VOP3", "VOP3P", "VOP3P9") else ""
         inl = first_text(outs.get("inl%d%s" % (pos, sfx)))
         lit = first_text(outs.get("lit%d%s" % (pos, sfx)))
         classes.append(const_class(inl, lit, idx))
@@ -653,7 +660,7 @@ def main():
         for fam, op, e, outs in found:
             basekey = next(f[5:] for f in e.flags if f.startswith("base_"))
             b = families[fam][op][basekey]
-            wide = fam in ("SMEM", "VOP3", "VOP3P", "DS", "MUBUF", "MTBUF") or fam.startswith("FLAT")
+            wide = fam in ("SMEM", "VOP3", "VOP3P", "VOP3P9", "DS", "MUBUF", "MTBUF") or fam.startswith("FLAT")
             for bit in range(64 if wide else 32):
                 c = list(b)
                 c[bit // 8] ^= 1 << (bit % 8)
