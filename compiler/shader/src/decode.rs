@@ -693,6 +693,10 @@ fn decode_raw(code: &[u8], offset: usize, target: Target) -> Decoded {
             );
         }
     }
+    // Buffer instructions take a literal scalar offset.
+    needs_lit |= matches!(family, Family::Mubuf | Family::Mtbuf)
+        && w1 >> 24 == 255
+        && !desc.slots.is_empty();
     if needs_lit {
         nw += 1;
     }
@@ -959,7 +963,7 @@ fn check_registers(i: &Instruction, wave64: bool) -> Result<(), &'static str> {
             }
             (Family::Mubuf | Family::Mtbuf, Fld::Soff) => {
                 let v = w1 >> 24;
-                scalar_src_ok(v) && v != 255 && sreg_ok(v.min(128), 1)
+                scalar_src_ok(v) && sreg_ok(v.min(128), 1)
             }
             (Family::Mimg, Fld::Ssamp) => sreg_ok(((w1 >> 21) & 0x1F) << 2, 4),
             (Family::Mimg, Fld::Vdata) => vgpr_ok(

@@ -647,7 +647,7 @@ fn print_mubuf(inst: &Instruction, ctx: Ctx, out: &mut String) {
                 }
             }
             Fld::Srsrc => sreg(out, ((w1 >> 16) & 0x1F) << 2, 4),
-            Fld::Soff => src(out, w1 >> 24, 1, Cc::C32, None),
+            Fld::Soff => src(out, w1 >> 24, 1, Cc::C32, inst.literal),
             _ => out.push('?'),
         }
     }
@@ -866,16 +866,20 @@ fn print_dpp_sdwa(inst: &Instruction, ctx: Ctx, out: &mut String) {
                     )
                 } else {
                     let raw = if i == 0 { w1 & 0xFF } else { (w0 >> 9) & 0xFF };
-                    let (n, a) = if inst.encoding == Encoding::Dpp16 {
+                    let (n, a, x) = if inst.encoding == Encoding::Dpp16 {
                         let f = d.flags >> (26 + 2 * i);
+                        let n = (w1 >> (20 + 2 * i)) & 1 & f as u32;
+                        // Integer operands with SEXT modifiers print the neg bit as sext(..).
+                        let sx = n != 0 && (d.flags >> (30 + i)) & 1 != 0;
                         (
-                            (w1 >> (20 + 2 * i)) & 1 & f as u32,
+                            if sx { 0 } else { n },
                             (w1 >> (21 + 2 * i)) & 1 & (f >> 1) as u32,
+                            sx as u32,
                         )
                     } else {
-                        (0, 0)
+                        (0, 0, 0)
                     };
-                    (n, a, 0, 256 + raw)
+                    (n, a, x, 256 + raw)
                 };
                 modded(
                     out,
@@ -920,6 +924,10 @@ fn print_dpp_sdwa(inst: &Instruction, ctx: Ctx, out: &mut String) {
                 0x142 | 0x143 => {
                     out.push_str(" /* row_bcast is not supported starting from GFX10 */")
                 }
+                0x130 => out.push_str(" /* wave_shl is not supported starting from GFX10 */"),
+                0x134 => out.push_str(" /* wave_rol is not supported starting from GFX10 */"),
+                0x138 => out.push_str(" /* wave_shr is not supported starting from GFX10 */"),
+                0x13C => out.push_str(" /* wave_ror is not supported starting from GFX10 */"),
                 0..=0xFF => {
                     let _ = write!(
                         out,

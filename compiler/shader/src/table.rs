@@ -155,6 +155,8 @@ pub const F_SMEM_GLC: u64 = 1 << 24;
 pub const F_SMEM_DLC: u64 = 1 << 25;
 /// DPP16 neg/abs printed for src0/src1: bits 26 (neg0), 27 (abs0), 28 (neg1), 29 (abs1).
 pub const F_DPP_MODS: u64 = 0xF << 26;
+/// DPP16 neg prints as `sext(..)`: bit 30 (src0), 31 (src1).
+pub const F_DPP_SEXT: u64 = 0x3 << 30;
 /// SDWA sext/neg/abs printed: bits 32..34 for src0, 35..37 for src1.
 pub const F_SDWA_MODS: u64 = 0x3F << 32;
 

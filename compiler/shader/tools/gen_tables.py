@@ -627,6 +627,8 @@ def analyse(fam, op, outs, outs64):
             o = first_text(outs.get(k))
             if o is not None and o != first_text(outs.get(base_k)):
                 flags.add(k + ":yes")
+                if k.startswith("dppneg") and "sext(" in o:
+                    flags.add("dppsext%s:yes" % k[-1])
     return Entry(fam, op, name, slots, flags, classes)
 
 
@@ -778,6 +780,7 @@ FLAG_BITS = {
     "sext0:yes": 1 << 21, "sext1:yes": 1 << 22, "sext2:yes": 1 << 23,
     "smem_glc:yes": 1 << 24, "smem_dlc:yes": 1 << 25,
     "dppneg0:yes": 1 << 26, "dppabs0:yes": 1 << 27, "dppneg1:yes": 1 << 28, "dppabs1:yes": 1 << 29,
+    "dppsext0:yes": 1 << 30, "dppsext1:yes": 1 << 31,
     "sdwasext0:yes": 1 << 32, "sdwaneg0:yes": 1 << 33, "sdwaabs0:yes": 1 << 34,
     "sdwasext1:yes": 1 << 35, "sdwaneg1:yes": 1 << 36, "sdwaabs1:yes": 1 << 37,
 }
