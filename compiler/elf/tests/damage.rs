@@ -513,16 +513,18 @@ fn random_mutations_never_panic() {
         {
             for n in 0..*count {
                 let d = mutate(&mut rng, input, hot);
-                let r = std::panic::catch_unwind(|| match aps5_elf::parse(&d) {
-                    Ok(m) => {
-                        let _ = aps5_elf::inspect::text(&m);
-                        let _ = aps5_elf::inspect::json(&m);
-                        true
-                    }
-                    Err(e) => {
-                        let t = e.to_string();
-                        assert!(t.contains("offset 0x"), "no offset in: {t}");
-                        false
+                let r = std::panic::catch_unwind(|| {
+                    match aps5_elf::unwrap_fself(&d).and_then(|_| aps5_elf::parse(&d)) {
+                        Ok(m) => {
+                            let _ = aps5_elf::inspect::text(&m);
+                            let _ = aps5_elf::inspect::json(&m);
+                            true
+                        }
+                        Err(e) => {
+                            let t = e.to_string();
+                            assert!(t.contains("offset 0x"), "no offset in: {t}");
+                            false
+                        }
                     }
                 });
                 match r {

@@ -11,6 +11,8 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
+    // The materialised unwrap (used by the relinker) must not panic either.
+    let _ = aps5_elf::unwrap_fself(data);
     match aps5_elf::parse(data) {
         Ok(m) => {
             let _ = aps5_elf::inspect::text(&m);
