@@ -1,5 +1,6 @@
 //! The relinker proper: binds symbols, rewrites relocations, lays out and writes the ELF.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use aps5_elf::{Module, RelocationTable};
@@ -49,10 +50,11 @@ const PAGE: u64 = 0x1000;
 
 /// An original loadable segment.
 #[derive(Debug, Clone)]
-struct Orig {
+struct Orig<'a> {
     vaddr: u64,
     memsz: u64,
-    bytes: Vec<u8>,
+    /// The file bytes, borrowed from the input until a link-time patch copies them.
+    bytes: Cow<'a, [u8]>,
     flags: u32,
     align: u64,
     /// PT_SCE_RELRO: read-only after relocation.
@@ -81,7 +83,8 @@ pub(crate) fn relink(
     // Everything moves up by `shift` (a multiple of every segment alignment) so the ELF
     // header and the new tables can sit in front, and no export has address 0 (the host
     // loader ignores symbols whose value is 0). Relative layout is unchanged.
-    let shift = header_budget(module, prx);
+    let mut names = Names::default();
+    let shift = header_budget(module, prx, &mut names);
     let shifted = shift_module(module, shift);
     let module = &shifted;
     let mut segs = original_segments(&image, module)?;
@@ -151,7 +154,7 @@ pub(crate) fn relink(
             let name = s
                 .nid
                 .as_deref()
-                .and_then(|n| aps5_nid::lookup(n).first().map(|k| k.name.to_owned()));
+                .and_then(|n| names.get(n).map(str::to_owned));
             // STB_WEAK imports stay weak; the type (FUNC/OBJECT/NOTYPE) is kept.
             let info = (s.binding << 4) | (s.kind & 0xF);
             let bound = add_import(
@@ -298,9 +301,7 @@ pub(crate) fn relink(
     let mut messages = Vec::new();
     let mut msg_at = Vec::new();
     for (lib, nid) in &stub_list {
-        let name = aps5_nid::lookup(nid)
-            .first()
-            .map_or_else(|| nid.clone(), |k| k.name.to_owned());
+        let name = names.get(nid).map_or_else(|| nid.clone(), str::to_owned);
         let m = format!("unimplemented: {lib}::{name} ({nid})\n");
         msg_at.push((messages.len() as u64, m.len() as u32));
         messages.extend_from_slice(m.as_bytes());
@@ -589,8 +590,16 @@ pub(crate) fn relink(
         }
     };
     // RELATIVE first (DT_RELACOUNT lets the loader take them in one fast loop).
-    outs.sort_by_key(|o| (o.table == RelocationTable::Jmprel, o.r_type != R_RELATIVE));
-    for o in &outs {
+    let order = outs
+        .iter()
+        .filter(|o| o.table == RelocationTable::Rela && o.r_type == R_RELATIVE)
+        .chain(
+            outs.iter()
+                .filter(|o| o.table == RelocationTable::Rela && o.r_type != R_RELATIVE),
+        )
+        .chain(outs.iter().filter(|o| o.table == RelocationTable::Jmprel));
+    rela.reserve(outs.len());
+    for o in order {
         let (sym, base) = target_value(&o.target);
         let rel = Rela {
             offset: o.offset,
@@ -641,7 +650,7 @@ pub(crate) fn relink(
                 why: "it patches bytes outside the file data of its segment".into(),
             })?;
         let at = (*p - seg.vaddr) as usize;
-        seg.bytes[at..at + 4].copy_from_slice(&v32.to_le_bytes());
+        seg.bytes.to_mut()[at..at + 4].copy_from_slice(&v32.to_le_bytes());
     }
 
     // ---- dynamic table ----
@@ -1138,7 +1147,7 @@ pub(crate) fn relink(
 }
 
 /// The loadable segments (PT_LOAD and PS4's PT_SCE_RELRO), sorted, checked for overlap.
-fn original_segments(image: &[u8], module: &Module) -> Result<Vec<Orig>, RelinkError> {
+fn original_segments<'a>(image: &'a [u8], module: &Module) -> Result<Vec<Orig<'a>>, RelinkError> {
     let mut segs = Vec::new();
     for s in &module.segments {
         if !(s.p_type == PT_LOAD || s.p_type == PT_SCE_RELRO) || s.memsz == 0 {
@@ -1162,7 +1171,7 @@ fn original_segments(image: &[u8], module: &Module) -> Result<Vec<Orig>, RelinkE
         segs.push(Orig {
             vaddr: s.vaddr,
             memsz: s.memsz,
-            bytes: image[s.offset as usize..end as usize].to_vec(),
+            bytes: Cow::Borrowed(&image[s.offset as usize..end as usize]),
             flags: s.flags & (PF_R | PF_W | PF_X),
             align: s.align.clamp(PAGE, 0x20_0000),
             relro: false,
@@ -1187,9 +1196,9 @@ fn original_segments(image: &[u8], module: &Module) -> Result<Vec<Orig>, RelinkE
 /// Bytes reserved in front of the image for the ELF header, program headers and the
 /// dynamic tables: an upper bound of what [`relink`] writes there, rounded up to a
 /// multiple of every segment alignment (so the shifted image keeps its congruences).
-fn header_budget(module: &Module, prx: &PrxSet) -> u64 {
+fn header_budget(module: &Module, prx: &PrxSet, names: &mut Names) -> u64 {
     let nsym = module.symbols.len() as u64 + 8 + prx.libraries.len() as u64;
-    let names: u64 = module
+    let strings: u64 = module
         .symbols
         .iter()
         .map(|s| s.name.len().max(11) as u64 + 1)
@@ -1206,7 +1215,7 @@ fn header_budget(module: &Module, prx: &PrxSet) -> u64 {
             let known = s
                 .nid
                 .as_deref()
-                .and_then(|n| aps5_nid::lookup(n).first().map(|k| k.name.len()))
+                .and_then(|n| names.get(n).map(str::len))
                 .unwrap_or(11);
             40 + s.library.as_ref().map_or(8, |l| l.len()) as u64 + known as u64
         })
@@ -1215,7 +1224,7 @@ fn header_budget(module: &Module, prx: &PrxSet) -> u64 {
         + 56 * (module.segments.len() as u64 + 16)
         + 64
         + 24 * nsym
-        + names
+        + strings
         + 16
         + 4 * (nsym + nsym / 2 + 2)
         + 24 * (module.relocations.len() as u64 + 8 + prx.libraries.len() as u64)
@@ -1270,4 +1279,19 @@ fn shift_module(m: &Module, d: u64) -> Module {
         t.vaddr += d;
     }
     m
+}
+
+/// Readable names of NIDs, looked up once each.
+#[derive(Default)]
+struct Names(HashMap<String, Option<&'static str>>);
+
+impl Names {
+    fn get(&mut self, nid: &str) -> Option<&'static str> {
+        if let Some(v) = self.0.get(nid) {
+            return *v;
+        }
+        let v = aps5_nid::lookup(nid).first().map(|k| k.name);
+        self.0.insert(nid.to_owned(), v);
+        v
+    }
 }

@@ -14,6 +14,14 @@ pub struct SyscallSite {
 
 /// Linear-sweep decode of one executable segment.
 pub fn scan(code: &[u8], vaddr: u64, out: &mut Vec<SyscallSite>) {
+    // Every such instruction contains 0F 05, 0F 34 or CD 80: without those bytes there is
+    // nothing to decode.
+    let candidate = code
+        .windows(2)
+        .any(|w| matches!(w, [0x0F, 0x05] | [0x0F, 0x34] | [0xCD, 0x80]));
+    if !candidate {
+        return;
+    }
     let mut d = Decoder::with_ip(64, code, vaddr, DecoderOptions::NONE);
     for ins in &mut d {
         let hit = match ins.mnemonic() {
