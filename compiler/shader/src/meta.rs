@@ -333,7 +333,10 @@ pub fn meta(inst: &Instruction, wave64: bool) -> Meta {
         _ => {}
     }
     // Memory.
-    let op = if name.contains("_atomic") || (inst.family == Family::Ds && is_ds_atomic(name)) {
+    let op = if name == "ds_gws_init" {
+        // Initialises the GWS resource: a write (llvm-mca agrees: MayStore only).
+        MemOp::Store
+    } else if name.contains("_atomic") || (inst.family == Family::Ds && is_ds_atomic(name)) {
         let glc = match inst.family {
             Family::Flat | Family::Mubuf | Family::Mtbuf => match inst.family {
                 Family::Flat => (w0 >> 16) & 1 != 0,

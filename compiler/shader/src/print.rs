@@ -165,12 +165,12 @@ fn literal(out: &mut String, l: u32, w: u32, cc: Cc) {
                 let _ = write!(out, "0x{h:x}");
             }
         }
+        // 64-bit integer operands: the literal is zero-extended.
+        _ if w >= 2 && l <= 64 => {
+            let _ = write!(out, "{l}");
+        }
         _ if w >= 2 => {
-            if l <= 64 {
-                let _ = write!(out, "{l}");
-            } else {
-                let _ = write!(out, "0x{l:x}");
-            }
+            let _ = write!(out, "0x{l:x}");
         }
         Cc::C32 | Cc::CNone => {
             let iv = l as i32;
@@ -486,7 +486,7 @@ fn print_sopp(inst: &Instruction, out: &mut String) {
             ("lgkmcnt", lgkm, 0x3F),
         ] {
             if v != max {
-                let _ = write!(out, "{}{name}({v})", if any { " " } else { " " });
+                let _ = write!(out, " {name}({v})");
                 any = true;
             }
         }

@@ -117,16 +117,16 @@ fn check(
             c.get(3).copied().unwrap_or(0),
         ]);
         let f = family_of(w0).map(|f| f.name()).unwrap_or("?").to_string();
-        let e = fam.entry(f).or_default();
+        let e = fam.entry(f.clone()).or_default();
         e.total += 1;
         t.total += 1;
         if ok {
             e.matched += 1;
             t.matched += 1;
-        } else if shown < show {
+        } else if shown < show && (showfam().is_empty() || showfam() == f) {
             shown += 1;
             eprintln!(
-                "MISMATCH {name} {:02x?}\n  llvm: {:?}\n  ours: {:?}",
+                "MISMATCH {f} {name} {:02x?}\n  llvm: {:?}\n  ours: {:?}",
                 c, w, got
             );
         }
