@@ -134,7 +134,7 @@ fn items_cover_random_streams_exactly() {
             let mut at = 0;
             for d in decode(&bytes, t) {
                 assert_eq!(d.offset(), at);
-                assert!(d.len() > 0);
+                assert!(!d.is_empty());
                 at += d.len();
             }
             assert_eq!(at, bytes.len());
