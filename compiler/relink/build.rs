@@ -37,7 +37,16 @@ fn main() {
     );
     println!("cargo:rerun-if-changed=src/prxfix.rs");
 
-    let target = out.join("prx-target");
+    // One PRX build for every profile of the outer build: target/aps5-prx-set when OUT_DIR
+    // has the usual target/<profile>/build/<pkg>/out shape, else inside OUT_DIR.
+    let target = match out.ancestors().nth(2) {
+        Some(build) if build.file_name().is_some_and(|n| n == "build") => build
+            .parent()
+            .and_then(Path::parent)
+            .map(|t| t.join("aps5-prx-set"))
+            .unwrap_or_else(|| out.join("prx-target")),
+        _ => out.join("prx-target"),
+    };
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(&root)

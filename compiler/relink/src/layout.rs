@@ -1139,10 +1139,32 @@ pub(crate) fn relink(
     }
     elf[shoff as usize..].copy_from_slice(&shbytes);
 
+    let mut warnings = Vec::new();
+    if let Some(t) = tls
+        && kind == Kind::Executable
+        && t.align > 1
+        && t.vaddr % t.align != 0
+    {
+        // glibc then places the block at a different static offset than FreeBSD's rtld,
+        // and local-exec code (fixed %fs offsets) would read the wrong bytes.
+        warnings.push(format!(
+            "PT_TLS at {:#x} is not aligned to its {:#x} alignment: local-exec TLS offsets may differ from the console's",
+            t.vaddr - shift,
+            t.align
+        ));
+    }
+    let unimplemented = coverage.values().filter(|r| !r.implemented).count();
+    if unimplemented > 0 {
+        warnings.push(format!(
+            "{unimplemented} import(s) are not implemented by the PRX set and abort when called"
+        ));
+    }
+
     Ok(Relinked {
         elf,
         coverage: coverage.into_values().collect(),
         libs_needed: needed,
+        warnings,
     })
 }
 

@@ -124,6 +124,8 @@ pub struct Relinked {
     pub coverage: Vec<CoverageRow>,
     /// DT_NEEDED files, in order.
     pub libs_needed: Vec<String>,
+    /// Things that did not stop the relink but may misbehave at run time.
+    pub warnings: Vec<String>,
 }
 
 /// Why a relink failed.
