@@ -35,7 +35,12 @@ fn main() {
         "cargo:rerun-if-changed={}",
         root.join("Cargo.lock").display()
     );
-    println!("cargo:rerun-if-changed=src/prxfix.rs");
+    println!("cargo:rerun-if-changed=src");
+    println!("cargo:rerun-if-changed=build.rs");
+    println!(
+        "cargo:rustc-env=APS5_RELINK_SOURCE_HASH={:016x}",
+        source_hash(&manifest)
+    );
 
     // One PRX build for every profile of the outer build: target/aps5-prx-set when OUT_DIR
     // has the usual target/<profile>/build/<pkg>/out shape, else inside OUT_DIR.
@@ -102,4 +107,26 @@ fn write_if_changed(p: &Path, bytes: &[u8]) {
     if std::fs::read(p).ok().as_deref() != Some(bytes) {
         std::fs::write(p, bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     }
+}
+
+/// FNV-1a over this crate's sources (file names and bytes, sorted): part of
+/// `aps5_relink::VERSION`, so caches keyed by it notice any change to the relinker.
+fn source_hash(manifest: &Path) -> u64 {
+    let mut files = vec![manifest.join("build.rs")];
+    if let Ok(rd) = std::fs::read_dir(manifest.join("src")) {
+        files.extend(rd.filter_map(|e| e.ok()).map(|e| e.path()));
+    }
+    files.sort();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for f in files {
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for b in name.bytes().chain(std::fs::read(&f).unwrap_or_default()) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
 }

@@ -23,6 +23,14 @@ use serde::{Deserialize, Serialize};
 
 pub use scan::SyscallSite;
 
+/// Identity of this relinker: crate version + a hash of its sources. A cache of relinked
+/// outputs should include it (with the PRX set's bytes) in its keys.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "+",
+    env!("APS5_RELINK_SOURCE_HASH")
+);
+
 /// One host library the relinked program may bind to: a host PRX (`libs/<file>`), or a
 /// relinked guest module (`app0/sce_module/<file>`, see [`PrxLibrary::from_guest_module`]).
 #[derive(Debug, Clone)]
