@@ -4,7 +4,14 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("relink: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [input, out] = args.as_slice() else {
         eprintln!("usage: relink EBOOT OUT_DIR");

@@ -355,17 +355,21 @@ pub(crate) fn relink(
             type_name,
             why,
         };
-        let bind = if r.symbol == 0 {
+        // RELATIVE and NONE ignore their symbol (toolchains leave section symbols there).
+        let bind = if r.symbol == 0 || r.r_type == R_RELATIVE || r.r_type == R_NONE {
             None
         } else {
             match pending.get(r.symbol as usize) {
                 Some(Some(Pending::Dyn(i))) => Some(Bind::Dyn(*i)),
                 Some(Some(Pending::Stub(n))) => Some(Bind::Stub(*n as u64)),
                 Some(Some(Pending::Local(v))) => Some(Bind::Local(*v)),
+                // A local undefined symbol (e.g. the null section symbol) has value 0: the
+                // same as symbol 0.
+                Some(None) if module.symbols[r.symbol as usize].binding == 0 => None,
                 Some(None) => {
                     return Err(bad(format!(
-                        "symbol {} is neither defined nor imported",
-                        r.symbol
+                        "symbol {} ({:?}) is neither defined nor imported",
+                        r.symbol, module.symbols[r.symbol as usize].name
                     )));
                 }
                 None => {

@@ -460,3 +460,104 @@ pub extern "C" fn system(cmd: *const libc::c_char) -> i32 {
         -1
     }
 }
+
+/// `_read`.
+#[nid("_read")]
+pub unsafe extern "C-unwind" fn read_(fd: i32, buf: *mut u8, n: usize) -> isize {
+    unsafe { read(fd, buf, n) }
+}
+
+/// `_write`.
+#[nid("_write")]
+pub unsafe extern "C-unwind" fn write_(fd: i32, buf: *const u8, n: usize) -> isize {
+    unsafe { write(fd, buf, n) }
+}
+
+/// `readv` (`struct iovec` has the same layout).
+#[nid("readv")]
+pub unsafe extern "C-unwind" fn readv(fd: i32, iov: *const libc::iovec, n: i32) -> isize {
+    posix(host_ret(unsafe { libc::readv(fd, iov, n) }), -1)
+}
+
+/// `_readv`.
+#[nid("_readv")]
+pub unsafe extern "C-unwind" fn readv_(fd: i32, iov: *const libc::iovec, n: i32) -> isize {
+    unsafe { readv(fd, iov, n) }
+}
+
+/// `writev`.
+#[nid("writev")]
+pub unsafe extern "C-unwind" fn writev(fd: i32, iov: *const libc::iovec, n: i32) -> isize {
+    posix(host_ret(unsafe { libc::writev(fd, iov, n) }), -1)
+}
+
+/// `_writev`.
+#[nid("_writev")]
+pub unsafe extern "C-unwind" fn writev_(fd: i32, iov: *const libc::iovec, n: i32) -> isize {
+    unsafe { writev(fd, iov, n) }
+}
+
+/// `fcntl(fd, cmd, arg)` for the commands whose meaning is portable: F_DUPFD 0,
+/// F_GETFD 1, F_SETFD 2 (FD_CLOEXEC 1), F_GETFL 3, F_SETFL 4 (flags translated),
+/// F_DUPFD_CLOEXEC 17.
+#[nid("fcntl")]
+pub extern "C" fn fcntl(fd: i32, cmd: i32, arg: i64) -> i32 {
+    let r = match cmd {
+        0 => unsafe { libc::fcntl(fd, libc::F_DUPFD, arg as i32) },
+        17 => unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, arg as i32) },
+        1 => unsafe { libc::fcntl(fd, libc::F_GETFD) },
+        2 => unsafe { libc::fcntl(fd, libc::F_SETFD, arg as i32 & 1) },
+        3 => {
+            let h = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+            if h < 0 {
+                h
+            } else {
+                let mut f = h & 3;
+                if h & libc::O_NONBLOCK != 0 {
+                    f |= 0x4;
+                }
+                if h & libc::O_APPEND != 0 {
+                    f |= 0x8;
+                }
+                return f;
+            }
+        }
+        4 => {
+            let mut h = 0;
+            if arg & 0x4 != 0 {
+                h |= libc::O_NONBLOCK;
+            }
+            if arg & 0x8 != 0 {
+                h |= libc::O_APPEND;
+            }
+            unsafe { libc::fcntl(fd, libc::F_SETFL, h) }
+        }
+        _ => {
+            errno::set(22);
+            return -1;
+        }
+    };
+    if r < 0 {
+        errno::set_from_host();
+        -1
+    } else {
+        r
+    }
+}
+
+/// `ioctl`: no device of the console exists here; every request fails with ENOTTY.
+#[nid("ioctl")]
+pub extern "C" fn ioctl(_fd: i32, _req: u64, _arg: usize) -> i32 {
+    errno::set(25); // ENOTTY
+    -1
+}
+
+/// `poll` (`struct pollfd` and POLLIN/POLLPRI/POLLOUT/POLLERR/POLLHUP/POLLNVAL match).
+#[nid("poll")]
+pub unsafe extern "C-unwind" fn poll(fds: *mut libc::pollfd, n: u32, timeout: i32) -> i32 {
+    let r = unsafe { libc::poll(fds, libc::nfds_t::from(n), timeout) };
+    if r < 0 {
+        errno::set_from_host();
+    }
+    r
+}

@@ -15,6 +15,7 @@
 
 pub mod errno;
 pub mod fs;
+pub mod memory;
 pub mod module;
 pub mod nid;
 pub mod sync;

@@ -372,3 +372,135 @@ pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut *mut libc::pthread_cond_
 pub unsafe extern "C" fn sce_pthread_cond_broadcast(c: *mut *mut libc::pthread_cond_t) -> i32 {
     sce(unsafe { pthread_cond_broadcast(c) })
 }
+
+/// The host rwlock behind a guest `pthread_rwlock_t` word (a pointer on FreeBSD; 0 is the
+/// static initialiser, allocated on first use).
+unsafe fn rwlock_of(p: *mut *mut libc::pthread_rwlock_t) -> Option<*mut libc::pthread_rwlock_t> {
+    if p.is_null() {
+        return None;
+    }
+    let slot = unsafe { AtomicPtr::from_ptr(p) };
+    let cur = slot.load(Ordering::Acquire);
+    if !cur.is_null() {
+        return Some(cur);
+    }
+    let fresh = Box::into_raw(Box::new(unsafe {
+        std::mem::zeroed::<libc::pthread_rwlock_t>()
+    }));
+    unsafe { libc::pthread_rwlock_init(fresh, std::ptr::null()) };
+    match slot.compare_exchange(cur, fresh, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => Some(fresh),
+        Err(winner) => {
+            unsafe { drop(Box::from_raw(fresh)) };
+            Some(winner)
+        }
+    }
+}
+
+/// `pthread_rwlock_init` (attributes ignored).
+#[nid("pthread_rwlock_init")]
+pub unsafe extern "C" fn pthread_rwlock_init(
+    l: *mut *mut libc::pthread_rwlock_t,
+    _attr: *const u8,
+) -> i32 {
+    if l.is_null() {
+        return 22;
+    }
+    unsafe { *l = std::ptr::null_mut() };
+    if unsafe { rwlock_of(l) }.is_some() {
+        0
+    } else {
+        22
+    }
+}
+
+/// `pthread_rwlock_destroy`.
+#[nid("pthread_rwlock_destroy")]
+pub unsafe extern "C" fn pthread_rwlock_destroy(l: *mut *mut libc::pthread_rwlock_t) -> i32 {
+    if l.is_null() {
+        return 22;
+    }
+    let cur = unsafe { *l };
+    if !cur.is_null() {
+        unsafe {
+            libc::pthread_rwlock_destroy(cur);
+            drop(Box::from_raw(cur));
+            *l = std::ptr::null_mut();
+        }
+    }
+    0
+}
+
+/// `pthread_rwlock_rdlock`.
+#[nid("pthread_rwlock_rdlock")]
+pub unsafe extern "C" fn pthread_rwlock_rdlock(l: *mut *mut libc::pthread_rwlock_t) -> i32 {
+    match unsafe { rwlock_of(l) } {
+        Some(h) => from_host(unsafe { libc::pthread_rwlock_rdlock(h) }),
+        None => 22,
+    }
+}
+
+/// `pthread_rwlock_wrlock`.
+#[nid("pthread_rwlock_wrlock")]
+pub unsafe extern "C" fn pthread_rwlock_wrlock(l: *mut *mut libc::pthread_rwlock_t) -> i32 {
+    match unsafe { rwlock_of(l) } {
+        Some(h) => from_host(unsafe { libc::pthread_rwlock_wrlock(h) }),
+        None => 22,
+    }
+}
+
+/// `pthread_rwlock_tryrdlock`.
+#[nid("pthread_rwlock_tryrdlock")]
+pub unsafe extern "C" fn pthread_rwlock_tryrdlock(l: *mut *mut libc::pthread_rwlock_t) -> i32 {
+    match unsafe { rwlock_of(l) } {
+        Some(h) => from_host(unsafe { libc::pthread_rwlock_tryrdlock(h) }),
+        None => 22,
+    }
+}
+
+/// `pthread_rwlock_trywrlock`.
+#[nid("pthread_rwlock_trywrlock")]
+pub unsafe extern "C" fn pthread_rwlock_trywrlock(l: *mut *mut libc::pthread_rwlock_t) -> i32 {
+    match unsafe { rwlock_of(l) } {
+        Some(h) => from_host(unsafe { libc::pthread_rwlock_trywrlock(h) }),
+        None => 22,
+    }
+}
+
+/// `pthread_rwlock_unlock`.
+#[nid("pthread_rwlock_unlock")]
+pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut *mut libc::pthread_rwlock_t) -> i32 {
+    match unsafe { rwlock_of(l) } {
+        Some(h) => from_host(unsafe { libc::pthread_rwlock_unlock(h) }),
+        None => 22,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn static_initialisers_are_allocated_on_first_use() {
+        let mut m: *mut libc::pthread_mutex_t = std::ptr::null_mut();
+        unsafe {
+            assert_eq!(pthread_mutex_lock(&mut m), 0);
+            assert!(!m.is_null());
+            // ERRORCHECK is FreeBSD's default: relocking is EDEADLK (11 on FreeBSD).
+            assert_eq!(pthread_mutex_lock(&mut m), 11);
+            assert_eq!(pthread_mutex_unlock(&mut m), 0);
+            assert_eq!(pthread_mutex_destroy(&mut m), 0);
+        }
+        let mut l: *mut libc::pthread_rwlock_t = std::ptr::null_mut();
+        unsafe {
+            assert_eq!(pthread_rwlock_rdlock(&mut l), 0);
+            assert_eq!(pthread_rwlock_rdlock(&mut l), 0);
+            assert_eq!(pthread_rwlock_trywrlock(&mut l), 16); // EBUSY
+            assert_eq!(pthread_rwlock_unlock(&mut l), 0);
+            assert_eq!(pthread_rwlock_unlock(&mut l), 0);
+            assert_eq!(pthread_rwlock_wrlock(&mut l), 0);
+            assert_eq!(pthread_rwlock_unlock(&mut l), 0);
+            assert_eq!(pthread_rwlock_destroy(&mut l), 0);
+        }
+    }
+}
