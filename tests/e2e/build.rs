@@ -21,7 +21,7 @@ fn first_build_carries_files_and_writes_a_manifest() {
     let out = p.out();
     for f in [
         "app0/eboot.bin",
-        "app0/sce_module/libc.prx",
+        "app0/sce_module/samplelib.prx",
         "app0/data/levels/one.txt",
         "modules.json",
         "manifest.json",
@@ -54,7 +54,7 @@ fn first_build_carries_files_and_writes_a_manifest() {
     let modules: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("modules.json")).unwrap()).unwrap();
     assert!(modules["modules"]["eboot.bin"].is_object());
-    assert!(modules["modules"]["sce_module/libc.prx"].is_object());
+    assert!(modules["modules"]["sce_module/samplelib.prx"].is_object());
     let recomputed = recomputed(&report);
     assert!(
         recomputed
@@ -121,7 +121,7 @@ fn changing_one_file_recomputes_only_what_depends_on_it() {
     assert!(!p.out().join("app0/data/readme.txt").exists());
 
     // Touching a module without changing its bytes recomputes nothing; changing it re-parses it.
-    let exe = p.dir().join("sce_module/libc.prx");
+    let exe = p.dir().join("sce_module/samplelib.prx");
     let bytes = std::fs::read(&exe).unwrap();
     std::fs::write(&exe, &bytes).unwrap();
     assert_eq!(recomputed(&p.build_json()), vec![]);
@@ -172,7 +172,7 @@ fn status_and_clean() {
     p.build_json();
     let status = ok(&p.dir(), &["status"]);
     assert!(status.contains("eboot.bin"), "{status}");
-    assert!(status.contains("libkernel"), "{status}");
+    assert!(status.contains("samplelib"), "{status}");
     let json: serde_json::Value =
         serde_json::from_str(&ok(&p.dir(), &["status", "--json"])).unwrap();
     assert!(json["modules"].is_array(), "{json}");
@@ -220,4 +220,61 @@ fn the_embedded_sample_demo_runs() {
     );
     assert!(stdout.contains("aps5 init"), "{stdout}");
     assert!(tmp.path().join("sample/aps5-out/manifest.json").is_file());
+}
+
+#[test]
+fn run_executes_the_ported_program() {
+    let p = Project::new();
+    let stdout = ok(&p.dir(), &["-q", "build"]);
+    assert_eq!(stdout, "");
+    let out = run(&p.dir(), &["run"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("samplelib_add(40, 2) = 42"), "{text}");
+    // The program reads a file the dump shipped, through /app0.
+    assert!(
+        text.contains("message.txt: This file was shipped in the dump"),
+        "{text}"
+    );
+    // The writable data folder is created on demand.
+    assert!(p.dir().join("aps5-data").is_dir());
+}
+
+#[test]
+fn real_homebrew_builds_and_runs() {
+    // The OpenOrbis hello_world sample (PS4, made by another toolchain): prints, sleeps, then
+    // loops forever by design, so the test reads the first lines and stops it.
+    let tmp = tempfile::tempdir().unwrap();
+    let dump = tmp.path().join("hello");
+    copy_tree(
+        &shared().join("corpus/homebrew/openorbis-samples/hello_world/pkg"),
+        &dump,
+    );
+    ok(&dump, &["-q", "init"]);
+    let cfg = dump.join("aps5.toml");
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("cache_dir = \"\"", "cache_dir = \"../cache\"");
+    std::fs::write(&cfg, text).unwrap();
+    ok(&dump, &["-q", "build"]);
+    let mut child = aps5()
+        .arg("-C")
+        .arg(&dump)
+        .arg("run")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(first, "Hello world! Waiting 2 seconds...\n");
 }

@@ -70,8 +70,9 @@ pub fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// A fresh project in a temporary folder: a copy of the PS4-2048 homebrew dump (a real game made
-/// with the OpenOrbis toolchain), a few data files, and a cache of its own.
+/// A fresh project in a temporary folder: a copy of the built-in sample dump (a PS5-format eboot
+/// and bundled module made by the fixture SDK with clang/lld), a few data files, and a cache of
+/// its own.
 pub struct Project {
     pub tmp: tempfile::TempDir,
 }
@@ -80,7 +81,7 @@ impl Project {
     pub fn new() -> Project {
         let tmp = tempfile::tempdir().unwrap();
         let dump = tmp.path().join("game");
-        copy_tree(&shared().join("corpus/homebrew/ps4-2048"), &dump);
+        copy_tree(&repo_root().join("compiler/aps5/sample"), &dump);
         std::fs::create_dir_all(dump.join("data/levels")).unwrap();
         std::fs::write(dump.join("data/levels/one.txt"), b"level one\n").unwrap();
         std::fs::write(dump.join("data/readme.txt"), b"hello\n").unwrap();

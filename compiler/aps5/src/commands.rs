@@ -118,21 +118,18 @@ pub fn print_build(report: &BuildReport, args: &BuildArgs, quiet: bool) {
 }
 
 fn run_program(dir: &Path, args: &[String]) -> Result<ExitCode> {
+    use std::os::unix::process::CommandExt;
     let project = Project::open(dir)?;
-    let app = project.layout.out_dir.join("app.elf");
-    if !app.exists() {
-        bail!(
-            "{} does not exist: this version of aps5 does not relink executables yet (the build carries \
-             the game's files and module metadata only), so there is nothing to run. `aps5 build` and \
-             `aps5 status` show what was read. Args that would be passed: {:?}",
-            app.display(),
-            args
-        );
+    let out = &project.layout.out_dir;
+    if !out.join("app.elf").is_file() {
+        bail!("{} has no app.elf: run `aps5 build` first", out.display());
     }
-    bail!(
-        "{}: running ported programs is not implemented in this version of aps5",
-        app.display()
-    )
+    let data = &project.layout.data_dir;
+    std::fs::create_dir_all(data).with_context(|| format!("cannot create {}", data.display()))?;
+    // exec: the program takes this process over, so it receives every signal sent to `aps5 run`
+    // and its exit status is ours.
+    let err = aps5_relink::run_command(out, data, args).exec();
+    bail!("cannot start {}: {err}", out.join("app.elf").display())
 }
 
 fn clean(dir: &Path, quiet: bool) -> Result<()> {

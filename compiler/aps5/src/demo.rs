@@ -53,10 +53,13 @@ pub fn demo(keep: Option<&Path>, quiet: bool) -> Result<()> {
         aps5_graph::status::status(&project, &Bars::new(quiet))?.to_text()
     );
     println!("\n== output tree: {}", project.layout.out_dir.display());
-    println!(
-        "\n== aps5 run: not yet possible. This version of aps5 reads and carries the game; relinking \
-         the PS5 executable into a Linux program (and the native system libraries it binds to) is \
-         the next stage of the project. The demo stops after the build."
-    );
+    println!("\n== aps5 run");
+    let status = aps5_relink::run_command(&project.layout.out_dir, &project.layout.data_dir, &[])
+        .status()
+        .context("cannot start the ported program")?;
+    println!("== the ported program exited with {status}");
+    if !status.success() {
+        bail!("the sample program failed ({status})");
+    }
     Ok(())
 }

@@ -9,7 +9,7 @@ use aps5_cache::Cache;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{CONFIG_FILE, Config, Layout};
-use crate::db::{self, Database, Dump, QueryRun, SourceFile};
+use crate::db::{self, Database, Db, Dump, QueryRun, SourceFile};
 use crate::dump::{self, Scan};
 use crate::emit::{self, Output, Source};
 use crate::error::BuildError;
@@ -93,8 +93,12 @@ impl Project {
     /// Top-level names of the dump that belong to aps5, not to the game.
     fn skipped_names(&self) -> Vec<String> {
         let mut skip = vec![CONFIG_FILE.to_string(), ".aps5".to_string()];
-        if let Ok(rel) = self.layout.out_dir.strip_prefix(&self.layout.dump_dir) {
-            if let Some(first) = rel.components().next() {
+        for dir in [&self.layout.out_dir, &self.layout.data_dir] {
+            if let Some(first) = dir
+                .strip_prefix(&self.layout.dump_dir)
+                .ok()
+                .and_then(|rel| rel.components().next())
+            {
                 skip.push(first.as_os_str().to_string_lossy().into_owned());
             }
         }
@@ -132,7 +136,7 @@ impl Project {
             .iter()
             .map(|f| SourceFile::new(&db, f.rel.clone(), f.abs.clone(), f.stamp.size, f.hash))
             .collect();
-        let dump = Dump::new(&db, files, exe.clone());
+        let dump = Dump::new(&db, files, exe.clone(), self.config.build.allow_syscalls);
         Ok((db, dump, scan))
     }
 
@@ -147,26 +151,54 @@ impl Project {
             .as_ref()
             .map_err(query_error)?
             .clone();
+        let app = db::app_elf(&db, dump)
+            .as_ref()
+            .map_err(query_error)?
+            .clone();
+        let (prx, _) = db.prx().map_err(|e| query_error(&e))?;
+        let guests: BTreeMap<&str, Arc<Vec<u8>>> = db::guest_module_files(&db, dump)
+            .iter()
+            .map(|&g| {
+                Ok((
+                    g.rel(&db).as_str(),
+                    db::guest_module(&db, dump, g)
+                        .as_ref()
+                        .map_err(query_error)?
+                        .clone(),
+                ))
+            })
+            .collect::<Result<_, BuildError>>()?;
         let mut outputs: Vec<Output> = scan
             .files
             .iter()
-            .map(|f| Output {
-                rel: format!("app0/{}", f.rel),
-                hash: f.hash,
-                size: f.stamp.size,
-                source: Source::File {
-                    abs: f.abs.clone(),
-                    dev: f.dev,
-                    inode: f.stamp.inode,
+            .map(|f| match guests.get(f.rel.as_str()) {
+                // Bundled modules are replaced by their relinked form, where the loader finds them.
+                Some(relinked) => Output::bytes(format!("app0/{}", f.rel), relinked.clone(), false),
+                None => Output {
+                    rel: format!("app0/{}", f.rel),
+                    hash: f.hash,
+                    size: f.stamp.size,
+                    executable: false,
+                    source: Source::File {
+                        abs: f.abs.clone(),
+                        dev: f.dev,
+                        inode: f.stamp.inode,
+                    },
                 },
             })
             .collect();
-        outputs.push(Output {
-            rel: "modules.json".into(),
-            hash: aps5_cache::ContentHash::of(&index),
-            size: index.len() as u64,
-            source: Source::Bytes(index),
-        });
+        outputs.push(Output::bytes("modules.json".into(), index, false));
+        outputs.push(Output::bytes("app.elf".into(), app.elf.clone(), true));
+        let mut coverage = serde_json::to_vec_pretty(&*app.coverage).expect("JSON");
+        coverage.push(b'\n');
+        outputs.push(Output::bytes(
+            "coverage.json".into(),
+            Arc::new(coverage),
+            false,
+        ));
+        for (name, bytes) in prx.files() {
+            outputs.push(Output::bytes(format!("libs/{name}"), bytes.clone(), false));
+        }
         outputs.sort_by(|a, b| a.rel.cmp(&b.rel));
 
         let title = serde_json::to_value(&self.config.title).expect("JSON");
@@ -254,6 +286,17 @@ impl Project {
             hashed_bytes: scan.hashed_bytes,
             removed: emitted.removed,
             dump_files: scan.files.len(),
+        })
+    }
+
+    /// Whether the dump as scanned now is the one the last build used.
+    pub fn built_from(&self, scan: &Scan) -> bool {
+        self.read_state().is_some_and(|st| {
+            st.inputs.len() == scan.files.len()
+                && scan
+                    .files
+                    .iter()
+                    .all(|f| st.inputs.get(&f.rel) == Some(&f.hash.to_hex()))
         })
     }
 

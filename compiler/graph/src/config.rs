@@ -21,6 +21,8 @@ pub struct Config {
     pub title: TitleSection,
     #[serde(default)]
     pub build: BuildSection,
+    #[serde(default)]
+    pub run: RunSection,
 }
 
 /// Where things are.
@@ -70,6 +72,9 @@ pub struct BuildSection {
     /// Worker threads for hashing and emitting; 0 means one per CPU.
     #[serde(default)]
     pub jobs: usize,
+    /// Relink code that makes raw system calls (they would reach Linux with FreeBSD numbers).
+    #[serde(default)]
+    pub allow_syscalls: bool,
 }
 
 impl Default for BuildSection {
@@ -77,8 +82,30 @@ impl Default for BuildSection {
         BuildSection {
             link_mode: LinkMode::Hardlink,
             jobs: 0,
+            allow_syscalls: false,
         }
     }
+}
+
+/// How `aps5 run` runs the port.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSection {
+    /// The game's writable folders (`/savedata0`, `/temp0`, `/download0` live below it).
+    #[serde(default = "default_data_dir")]
+    pub data_dir: String,
+}
+
+impl Default for RunSection {
+    fn default() -> Self {
+        RunSection {
+            data_dir: default_data_dir(),
+        }
+    }
+}
+
+fn default_data_dir() -> String {
+    "aps5-data".into()
 }
 
 /// How a game file is carried into the output tree.
@@ -121,6 +148,7 @@ impl Config {
             },
             title,
             build: BuildSection::default(),
+            run: RunSection::default(),
         }
     }
 
@@ -167,6 +195,7 @@ impl Config {
         for (key, value) in [
             ("project.out_dir", &self.project.out_dir),
             ("project.executable", &self.project.executable),
+            ("run.data_dir", &self.run.data_dir),
         ] {
             if !is_confined(value) {
                 return Err(bad(format!(
@@ -201,6 +230,8 @@ pub struct Layout {
     pub cache_dir: PathBuf,
     /// Build bookkeeping (`.aps5/` beside `aps5.toml`): the last build's state, for `--explain`.
     pub state_dir: PathBuf,
+    /// The game's writable folders at run time.
+    pub data_dir: PathBuf,
 }
 
 impl Layout {
@@ -224,6 +255,7 @@ impl Layout {
         Ok(Layout {
             out_dir: project_dir.join(&config.project.out_dir),
             state_dir: project_dir.join(".aps5"),
+            data_dir: project_dir.join(&config.run.data_dir),
             project_dir,
             dump_dir,
             cache_dir,

@@ -9,10 +9,16 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use aps5_cache::{Cache, ContentHash, Lookup, MemoKey};
+use aps5_relink::{CoverageRow, PrxLibrary, PrxSet, RelinkOptions};
 
 /// Bump a query's version whenever its code changes what it returns: cached results made by the
 /// old code then stop matching, and `--explain` says "toolchain changed".
-pub const QUERY_VERSIONS: &[(&str, &str)] = &[("module", "1"), ("module_index", "1")];
+pub const QUERY_VERSIONS: &[(&str, &str)] = &[
+    ("module", "1"),
+    ("module_index", "1"),
+    ("guest_module", "1"),
+    ("app_elf", "1"),
+];
 
 /// The version of one query (see [`QUERY_VERSIONS`]).
 pub fn query_version(query: &str) -> &'static str {
@@ -38,13 +44,16 @@ pub struct SourceFile {
     pub hash: ContentHash,
 }
 
-/// The dump as a whole: its files (sorted by path) and which one is the main executable.
+/// The dump as a whole: its files (sorted by path), which one is the main executable, and the
+/// build options that change what the relinker produces.
 #[salsa::input(debug)]
 pub struct Dump {
     #[returns(ref)]
     pub files: Vec<SourceFile>,
     #[returns(ref)]
     pub executable: String,
+    #[returns(copy)]
+    pub allow_syscalls: bool,
 }
 
 /// What happened when a query ran: served from the content cache, or computed.
@@ -65,6 +74,9 @@ pub struct QueryRun {
 pub trait Db: salsa::Database {
     fn cache(&self) -> &Cache;
     fn record(&self, run: QueryRun);
+    /// The host PRX set this toolchain ships, and a hash of all its files (part of every relink
+    /// query's key: a new PRX set re-relinks, and `--explain` says "toolchain changed").
+    fn prx(&self) -> Result<&(PrxSet, ContentHash), QueryError>;
 }
 
 /// The database of one aps5 process.
@@ -74,6 +86,7 @@ pub struct Database {
     storage: salsa::Storage<Self>,
     cache: Arc<Cache>,
     runs: Arc<Mutex<Vec<QueryRun>>>,
+    prx: Arc<std::sync::OnceLock<Result<(PrxSet, ContentHash), QueryError>>>,
 }
 
 impl Database {
@@ -82,6 +95,7 @@ impl Database {
             storage: Default::default(),
             cache,
             runs: Default::default(),
+            prx: Default::default(),
         }
     }
 
@@ -101,6 +115,24 @@ impl Db for Database {
     }
     fn record(&self, run: QueryRun) {
         self.runs.lock().unwrap().push(run);
+    }
+    fn prx(&self) -> Result<&(PrxSet, ContentHash), QueryError> {
+        self.prx
+            .get_or_init(|| {
+                let set = PrxSet::installed().map_err(|e| QueryError {
+                    path: PathBuf::from("libs"),
+                    message: e.to_string(),
+                })?;
+                let mut h = blake3::Hasher::new();
+                for (name, bytes) in set.files() {
+                    h.update(name.as_bytes());
+                    h.update(&(bytes.len() as u64).to_le_bytes());
+                    h.update(bytes);
+                }
+                Ok((set, ContentHash(*h.finalize().as_bytes())))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
     }
 }
 
@@ -271,6 +303,139 @@ pub fn module_index(db: &dyn Db, dump: Dump) -> Result<Arc<Vec<u8>>, QueryError>
                 serde_json::to_vec_pretty(&serde_json::Value::Object(doc)).expect("JSON");
             bytes.push(b'\n');
             Ok((Arc::new(bytes.clone()), bytes))
+        },
+    )
+}
+
+/// The bundled modules (`sce_module/*`), in path order.
+#[salsa::tracked(returns(ref))]
+pub fn guest_module_files(db: &dyn Db, dump: Dump) -> Vec<SourceFile> {
+    let exe = dump.executable(db);
+    module_files(db, dump)
+        .iter()
+        .copied()
+        .filter(|f| f.rel(db) != exe)
+        .collect()
+}
+
+fn relink_error(db: &dyn Db, file: SourceFile, e: aps5_relink::RelinkError) -> QueryError {
+    QueryError {
+        path: file.abs(db).clone(),
+        message: e.to_string(),
+    }
+}
+
+/// A bundled module relinked into a Linux shared object (exports named by NID), memoized.
+#[salsa::tracked(returns(ref))]
+pub fn guest_module(db: &dyn Db, dump: Dump, file: SourceFile) -> Result<Arc<Vec<u8>>, QueryError> {
+    let (prx, prx_hash) = db.prx()?;
+    let opts = RelinkOptions {
+        allow_syscalls: dump.allow_syscalls(db),
+    };
+    memoized(
+        db,
+        "guest_module",
+        file.rel(db),
+        &[file.rel(db)],
+        MemoKey::new(
+            "guest_module",
+            query_version("guest_module"),
+            &[file.hash(db), *prx_hash],
+            &[opts.allow_syscalls as u8],
+        ),
+        |bytes| Some(Arc::new(bytes.to_vec())),
+        || {
+            let m = module(db, file).as_ref().map_err(Clone::clone)?;
+            let bytes = read_verified(db, file)?;
+            let r = aps5_relink::relink_module(&bytes, m, prx, &opts)
+                .map_err(|e| relink_error(db, file, e))?;
+            Ok((Arc::new(r.elf.clone()), r.elf))
+        },
+    )
+}
+
+/// The relinked main executable and its import coverage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppElf {
+    pub elf: Arc<Vec<u8>>,
+    pub coverage: Arc<Vec<CoverageRow>>,
+}
+
+impl AppElf {
+    /// Stored as: u64 length of the coverage JSON, the JSON, then the ELF.
+    fn encode(&self) -> Vec<u8> {
+        let json = serde_json::to_vec(&*self.coverage).expect("JSON");
+        let mut out = Vec::with_capacity(8 + json.len() + self.elf.len());
+        out.extend_from_slice(&(json.len() as u64).to_le_bytes());
+        out.extend_from_slice(&json);
+        out.extend_from_slice(&self.elf);
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> Option<AppElf> {
+        let n = usize::try_from(u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?)).ok()?;
+        let json = bytes.get(8..8usize.checked_add(n)?)?;
+        let coverage = serde_json::from_slice(json).ok()?;
+        Some(AppElf {
+            elf: Arc::new(bytes[8 + n..].to_vec()),
+            coverage: Arc::new(coverage),
+        })
+    }
+}
+
+/// `app.elf`: the main executable relinked against the host PRX set and the relinked bundled
+/// modules (a library the host set implements is bound to the host set: it is listed first).
+#[salsa::tracked(returns(ref))]
+pub fn app_elf(db: &dyn Db, dump: Dump) -> Result<AppElf, QueryError> {
+    let exe = module_files(db, dump)
+        .iter()
+        .copied()
+        .find(|f| f.rel(db) == dump.executable(db))
+        .expect("the scan checked that the executable exists");
+    let (prx, prx_hash) = db.prx()?;
+    let opts = RelinkOptions {
+        allow_syscalls: dump.allow_syscalls(db),
+    };
+    let guests = guest_module_files(db, dump);
+    let mut inputs = vec![exe.hash(db), *prx_hash];
+    let mut names = Vec::new();
+    for &g in guests {
+        inputs.push(g.hash(db));
+        names.extend_from_slice(g.rel(db).as_bytes());
+        names.push(0);
+    }
+    names.push(opts.allow_syscalls as u8);
+    let mut deps = vec![exe.rel(db)];
+    deps.extend(guests.iter().map(|g| g.rel(db)));
+    memoized(
+        db,
+        "app_elf",
+        "app.elf",
+        &deps,
+        MemoKey::new("app_elf", query_version("app_elf"), &inputs, &names),
+        AppElf::decode,
+        || {
+            let mut set = prx.clone();
+            for &g in guests {
+                let relinked = guest_module(db, dump, g)
+                    .as_ref()
+                    .map_err(Clone::clone)?
+                    .clone();
+                let m = module(db, g).as_ref().map_err(Clone::clone)?;
+                let file_name = g.rel(db).rsplit('/').next().unwrap_or_default();
+                set.libraries
+                    .extend(PrxLibrary::from_guest_module(m, file_name, relinked));
+            }
+            let m = module(db, exe).as_ref().map_err(Clone::clone)?;
+            let bytes = read_verified(db, exe)?;
+            let r = aps5_relink::relink_executable(&bytes, m, &set, &opts)
+                .map_err(|e| relink_error(db, exe, e))?;
+            let app = AppElf {
+                elf: Arc::new(r.elf),
+                coverage: Arc::new(r.coverage),
+            };
+            let encoded = app.encode();
+            Ok((app, encoded))
         },
     )
 }

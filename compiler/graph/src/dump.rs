@@ -154,16 +154,12 @@ pub fn parse_param_json(bytes: &[u8]) -> Result<TitleSection, String> {
             .get("defaultLanguage")
             .and_then(|l| l.as_str())
             .unwrap_or("en-US");
-        for l in [lang, "en-US"] {
-            if let Some(n) = loc
-                .get(l)
-                .and_then(|x| x.get("titleName"))
-                .and_then(|n| n.as_str())
-            {
-                if name.is_empty() {
-                    name = n.to_string();
-                }
-            }
+        // The default language's name, else the English one.
+        let localized = [lang, "en-US"]
+            .iter()
+            .find_map(|l| loc.get(*l)?.get("titleName")?.as_str());
+        if let (true, Some(n)) = (name.is_empty(), localized) {
+            name = n.to_string();
         }
     }
     Ok(TitleSection {
@@ -312,7 +308,7 @@ fn walk(
             .file_name()
             .into_string()
             .map_err(|_| BuildError::NonUtf8Name { path: path.clone() })?;
-        if rel.is_empty() && skip.iter().any(|s| *s == name) {
+        if rel.is_empty() && skip.contains(&name) {
             continue;
         }
         let child_rel = if rel.is_empty() {

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -33,7 +33,22 @@ pub struct Output {
     pub rel: String,
     pub hash: ContentHash,
     pub size: u64,
+    /// Written with the execute permission (`app.elf`).
+    pub executable: bool,
     pub source: Source,
+}
+
+impl Output {
+    /// An output made of bytes a query produced.
+    pub fn bytes(rel: String, bytes: Arc<Vec<u8>>, executable: bool) -> Output {
+        Output {
+            rel,
+            hash: ContentHash::of(&bytes),
+            size: bytes.len() as u64,
+            executable,
+            source: Source::Bytes(bytes),
+        }
+    }
 }
 
 /// What emitting did.
@@ -192,7 +207,7 @@ fn up_to_date(
     known: Option<&(FileStamp, ContentHash)>,
 ) -> Result<(), &'static str> {
     let meta = match std::fs::symlink_metadata(dest) {
-        Ok(m) if m.is_file() => m,
+        Ok(m) if m.is_file() && (!o.executable || m.permissions().mode() & 0o111 == 0o111) => m,
         Ok(_) => return Err("output replaced"),
         Err(_) => return Err("output missing"),
     };
@@ -246,7 +261,14 @@ fn write_one(tmp: &Path, o: &Output, link_mode: LinkMode) -> Result<(), BuildErr
             }
             Ok(())
         }
-        Source::Bytes(bytes) => write_file(tmp, bytes),
+        Source::Bytes(bytes) => {
+            write_file(tmp, bytes)?;
+            if o.executable {
+                std::fs::set_permissions(tmp, std::fs::Permissions::from_mode(0o755))
+                    .map_err(|e| BuildError::io("make executable", tmp, e))?;
+            }
+            Ok(())
+        }
     }
 }
 

@@ -41,6 +41,18 @@ pub struct Status {
     pub last_build_outputs: Option<usize>,
     /// Whether the output tree was built from the dump as it is now.
     pub up_to_date: bool,
+    /// How the executable's imports bind: per library, implemented by the PRX set (or a bundled
+    /// module) or bound to a stub that reports the call and aborts.
+    pub coverage: Vec<LibraryCoverage>,
+}
+
+/// The executable's imports of one library, as bound by the relinker.
+#[derive(Clone, Debug, Serialize)]
+pub struct LibraryCoverage {
+    pub library: String,
+    pub implemented: usize,
+    /// Names (or NIDs) of the imports bound to "unimplemented" stubs.
+    pub stubbed: Vec<String>,
 }
 
 /// Scans the dump (cheap when unchanged) and reads every module through the graph.
@@ -78,13 +90,30 @@ pub fn status(project: &Project, progress: &dyn Progress) -> Result<Status, Buil
         });
     }
     let manifest = emit::read_manifest(&project.layout.out_dir);
-    let up_to_date = manifest.as_ref().is_some_and(|m| {
-        let built = emit::manifest_hashes(m);
-        scan.files
-            .iter()
-            .all(|f| built.get(&format!("app0/{}", f.rel)) == Some(&f.hash.to_hex()))
-            && built.keys().filter(|k| k.starts_with("app0/")).count() == scan.files.len()
-    });
+    let up_to_date = manifest.is_some() && project.built_from(&scan);
+    let app = db::app_elf(&db, dump)
+        .as_ref()
+        .map_err(|e| BuildError::Corrupt {
+            path: e.path.clone(),
+            message: e.message.clone(),
+        })?;
+    let mut coverage: Vec<LibraryCoverage> = Vec::new();
+    for row in app.coverage.iter() {
+        if coverage.last().is_none_or(|c| c.library != row.library) {
+            coverage.push(LibraryCoverage {
+                library: row.library.clone(),
+                implemented: 0,
+                stubbed: Vec::new(),
+            });
+        }
+        let c = coverage.last_mut().expect("pushed");
+        if row.implemented {
+            c.implemented += 1;
+        } else {
+            c.stubbed
+                .push(row.name.clone().unwrap_or_else(|| row.nid.clone()));
+        }
+    }
     Ok(Status {
         title: project.config.title.clone(),
         dump_files: scan.files.len(),
@@ -92,6 +121,7 @@ pub fn status(project: &Project, progress: &dyn Progress) -> Result<Status, Buil
         modules,
         last_build_outputs: manifest.as_ref().map(|m| emit::manifest_paths(m).len()),
         up_to_date,
+        coverage,
     })
 }
 
@@ -125,6 +155,27 @@ impl Status {
                     "out of date: run `aps5 build`"
                 };
                 let _ = writeln!(s, "build     {n} outputs, {state}");
+            }
+        }
+        if !self.coverage.is_empty() {
+            let done: usize = self.coverage.iter().map(|c| c.implemented).sum();
+            let stubbed: usize = self.coverage.iter().map(|c| c.stubbed.len()).sum();
+            let _ = writeln!(
+                s,
+                "\napp.elf imports: {done} implemented, {stubbed} bound to unimplemented stubs"
+            );
+            for c in &self.coverage {
+                let _ = write!(
+                    s,
+                    "  {:<32} {:>5} implemented, {:>5} stubbed",
+                    c.library,
+                    c.implemented,
+                    c.stubbed.len()
+                );
+                if !c.stubbed.is_empty() {
+                    let _ = write!(s, ": {}", c.stubbed.join(" "));
+                }
+                s.push('\n');
             }
         }
         for m in &self.modules {
