@@ -141,6 +141,23 @@ fn explain_says_why() {
             && l.ends_with("cache miss")),
         "{again}"
     );
+    // A state written by an older toolchain (other query versions), and nothing memoized for
+    // this one: the reason is the toolchain.
+    let state = p.dir().join(".aps5/state.json");
+    let text = std::fs::read_to_string(&state).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for q in v["queries"].as_object_mut().unwrap().values_mut() {
+        *q = "0-older".into();
+    }
+    std::fs::write(&state, v.to_string()).unwrap();
+    p.edit_config("cache_dir = \"../cache2\"", "cache_dir = \"../cache3\"");
+    let again = ok(&p.dir(), &["build", "--explain"]);
+    assert!(
+        again
+            .lines()
+            .any(|l| l.starts_with("app_elf") && l.ends_with("toolchain changed")),
+        "{again}"
+    );
 }
 
 #[test]

@@ -52,7 +52,10 @@ pub struct BuildReport {
 
 /// The identity of this toolchain, as written into every manifest.
 pub fn toolchain_identity() -> serde_json::Value {
-    let queries: BTreeMap<&str, &str> = db::QUERY_VERSIONS.iter().copied().collect();
+    let queries: BTreeMap<&str, String> = db::QUERY_VERSIONS
+        .iter()
+        .map(|(q, _)| (*q, db::query_version(q)))
+        .collect();
     serde_json::json!({
         "name": "aps5",
         "version": env!("CARGO_PKG_VERSION"),
@@ -314,7 +317,7 @@ impl Project {
                 .collect(),
             queries: db::QUERY_VERSIONS
                 .iter()
-                .map(|(q, v)| (q.to_string(), v.to_string()))
+                .map(|(q, _)| (q.to_string(), db::query_version(q)))
                 .collect(),
         };
         let path = self.layout.state_dir.join(STATE_FILE);
@@ -363,7 +366,7 @@ fn explain(old: &Option<State>, scan: &Scan, run: &QueryRun) -> &'static str {
             return r;
         }
     }
-    if state.queries.get(run.query).map(String::as_str) != Some(db::query_version(run.query)) {
+    if state.queries.get(run.query) != Some(&db::query_version(run.query)) {
         return "toolchain changed";
     }
     "cache miss"

@@ -20,13 +20,19 @@ pub const QUERY_VERSIONS: &[(&str, &str)] = &[
     ("app_elf", "1"),
 ];
 
-/// The version of one query (see [`QUERY_VERSIONS`]).
-pub fn query_version(query: &str) -> &'static str {
-    QUERY_VERSIONS
+/// The version of one query (see [`QUERY_VERSIONS`]). The relink queries also carry the
+/// relinker's own version (its crate version and a hash of its sources), so any change to the
+/// relinker or the PRX set re-relinks.
+pub fn query_version(query: &str) -> String {
+    let v = QUERY_VERSIONS
         .iter()
         .find(|(q, _)| *q == query)
         .map(|(_, v)| *v)
-        .unwrap_or("0")
+        .unwrap_or("0");
+    match query {
+        "guest_module" | "app_elf" => format!("{v}+relink-{}", aps5_relink::VERSION),
+        _ => v.to_string(),
+    }
 }
 
 /// One file of the dump: path, size and blake3 (the mtime only decides whether to re-hash).
@@ -248,7 +254,7 @@ pub fn module(db: &dyn Db, file: SourceFile) -> Result<Arc<aps5_elf::Module>, Qu
         "module",
         file.rel(db),
         &[file.rel(db)],
-        MemoKey::new("module", query_version("module"), &[file.hash(db)], b""),
+        MemoKey::new("module", &query_version("module"), &[file.hash(db)], b""),
         |bytes| {
             serde_json::from_slice::<aps5_elf::Module>(bytes)
                 .ok()
@@ -279,7 +285,7 @@ pub fn module_index(db: &dyn Db, dump: Dump) -> Result<Arc<Vec<u8>>, QueryError>
     }
     let key = MemoKey::new(
         "module_index",
-        query_version("module_index"),
+        &query_version("module_index"),
         &hashes,
         names.as_bytes(),
     );
@@ -339,7 +345,7 @@ pub fn guest_module(db: &dyn Db, dump: Dump, file: SourceFile) -> Result<Arc<Vec
         &[file.rel(db)],
         MemoKey::new(
             "guest_module",
-            query_version("guest_module"),
+            &query_version("guest_module"),
             &[file.hash(db), *prx_hash],
             &[opts.allow_syscalls as u8],
         ),
@@ -412,7 +418,7 @@ pub fn app_elf(db: &dyn Db, dump: Dump) -> Result<AppElf, QueryError> {
         "app_elf",
         "app.elf",
         &deps,
-        MemoKey::new("app_elf", query_version("app_elf"), &inputs, &names),
+        MemoKey::new("app_elf", &query_version("app_elf"), &inputs, &names),
         AppElf::decode,
         || {
             let mut set = prx.clone();
