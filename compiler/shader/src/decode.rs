@@ -389,6 +389,7 @@ pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
 pub fn decode_at_wave(code: &[u8], offset: usize, target: Target, wave64: bool) -> Decoded {
     let d = decode_raw(code, offset, target);
     if let Decoded::Inst(i) = &d
+        && i.desc.regcheck
         && let Err(reason) = check_registers(i, wave64)
     {
         let n = i.words.len();
@@ -552,7 +553,8 @@ fn decode_raw(code: &[u8], offset: usize, target: Target) -> Decoded {
         Family::Vop1 | Family::Vop2 | Family::Vopc => {
             let s0 = w0 & 0x1FF;
             // A VGPR-only src0 (v_swap_b32 ...) reads 0xF9/0xFA/0xE9 as plain VGPR numbers.
-            let s0 = if desc.cc[0] == table::Cc::VGPR {
+            // Ops without src0 (v_nop, v_clrexcp) ignore the field altogether.
+            let s0 = if desc.cc[0] == table::Cc::VGPR || !has(desc, Fld::Src0) {
                 0x100
             } else {
                 s0
@@ -682,7 +684,14 @@ fn decode_raw(code: &[u8], offset: usize, target: Target) -> Decoded {
         let sgpr_bad = encoding == Encoding::Sdwa
             && (((x >> 23) & 1 != 0 && !scalar_src_ok(x & 0xFF))
                 || ((x >> 31) & 1 != 0 && !scalar_src_ok((w0 >> 9) & 0xFF)));
-        if x & m != v || sel_bad || sgpr_bad {
+        let cmpx_sd = encoding == Encoding::Sdwa
+            && family == Family::Vopc
+            && desc.name.starts_with("v_cmpx")
+            && (x >> 15) & 1 != 0;
+        let lit_bad = encoding == Encoding::Sdwa
+            && (((x >> 23) & 1 != 0 && x & 0xFF == 255)
+                || ((x >> 31) & 1 != 0 && (w0 >> 9) & 0xFF == 255));
+        if x & m != v || sel_bad || sgpr_bad || cmpx_sd || lit_bad {
             return unsupported(
                 code,
                 offset,
@@ -697,6 +706,15 @@ fn decode_raw(code: &[u8], offset: usize, target: Target) -> Decoded {
     needs_lit |= matches!(family, Family::Mubuf | Family::Mtbuf)
         && w1 >> 24 == 255
         && !desc.slots.is_empty();
+    // An 8-bit scalar destination decoded like a source (v_readfirstlane, VOPC e64) can even
+    // name the literal, which llvm-mc then consumes.
+    if has(desc, Fld::VdstS) {
+        let v = match family {
+            Family::Vop3 => w0 & 0xFF,
+            _ => (w0 >> 17) & 0xFF,
+        };
+        needs_lit |= v == 255;
+    }
     if needs_lit {
         nw += 1;
     }
@@ -739,6 +757,8 @@ const fn vintrp(name: &'static str) -> OpDesc {
         fixed: (0, 0),
         sdwa_fixed: (0, 0),
         dpp_fixed: (0, 0),
+        fmask: 0,
+        regcheck: false,
     }
 }
 
@@ -755,6 +775,8 @@ static EXP_DESC: OpDesc = OpDesc {
     fixed: (0, 0),
     sdwa_fixed: (0, 0),
     dpp_fixed: (0, 0),
+    fmask: 0,
+    regcheck: false,
     name: "exp",
     cpus: 7,
     slots: &[],
@@ -777,7 +799,10 @@ fn sources_ok(family: Family, d: &OpDesc, w0: u32, w1: u32) -> bool {
         }
         Family::Vop1 | Family::Vop2 | Family::Vopc => {
             let s0 = w0 & 0x1FF;
-            !has(d, Fld::Src0) || matches!(s0, 233 | 234 | 249 | 250) || scalar_src_ok(s0)
+            !has(d, Fld::Src0)
+                || d.cc[0] == table::Cc::VGPR
+                || matches!(s0, 233 | 234 | 249 | 250)
+                || scalar_src_ok(s0)
         }
         Family::Vop3 | Family::Vop3p => {
             if special_vop3(d) {
@@ -800,7 +825,7 @@ fn special_vop3(d: &OpDesc) -> bool {
 
 #[inline]
 fn has(d: &OpDesc, f: Fld) -> bool {
-    d.slots.iter().any(|s| s.f == f)
+    d.has(f)
 }
 
 /// Iterator over the instructions of a buffer; every byte belongs to exactly one item.
@@ -857,7 +882,8 @@ fn sreg_ok(v: u32, w: u32) -> bool {
             };
             a + w - 1 <= 123
         }
-        106 | 126 => w <= 2,
+        // vcc/exec print as the 64-bit pair for any wider operand.
+        106 | 126 => true,
         125 => w <= 2,
         107 | 124 | 127 => w == 1,
         _ => true,
@@ -868,7 +894,7 @@ fn sreg_ok(v: u32, w: u32) -> bool {
 fn sdst8_ok(v: u32, w: u32) -> bool {
     match v {
         0..=127 => sreg_ok(v, w),
-        209..=234 | 249 | 250 | 255 => false,
+        209..=234 | 249 | 250 => false,
         _ => true,
     }
 }
@@ -978,16 +1004,6 @@ fn check_registers(i: &Instruction, wave64: bool) -> Result<(), &'static str> {
         && (w1 >> 21) & 0x1F != 0
     {
         return Err("sampler field must be zero for this opcode");
-    }
-    if sdwa && i.family == Family::Vopc && i.desc.name.starts_with("v_cmpx") && (w1 >> 15) & 1 != 0
-    {
-        return Err("v_cmpx SDWA takes no scalar destination");
-    }
-    if sdwa
-        && (((w1 >> 23) & 1 != 0 && w1 & 0xFF == 255)
-            || ((w1 >> 31) & 1 != 0 && (w0 >> 9) & 0xFF == 255))
-    {
-        return Err("SDWA sources take no literal");
     }
     if ok {
         Ok(())

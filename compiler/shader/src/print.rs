@@ -60,13 +60,13 @@ pub fn sreg(out: &mut String, v: u32, w: u32) {
     };
     match v {
         0..=105 => reg_range(out, "s", align(v), w),
-        106 if w == 2 => out.push_str("vcc"),
+        106 if w >= 2 => out.push_str("vcc"),
         106 => out.push_str("vcc_lo"),
         107 => out.push_str("vcc_hi"),
         108..=123 => reg_range(out, "ttmp", align(v - 108), w),
         124 => out.push_str("m0"),
         125 => out.push_str("null"),
-        126 if w == 2 => out.push_str("exec"),
+        126 if w >= 2 => out.push_str("exec"),
         126 => out.push_str("exec_lo"),
         127 => out.push_str("exec_hi"),
         _ => {
@@ -363,7 +363,12 @@ fn print_smem(inst: &Instruction, out: &mut String) {
             Fld::Sbase => sreg(out, (w0 & 0x3F) << 1, s.w as u32),
             Fld::Imm => {
                 if d.name.starts_with("s_atc_probe") && s.w == 0 && first_imm(d.slots, s) {
-                    let _ = write!(out, "{}", (w0 >> 6) & 0x7F);
+                    let v = (w0 >> 6) & 0x7F;
+                    if v <= 64 {
+                        let _ = write!(out, "{v}");
+                    } else {
+                        let _ = write!(out, "0x{v:x}");
+                    }
                     continue;
                 }
                 let soff = w1 >> 25;

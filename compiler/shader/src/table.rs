@@ -119,6 +119,18 @@ pub struct OpDesc {
     pub sdwa_fixed: (u32, u32),
     /// Same for the DPP16 dword.
     pub dpp_fixed: (u32, u32),
+    /// Bit `1 << (Fld as u32)` for every operand field present.
+    pub fmask: u32,
+    /// Some operand can encode a register outside its file (wide ranges, 8-bit sdst...).
+    pub regcheck: bool,
+}
+
+impl OpDesc {
+    /// Whether an operand comes from field `f`.
+    #[inline]
+    pub fn has(&self, f: Fld) -> bool {
+        self.fmask & (1 << f as u32) != 0
+    }
 }
 
 /// abs modifier printed, per source (bit 0..2).

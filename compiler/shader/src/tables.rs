@@ -17,6 +17,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e000000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -32,6 +34,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e000000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -47,6 +51,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e000000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -62,6 +68,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e000000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -77,6 +85,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e400000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -92,6 +102,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e000000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -107,6 +119,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e400000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -122,6 +136,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e400000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -137,6 +153,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e400000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -152,6 +170,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e400000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -167,6 +187,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e400000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -182,6 +204,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e400000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -201,6 +225,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff0000000e740000, 0x8300000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700000,
+            regcheck: true,
         }],
     ),
     (
@@ -216,6 +242,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e400000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -235,6 +263,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff0000000e700000, 0x8300000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700000,
+            regcheck: true,
         }],
     ),
     (
@@ -254,6 +284,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff0000000e780000, 0x8380000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700000,
+            regcheck: true,
         }],
     ),
     (
@@ -273,6 +305,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff0000000e780000, 0x8400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700000,
+            regcheck: true,
         }],
     ),
     (
@@ -292,6 +326,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff0000000e780000, 0x8400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700000,
+            regcheck: true,
         }],
     ),
     (
@@ -307,6 +343,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e300000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -322,6 +360,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e300000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -337,6 +377,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffffff0f2affff, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x0,
+            regcheck: false,
         }],
     ),
     (
@@ -352,6 +394,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000eac0000, 0x8040000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -367,6 +411,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffffff0f020000, 0x8020000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x8000000,
+            regcheck: true,
         }],
     ),
     (
@@ -382,6 +428,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000f060000, 0x8060000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -397,6 +445,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffffff0f020000, 0x8020000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x8000000,
+            regcheck: true,
         }],
     ),
     (
@@ -412,6 +462,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000f060000, 0x8060000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -427,6 +479,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffffff0f220000, 0x8220000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x8000000,
+            regcheck: true,
         }],
     ),
     (
@@ -442,6 +496,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000f860000, 0x8060000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -457,6 +513,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000fb80000, 0x8380000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -472,6 +530,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000fb80000, 0x8380000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -491,6 +551,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000e800000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -510,6 +572,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000e800000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -529,6 +593,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000e800000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -548,6 +614,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000e800000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -567,6 +635,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000e800000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -586,6 +656,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000ec00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -605,6 +677,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000ec00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -624,6 +698,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000ec00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -643,6 +719,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000ec00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -662,6 +740,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000ec00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -681,6 +761,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000ec00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -700,6 +782,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000ec00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -720,6 +804,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xef40000, 0x8b00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700008,
+            regcheck: true,
         }],
     ),
     (
@@ -739,6 +825,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000ec00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -759,6 +847,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xef00000, 0x8b00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700008,
+            regcheck: true,
         }],
     ),
     (
@@ -779,6 +869,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xef80000, 0x8b80000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700008,
+            regcheck: true,
         }],
     ),
     (
@@ -799,6 +891,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xee80000, 0x8c00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700008,
+            regcheck: true,
         }],
     ),
     (
@@ -819,6 +913,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xef80000, 0x8c00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700008,
+            regcheck: true,
         }],
     ),
     (
@@ -838,6 +934,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000cb00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -857,6 +955,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000cb00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -877,6 +977,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xfec0000, 0x8c00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700008,
+            regcheck: true,
         }],
     ),
     (
@@ -892,6 +994,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff000fa00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -907,6 +1011,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff000ea00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -922,6 +1028,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff000ea00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -937,6 +1045,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff000e800000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -952,6 +1062,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff000f900000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -967,6 +1079,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff000f900000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -982,6 +1096,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff000f900000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -997,6 +1113,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff000f8c0000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -1012,6 +1130,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff0f880000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x8,
+            regcheck: false,
         }],
     ),
     (
@@ -1027,6 +1147,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff0e840000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x8,
+            regcheck: false,
         }],
     ),
     (
@@ -1042,6 +1164,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff000f8e0000, 0x88e0000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -1057,6 +1181,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e000000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -1072,6 +1198,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e000000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -1087,6 +1215,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e000000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -1102,6 +1232,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e000000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -1117,6 +1249,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e400000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -1132,6 +1266,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e000000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -1147,6 +1283,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e400000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -1162,6 +1300,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e400000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -1177,6 +1317,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e400000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -1192,6 +1334,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e400000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -1207,6 +1351,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e400000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -1222,6 +1368,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e400000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -1241,6 +1389,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff0000000e740000, 0x8300000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700000,
+            regcheck: true,
         }],
     ),
     (
@@ -1256,6 +1406,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e400000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -1275,6 +1427,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff0000000e700000, 0x8300000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700000,
+            regcheck: true,
         }],
     ),
     (
@@ -1294,6 +1448,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff0000000e780000, 0x8380000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700000,
+            regcheck: true,
         }],
     ),
     (
@@ -1313,6 +1469,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff0000000e780000, 0x8400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700000,
+            regcheck: true,
         }],
     ),
     (
@@ -1332,6 +1490,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff0000000e780000, 0x8400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700000,
+            regcheck: true,
         }],
     ),
     (
@@ -1347,6 +1507,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e300000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -1362,6 +1524,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000e300000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -1381,6 +1545,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000ffc0000, 0x9540000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -1400,6 +1566,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000e800000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -1419,6 +1587,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000e800000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -1438,6 +1608,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000e800000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -1457,6 +1629,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000e800000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -1476,6 +1650,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000ec00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -1495,6 +1671,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000ec00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -1514,6 +1692,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000ec00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -1533,6 +1713,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000ec00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -1552,6 +1734,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000ec00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -1571,6 +1755,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000ec00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -1590,6 +1776,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000ec00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -1609,6 +1797,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000ec00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -1629,6 +1819,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xef40000, 0x8b00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700008,
+            regcheck: true,
         }],
     ),
     (
@@ -1648,6 +1840,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000ec00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -1668,6 +1862,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xef00000, 0x8b00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700008,
+            regcheck: true,
         }],
     ),
     (
@@ -1688,6 +1884,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xef80000, 0x8b80000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700008,
+            regcheck: true,
         }],
     ),
     (
@@ -1708,6 +1906,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xef80000, 0x8c00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700008,
+            regcheck: true,
         }],
     ),
     (
@@ -1728,6 +1928,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xef80000, 0x8c00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x700008,
+            regcheck: true,
         }],
     ),
     (
@@ -1747,6 +1949,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000eb00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -1766,6 +1970,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000eb00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -1781,6 +1987,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff000e880000, 0x8880000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -1796,6 +2004,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff000ea80000, 0x8880000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -1811,6 +2021,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff000e9c0000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -1830,6 +2042,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000fbc0000, 0x9b80000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -1845,6 +2059,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000c400000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -1860,6 +2076,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000c400000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -1875,6 +2093,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000c000000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -1890,6 +2110,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000c000000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -1905,6 +2127,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000c600000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -1920,6 +2144,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000c000000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -1935,6 +2161,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000c600000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -1950,6 +2178,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000c600000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -1965,6 +2195,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000cd00000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -1980,6 +2212,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000cc00000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -1995,6 +2229,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000cd00000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2010,6 +2246,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000cd00000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2025,6 +2263,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000ccc0000, 0x8040000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2040,6 +2280,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000c380000, 0x8080000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2055,6 +2297,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000c380000, 0x8080000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2070,6 +2314,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000dbc0000, 0x8140000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2085,6 +2331,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000df80000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -2100,6 +2348,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000df80000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -2115,6 +2365,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff000da80000, 0x8880000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2130,6 +2382,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff000da80000, 0x8880000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2145,6 +2399,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff000df00000, 0x8900000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2160,6 +2416,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff000df00000, 0x8900000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2175,6 +2433,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff000de00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2190,6 +2450,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff000de00000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2205,6 +2467,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00ff0db40000, 0x8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x200000,
+            regcheck: false,
         }],
     ),
     (
@@ -2220,6 +2484,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff0df40000, 0x8c40000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x8,
+            regcheck: false,
         }],
     ),
     (
@@ -2239,6 +2505,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000dfa0000, 0x8c80000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -2258,6 +2526,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xff00000dfa0000, 0x8c80000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300008,
+            regcheck: true,
         }],
     ),
     (
@@ -2273,6 +2543,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000cc00000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2288,6 +2560,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000cc00000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2303,6 +2577,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000c800000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2318,6 +2594,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000c800000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2333,6 +2611,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000ce00000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2348,6 +2628,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000cc00000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2363,6 +2645,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000ce00000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2378,6 +2662,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000ce00000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2393,6 +2679,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000cd00000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2408,6 +2696,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000cc00000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2423,6 +2713,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000cd00000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2438,6 +2730,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000cd00000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2453,6 +2747,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000ccc0000, 0x8040000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2468,6 +2764,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000cb80000, 0x8080000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2483,6 +2781,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffffff000cb80000, 0x8080000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100000,
+            regcheck: true,
         }],
     ),
     (
@@ -2498,6 +2798,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000ff80000, 0xb780000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -2513,6 +2815,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff00000ff80000, 0xb780000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x300000,
+            regcheck: true,
         }],
     ),
     (
@@ -2528,6 +2832,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff004df80000, 0x49f80000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2543,6 +2849,8 @@ pub static DS: &[(u16, &[OpDesc])] = &[
             fixed: (0xffff004ff80000, 0x4bf80000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
 ];
@@ -2562,6 +2870,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000eda02000, 0xcc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2577,6 +2887,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda02000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2592,6 +2904,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda02000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2607,6 +2921,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda02000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2622,6 +2938,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda02000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2637,6 +2955,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda02000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2652,6 +2972,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda02000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2667,6 +2989,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda02000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2682,6 +3006,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fc202000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -2697,6 +3023,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fc202000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -2712,6 +3040,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fc202000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -2727,6 +3057,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fc202000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -2742,6 +3074,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fc202000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -2757,6 +3091,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fc202000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -2772,6 +3108,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fc202000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -2787,6 +3125,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fc202000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -2802,6 +3142,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fca02000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2817,6 +3159,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda02000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2832,6 +3176,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fdb02000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2847,6 +3193,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fdb02000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2862,6 +3210,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fde82000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2877,6 +3227,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda82000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x100008,
+            regcheck: true,
         }],
     ),
     (
@@ -2892,6 +3244,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f9906000, 0xd8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -2907,6 +3261,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f9806000, 0xd8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -2922,6 +3278,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd806000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -2937,6 +3295,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd806000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -2952,6 +3312,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd846000, 0xdc840000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -2967,6 +3329,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fdc86000, 0xdcc80000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -2982,6 +3346,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fdc06000, 0xdcc00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -2997,6 +3363,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd406000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3012,6 +3380,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd406000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3027,6 +3397,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd406000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3042,6 +3414,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd406000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3057,6 +3431,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd606000, 0xdc600000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3072,6 +3448,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd406000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3087,6 +3465,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd406000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3102,6 +3482,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd406000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3117,6 +3499,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd3c6000, 0xdd000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3132,6 +3516,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f5906000, 0xd5000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3147,6 +3533,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f5c06000, 0xd5400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3162,6 +3550,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f5c06000, 0xd5400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3177,6 +3567,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f5c06000, 0xd5400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3192,6 +3584,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f5c46000, 0xd5440000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3207,6 +3601,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f5c86000, 0xd5480000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3222,6 +3618,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f5c06000, 0xd5400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3237,6 +3635,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f4c06000, 0xd4400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3252,6 +3652,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fcc06000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3267,6 +3669,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fcc06000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3282,6 +3686,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fcc06000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3297,6 +3703,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f4e06000, 0xd4600000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3312,6 +3720,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fcc06000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3327,6 +3737,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f4c06000, 0xd4400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3342,6 +3754,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fcc06000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
     (
@@ -3357,6 +3771,8 @@ pub static FLAT0: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fc7c6000, 0xdc000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x900000,
+            regcheck: true,
         }],
     ),
 ];
@@ -3380,6 +3796,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000eda0a000, 0xcc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3399,6 +3817,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda0a000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3418,6 +3838,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda0a000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3437,6 +3859,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda0a000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3456,6 +3880,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda0a000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3475,6 +3901,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda0a000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3494,6 +3922,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda0a000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3513,6 +3943,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda0a000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3532,6 +3964,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda0a000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -3551,6 +3985,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda0a000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -3570,6 +4006,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda0a000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -3589,6 +4027,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda0a000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -3608,6 +4048,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda0a000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -3627,6 +4069,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda0a000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -3646,6 +4090,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda0a000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -3665,6 +4111,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda0a000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -3684,6 +4132,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fde0a000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3703,6 +4153,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fde0a000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3722,6 +4174,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fdf0a000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3741,6 +4195,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fdf0a000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3760,6 +4216,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fde8a000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3779,6 +4237,8 @@ pub static FLAT1: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fde8a000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
 ];
@@ -3802,6 +4262,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000eda06000, 0xcc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3821,6 +4283,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda06000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3840,6 +4304,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda06000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3859,6 +4325,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda06000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3878,6 +4346,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda06000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3897,6 +4367,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda06000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3916,6 +4388,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda06000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3935,6 +4409,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda06000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -3950,6 +4426,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fc58e000, 0xdc588000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x20008,
+            regcheck: true,
         }],
     ),
     (
@@ -3965,6 +4443,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fc58e000, 0xdc588000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x820000,
+            regcheck: true,
         }],
     ),
     (
@@ -3984,6 +4464,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fc206000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4003,6 +4485,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fc206000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4022,6 +4506,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fc206000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4041,6 +4527,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fc206000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4060,6 +4548,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fc206000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4079,6 +4569,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fc206000, 0xdc200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4099,6 +4591,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x800000fc206000, 0xdc200000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x920000,
+                regcheck: true,
             },
             OpDesc {
                 name: "global_store_dwordx4",
@@ -4115,6 +4609,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x800000fc006000, 0xdc000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x920000,
+                regcheck: true,
             },
         ],
     ),
@@ -4136,6 +4632,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x800000fc206000, 0xdc200000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x920000,
+                regcheck: true,
             },
             OpDesc {
                 name: "global_store_dwordx3",
@@ -4152,6 +4650,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x800000fc006000, 0xdc000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x920000,
+                regcheck: true,
             },
         ],
     ),
@@ -4172,6 +4672,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fca06000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -4191,6 +4693,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda06000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -4210,6 +4714,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fdb06000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -4229,6 +4735,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fdb06000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -4248,6 +4756,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fde86000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -4267,6 +4777,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fda86000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120008,
+            regcheck: true,
         }],
     ),
     (
@@ -4286,6 +4798,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f9906000, 0xd8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4305,6 +4819,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f9806000, 0xd8800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4324,6 +4840,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd806000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4343,6 +4861,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd806000, 0xdc800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4363,6 +4883,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f981e000, 0xd8818000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920008,
+            regcheck: true,
         }],
     ),
     (
@@ -4382,6 +4904,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd846000, 0xdc840000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4402,6 +4926,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x800000fdc86000, 0xdcc80000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x920000,
+                regcheck: true,
             },
             OpDesc {
                 name: "global_atomic_umin",
@@ -4418,6 +4944,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x800000fd486000, 0xdc480000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x920000,
+                regcheck: true,
             },
         ],
     ),
@@ -4439,6 +4967,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x800000fdc06000, 0xdcc00000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x920000,
+                regcheck: true,
             },
             OpDesc {
                 name: "global_atomic_smax",
@@ -4455,6 +4985,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x800000fd406000, 0xdc400000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x920000,
+                regcheck: true,
             },
         ],
     ),
@@ -4475,6 +5007,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd406000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4494,6 +5028,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd406000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4513,6 +5049,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd406000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4532,6 +5070,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd406000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4551,6 +5091,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd606000, 0xdc600000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4570,6 +5112,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd406000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4589,6 +5133,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd406000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4608,6 +5154,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd406000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4627,6 +5175,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fd3c6000, 0xdd000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4646,6 +5196,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f5906000, 0xd5000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4665,6 +5217,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f5c06000, 0xd5400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4684,6 +5238,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fdc06000, 0xdd400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4703,6 +5259,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f5c06000, 0xd5400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4722,6 +5280,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f5c46000, 0xd5440000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4742,6 +5302,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x800000fdc86000, 0xdd480000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x920000,
+                regcheck: true,
             },
             OpDesc {
                 name: "global_atomic_umin_x2",
@@ -4758,6 +5320,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x800000fcc86000, 0xdc480000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x920000,
+                regcheck: true,
             },
         ],
     ),
@@ -4779,6 +5343,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x800000f5c06000, 0xd5400000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x920000,
+                regcheck: true,
             },
             OpDesc {
                 name: "global_atomic_smax_x2",
@@ -4795,6 +5361,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x800000f4c06000, 0xd4400000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x920000,
+                regcheck: true,
             },
         ],
     ),
@@ -4815,6 +5383,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f4c06000, 0xd4400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4834,6 +5404,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fcc06000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4853,6 +5425,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fcc06000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4872,6 +5446,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fcc06000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4891,6 +5467,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000f4e06000, 0xd4600000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4910,6 +5488,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fcc06000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4929,6 +5509,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fcc06000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4948,6 +5530,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fcc06000, 0xdc400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
     (
@@ -4967,6 +5551,8 @@ pub static FLAT2: &[(u16, &[OpDesc])] = &[
             fixed: (0x800000fc7c6000, 0xdc000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x920000,
+            regcheck: true,
         }],
     ),
 ];
@@ -4991,6 +5577,8 @@ pub static MTBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0x44000000, 0x40000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5011,6 +5599,8 @@ pub static MTBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0x4c000000, 0x48000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5031,6 +5621,8 @@ pub static MTBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0x44000000, 0x40000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5051,6 +5643,8 @@ pub static MTBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0x6c000000, 0x68000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5071,6 +5665,8 @@ pub static MTBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0x44000000, 0x40000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5091,6 +5687,8 @@ pub static MTBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0x4c000000, 0x48000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5111,6 +5709,8 @@ pub static MTBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0x44000000, 0x40000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5131,6 +5731,8 @@ pub static MTBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0x6c000000, 0x68000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5151,6 +5753,8 @@ pub static MTBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0x44000000, 0x40000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5171,6 +5775,8 @@ pub static MTBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0x4c000000, 0x48000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5191,6 +5797,8 @@ pub static MTBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0x44000000, 0x40000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5211,6 +5819,8 @@ pub static MTBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0x6c000000, 0x68000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5231,6 +5841,8 @@ pub static MTBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0x44000000, 0x40000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5251,6 +5863,8 @@ pub static MTBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0x4c000000, 0x48000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5271,6 +5885,8 @@ pub static MTBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0x44000000, 0x40000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5291,6 +5907,8 @@ pub static MTBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0x6c000000, 0x68000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
 ];
@@ -5315,6 +5933,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf4400000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5335,6 +5955,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf5410000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5355,6 +5977,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf5410000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5375,6 +5999,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf5410000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5395,6 +6021,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf5410000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5415,6 +6043,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf5410000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5435,6 +6065,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf5c10000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5455,6 +6087,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf5c10000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5475,6 +6109,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf7800000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5495,6 +6131,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf7800000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5515,6 +6153,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf7800000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5535,6 +6175,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf7800000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5555,6 +6197,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf7800000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5575,6 +6219,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf7810000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5595,6 +6241,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf7810000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5615,6 +6263,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf7810000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5635,6 +6285,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf6210000, 0xe0200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5655,6 +6307,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf6210000, 0xe0200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5675,6 +6329,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf6210000, 0xe0200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5695,6 +6351,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf6210000, 0xe0200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5715,6 +6373,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf6210000, 0xe0200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5735,6 +6395,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf6210000, 0xe0200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5755,6 +6417,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf6210000, 0xe0200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5775,6 +6439,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf6210000, 0xe0200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5795,6 +6461,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe6210000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5815,6 +6483,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7210000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5835,6 +6505,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7310000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5855,6 +6527,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7310000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5875,6 +6549,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7690000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5895,6 +6571,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7290000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5915,6 +6593,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7918000, 0xe0800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5935,6 +6615,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7818000, 0xe0800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5955,6 +6637,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7818000, 0xe0800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5975,6 +6659,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7818000, 0xe0800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -5995,6 +6681,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe781c000, 0xe0804000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6015,6 +6703,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7858000, 0xe0840000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6035,6 +6725,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7c98000, 0xe0c80000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6055,6 +6747,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7c18000, 0xe0c00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6075,6 +6769,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7418000, 0xe0400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6095,6 +6791,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7418000, 0xe0400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6115,6 +6813,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7418000, 0xe0400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6135,6 +6835,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7418000, 0xe0400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6155,6 +6857,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7618000, 0xe0600000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6175,6 +6879,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7418000, 0xe0400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6195,6 +6901,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7418000, 0xe0400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6215,6 +6923,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7418000, 0xe0400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6235,6 +6945,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe63d8000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6255,6 +6967,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7918000, 0xe1000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6275,6 +6989,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7c18000, 0xe1400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6295,6 +7011,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf7c18000, 0xe1400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6315,6 +7033,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf7c18000, 0xe1400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6335,6 +7055,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7c58000, 0xe1440000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6355,6 +7077,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7c98000, 0xe1480000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6375,6 +7099,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7c18000, 0xe1400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6395,6 +7121,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe6c18000, 0xe0400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6415,6 +7143,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe6c18000, 0xe0400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6435,6 +7165,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf6c18000, 0xe0400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6455,6 +7187,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf6c18000, 0xe0400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6475,6 +7209,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe6e18000, 0xe0600000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6495,6 +7231,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe6c18000, 0xe0400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6515,6 +7253,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe6c18000, 0xe0400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6535,6 +7275,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe6c18000, 0xe0400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6555,6 +7297,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xe67d8000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6570,6 +7314,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf47df000, 0xe0440000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x0,
+            regcheck: false,
         }],
     ),
     (
@@ -6585,6 +7331,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf67df000, 0xe0480000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x0,
+            regcheck: false,
         }],
     ),
     (
@@ -6605,6 +7353,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf5e10000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6625,6 +7375,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf5e10000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6645,6 +7397,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf5e10000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6665,6 +7419,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf5e10000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6685,6 +7441,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf5e10000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6705,6 +7463,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf5e10000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6725,6 +7485,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf5e10000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6745,6 +7507,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf5e10000, 0xe0000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x3900000,
+            regcheck: true,
         }],
     ),
     (
@@ -6760,6 +7524,8 @@ pub static MUBUF: &[(u16, &[OpDesc])] = &[
             fixed: (0xf5fdf000, 0xe1c40000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x0,
+            regcheck: false,
         }],
     ),
 ];
@@ -6784,6 +7550,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3c000000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xc2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_load_dword",
@@ -6800,6 +7568,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3f400000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xc2000,
+                regcheck: true,
             },
         ],
     ),
@@ -6821,6 +7591,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3c000000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xc2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_load_dwordx2",
@@ -6837,6 +7609,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3fd00000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xc2000,
+                regcheck: true,
             },
         ],
     ),
@@ -6858,6 +7632,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3c800000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xc2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_load_dwordx4",
@@ -6874,6 +7650,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3fd00000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xc2000,
+                regcheck: true,
             },
         ],
     ),
@@ -6895,6 +7673,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3cc00000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xc2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_load_dwordx8",
@@ -6911,6 +7691,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3fd00000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xc2000,
+                regcheck: true,
             },
         ],
     ),
@@ -6932,6 +7714,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3c400000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xc2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_load_dwordx16",
@@ -6948,6 +7732,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3f4c0000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xc2000,
+                regcheck: true,
             },
         ],
     ),
@@ -6968,6 +7754,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3c200000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -6987,6 +7775,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3c200000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7006,6 +7796,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3c200000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7026,6 +7818,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3c000000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xc2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_buffer_load_dword",
@@ -7042,6 +7836,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3fc00000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xc2000,
+                regcheck: true,
             },
         ],
     ),
@@ -7063,6 +7859,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3c100000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xc2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_buffer_load_dwordx2",
@@ -7079,6 +7877,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3fd00000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xc2000,
+                regcheck: true,
             },
         ],
     ),
@@ -7100,6 +7900,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3c100000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xc2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_buffer_load_dwordx4",
@@ -7116,6 +7918,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3fd00000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xc2000,
+                regcheck: true,
             },
         ],
     ),
@@ -7137,6 +7941,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3cd00000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xc2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_buffer_load_dwordx8",
@@ -7153,6 +7959,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3fd00000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xc2000,
+                regcheck: true,
             },
         ],
     ),
@@ -7174,6 +7982,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3ccc0000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xc2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_buffer_load_dwordx16",
@@ -7190,6 +8000,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3fcc0000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xc2000,
+                regcheck: true,
             },
         ],
     ),
@@ -7210,6 +8022,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3f900000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7229,6 +8043,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3f880000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7248,6 +8064,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3f840000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7267,6 +8085,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3fa40000, 0x34040000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7286,6 +8106,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3fa80000, 0x34080000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7305,6 +8127,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3f900000, 0x34100000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7324,6 +8148,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3f900000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7343,6 +8169,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3f980000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7362,6 +8190,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3f940000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7378,6 +8208,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3fdc0000, 0x345c0000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_gl1_inv",
@@ -7390,6 +8222,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3ffc0000, 0x347c0000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
         ],
     ),
@@ -7407,6 +8241,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3c480000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_dcache_inv",
@@ -7419,6 +8255,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3f6c0000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
         ],
     ),
@@ -7435,6 +8273,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3c480000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x0,
+            regcheck: false,
         }],
     ),
     (
@@ -7451,6 +8291,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3c600000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x40000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_memtime",
@@ -7463,6 +8305,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3f600000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x40000,
+                regcheck: true,
             },
         ],
     ),
@@ -7480,6 +8324,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3c600000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x40000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_memrealtime",
@@ -7492,6 +8338,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3ff00000, 0x34900000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x40000,
+                regcheck: true,
             },
         ],
     ),
@@ -7513,6 +8361,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3c700000, 0x34100000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x82000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_atc_probe",
@@ -7529,6 +8379,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3ff00000, 0x34900000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x82000,
+                regcheck: true,
             },
         ],
     ),
@@ -7550,6 +8402,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3c700000, 0x34100000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x82000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_atc_probe_buffer",
@@ -7566,6 +8420,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3ff00000, 0x34900000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x82000,
+                regcheck: true,
             },
         ],
     ),
@@ -7582,6 +8438,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3c500000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x82000,
+            regcheck: true,
         }],
     ),
     (
@@ -7597,6 +8455,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3c580000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x82000,
+            regcheck: true,
         }],
     ),
     (
@@ -7612,6 +8472,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3c740000, 0x34200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x40000,
+            regcheck: true,
         }],
     ),
     (
@@ -7631,6 +8493,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e400000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7650,6 +8514,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e400000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7669,6 +8535,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e400000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7688,6 +8556,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e400000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7707,6 +8577,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e400000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7726,6 +8598,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e600000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7745,6 +8619,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e600000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7764,6 +8640,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e600000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7783,6 +8661,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e400000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7802,6 +8682,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e500000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7821,6 +8703,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e500000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7840,6 +8724,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e500000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7859,6 +8745,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e4c0000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7878,6 +8766,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e400000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7897,6 +8787,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e400000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7916,6 +8808,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3f400000, 0x35000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7935,6 +8829,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3f400000, 0x35000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7954,6 +8850,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e400000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7973,6 +8871,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e600000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -7992,6 +8892,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e600000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8011,6 +8913,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e600000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8030,6 +8934,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e400000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8049,6 +8955,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e500000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8068,6 +8976,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3e500000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8087,6 +8997,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3f500000, 0x35000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8106,6 +9018,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3f4c0000, 0x35000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8125,6 +9039,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d400000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8144,6 +9060,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d400000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8163,6 +9081,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d400000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8182,6 +9102,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d400000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8201,6 +9123,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d400000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8220,6 +9144,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d600000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8239,6 +9165,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d600000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8258,6 +9186,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d600000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8277,6 +9207,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d400000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8296,6 +9228,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d500000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8315,6 +9249,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d500000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8334,6 +9270,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d500000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8353,6 +9291,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d4c0000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8372,6 +9312,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d400000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8391,6 +9333,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d400000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8410,6 +9354,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3f400000, 0x36000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8429,6 +9375,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3f400000, 0x36000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8448,6 +9396,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d400000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8467,6 +9417,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d600000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8486,6 +9438,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d600000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8505,6 +9459,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d600000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8524,6 +9480,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d400000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8543,6 +9501,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d500000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8562,6 +9522,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3d500000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8581,6 +9543,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3f500000, 0x36000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
     (
@@ -8600,6 +9564,8 @@ pub static SMEM: &[(u16, &[OpDesc])] = &[
             fixed: (0x3f4c0000, 0x36000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xc2000,
+            regcheck: true,
         }],
     ),
 ];
@@ -8620,6 +9586,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400a300, 0x34000300),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_mov_b32",
@@ -8632,6 +9600,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400a300, 0xb4000300),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -8649,6 +9619,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x74008400, 0x34000400),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_mov_b64",
@@ -8661,6 +9633,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf4008400, 0xb4000400),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -8678,6 +9652,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x74008400, 0x34000400),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_cmov_b32",
@@ -8690,6 +9666,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf4008400, 0xb4000400),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -8707,6 +9685,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x74008400, 0x34000400),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_cmov_b64",
@@ -8719,6 +9699,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf4008400, 0xb4000400),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -8736,6 +9718,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x74008000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_not_b32",
@@ -8748,6 +9732,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf4008000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -8765,6 +9751,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c800, 0x34000800),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_not_b64",
@@ -8777,6 +9765,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c800, 0xb4000800),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -8794,6 +9784,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x74008800, 0x34000800),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_wqm_b32",
@@ -8806,6 +9798,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf4008800, 0xb4000800),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -8823,6 +9817,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c800, 0x34000800),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_wqm_b64",
@@ -8835,6 +9831,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c800, 0xb4000800),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -8852,6 +9850,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_brev_b32",
@@ -8864,6 +9864,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -8881,6 +9883,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_brev_b64",
@@ -8893,6 +9897,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -8910,6 +9916,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_bcnt0_i32_b32",
@@ -8922,6 +9930,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -8939,6 +9949,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_bcnt0_i32_b64",
@@ -8951,6 +9963,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -8968,6 +9982,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_bcnt1_i32_b32",
@@ -8980,6 +9996,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -8997,6 +10015,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400d000, 0x34001000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_bcnt1_i32_b64",
@@ -9009,6 +10029,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400d000, 0xb4001000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -9026,6 +10048,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400d000, 0x34001000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_ff0_i32_b32",
@@ -9038,6 +10062,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400d000, 0xb4001000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -9055,6 +10081,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400f000, 0x34001000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_ff0_i32_b64",
@@ -9067,6 +10095,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400f000, 0xb4001000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -9084,6 +10114,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400e000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_ff1_i32_b32",
@@ -9096,6 +10128,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400e000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -9113,6 +10147,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_ff1_i32_b64",
@@ -9125,6 +10161,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -9142,6 +10180,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400e000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_flbit_i32_b32",
@@ -9154,6 +10194,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400e000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -9171,6 +10213,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400e000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_flbit_i32_b64",
@@ -9183,6 +10227,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400e000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -9200,6 +10246,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_flbit_i32",
@@ -9212,6 +10260,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -9229,6 +10279,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_flbit_i32_i64",
@@ -9241,6 +10293,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -9258,6 +10312,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_sext_i32_i8",
@@ -9270,6 +10326,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -9287,6 +10345,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_sext_i32_i16",
@@ -9299,6 +10359,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -9316,6 +10378,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_bitset0_b32",
@@ -9328,6 +10392,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -9345,6 +10411,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_bitset0_b64",
@@ -9357,6 +10425,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -9374,6 +10444,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_bitset1_b32",
@@ -9386,6 +10458,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -9403,6 +10477,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_bitset1_b64",
@@ -9415,6 +10491,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -9432,6 +10510,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x1,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_getpc_b64",
@@ -9444,6 +10524,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x1,
+                regcheck: true,
             },
         ],
     ),
@@ -9461,6 +10543,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400e000, 0x34002000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_setpc_b64",
@@ -9473,6 +10557,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400e000, 0xb4002000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2,
+                regcheck: true,
             },
         ],
     ),
@@ -9490,6 +10576,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400e200, 0x34002000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_swappc_b64",
@@ -9502,6 +10590,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400e200, 0xb4002000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -9519,6 +10609,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400f100, 0x34002000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_rfe_b64",
@@ -9531,6 +10623,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400f100, 0xb4002000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2,
+                regcheck: true,
             },
         ],
     ),
@@ -9548,6 +10642,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_and_saveexec_b64",
@@ -9560,6 +10656,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -9577,6 +10675,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400d000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_or_saveexec_b64",
@@ -9589,6 +10689,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400d000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -9606,6 +10708,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400d000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_xor_saveexec_b64",
@@ -9618,6 +10722,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400d000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -9635,6 +10741,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c400, 0x34000400),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_andn2_saveexec_b64",
@@ -9647,6 +10755,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c400, 0xb4000400),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -9664,6 +10774,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_orn2_saveexec_b64",
@@ -9676,6 +10788,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -9693,6 +10807,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_nand_saveexec_b64",
@@ -9705,6 +10821,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -9722,6 +10840,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_nor_saveexec_b64",
@@ -9734,6 +10854,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -9751,6 +10873,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c800, 0x34000800),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_xnor_saveexec_b64",
@@ -9763,6 +10887,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c800, 0xb4000800),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -9780,6 +10906,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_quadmask_b32",
@@ -9792,6 +10920,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -9809,6 +10939,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_quadmask_b64",
@@ -9821,6 +10953,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -9838,6 +10972,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_movrels_b32",
@@ -9850,6 +10986,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -9867,6 +11005,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_movrels_b64",
@@ -9879,6 +11019,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -9896,6 +11038,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c200, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_movreld_b32",
@@ -9908,6 +11052,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c200, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -9925,6 +11071,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c600, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_movreld_b64",
@@ -9937,6 +11085,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c600, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -9954,6 +11104,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c300, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_abs_i32",
@@ -9966,6 +11118,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c300, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -9983,6 +11137,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c700, 0x34000700),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_andn1_saveexec_b64",
@@ -9995,6 +11151,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c700, 0xb4000700),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -10012,6 +11170,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_orn1_saveexec_b64",
@@ -10024,6 +11184,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -10041,6 +11203,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_andn1_wrexec_b64",
@@ -10053,6 +11217,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -10070,6 +11236,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c800, 0x34000800),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_andn2_wrexec_b64",
@@ -10082,6 +11250,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c800, 0xb4000800),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -10099,6 +11269,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c800, 0x34000800),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_bitreplicate_b64_b32",
@@ -10111,6 +11283,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c800, 0xb4000800),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: true,
             },
         ],
     ),
@@ -10128,6 +11302,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_and_saveexec_b32",
@@ -10140,6 +11316,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -10157,6 +11335,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c800, 0x34000800),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_or_saveexec_b32",
@@ -10169,6 +11349,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c800, 0xb4000800),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -10186,6 +11368,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c800, 0x34000800),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_xor_saveexec_b32",
@@ -10198,6 +11382,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c800, 0xb4000800),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -10215,6 +11401,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400c000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_andn2_saveexec_b32",
@@ -10227,6 +11415,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400c000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -10244,6 +11434,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400f800, 0x34004000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_orn2_saveexec_b32",
@@ -10256,6 +11448,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400f800, 0xb4004000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -10273,6 +11467,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400f000, 0x34004000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_nand_saveexec_b32",
@@ -10285,6 +11481,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400f000, 0xb4004000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -10302,6 +11500,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400f800, 0x34004000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_nor_saveexec_b32",
@@ -10314,6 +11514,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400f800, 0xb4004000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -10331,6 +11533,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400b800, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_xnor_saveexec_b32",
@@ -10343,6 +11547,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400b800, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -10360,6 +11566,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400b800, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_andn1_saveexec_b32",
@@ -10372,6 +11580,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400b800, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -10389,6 +11599,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400b800, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_orn1_saveexec_b32",
@@ -10401,6 +11613,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400b800, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -10418,6 +11632,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400b800, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_andn1_wrexec_b32",
@@ -10430,6 +11646,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400b800, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -10447,6 +11665,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400b800, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_andn2_wrexec_b32",
@@ -10459,6 +11679,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400b800, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -10476,6 +11698,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7400b700, 0x34000100),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_movrelsd_2_b32",
@@ -10488,6 +11712,8 @@ pub static SOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf400b700, 0xb4000100),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x3,
+                regcheck: false,
             },
         ],
     ),
@@ -10512,6 +11738,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0xe0000000, 0x80000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -10531,6 +11759,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0xe0000000, 0x80000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -10550,6 +11780,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0xe0000000, 0x80000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -10569,6 +11801,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0xe0000000, 0x80000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -10588,6 +11822,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x64000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -10607,6 +11843,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x64000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -10626,6 +11864,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x60000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -10645,6 +11885,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x60000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -10665,6 +11907,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe2000000, 0x80000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x7,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_max_i32",
@@ -10681,6 +11925,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x62000000, 0x0),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x7,
+                regcheck: false,
             },
         ],
     ),
@@ -10702,6 +11948,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe2000000, 0x80000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x7,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_max_u32",
@@ -10718,6 +11966,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x62000000, 0x0),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x7,
+                regcheck: false,
             },
         ],
     ),
@@ -10739,6 +11989,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe0000000, 0x80000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x7,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_cselect_b32",
@@ -10755,6 +12007,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x60000000, 0x0),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x7,
+                regcheck: false,
             },
         ],
     ),
@@ -10776,6 +12030,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0000000, 0x80000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x7,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_cselect_b64",
@@ -10792,6 +12048,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70000000, 0x0),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x7,
+                regcheck: true,
             },
         ],
     ),
@@ -10812,6 +12070,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x61000000, 0x1000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -10831,6 +12091,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x61000000, 0x1000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: true,
         }],
     ),
     (
@@ -10850,6 +12112,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x20000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -10869,6 +12133,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x20000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: true,
         }],
     ),
     (
@@ -10888,6 +12154,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x20000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -10907,6 +12175,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x20000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: true,
         }],
     ),
     (
@@ -10926,6 +12196,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x20000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -10945,6 +12217,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x20000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: true,
         }],
     ),
     (
@@ -10964,6 +12238,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x20000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -10983,6 +12259,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x30000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: true,
         }],
     ),
     (
@@ -11002,6 +12280,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x70000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -11021,6 +12301,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x70000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: true,
         }],
     ),
     (
@@ -11040,6 +12322,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x70000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -11059,6 +12343,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x70000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: true,
         }],
     ),
     (
@@ -11078,6 +12364,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x78000000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -11097,6 +12385,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x78000000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: true,
         }],
     ),
     (
@@ -11116,6 +12406,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x70000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -11135,6 +12427,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x70000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: true,
         }],
     ),
     (
@@ -11154,6 +12448,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x40000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -11173,6 +12469,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x40000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: true,
         }],
     ),
     (
@@ -11192,6 +12490,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x40000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -11211,6 +12511,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x44000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: true,
         }],
     ),
     (
@@ -11230,6 +12532,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x40000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -11249,6 +12553,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x44000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: true,
         }],
     ),
     (
@@ -11268,6 +12574,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x40000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -11287,6 +12595,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x48000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -11306,6 +12616,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x48000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -11325,6 +12637,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x4b000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: true,
         }],
     ),
     (
@@ -11344,6 +12658,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x48800000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: true,
         }],
     ),
     (
@@ -11363,6 +12679,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x58800000, 0x10000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -11382,6 +12700,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x48000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -11401,6 +12721,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x4b000000, 0x3000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -11420,6 +12742,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x44000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -11439,6 +12763,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x64000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -11458,6 +12784,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x44000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -11477,6 +12805,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x46000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x7,
+            regcheck: false,
         }],
     ),
     (
@@ -11497,6 +12827,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe4000000, 0x80000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x7,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_pack_hh_b32_b16",
@@ -11513,6 +12845,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x64000000, 0x0),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x7,
+                regcheck: false,
             },
         ],
     ),
@@ -11534,6 +12868,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe5000000, 0x80000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x7,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_mul_hi_u32",
@@ -11550,6 +12886,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x65000000, 0x0),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x7,
+                regcheck: false,
             },
         ],
     ),
@@ -11571,6 +12909,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc4800000, 0x80000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x7,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_mul_hi_i32",
@@ -11587,6 +12927,8 @@ pub static SOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x44800000, 0x0),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x7,
+                regcheck: false,
             },
         ],
     ),
@@ -11608,6 +12950,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70700000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_cmp_eq_i32",
@@ -11620,6 +12964,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0700000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
         ],
     ),
@@ -11637,6 +12983,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70700000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_cmp_lg_i32",
@@ -11649,6 +12997,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0700000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
         ],
     ),
@@ -11666,6 +13016,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70600000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_cmp_gt_i32",
@@ -11678,6 +13030,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0600000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
         ],
     ),
@@ -11695,6 +13049,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70e00000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_cmp_ge_i32",
@@ -11707,6 +13063,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0e00000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
         ],
     ),
@@ -11724,6 +13082,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70700000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_cmp_lt_i32",
@@ -11736,6 +13096,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0700000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
         ],
     ),
@@ -11753,6 +13115,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70700000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_cmp_le_i32",
@@ -11765,6 +13129,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0700000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
         ],
     ),
@@ -11782,6 +13148,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70700000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_cmp_eq_u32",
@@ -11794,6 +13162,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0700000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
         ],
     ),
@@ -11811,6 +13181,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70700000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_cmp_lg_u32",
@@ -11823,6 +13195,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0700000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
         ],
     ),
@@ -11840,6 +13214,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70700000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_cmp_gt_u32",
@@ -11852,6 +13228,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0700000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
         ],
     ),
@@ -11869,6 +13247,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70700000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_cmp_ge_u32",
@@ -11881,6 +13261,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0700000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
         ],
     ),
@@ -11898,6 +13280,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70f00000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_cmp_lt_u32",
@@ -11910,6 +13294,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0f00000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
         ],
     ),
@@ -11927,6 +13313,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70700000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_cmp_le_u32",
@@ -11939,6 +13327,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0700000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
         ],
     ),
@@ -11956,6 +13346,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70700000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_bitcmp0_b32",
@@ -11968,6 +13360,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0700000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
         ],
     ),
@@ -11985,6 +13379,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70700000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_bitcmp1_b32",
@@ -11997,6 +13393,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0700000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: false,
             },
         ],
     ),
@@ -12014,6 +13412,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70700000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_bitcmp0_b64",
@@ -12026,6 +13426,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0700000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: true,
             },
         ],
     ),
@@ -12043,6 +13445,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70700000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_bitcmp1_b64",
@@ -12055,6 +13459,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0700000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: true,
             },
         ],
     ),
@@ -12072,6 +13478,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0x706e0000, 0x30020000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_cmp_eq_u64",
@@ -12084,6 +13492,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf06e0000, 0xb0020000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: true,
             },
         ],
     ),
@@ -12101,6 +13511,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70ee0000, 0x30020000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_cmp_lg_u64",
@@ -12113,6 +13525,8 @@ pub static SOPC: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0ee0000, 0xb0020000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x6,
+                regcheck: true,
             },
         ],
     ),
@@ -12133,6 +13547,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x50000000, 0x10000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12148,6 +13564,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x58000000, 0x10000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2000,
+            regcheck: true,
         }],
     ),
     (
@@ -12163,6 +13581,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x50000000, 0x10000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12178,6 +13598,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x50000000, 0x10000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12193,6 +13615,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0xd8000000, 0x90000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12208,6 +13632,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0xd8000000, 0x90000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12223,6 +13649,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0xd0000000, 0x90000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12238,6 +13666,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0xd0000000, 0x90000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12253,6 +13683,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x50000000, 0x10000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12268,6 +13700,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x50000000, 0x10000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12283,6 +13717,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x50000000, 0x10000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12298,6 +13734,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x70000000, 0x30000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12313,6 +13751,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x50000000, 0x10000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12328,6 +13768,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x70000000, 0x30000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12343,6 +13785,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x50000000, 0x10000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12358,6 +13802,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x50000000, 0x10000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12373,6 +13819,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x52800000, 0x10000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12393,6 +13841,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x50000000, 0x10000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x8006001,
+            regcheck: true,
         }],
     ),
     (
@@ -12413,6 +13863,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x51000000, 0x11000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x8006001,
+            regcheck: true,
         }],
     ),
     (
@@ -12433,6 +13885,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x12800000, 0x12800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x8007000,
+            regcheck: true,
         }],
     ),
     (
@@ -12448,6 +13902,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x51000000, 0x11000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12463,6 +13919,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x71000000, 0x31000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12478,6 +13936,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x70000000, 0x30000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12493,6 +13953,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x74000000, 0x34000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12508,6 +13970,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x70000000, 0x30000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12523,6 +13987,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
             fixed: (0x70000000, 0x30000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2001,
+            regcheck: true,
         }],
     ),
     (
@@ -12539,6 +14005,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
                 fixed: (0x74000000, 0x34000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2001,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_subvector_loop_end",
@@ -12551,6 +14019,8 @@ pub static SOPK: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf4000000, 0xb4000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2001,
+                regcheck: true,
             },
         ],
     ),
@@ -12572,6 +14042,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70400000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_nop",
@@ -12584,6 +14056,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0400000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -12601,6 +14075,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70420000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_endpgm",
@@ -12613,6 +14089,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0420000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -12630,6 +14108,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70690000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_branch",
@@ -12642,6 +14122,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0690000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -12659,6 +14141,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7140ffff, 0x31000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_wakeup",
@@ -12671,6 +14155,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf140ffff, 0xb1000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
         ],
     ),
@@ -12688,6 +14174,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70400000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_cbranch_scc0",
@@ -12700,6 +14188,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0400000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -12717,6 +14207,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70400000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_cbranch_scc1",
@@ -12729,6 +14221,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0400000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -12746,6 +14240,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70700000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_cbranch_vccz",
@@ -12758,6 +14254,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0700000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -12775,6 +14273,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70640000, 0x30040000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_cbranch_vccnz",
@@ -12787,6 +14287,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0640000, 0xb0040000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -12804,6 +14306,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70420000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_cbranch_execz",
@@ -12816,6 +14320,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0420000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -12833,6 +14339,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70600000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_cbranch_execnz",
@@ -12845,6 +14353,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0600000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -12862,6 +14372,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7160ffff, 0x31000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_barrier",
@@ -12874,6 +14386,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf160ffff, 0xb1000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
         ],
     ),
@@ -12891,6 +14405,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70790000, 0x30090000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_setkill",
@@ -12903,6 +14419,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0790000, 0xb0090000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -12915,11 +14433,13 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 slots: &[Slot { f: Unknown, w: 0 }],
                 cc: [CNone, CNone, CNone],
                 flags: 0x0,
-                extra: "expcnt(3) lgkmcnt(18)",
+                extra: "special",
                 zmask: 0,
                 fixed: (0x70700000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x8000000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_waitcnt",
@@ -12927,11 +14447,13 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 slots: &[Slot { f: Unknown, w: 0 }],
                 cc: [CNone, CNone, CNone],
                 flags: 0x0,
-                extra: "expcnt(3) lgkmcnt(18)",
+                extra: "special",
                 zmask: 0,
                 fixed: (0xf0700000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x8000000,
+                regcheck: true,
             },
         ],
     ),
@@ -12949,6 +14471,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70700000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_sethalt",
@@ -12961,6 +14485,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0700000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -12978,6 +14504,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70740000, 0x30040000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_sleep",
@@ -12990,6 +14518,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0740000, 0xb0040000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -13007,6 +14537,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70700000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_setprio",
@@ -13019,6 +14551,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0700000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -13036,6 +14570,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70e00000, 0x30800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_sendmsg",
@@ -13048,6 +14584,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0e00000, 0xb0800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -13065,6 +14603,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70e20000, 0x30800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_sendmsghalt",
@@ -13077,6 +14617,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0e20000, 0xb0800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -13094,6 +14636,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70650000, 0x30000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_trap",
@@ -13106,6 +14650,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0650000, 0xb0000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -13123,6 +14669,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x7160ffff, 0x31000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_icache_inv",
@@ -13135,6 +14683,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf160ffff, 0xb1000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
         ],
     ),
@@ -13152,6 +14702,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70ea0000, 0x30800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_incperflevel",
@@ -13164,6 +14716,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0ea0000, 0xb0800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -13181,6 +14735,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70e80000, 0x30800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_decperflevel",
@@ -13193,6 +14749,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0e80000, 0xb0800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -13210,6 +14768,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x71e0ffff, 0x31800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_ttracedata",
@@ -13222,6 +14782,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf1e0ffff, 0xb1800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
         ],
     ),
@@ -13239,6 +14801,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70ed0000, 0x30850000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_cbranch_cdbgsys",
@@ -13251,6 +14815,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0ed0000, 0xb0850000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -13268,6 +14834,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70e40000, 0x30800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_cbranch_cdbguser",
@@ -13280,6 +14848,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0e40000, 0xb0800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -13297,6 +14867,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70e60000, 0x30800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_cbranch_cdbgsys_or_user",
@@ -13309,6 +14881,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0e60000, 0xb0800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -13326,6 +14900,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70f50000, 0x30900000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_cbranch_cdbgsys_and_user",
@@ -13338,6 +14914,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0f50000, 0xb0900000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -13355,6 +14933,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x71e0ffff, 0x31800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_endpgm_saved",
@@ -13367,6 +14947,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf1e0ffff, 0xb1800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
         ],
     ),
@@ -13384,6 +14966,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x71e2ffff, 0x31820000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_endpgm_ordered_ps_done",
@@ -13396,6 +14980,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf1e2ffff, 0xb1820000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
         ],
     ),
@@ -13413,6 +14999,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x71e2ffff, 0x31820000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_code_end",
@@ -13425,6 +15013,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf1e2ffff, 0xb1820000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
         ],
     ),
@@ -13442,6 +15032,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70d20000, 0x30800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_inst_prefetch",
@@ -13454,6 +15046,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0d20000, 0xb0800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -13471,6 +15065,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70d80000, 0x30800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_clause",
@@ -13483,6 +15079,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0d80000, 0xb0800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -13500,6 +15098,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x71dcffff, 0x31800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
             OpDesc {
                 name: "s_wait_idle",
@@ -13512,6 +15112,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf1dcffff, 0xb1800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
         ],
     ),
@@ -13529,6 +15131,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70fd0000, 0x30a10000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_waitcnt_depctr",
@@ -13541,6 +15145,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0fd0000, 0xb0a10000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -13558,6 +15164,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70da0000, 0x30800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_round_mode",
@@ -13570,6 +15178,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0da0000, 0xb0800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -13587,6 +15197,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70da0000, 0x30800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_denorm_mode",
@@ -13599,6 +15211,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0da0000, 0xb0800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -13616,6 +15230,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0x70d70000, 0x30800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
             OpDesc {
                 name: "s_ttracedata_imm",
@@ -13628,6 +15244,8 @@ pub static SOPP: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf0d70000, 0xb0800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2000,
+                regcheck: true,
             },
         ],
     ),
@@ -13649,6 +15267,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x95ff0000, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_nop",
@@ -13661,6 +15281,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd5ff0000, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
         ],
     ),
@@ -13678,6 +15300,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94019200, 0x14000200),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_mov_b32_e32",
@@ -13690,6 +15314,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4019200, 0x54000200),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -13707,6 +15333,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94010400, 0x14000400),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x30,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_readfirstlane_b32",
@@ -13719,6 +15347,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4010400, 0x54000400),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x30,
+                regcheck: true,
             },
         ],
     ),
@@ -13736,6 +15366,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94010000, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cvt_i32_f64_e32",
@@ -13748,6 +15380,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4010000, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -13765,6 +15399,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94010800, 0x14000800),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cvt_f64_i32_e32",
@@ -13777,6 +15413,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4010800, 0x54000800),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -13794,6 +15432,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94018000, 0x14000000),
                 sdwa_fixed: (0xbf300000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_f32_i32_e32",
@@ -13806,6 +15446,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4018000, 0x54000000),
                 sdwa_fixed: (0xbf300000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -13823,6 +15465,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9401c000, 0x14000000),
                 sdwa_fixed: (0xbf300000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_f32_u32_e32",
@@ -13835,6 +15479,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd401c000, 0x54000000),
                 sdwa_fixed: (0xbf300000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -13852,6 +15498,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94018000, 0x14000000),
                 sdwa_fixed: (0xbf08c000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_u32_f32_e32",
@@ -13864,6 +15512,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4018000, 0x54000000),
                 sdwa_fixed: (0xbf08c000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -13881,6 +15531,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94015200, 0x14001000),
                 sdwa_fixed: (0xbf08c000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_i32_f32_e32",
@@ -13893,6 +15545,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4015200, 0x54001000),
                 sdwa_fixed: (0xbf08c000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -13910,6 +15564,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94018000, 0x14000000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_f16_f32_e32",
@@ -13922,6 +15578,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4018000, 0x54000000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -13939,6 +15597,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9401a400, 0x14000400),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_f32_f16_e32",
@@ -13951,6 +15611,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd401a400, 0x54000400),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -13968,6 +15630,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9401e000, 0x14000000),
                 sdwa_fixed: (0xbf08c000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_rpi_i32_f32_e32",
@@ -13980,6 +15644,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd401e000, 0x54000000),
                 sdwa_fixed: (0xbf08c000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -13997,6 +15663,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9401e800, 0x14000800),
                 sdwa_fixed: (0xbf08c000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_flr_i32_f32_e32",
@@ -14009,6 +15677,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd401e800, 0x54000800),
                 sdwa_fixed: (0xbf08c000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14026,6 +15696,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9401a000, 0x14000000),
                 sdwa_fixed: (0xbf300000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_off_f32_i4_e32",
@@ -14038,6 +15710,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd401a000, 0x54000000),
                 sdwa_fixed: (0xbf300000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14055,6 +15729,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9401a000, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cvt_f32_f64_e32",
@@ -14067,6 +15743,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd401a000, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -14084,6 +15762,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94016000, 0x14002000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cvt_f64_f32_e32",
@@ -14096,6 +15776,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4016000, 0x54002000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -14113,6 +15795,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94010000, 0x14000000),
                 sdwa_fixed: (0xbf300000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_f32_ubyte0_e32",
@@ -14125,6 +15809,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4010000, 0x54000000),
                 sdwa_fixed: (0xbf300000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14142,6 +15828,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94014000, 0x14000000),
                 sdwa_fixed: (0xbf300000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_f32_ubyte1_e32",
@@ -14154,6 +15842,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4014000, 0x54000000),
                 sdwa_fixed: (0xbf300000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14171,6 +15861,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94011000, 0x14000000),
                 sdwa_fixed: (0xbf300000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_f32_ubyte2_e32",
@@ -14183,6 +15875,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4011000, 0x54000000),
                 sdwa_fixed: (0xbf300000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14200,6 +15894,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94011000, 0x14000000),
                 sdwa_fixed: (0xbf300000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_f32_ubyte3_e32",
@@ -14212,6 +15908,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4011000, 0x54000000),
                 sdwa_fixed: (0xbf300000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14229,6 +15927,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94011000, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cvt_u32_f64_e32",
@@ -14241,6 +15941,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4011000, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -14258,6 +15960,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94011000, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cvt_f64_u32_e32",
@@ -14270,6 +15974,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4011000, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -14287,6 +15993,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94011000, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_trunc_f64_e32",
@@ -14299,6 +16007,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4011000, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -14316,6 +16026,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94010800, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_ceil_f64_e32",
@@ -14328,6 +16040,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4010800, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -14345,6 +16059,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94012c00, 0x14002000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_rndne_f64_e32",
@@ -14357,6 +16073,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4012c00, 0x54002000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -14374,6 +16092,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94010a00, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_floor_f64_e32",
@@ -14386,6 +16106,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4010a00, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -14403,6 +16125,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x95ff0800, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_pipeflush",
@@ -14415,6 +16139,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd5ff0800, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
         ],
     ),
@@ -14432,6 +16158,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94017000, 0x14004000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_fract_f32_e32",
@@ -14444,6 +16172,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4017000, 0x54004000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14461,6 +16191,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94011000, 0x14000000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_trunc_f32_e32",
@@ -14473,6 +16205,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4011000, 0x54000000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14490,6 +16224,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94012800, 0x14000000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_ceil_f32_e32",
@@ -14502,6 +16238,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4012800, 0x54000000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14519,6 +16257,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94010000, 0x14000000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_rndne_f32_e32",
@@ -14531,6 +16271,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4010000, 0x54000000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14548,6 +16290,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94011400, 0x14000000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_floor_f32_e32",
@@ -14560,6 +16304,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4011400, 0x54000000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14577,6 +16323,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94011000, 0x14000000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_exp_f32_e32",
@@ -14589,6 +16337,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4011000, 0x54000000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14606,6 +16356,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94018200, 0x14000200),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_log_f32_e32",
@@ -14618,6 +16370,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4018200, 0x54000200),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14635,6 +16389,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94018400, 0x14000400),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_rcp_f32_e32",
@@ -14647,6 +16403,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4018400, 0x54000400),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14664,6 +16422,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94018400, 0x14000400),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_rcp_iflag_f32_e32",
@@ -14676,6 +16436,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4018400, 0x54000400),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14693,6 +16455,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94019400, 0x14001400),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_rsq_f32_e32",
@@ -14705,6 +16469,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4019400, 0x54001400),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14722,6 +16488,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94018400, 0x14000400),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_rcp_f64_e32",
@@ -14734,6 +16502,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4018400, 0x54000400),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -14751,6 +16521,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94018200, 0x14000200),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_rsq_f64_e32",
@@ -14763,6 +16535,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4018200, 0x54000200),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -14780,6 +16554,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94018200, 0x14000200),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_sqrt_f32_e32",
@@ -14792,6 +16568,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4018200, 0x54000200),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14809,6 +16587,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94018800, 0x14000800),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_sqrt_f64_e32",
@@ -14821,6 +16601,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4018800, 0x54000800),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -14838,6 +16620,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94018000, 0x14000000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_sin_f32_e32",
@@ -14850,6 +16634,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4018000, 0x54000000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14867,6 +16653,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9401a800, 0x14002800),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cos_f32_e32",
@@ -14879,6 +16667,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd401a800, 0x54002800),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14896,6 +16686,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94018000, 0x14000000),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_not_b32_e32",
@@ -14908,6 +16700,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4018000, 0x54000000),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14925,6 +16719,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9401b000, 0x14003000),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_bfrev_b32_e32",
@@ -14937,6 +16733,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd401b000, 0x54003000),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14954,6 +16752,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9401a000, 0x14002000),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_ffbh_u32_e32",
@@ -14966,6 +16766,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd401a000, 0x54002000),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -14983,6 +16785,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94019000, 0x14001000),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_ffbl_b32_e32",
@@ -14995,6 +16799,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4019000, 0x54001000),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15012,6 +16818,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9401c000, 0x14004000),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_ffbh_i32_e32",
@@ -15024,6 +16832,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd401c000, 0x54004000),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15041,6 +16851,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9401e000, 0x14006000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_frexp_exp_i32_f64_e32",
@@ -15053,6 +16865,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd401e000, 0x54006000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -15070,6 +16884,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9401e000, 0x14006000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_frexp_mant_f64_e32",
@@ -15082,6 +16898,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd401e000, 0x54006000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -15099,6 +16917,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9401c000, 0x14004000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_fract_f64_e32",
@@ -15111,6 +16931,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd401c000, 0x54004000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -15128,6 +16950,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9401c000, 0x14004000),
                 sdwa_fixed: (0xbf08c000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_frexp_exp_i32_f32_e32",
@@ -15140,6 +16964,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd401c000, 0x54004000),
                 sdwa_fixed: (0xbf08c000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15157,6 +16983,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94018200, 0x14008000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_frexp_mant_f32_e32",
@@ -15169,6 +16997,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4018200, 0x54008000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15186,6 +17016,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x95ff1800, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_clrexcp",
@@ -15198,6 +17030,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd5ff1800, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
         ],
     ),
@@ -15215,6 +17049,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94011800, 0x14000000),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_movreld_b32_e32",
@@ -15227,6 +17063,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4011800, 0x54000000),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15244,6 +17082,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94011c00, 0x14000400),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_movrels_b32_e32",
@@ -15256,6 +17096,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4011c00, 0x54000400),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15273,6 +17115,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94011600, 0x14000000),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_movrelsd_b32_e32",
@@ -15285,6 +17129,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4011600, 0x54000000),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15302,6 +17148,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94010e00, 0x14000000),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_movrelsd_2_b32_e32",
@@ -15314,6 +17162,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4010e00, 0x54000000),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15331,6 +17181,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94014000, 0x14000000),
                 sdwa_fixed: (0xbf300000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_f16_u16_e32",
@@ -15343,6 +17195,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4014000, 0x54000000),
                 sdwa_fixed: (0xbf300000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15360,6 +17214,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94016000, 0x14002000),
                 sdwa_fixed: (0xbf300000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_f16_i16_e32",
@@ -15372,6 +17228,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4016000, 0x54002000),
                 sdwa_fixed: (0xbf300000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15389,6 +17247,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94014000, 0x14000000),
                 sdwa_fixed: (0xbf08c000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_u16_f16_e32",
@@ -15401,6 +17261,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4014000, 0x54000000),
                 sdwa_fixed: (0xbf08c000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15418,6 +17280,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94014000, 0x14000000),
                 sdwa_fixed: (0xbf08c000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_i16_f16_e32",
@@ -15430,6 +17294,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4014000, 0x54000000),
                 sdwa_fixed: (0xbf08c000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15447,6 +17313,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94014000, 0x14000000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_rcp_f16_e32",
@@ -15459,6 +17327,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4014000, 0x54000000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15476,6 +17346,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94016000, 0x14002000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_sqrt_f16_e32",
@@ -15488,6 +17360,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4016000, 0x54002000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15505,6 +17379,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94016000, 0x14002000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_rsq_f16_e32",
@@ -15517,6 +17393,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4016000, 0x54002000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15534,6 +17412,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94016000, 0x14002000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_log_f16_e32",
@@ -15546,6 +17426,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4016000, 0x54002000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15563,6 +17445,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94014000, 0x14000000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_exp_f16_e32",
@@ -15575,6 +17459,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4014000, 0x54000000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15592,6 +17478,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94016000, 0x14002000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_frexp_mant_f16_e32",
@@ -15604,6 +17492,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4016000, 0x54002000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15621,6 +17511,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94016000, 0x14002000),
                 sdwa_fixed: (0xbf08c000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_frexp_exp_i16_f16_e32",
@@ -15633,6 +17525,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4016000, 0x54002000),
                 sdwa_fixed: (0xbf08c000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15650,6 +17544,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9401e000, 0x1400a000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_floor_f16_e32",
@@ -15662,6 +17558,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd401e000, 0x5400a000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15679,6 +17577,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9401e000, 0x1400a000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_ceil_f16_e32",
@@ -15691,6 +17591,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd401e000, 0x5400a000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15708,6 +17610,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9401e000, 0x1400a000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_trunc_f16_e32",
@@ -15720,6 +17624,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd401e000, 0x5400a000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15737,6 +17643,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9401e000, 0x1400a000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_rndne_f16_e32",
@@ -15749,6 +17657,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd401e000, 0x5400a000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15766,6 +17676,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9401e000, 0x1400a000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_fract_f16_e32",
@@ -15778,6 +17690,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd401e000, 0x5400a000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15795,6 +17709,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94012000, 0x14000000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_sin_f16_e32",
@@ -15807,6 +17723,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4012000, 0x54000000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15824,6 +17742,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94017000, 0x14004000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cos_f16_e32",
@@ -15836,6 +17756,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4017000, 0x54004000),
                 sdwa_fixed: (0xbf080000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15853,6 +17775,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94013800, 0x14000000),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_sat_pk_u8_i16_e32",
@@ -15865,6 +17789,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4013800, 0x54000000),
                 sdwa_fixed: (0xbf30c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15882,6 +17808,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94013800, 0x14000000),
                 sdwa_fixed: (0xbf08c000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_norm_i16_f16_e32",
@@ -15894,6 +17822,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4013800, 0x54000000),
                 sdwa_fixed: (0xbf08c000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15911,6 +17841,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94013400, 0x14000000),
                 sdwa_fixed: (0xbf08c000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_norm_u16_f16_e32",
@@ -15923,6 +17855,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4013400, 0x54000000),
                 sdwa_fixed: (0xbf08c000, 0x0),
                 dpp_fixed: (0xc00000, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15940,6 +17874,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x94017400, 0x14004000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_swap_b32",
@@ -15952,6 +17888,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd4017400, 0x54004000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -15969,6 +17907,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9401ae00, 0x14008000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_swaprel_b32",
@@ -15981,6 +17921,8 @@ pub static VOP1: &[(u16, &[OpDesc])] = &[
                 fixed: (0xd401ae00, 0x54008000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -16007,6 +17949,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x2000000, 0x2000000),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x528,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cndmask_b32_e32",
@@ -16024,6 +17968,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x42000000, 0x2000000),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x528,
+                regcheck: true,
             },
         ],
     ),
@@ -16044,6 +17990,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x44000000, 0x4000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -16064,6 +18012,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc2000000, 0x2000000),
                 sdwa_fixed: (0x8080000, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_add_f32_e32",
@@ -16080,6 +18030,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc0000000, 0x0),
                 sdwa_fixed: (0x8080000, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
         ],
     ),
@@ -16100,6 +18052,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x48000000, 0x8000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -16120,6 +18074,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x30000000, 0x0),
                 sdwa_fixed: (0x8080000, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_subrev_f32_e32",
@@ -16136,6 +18092,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x20000000, 0x0),
                 sdwa_fixed: (0x8080000, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
         ],
     ),
@@ -16157,6 +18115,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x18000000, 0x8000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_fmac_legacy_f32_e32",
@@ -16173,6 +18133,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x10000000, 0x0),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
         ],
     ),
@@ -16193,6 +18155,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x20000000, 0x0),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -16212,6 +18176,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x10000000, 0x10000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -16232,6 +18198,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x28000000, 0x0),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_mul_i32_i24_e32",
@@ -16248,6 +18216,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x20000000, 0x0),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
         ],
     ),
@@ -16269,6 +18239,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x18000000, 0x10000000),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_mul_hi_i32_i24_e32",
@@ -16285,6 +18257,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x8000000, 0x0),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
         ],
     ),
@@ -16305,6 +18279,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x0, 0x0),
             sdwa_fixed: (0x3030c000, 0x0),
             dpp_fixed: (0xf00000, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -16325,6 +18301,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x6000000, 0x0),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_mul_hi_u32_u24_e32",
@@ -16341,6 +18319,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x4000000, 0x0),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
         ],
     ),
@@ -16361,6 +18341,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x0, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -16381,6 +18363,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x86000000, 0x6000000),
                 sdwa_fixed: (0x8080000, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_min_f32_e32",
@@ -16397,6 +18381,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0xa2000000, 0x2000000),
                 sdwa_fixed: (0x8080000, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
         ],
     ),
@@ -16417,6 +18403,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0xe0000000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -16436,6 +18424,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0xd8000000, 0x0),
             sdwa_fixed: (0x3030c000, 0x0),
             dpp_fixed: (0xf00000, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -16456,6 +18446,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0xa0000000, 0x20000000),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_max_i32_e32",
@@ -16472,6 +18464,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x80000000, 0x0),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
         ],
     ),
@@ -16492,6 +18486,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x88000000, 0x0),
             sdwa_fixed: (0x3030c000, 0x0),
             dpp_fixed: (0xf00000, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -16511,6 +18507,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x82000000, 0x0),
             sdwa_fixed: (0x3030c000, 0x0),
             dpp_fixed: (0xf00000, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -16530,6 +18528,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x82000000, 0x0),
             sdwa_fixed: (0x3030c000, 0x0),
             dpp_fixed: (0xf00000, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -16549,6 +18549,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x2000000, 0x0),
             sdwa_fixed: (0x3030c000, 0x0),
             dpp_fixed: (0xf00000, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -16568,6 +18570,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x0, 0x0),
             sdwa_fixed: (0x3030c000, 0x0),
             dpp_fixed: (0xf00000, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -16588,6 +18592,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x4000000, 0x4000000),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_and_b32_e32",
@@ -16604,6 +18610,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc000000, 0x4000000),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
         ],
     ),
@@ -16624,6 +18632,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x0, 0x0),
             sdwa_fixed: (0x3030c000, 0x0),
             dpp_fixed: (0xf00000, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -16644,6 +18654,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf8000000, 0x38000000),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_xor_b32_e32",
@@ -16660,6 +18672,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0xdc000000, 0x18000000),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
         ],
     ),
@@ -16681,6 +18695,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x20000000, 0x20000000),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_xnor_b32_e32",
@@ -16697,6 +18713,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x22000000, 0x20000000),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
         ],
     ),
@@ -16717,6 +18735,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x10000000, 0x10000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -16737,6 +18757,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0xec000000, 0x40000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x1128,
+            regcheck: false,
         }],
     ),
     (
@@ -16757,6 +18779,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0xa4000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x1128,
+            regcheck: false,
         }],
     ),
     (
@@ -16777,6 +18801,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x2000000, 0x2000000),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_add_nc_u32_e32",
@@ -16793,6 +18819,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0xa000000, 0xa000000),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
         ],
     ),
@@ -16813,6 +18841,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x9c000000, 0xc000000),
             sdwa_fixed: (0x3030c000, 0x0),
             dpp_fixed: (0xf00000, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -16832,6 +18862,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x88000000, 0x8000000),
             sdwa_fixed: (0x3030c000, 0x0),
             dpp_fixed: (0xf00000, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -16854,6 +18886,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x80000000, 0x0),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x528,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_add_co_ci_u32_e32",
@@ -16872,6 +18906,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x90000000, 0x10000000),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x528,
+                regcheck: true,
             },
         ],
     ),
@@ -16895,6 +18931,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x80000000, 0x0),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x528,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_sub_co_ci_u32_e32",
@@ -16913,6 +18951,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x90000000, 0x10000000),
                 sdwa_fixed: (0x3030c000, 0x0),
                 dpp_fixed: (0xf00000, 0x0),
+                fmask: 0x528,
+                regcheck: true,
             },
         ],
     ),
@@ -16935,6 +18975,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x98000000, 0x10000000),
             sdwa_fixed: (0x3030c000, 0x0),
             dpp_fixed: (0xf00000, 0x0),
+            fmask: 0x528,
+            regcheck: true,
         }],
     ),
     (
@@ -16954,6 +18996,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x90000000, 0x10000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -16974,6 +19018,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x94000000, 0x10000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x1128,
+            regcheck: false,
         }],
     ),
     (
@@ -16995,6 +19041,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe0000000, 0x40000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x1128,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_fmaak_f32",
@@ -17012,6 +19060,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0xa0000000, 0x0),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x1128,
+                regcheck: false,
             },
         ],
     ),
@@ -17032,6 +19082,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x82000000, 0x2000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -17051,6 +19103,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0xa4000000, 0x24000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -17070,6 +19124,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0xa4000000, 0x24000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -17089,6 +19145,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x28000000, 0x28000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -17108,6 +19166,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x58000000, 0x48000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -17127,6 +19187,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x80000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -17147,6 +19209,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0xc0000000, 0x40000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x1128,
+            regcheck: false,
         }],
     ),
     (
@@ -17167,6 +19231,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x90000000, 0x10000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x1128,
+            regcheck: false,
         }],
     ),
     (
@@ -17186,6 +19252,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0xd8000000, 0x50000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -17205,6 +19273,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x0, 0x0),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -17225,6 +19295,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x0, 0x0),
                 sdwa_fixed: (0x30080000, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_ldexp_f16_e32",
@@ -17241,6 +19313,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
                 fixed: (0x80000000, 0x0),
                 sdwa_fixed: (0x30080000, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x128,
+                regcheck: false,
             },
         ],
     ),
@@ -17261,6 +19335,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0x2000000, 0x0),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x128,
+            regcheck: false,
         }],
     ),
     (
@@ -17280,6 +19356,8 @@ pub static VOP2: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
 ];
@@ -17303,6 +19381,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001f400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -17322,6 +19402,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -17341,6 +19423,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001f400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -17360,6 +19444,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -17379,6 +19465,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -17398,6 +19486,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -17417,6 +19507,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -17436,6 +19528,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -17455,6 +19549,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -17474,6 +19570,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -17493,6 +19591,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -17512,6 +19612,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -17531,6 +19633,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -17550,6 +19654,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001f400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -17569,6 +19675,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001f400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -17588,6 +19696,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -17603,6 +19713,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -17618,6 +19730,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -17633,6 +19747,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -17648,6 +19764,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -17664,6 +19782,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00001e400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cmpx_gt_f32_e64",
@@ -17676,6 +19796,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00003e400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
         ],
     ),
@@ -17693,6 +19815,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00001f400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cmpx_lg_f32_e64",
@@ -17705,6 +19829,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00003f400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
         ],
     ),
@@ -17722,6 +19848,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00001e400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cmpx_ge_f32_e64",
@@ -17734,6 +19862,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00003e400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
         ],
     ),
@@ -17751,6 +19881,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00001f400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cmpx_o_f32_e64",
@@ -17763,6 +19895,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00003f400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
         ],
     ),
@@ -17780,6 +19914,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00001e400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cmpx_u_f32_e64",
@@ -17792,6 +19928,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00003e400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
         ],
     ),
@@ -17809,6 +19947,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00001f400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cmpx_nge_f32_e64",
@@ -17821,6 +19961,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00003f400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
         ],
     ),
@@ -17838,6 +19980,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00001e400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cmpx_nlg_f32_e64",
@@ -17850,6 +19994,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00003e400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
         ],
     ),
@@ -17867,6 +20013,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00001e400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cmpx_ngt_f32_e64",
@@ -17879,6 +20027,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00003e400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
         ],
     ),
@@ -17896,6 +20046,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00001e400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cmpx_nle_f32_e64",
@@ -17908,6 +20060,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00003e400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
         ],
     ),
@@ -17925,6 +20079,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00001e400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cmpx_neq_f32_e64",
@@ -17937,6 +20093,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00003e400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
         ],
     ),
@@ -17954,6 +20112,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00001e400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cmpx_nlt_f32_e64",
@@ -17966,6 +20126,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00003e400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
         ],
     ),
@@ -17983,6 +20145,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00001e400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cmpx_tru_f32_e64",
@@ -17995,6 +20159,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x9ffc00003f400400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x60,
+                regcheck: false,
             },
         ],
     ),
@@ -18015,6 +20181,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001f400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18034,6 +20202,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001f400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18053,6 +20223,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001f400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18072,6 +20244,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001f400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18091,6 +20265,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001f400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18110,6 +20286,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18129,6 +20307,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18148,6 +20328,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18167,6 +20349,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18186,6 +20370,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18205,6 +20391,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18224,6 +20412,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18243,6 +20433,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001f400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18262,6 +20454,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001f400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18281,6 +20475,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001f400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18300,6 +20496,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001ec00400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18315,6 +20513,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001f400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -18330,6 +20530,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001f400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -18345,6 +20547,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -18360,6 +20564,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00001e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -18375,6 +20581,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -18390,6 +20598,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -18405,6 +20615,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -18420,6 +20632,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -18435,6 +20649,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -18450,6 +20666,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -18465,6 +20683,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -18480,6 +20700,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003e400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -18495,6 +20717,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -18510,6 +20734,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -18525,6 +20751,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f400400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -18540,6 +20768,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003fc00400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -18559,6 +20789,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00001f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18578,6 +20810,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00001f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18597,6 +20831,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00001f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18616,6 +20852,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00001f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18636,6 +20874,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cmp_gt_i32_e64",
@@ -18652,6 +20892,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
         ],
     ),
@@ -18673,6 +20915,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cmp_ne_i32_e64",
@@ -18689,6 +20933,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
         ],
     ),
@@ -18710,6 +20956,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cmp_ge_i32_e64",
@@ -18726,6 +20974,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
         ],
     ),
@@ -18747,6 +20997,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cmp_t_i32_e64",
@@ -18763,6 +21015,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
         ],
     ),
@@ -18783,6 +21037,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xdffc00003f008600, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18802,6 +21058,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18821,6 +21079,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18840,6 +21100,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18859,6 +21121,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18878,6 +21142,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18897,6 +21163,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18916,6 +21184,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xdffc00003f208600, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -18931,6 +21201,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00001f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -18946,6 +21218,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00001f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -18961,6 +21235,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00001f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -18976,6 +21252,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00001f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -18991,6 +21269,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00001f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -19006,6 +21286,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00001f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -19021,6 +21303,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00001f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -19036,6 +21320,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00001f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -19051,6 +21337,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xdffc00001f008600, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -19066,6 +21354,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00001f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -19081,6 +21371,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00001f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -19096,6 +21388,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00001f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -19111,6 +21405,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00001f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -19126,6 +21422,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00001f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -19141,6 +21439,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00001f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -19156,6 +21456,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xdffc00001f208600, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -19176,6 +21478,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cmp_f_i64_e64",
@@ -19192,6 +21496,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
         ],
     ),
@@ -19213,6 +21519,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cmp_lt_i64_e64",
@@ -19229,6 +21537,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
         ],
     ),
@@ -19250,6 +21560,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cmp_eq_i64_e64",
@@ -19266,6 +21578,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
         ],
     ),
@@ -19287,6 +21601,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cmp_le_i64_e64",
@@ -19303,6 +21619,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
         ],
     ),
@@ -19324,6 +21642,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cmp_gt_i64_e64",
@@ -19340,6 +21660,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
         ],
     ),
@@ -19361,6 +21683,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cmp_ne_i64_e64",
@@ -19377,6 +21701,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
         ],
     ),
@@ -19398,6 +21724,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cmp_ge_i64_e64",
@@ -19414,6 +21742,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
         ],
     ),
@@ -19435,6 +21765,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001f088700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cmp_t_i64_e64",
@@ -19451,6 +21783,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003f088700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
         ],
     ),
@@ -19472,6 +21806,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xdffc00001f008600, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cmp_class_f64_e64",
@@ -19488,6 +21824,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xdffc00003f008600, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
         ],
     ),
@@ -19509,6 +21847,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cmp_lt_u16_e64",
@@ -19525,6 +21865,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
         ],
     ),
@@ -19546,6 +21888,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cmp_eq_u16_e64",
@@ -19562,6 +21906,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003f008700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
         ],
     ),
@@ -19583,6 +21929,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001f048700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cmp_le_u16_e64",
@@ -19599,6 +21947,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003f048700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x70,
+                regcheck: true,
             },
         ],
     ),
@@ -19619,6 +21969,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -19638,6 +21990,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f028700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -19657,6 +22011,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f018700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -19672,6 +22028,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -19687,6 +22045,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -19702,6 +22062,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -19717,6 +22079,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -19732,6 +22096,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -19747,6 +22113,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -19762,6 +22130,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -19777,6 +22147,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f088700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -19792,6 +22164,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xdffc00003f008600, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -19807,6 +22181,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -19822,6 +22198,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -19837,6 +22215,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f048700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -19852,6 +22232,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f008700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -19867,6 +22249,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f028700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -19882,6 +22266,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f018700, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -19901,6 +22287,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -19920,6 +22308,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -19939,6 +22329,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -19958,6 +22350,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -19977,6 +22371,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -19996,6 +22392,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20015,6 +22413,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20034,6 +22434,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20053,6 +22455,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20072,6 +22476,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20091,6 +22497,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20110,6 +22518,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20129,6 +22539,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20148,6 +22560,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20167,6 +22581,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20186,6 +22602,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20201,6 +22619,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20216,6 +22636,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20231,6 +22653,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20246,6 +22670,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20261,6 +22687,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20276,6 +22704,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20291,6 +22721,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20306,6 +22738,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20321,6 +22755,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20336,6 +22772,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20351,6 +22789,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20366,6 +22806,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20381,6 +22823,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20396,6 +22840,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20411,6 +22857,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20426,6 +22874,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20445,6 +22895,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20464,6 +22916,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20483,6 +22937,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20502,6 +22958,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20521,6 +22979,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20540,6 +23000,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20559,6 +23021,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20578,6 +23042,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20597,6 +23063,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20616,6 +23084,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20635,6 +23105,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20654,6 +23126,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00007f800400, 0x54800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20673,6 +23147,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20692,6 +23168,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20711,6 +23189,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20730,6 +23210,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003fc00400, 0x14c00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -20745,6 +23227,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -20760,6 +23244,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -20775,6 +23261,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -20790,6 +23278,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -20805,6 +23295,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -20820,6 +23312,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -20835,6 +23329,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -20850,6 +23346,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003f808700, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: true,
         }],
     ),
     (
@@ -20865,6 +23363,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20880,6 +23380,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20895,6 +23397,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20910,6 +23414,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20925,6 +23431,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00007f800400, 0x54800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20940,6 +23448,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20955,6 +23465,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003f800400, 0x14800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20970,6 +23482,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00007dc00400, 0x54c00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x60,
+            regcheck: false,
         }],
     ),
     (
@@ -20991,6 +23505,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x980000001fbf8400, 0x15010000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cndmask_b32_e64",
@@ -21008,6 +23524,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x980000003fff8400, 0x15010000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: true,
             },
         ],
     ),
@@ -21029,6 +23547,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00001ca10400, 0x14010000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_add_f32_e64",
@@ -21045,6 +23565,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00003ca10400, 0x14010000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21066,6 +23588,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00001ca40400, 0x14040000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_sub_f32_e64",
@@ -21082,6 +23606,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00003ca40400, 0x14040000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21103,6 +23629,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00001c980400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_subrev_f32_e64",
@@ -21119,6 +23647,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00003c980400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21140,6 +23670,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00001e8c0400, 0x14040000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_fmac_legacy_f32_e64",
@@ -21156,6 +23688,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00003e8c0400, 0x14040000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21177,6 +23711,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00001c900400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_mul_legacy_f32_e64",
@@ -21193,6 +23729,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00003c900400, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21214,6 +23752,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00001c880400, 0x14080000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_mul_f32_e64",
@@ -21230,6 +23770,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00003c880400, 0x14080000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21251,6 +23793,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001c940700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_mul_i32_i24_e64",
@@ -21267,6 +23811,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003c940700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21288,6 +23834,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001c8c8700, 0x14080000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_mul_hi_i32_i24_e64",
@@ -21304,6 +23852,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003c8c8700, 0x14080000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21325,6 +23875,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001c800700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_mul_u32_u24_e64",
@@ -21341,6 +23893,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003c800700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21362,6 +23916,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001ca38700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_mul_hi_u32_u24_e64",
@@ -21378,6 +23934,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003ca38700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21399,6 +23957,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00001c830400, 0x14030000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_min_f32_e64",
@@ -21415,6 +23975,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00003c930400, 0x14030000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21436,6 +23998,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00001cb00400, 0x14100000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_max_f32_e64",
@@ -21452,6 +24016,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00003cb00400, 0x14100000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21473,6 +24039,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001cac8700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_min_i32_e64",
@@ -21489,6 +24057,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003cac8700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21510,6 +24080,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001c908700, 0x14100000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_max_i32_e64",
@@ -21526,6 +24098,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003c908700, 0x14100000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21547,6 +24121,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001c848700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_min_u32_e64",
@@ -21563,6 +24139,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003c848700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21584,6 +24162,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001c818700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_max_u32_e64",
@@ -21600,6 +24180,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003c818700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21621,6 +24203,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001e818700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_lshrrev_b32_e64",
@@ -21637,6 +24221,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003e818700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21658,6 +24244,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001ea18700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_ashrrev_i32_e64",
@@ -21674,6 +24262,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003ea18700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21695,6 +24285,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001e808700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_lshlrev_b32_e64",
@@ -21711,6 +24303,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003e808700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21732,6 +24326,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001e828700, 0x14020000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_and_b32_e64",
@@ -21748,6 +24344,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003e868700, 0x14020000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21769,6 +24367,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001ea08700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_or_b32_e64",
@@ -21785,6 +24385,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003ea08700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21806,6 +24408,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001ebc8700, 0x141c0000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_xor_b32_e64",
@@ -21822,6 +24426,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003ebe8700, 0x141c0000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21843,6 +24449,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001eb08700, 0x14100000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_xnor_b32_e64",
@@ -21859,6 +24467,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003eb18700, 0x14100000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21879,6 +24489,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x87fc00001ea80400, 0x14080000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -21899,6 +24511,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001e8d0700, 0x14050000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_add_nc_u32_e64",
@@ -21915,6 +24529,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003e8d0700, 0x14050000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21936,6 +24552,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001e8e0700, 0x14060000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_sub_nc_u32_e64",
@@ -21952,6 +24570,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003e8e0700, 0x14060000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -21973,6 +24593,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00001e940700, 0x14040000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_subrev_nc_u32_e64",
@@ -21989,6 +24611,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003e940700, 0x14040000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -22012,6 +24636,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf80000001ffc0000, 0x15280000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2e8,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_add_co_ci_u32_e64",
@@ -22030,6 +24656,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf80000003ffc0000, 0x15280000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2e8,
+                regcheck: true,
             },
         ],
     ),
@@ -22053,6 +24681,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf80000001ffe0000, 0x15280000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2e8,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_sub_co_ci_u32_e64",
@@ -22071,6 +24701,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf80000003ffe0000, 0x15280000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2e8,
+                regcheck: true,
             },
         ],
     ),
@@ -22094,6 +24726,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf80000001ffd0000, 0x15280000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2e8,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_subrev_co_ci_u32_e64",
@@ -22112,6 +24746,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf80000003ffd0000, 0x15280000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x2e8,
+                regcheck: true,
             },
         ],
     ),
@@ -22133,6 +24769,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00001e880400, 0x14080000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_fmac_f32_e64",
@@ -22149,6 +24787,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00003ec80400, 0x14080000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -22170,6 +24810,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00001e930400, 0x14030000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_pkrtz_f16_f32_e64",
@@ -22186,6 +24828,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00003e930400, 0x14030000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -22207,6 +24851,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00001e920400, 0x14120000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_add_f16_e64",
@@ -22223,6 +24869,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00003e920400, 0x14120000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -22244,6 +24892,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00001e960400, 0x14120000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_sub_f16_e64",
@@ -22260,6 +24910,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00003e960400, 0x14120000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -22280,6 +24932,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x87fc00003e9c0400, 0x14140000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -22299,6 +24953,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x87fc00003eae0400, 0x14240000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -22318,6 +24974,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x87fc00003e890400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -22337,6 +24995,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x87fc00003eed0400, 0x14290000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -22356,6 +25016,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x87fc00003ec60400, 0x14020000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -22375,6 +25037,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x87fc00003ec40400, 0x14000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -22396,6 +25060,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3dc00000, 0x15400000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_fma_legacy_f32",
@@ -22413,6 +25079,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3dc10000, 0x15400000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: false,
             },
         ],
     ),
@@ -22434,6 +25102,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x3fa00000, 0x15000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -22454,6 +25124,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003fe00700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -22475,6 +25147,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf80000003de00700, 0x15400000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_mad_u32_u24",
@@ -22492,6 +25166,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf80000003de20700, 0x15420000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: false,
             },
         ],
     ),
@@ -22513,6 +25189,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x3de00000, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -22534,6 +25212,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3de00000, 0x15400000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cubesc_f32",
@@ -22551,6 +25231,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3de40000, 0x15440000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: false,
             },
         ],
     ),
@@ -22572,6 +25254,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x3de00000, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -22592,6 +25276,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x3de00000, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -22612,6 +25298,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003fe08700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -22633,6 +25321,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf80000003fe08700, 0x15400000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_bfe_i32",
@@ -22650,6 +25340,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xf80000003fe88700, 0x15480000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: false,
             },
         ],
     ),
@@ -22671,6 +25363,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003fe08700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -22691,6 +25385,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x3de00000, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -22711,6 +25407,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x3fe00000, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: true,
         }],
     ),
     (
@@ -22731,6 +25429,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003fc08700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -22751,6 +25451,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003fc08700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -22771,6 +25473,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003fc08700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -22791,6 +25495,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x3fc00000, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -22812,6 +25518,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3dc00000, 0x15400000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_min3_f32",
@@ -22829,6 +25537,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0x3dd00000, 0x15500000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: false,
             },
         ],
     ),
@@ -22850,6 +25560,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dc08700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -22870,6 +25582,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dc08700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -22890,6 +25604,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x3de00000, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -22910,6 +25626,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dc08700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -22930,6 +25648,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dc08700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -22950,6 +25670,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x3dc00000, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -22970,6 +25692,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dc08700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -22990,6 +25714,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003de08700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -23010,6 +25736,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003de00700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -23030,6 +25758,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003fe00700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -23050,6 +25780,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003fe00700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -23070,6 +25802,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003fe00700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -23090,6 +25824,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x180000003de00000, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -23110,6 +25846,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x3de00000, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -23130,6 +25868,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x3dcf0000, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: true,
         }],
     ),
     (
@@ -23149,6 +25889,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x87fc00003dc00400, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: true,
         }],
     ),
     (
@@ -23168,6 +25910,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x87fc00003d840400, 0x15040000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: true,
         }],
     ),
     (
@@ -23187,6 +25931,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x87fc00003d840400, 0x15040000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: true,
         }],
     ),
     (
@@ -23206,6 +25952,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x87fc00003f840400, 0x15040000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: true,
         }],
     ),
     (
@@ -23225,6 +25973,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x87fc00003d800400, 0x15000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: true,
         }],
     ),
     (
@@ -23245,6 +25995,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003d988700, 0x15080000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_mul_lo_u32",
@@ -23261,6 +26013,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003d9a8700, 0x15080000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -23282,6 +26036,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003d988700, 0x15080000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_mul_hi_u32",
@@ -23298,6 +26054,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003d998700, 0x15080000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -23318,6 +26076,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00007d988700, 0x55080000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -23337,6 +26097,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003fd08700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -23358,6 +26120,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x3ddd0000, 0x154d0000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2e8,
+            regcheck: true,
         }],
     ),
     (
@@ -23379,6 +26143,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x3fde0000, 0x154e0000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2e8,
+            regcheck: true,
         }],
     ),
     (
@@ -23399,6 +26165,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x3ddc0000, 0x154c0000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -23419,6 +26187,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x3fc40000, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: true,
         }],
     ),
     (
@@ -23439,6 +26209,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dd80700, 0x15500000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -23459,6 +26231,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dd80700, 0x15500000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: true,
         }],
     ),
     (
@@ -23479,6 +26253,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dd80700, 0x15500000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: true,
         }],
     ),
     (
@@ -23498,6 +26274,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x87fc00003f880400, 0x15000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: true,
         }],
     ),
     (
@@ -23518,6 +26296,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dd90700, 0x15510000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: true,
         }],
     ),
     (
@@ -23539,6 +26319,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003fda0000, 0x15520000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2e8,
+            regcheck: true,
         }],
     ),
     (
@@ -23560,6 +26342,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dd80000, 0x15500000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x2e8,
+            regcheck: true,
         }],
     ),
     (
@@ -23580,6 +26364,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dd78700, 0x15500000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -23596,6 +26382,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xffffffff5e8287ff, 0x54800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_nop",
@@ -23608,6 +26396,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xffffffff7e8287ff, 0x54800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
         ],
     ),
@@ -23625,6 +26415,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffffe005e498700, 0x54010000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_mov_b32_e64",
@@ -23637,6 +26429,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffffe007e498700, 0x54010000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -23654,6 +26448,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005e010600, 0x54010000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cvt_i32_f64_e64",
@@ -23666,6 +26462,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007e010600, 0x54010000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -23683,6 +26481,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe7fffe005e040700, 0x54040000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cvt_f64_i32_e64",
@@ -23695,6 +26495,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe7fffe007e040700, 0x54040000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -23712,6 +26514,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe7fffe005e400700, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_f32_i32_e64",
@@ -23724,6 +26528,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe7fffe007e400700, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -23741,6 +26547,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe7fffe005e640700, 0x54040000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_f32_u32_e64",
@@ -23753,6 +26561,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe7fffe007e640700, 0x54040000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -23770,6 +26580,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005e400600, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_u32_f32_e64",
@@ -23782,6 +26594,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007e400600, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -23799,6 +26613,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005e290600, 0x54080000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_i32_f32_e64",
@@ -23811,6 +26627,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007e290600, 0x54080000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -23828,6 +26646,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005e480600, 0x54080000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_f16_f32_e64",
@@ -23840,6 +26660,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007e480600, 0x54080000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -23857,6 +26679,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005e520600, 0x54020000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_f32_f16_e64",
@@ -23869,6 +26693,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007e520600, 0x54020000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -23886,6 +26712,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xdffffe005e700600, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_rpi_i32_f32_e64",
@@ -23898,6 +26726,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xdffffe007e700600, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -23915,6 +26745,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xdffffe005ef40600, 0x54840000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_flr_i32_f32_e64",
@@ -23927,6 +26759,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xdffffe007ef40600, 0x54840000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -23944,6 +26778,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe7fffe005ed00700, 0x54800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_off_f32_i4_e64",
@@ -23956,6 +26792,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe7fffe007ed00700, 0x54800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -23973,6 +26811,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005e500600, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cvt_f32_f64_e64",
@@ -23985,6 +26825,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007e500600, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -24002,6 +26844,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005e300600, 0x54100000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cvt_f64_f32_e64",
@@ -24014,6 +26858,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007e300600, 0x54100000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -24031,6 +26877,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe7fffe005e000700, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_f32_ubyte0_e64",
@@ -24043,6 +26891,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe7fffe007e000700, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -24060,6 +26910,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe7fffe005e300700, 0x54100000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_f32_ubyte1_e64",
@@ -24072,6 +26924,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe7fffe007e300700, 0x54100000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -24089,6 +26943,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe7fffe005e080700, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_f32_ubyte2_e64",
@@ -24101,6 +26957,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe7fffe007e080700, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -24118,6 +26976,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe7fffe005e080700, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_f32_ubyte3_e64",
@@ -24130,6 +26990,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe7fffe007e080700, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -24147,6 +27009,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005e880600, 0x54800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cvt_u32_f64_e64",
@@ -24159,6 +27023,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007e880600, 0x54800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -24176,6 +27042,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe7fffe005e080700, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_cvt_f64_u32_e64",
@@ -24188,6 +27056,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe7fffe007e080700, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -24205,6 +27075,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005e880600, 0x54800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_trunc_f64_e64",
@@ -24217,6 +27089,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007e880600, 0x54800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -24234,6 +27108,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005e040600, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_ceil_f64_e64",
@@ -24246,6 +27122,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007e040600, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -24263,6 +27141,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005e960600, 0x54900000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_rndne_f64_e64",
@@ -24275,6 +27155,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007e960600, 0x54900000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -24292,6 +27174,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005e050600, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_floor_f64_e64",
@@ -24304,6 +27188,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007e050600, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -24321,6 +27207,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xffffffff5e0487ff, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_pipeflush",
@@ -24333,6 +27221,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xffffffff7e0487ff, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
         ],
     ),
@@ -24350,6 +27240,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005eb80600, 0x54a00000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_fract_f32_e64",
@@ -24362,6 +27254,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007eb80600, 0x54a00000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -24379,6 +27273,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005e880600, 0x54800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_trunc_f32_e64",
@@ -24391,6 +27287,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007e880600, 0x54800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -24408,6 +27306,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005eb40600, 0x54a00000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_ceil_f32_e64",
@@ -24420,6 +27320,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007eb40600, 0x54a00000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -24437,6 +27339,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005e800600, 0x54800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_rndne_f32_e64",
@@ -24449,6 +27353,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007e800600, 0x54800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -24466,6 +27372,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005e8a0600, 0x54800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_floor_f32_e64",
@@ -24478,6 +27386,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007e8a0600, 0x54800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -24495,6 +27405,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005e480600, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_exp_f32_e64",
@@ -24507,6 +27419,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007e480600, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -24524,6 +27438,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005e410600, 0x54010000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_log_f32_e64",
@@ -24536,6 +27452,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007e410600, 0x54010000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -24553,6 +27471,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005e420600, 0x54020000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_rcp_f32_e64",
@@ -24565,6 +27485,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007e420600, 0x54020000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -24582,6 +27504,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005e420600, 0x54020000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_rcp_iflag_f32_e64",
@@ -24594,6 +27518,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007e420600, 0x54020000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -24611,6 +27537,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005eca0600, 0x548a0000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_rsq_f32_e64",
@@ -24623,6 +27551,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007eca0600, 0x548a0000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -24640,6 +27570,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005f420600, 0x55020000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_rcp_f64_e64",
@@ -24652,6 +27584,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007f420600, 0x55020000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -24669,6 +27603,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005ec10600, 0x54810000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_rsq_f64_e64",
@@ -24681,6 +27617,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007ec10600, 0x54810000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: true,
             },
         ],
     ),
@@ -24698,6 +27636,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe005e410600, 0x54010000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_sqrt_f32_e64",
@@ -24710,6 +27650,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fffe007e410600, 0x54010000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x28,
+                regcheck: false,
             },
         ],
     ),
@@ -24726,6 +27668,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e440600, 0x54040000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: true,
         }],
     ),
     (
@@ -24741,6 +27685,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e400600, 0x54000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -24756,6 +27702,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e540600, 0x54140000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -24771,6 +27719,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffffe007ec08700, 0x54800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -24786,6 +27736,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffffe007ed88700, 0x54980000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -24801,6 +27753,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffffe007e508700, 0x54100000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -24816,6 +27770,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffffe007e488700, 0x54080000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -24831,6 +27787,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffffe007e608700, 0x54200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -24846,6 +27804,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007ef00600, 0x54b00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: true,
         }],
     ),
     (
@@ -24861,6 +27821,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007ef00600, 0x54b00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: true,
         }],
     ),
     (
@@ -24876,6 +27838,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007ee00600, 0x54a00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: true,
         }],
     ),
     (
@@ -24891,6 +27855,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xdffffe007fe00600, 0x55a00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -24906,6 +27872,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e410600, 0x54400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -24922,6 +27890,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xffffffff7e0c87ff, 0x54000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_clrexcp",
@@ -24934,6 +27904,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xffffffff7e8c87ff, 0x54800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x0,
+                regcheck: false,
             },
         ],
     ),
@@ -24950,6 +27922,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffffe007e4c8700, 0x54400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -24965,6 +27939,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffffe007e0e8700, 0x54020000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -24980,6 +27956,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffffe007e0b8700, 0x54000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -24995,6 +27973,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffffe007e278700, 0x54000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25010,6 +27990,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7fffe007e200700, 0x54000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25025,6 +28007,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xe7fffe007e300700, 0x54100000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25040,6 +28024,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e200600, 0x54000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25055,6 +28041,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e200600, 0x54000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25070,6 +28058,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e200600, 0x54000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25085,6 +28075,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e300600, 0x54100000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25100,6 +28092,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e300600, 0x54100000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25115,6 +28109,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e300600, 0x54100000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25130,6 +28126,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e200600, 0x54000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25145,6 +28143,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e300600, 0x54100000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25160,6 +28160,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e300600, 0x54100000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25175,6 +28177,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e700600, 0x54500000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25190,6 +28194,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e700600, 0x54500000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25205,6 +28211,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e700600, 0x54500000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25220,6 +28228,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e700600, 0x54500000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25235,6 +28245,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e700600, 0x54500000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25250,6 +28262,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e180600, 0x54000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25265,6 +28279,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007ebc0600, 0x54a00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25280,6 +28296,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffffe007e9c8700, 0x54800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25295,6 +28313,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e9c0600, 0x54800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25310,6 +28330,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fffe007e1b0600, 0x54000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x28,
+            regcheck: false,
         }],
     ),
     (
@@ -25330,6 +28352,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xa7fc01001cfc0500, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x8208,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_interp_p1_f32_e64",
@@ -25346,6 +28370,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xa7fc01003cfc0500, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x8208,
+                regcheck: true,
             },
         ],
     ),
@@ -25367,6 +28393,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xa7fc01001cfe0500, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x8208,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_interp_p2_f32_e64",
@@ -25383,6 +28411,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xa7fc01003cfe0500, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x8208,
+                regcheck: true,
             },
         ],
     ),
@@ -25404,6 +28434,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe7fc01001dfd0700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x8008008,
+                regcheck: true,
             },
             OpDesc {
                 name: "v_interp_mov_f32_e64",
@@ -25420,6 +28452,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xe7fc01003dfd0700, 0x14000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x8008008,
+                regcheck: true,
             },
         ],
     ),
@@ -25440,6 +28474,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00007dff8700, 0x54ff0000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: true,
         }],
     ),
     (
@@ -25459,6 +28495,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003fa28700, 0x17000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: true,
         }],
     ),
     (
@@ -25478,6 +28516,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003de08700, 0x15000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: true,
         }],
     ),
     (
@@ -25497,6 +28537,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003da10700, 0x15010000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -25516,6 +28558,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003da20700, 0x15000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -25535,6 +28579,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003db08700, 0x15000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -25554,6 +28600,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003db18700, 0x15010000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -25573,6 +28621,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003df08700, 0x15000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -25592,6 +28642,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003de08700, 0x15000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -25611,6 +28663,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003df88700, 0x15080000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -25630,6 +28684,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003db08700, 0x15000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -25649,6 +28705,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003df08700, 0x15000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -25668,6 +28726,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003ff02700, 0x17000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -25687,6 +28747,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003ff82700, 0x17080000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -25707,6 +28769,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003df00000, 0x15000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x268,
+            regcheck: true,
         }],
     ),
     (
@@ -25727,6 +28791,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003de80000, 0x15000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x268,
+            regcheck: true,
         }],
     ),
     (
@@ -25746,6 +28812,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003da42400, 0x15000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -25765,6 +28833,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003dbc2400, 0x15100000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -25784,6 +28854,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003dac2400, 0x15000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -25803,6 +28875,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003dab8700, 0x15000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -25823,6 +28897,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003fa70000, 0x17010000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x268,
+            regcheck: true,
         }],
     ),
     (
@@ -25843,6 +28919,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003ddb0700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -25862,6 +28940,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xa7fc00003dc80500, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x8048,
+            regcheck: true,
         }],
     ),
     (
@@ -25882,6 +28962,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x200000003de30100, 0x15430000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x80c8,
+            regcheck: true,
         }],
     ),
     (
@@ -25902,6 +28984,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003de88700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -25922,6 +29006,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dec8700, 0x15440000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -25942,6 +29028,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dec8700, 0x15440000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -25962,6 +29050,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003de88700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -25982,6 +29072,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x180000003df70000, 0x15430000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26002,6 +29094,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x180000003dd10000, 0x15510000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26022,6 +29116,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dd20700, 0x15520000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26042,6 +29138,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dc80700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26062,6 +29160,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x180000003dec0000, 0x15440000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26082,6 +29182,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dc80700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26102,6 +29204,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003de00700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26122,6 +29226,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x180000003dc00000, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26142,6 +29248,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003ddc0700, 0x15580000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26162,6 +29270,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003df60700, 0x15500000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26182,6 +29292,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x380000003df10100, 0x15500000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x80c8,
+            regcheck: true,
         }],
     ),
     (
@@ -26202,6 +29314,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003df20700, 0x15520000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26222,6 +29336,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x180000003df60000, 0x15560000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26241,6 +29357,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x180000003ddf8000, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x70,
+            regcheck: true,
         }],
     ),
     (
@@ -26260,6 +29378,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003fe08700, 0x17600000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -26279,6 +29399,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x87fc00003fc00400, 0x17400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -26298,6 +29420,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003fc48700, 0x17400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -26317,6 +29441,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003dd88700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -26336,6 +29462,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003dc28700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -26355,6 +29483,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003dc98700, 0x15400000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -26374,6 +29504,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003de40400, 0x15600000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -26393,6 +29525,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0x9ffc00003df00400, 0x15600000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -26412,6 +29546,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003df48700, 0x15600000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -26432,6 +29568,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003dd08700, 0x15400000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_cvt_pk_i16_i32",
@@ -26448,6 +29586,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
                 fixed: (0xfffc00003fd08700, 0x17400000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -26469,6 +29609,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dfd8700, 0x156d0000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26489,6 +29631,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dfd8700, 0x156d0000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26509,6 +29653,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dd98700, 0x15510000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26529,6 +29675,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dde8700, 0x15520000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26549,6 +29697,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dd80700, 0x15500000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26569,6 +29719,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dd90700, 0x15510000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26588,6 +29740,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003dca0700, 0x15420000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -26608,6 +29762,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003dd98700, 0x15510000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26628,6 +29784,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xf80000003ddf8700, 0x15580000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26647,6 +29805,8 @@ pub static VOP3: &[(u16, &[OpDesc])] = &[
             fixed: (0xfffc00003fc70700, 0x17470000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
 ];
@@ -26671,6 +29831,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             fixed: (0xc00000003bdf0600, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -26690,6 +29852,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fc00003bc02600, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -26709,6 +29873,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fc00003bc02600, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -26729,6 +29895,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003ff02600, 0xc000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_pk_sub_i16",
@@ -26745,6 +29913,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003fe02600, 0xc000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -26766,6 +29936,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003bf02600, 0x8000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_pk_lshlrev_b16",
@@ -26782,6 +29954,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003be02600, 0x8000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -26803,6 +29977,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003bf02600, 0x8000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_pk_lshrrev_b16",
@@ -26819,6 +29995,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003be02600, 0x8000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -26840,6 +30018,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003bf02600, 0x8000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_pk_ashrrev_i16",
@@ -26856,6 +30036,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003be02600, 0x8000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -26877,6 +30059,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003ff02600, 0xc000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_pk_max_i16",
@@ -26893,6 +30077,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003fe02600, 0xc000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -26914,6 +30100,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003bf02600, 0x8000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_pk_min_i16",
@@ -26930,6 +30118,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003be02600, 0x8000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -26952,6 +30142,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc00000003bff0600, 0x8090000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_pk_mad_u16",
@@ -26969,6 +30161,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc00000003bef0600, 0x8090000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: false,
             },
         ],
     ),
@@ -26989,6 +30183,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fc00003bf02600, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -27008,6 +30204,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fc00003ff02600, 0xc000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -27027,6 +30225,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fc00003bf02600, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -27046,6 +30246,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fc00003bf02600, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -27066,6 +30268,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             fixed: (0x3bff0000, 0x80e0000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -27085,6 +30289,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             fixed: (0x87fc00003ff02400, 0xc000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -27105,6 +30311,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00003bec2400, 0x8000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_pk_mul_f16",
@@ -27121,6 +30329,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00003be02400, 0x8000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -27142,6 +30352,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00003bee2400, 0x8000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_pk_min_f16",
@@ -27158,6 +30370,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00003be02400, 0x8000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -27179,6 +30393,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00003bed2400, 0x8000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_pk_max_f16",
@@ -27195,6 +30411,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
                 fixed: (0x87fc00003be82400, 0x8000000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -27216,6 +30434,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             fixed: (0x3ffb0000, 0xc130000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -27236,6 +30456,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             fixed: (0x400000003bfc0200, 0x8140000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -27256,6 +30478,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             fixed: (0x400000003bfc0200, 0x8140000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -27276,6 +30500,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             fixed: (0x3bfc0000, 0x8140000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -27296,6 +30522,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             fixed: (0x3ff80000, 0xc100000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -27316,6 +30544,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             fixed: (0x3bfe0000, 0x8180000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -27336,6 +30566,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             fixed: (0x3bee0000, 0x8080000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -27356,6 +30588,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             fixed: (0x2bdc0000, 0x8000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -27376,6 +30610,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             fixed: (0x2bfe0000, 0x8200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -27396,6 +30632,8 @@ pub static VOP3P: &[(u16, &[OpDesc])] = &[
             fixed: (0x2bfd0000, 0x8200000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
 ];
@@ -27420,6 +30658,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
             fixed: (0xc00000003fdf0600, 0x13800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -27439,6 +30679,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fc00003fc02600, 0x13800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -27458,6 +30700,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fc00003fc02600, 0x13800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -27478,6 +30722,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003ff02600, 0x13800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_pk_sub_i16",
@@ -27494,6 +30740,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003fd02600, 0x13800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -27514,6 +30762,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fc00003ff02600, 0x13800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -27533,6 +30783,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fc00003ff02600, 0x13800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -27553,6 +30805,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003ff02600, 0x13800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_pk_ashrrev_i16",
@@ -27569,6 +30823,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003fd02600, 0x13800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -27590,6 +30846,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003ff02600, 0x13800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_pk_max_i16",
@@ -27606,6 +30864,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003fd02600, 0x13800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -27627,6 +30887,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003ff02600, 0x13800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_pk_min_i16",
@@ -27643,6 +30905,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003fd02600, 0x13800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -27665,6 +30929,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc00000003fff0600, 0x13890000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_pk_mad_u16",
@@ -27682,6 +30948,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc00000003fdf0600, 0x13890000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: false,
             },
         ],
     ),
@@ -27703,6 +30971,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003ff02600, 0x13800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_pk_add_u16",
@@ -27719,6 +30989,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003fd02600, 0x13800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -27740,6 +31012,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003ff02600, 0x13800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_pk_sub_u16",
@@ -27756,6 +31030,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
                 fixed: (0xc7fc00003fd02600, 0x13800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0x68,
+                regcheck: false,
             },
         ],
     ),
@@ -27776,6 +31052,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fc00003ff02600, 0x13800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -27795,6 +31073,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
             fixed: (0xc7fc00003ff02600, 0x13800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -27815,6 +31095,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
             fixed: (0x3fff0000, 0x138e0000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -27834,6 +31116,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
             fixed: (0x87fc00003ff02400, 0x13800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -27853,6 +31137,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
             fixed: (0x87fc00003fec2400, 0x13800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -27872,6 +31158,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
             fixed: (0x87fc00003fee2400, 0x13800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -27891,6 +31179,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
             fixed: (0x87fc00003fed2400, 0x13800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x68,
+            regcheck: false,
         }],
     ),
     (
@@ -27912,6 +31202,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
                 fixed: (0x1fdc0000, 0x13800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_fma_mix_f32",
@@ -27929,6 +31221,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
                 fixed: (0x1fd40000, 0x13800000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: false,
             },
         ],
     ),
@@ -27951,6 +31245,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
                 fixed: (0x1ffe0000, 0x13a00000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_fma_mixlo_f16",
@@ -27968,6 +31264,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
                 fixed: (0x1ff40000, 0x13a00000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: false,
             },
         ],
     ),
@@ -27990,6 +31288,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
                 fixed: (0x1ffd0000, 0x13a00000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: false,
             },
             OpDesc {
                 name: "v_fma_mixhi_f16",
@@ -28007,6 +31307,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
                 fixed: (0x1ff00000, 0x13a00000),
                 sdwa_fixed: (0x0, 0x0),
                 dpp_fixed: (0x0, 0x0),
+                fmask: 0xe8,
+                regcheck: false,
             },
         ],
     ),
@@ -28028,6 +31330,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
             fixed: (0x1ff00000, 0x13a00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -28048,6 +31352,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
             fixed: (0x400000001ffa0200, 0x13a20000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -28068,6 +31374,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
             fixed: (0x400000001ffa0200, 0x13a20000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -28088,6 +31396,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
             fixed: (0x1ff40000, 0x13a00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -28108,6 +31418,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
             fixed: (0x1fd40000, 0x13800000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -28128,6 +31440,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
             fixed: (0x1ff40000, 0x13a00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
     (
@@ -28148,6 +31462,8 @@ pub static VOP3P9: &[(u16, &[OpDesc])] = &[
             fixed: (0x1ff40000, 0x13a00000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0xe8,
+            regcheck: false,
         }],
     ),
 ];
@@ -28171,6 +31487,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28190,6 +31508,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28209,6 +31529,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28228,6 +31550,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28247,6 +31571,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28266,6 +31592,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28285,6 +31613,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28304,6 +31634,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28323,6 +31655,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28342,6 +31676,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28361,6 +31697,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28380,6 +31718,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28399,6 +31739,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28418,6 +31760,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28437,6 +31781,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28456,6 +31802,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28471,6 +31819,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -28486,6 +31836,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -28501,6 +31853,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -28516,6 +31870,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -28531,6 +31887,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -28546,6 +31904,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -28561,6 +31921,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -28576,6 +31938,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -28591,6 +31955,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -28606,6 +31972,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -28621,6 +31989,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -28636,6 +32006,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -28651,6 +32023,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -28666,6 +32040,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -28681,6 +32057,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -28696,6 +32074,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -28715,6 +32095,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28734,6 +32116,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28753,6 +32137,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28772,6 +32158,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28791,6 +32179,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28810,6 +32200,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28829,6 +32221,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28848,6 +32242,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28867,6 +32263,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28886,6 +32284,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28905,6 +32305,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28924,6 +32326,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28943,6 +32347,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28962,6 +32368,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -28981,6 +32389,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29000,6 +32410,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29015,6 +32427,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -29030,6 +32444,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -29045,6 +32461,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -29060,6 +32478,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -29075,6 +32495,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -29090,6 +32512,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -29105,6 +32529,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -29120,6 +32546,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -29135,6 +32563,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -29150,6 +32580,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -29165,6 +32597,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -29180,6 +32614,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -29195,6 +32631,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -29210,6 +32648,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -29225,6 +32665,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -29240,6 +32682,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1800000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -29259,6 +32703,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29278,6 +32724,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29297,6 +32745,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29316,6 +32766,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29335,6 +32787,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29354,6 +32808,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29373,6 +32829,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29392,6 +32850,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29411,6 +32871,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29430,6 +32892,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29449,6 +32913,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29468,6 +32934,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29487,6 +32955,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29506,6 +32976,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29525,6 +32997,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29544,6 +33018,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0400000, 0x20000000),
             sdwa_fixed: (0x30080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29559,6 +33035,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -29574,6 +33052,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -29589,6 +33069,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -29604,6 +33086,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -29619,6 +33103,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -29634,6 +33120,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -29649,6 +33137,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -29664,6 +33154,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -29679,6 +33171,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -29694,6 +33188,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -29709,6 +33205,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -29724,6 +33222,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -29739,6 +33239,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -29754,6 +33256,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -29769,6 +33273,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -29784,6 +33290,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0400000, 0x20000000),
             sdwa_fixed: (0x30080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -29803,6 +33311,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29822,6 +33332,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29841,6 +33353,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29860,6 +33374,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29879,6 +33395,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29898,6 +33416,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29917,6 +33437,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29936,6 +33458,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0100000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29955,6 +33479,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29974,6 +33500,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -29993,6 +33521,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30012,6 +33542,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0080000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30031,6 +33563,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30050,6 +33584,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0040000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30069,6 +33605,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0020000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30084,6 +33622,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -30099,6 +33639,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -30114,6 +33656,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -30129,6 +33673,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -30144,6 +33690,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -30159,6 +33707,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -30174,6 +33724,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -30189,6 +33741,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0100000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -30204,6 +33758,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -30219,6 +33775,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30234,6 +33792,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30249,6 +33809,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0080000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30264,6 +33826,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0000000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30279,6 +33843,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0040000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30294,6 +33860,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa0020000, 0x20000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30313,6 +33881,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30332,6 +33902,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30351,6 +33923,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30370,6 +33944,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30389,6 +33965,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30408,6 +33986,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30427,6 +34007,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30446,6 +34028,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30465,6 +34049,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30484,6 +34070,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30503,6 +34091,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30522,6 +34112,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30541,6 +34133,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30560,6 +34154,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30579,6 +34175,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30598,6 +34196,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30613,6 +34213,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30628,6 +34230,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30643,6 +34247,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30658,6 +34264,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30673,6 +34281,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30688,6 +34298,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30703,6 +34315,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30718,6 +34332,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x30300000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30733,6 +34349,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30748,6 +34366,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30763,6 +34383,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30778,6 +34400,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30793,6 +34417,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30808,6 +34434,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30823,6 +34451,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30838,6 +34468,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -30857,6 +34489,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30876,6 +34510,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30895,6 +34531,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30914,6 +34552,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30933,6 +34573,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30952,6 +34594,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30971,6 +34615,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -30990,6 +34636,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -31009,6 +34657,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -31028,6 +34678,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -31047,6 +34699,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -31066,6 +34720,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -31085,6 +34741,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -31104,6 +34762,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -31123,6 +34783,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -31142,6 +34804,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1800000, 0x21800000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x520,
+            regcheck: true,
         }],
     ),
     (
@@ -31157,6 +34821,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -31172,6 +34838,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -31187,6 +34855,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -31202,6 +34872,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -31217,6 +34889,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -31232,6 +34906,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -31247,6 +34923,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -31262,6 +34940,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x0, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: true,
         }],
     ),
     (
@@ -31277,6 +34957,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -31292,6 +34974,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -31307,6 +34991,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -31322,6 +35008,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -31337,6 +35025,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -31352,6 +35042,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -31367,6 +35059,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1000000, 0x21000000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
     (
@@ -31382,6 +35076,8 @@ pub static VOPC: &[(u16, &[OpDesc])] = &[
             fixed: (0xa1800000, 0x21800000),
             sdwa_fixed: (0x8080000, 0x0),
             dpp_fixed: (0x0, 0x0),
+            fmask: 0x120,
+            regcheck: false,
         }],
     ),
 ];
@@ -31406,6 +35102,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31425,6 +35123,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31444,6 +35144,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31463,6 +35165,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31482,6 +35186,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31501,6 +35207,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31520,6 +35228,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31539,6 +35249,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31558,6 +35270,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31577,6 +35291,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31596,6 +35312,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31615,6 +35333,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31634,6 +35354,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31653,6 +35375,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31672,6 +35396,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31691,6 +35417,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31710,6 +35438,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31729,6 +35459,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31748,6 +35480,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31767,6 +35501,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31786,6 +35522,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31805,6 +35543,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31824,6 +35564,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31843,6 +35585,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31862,6 +35606,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31881,6 +35627,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31900,6 +35648,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31920,6 +35670,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31940,6 +35692,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31960,6 +35714,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -31980,6 +35736,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32000,6 +35758,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32020,6 +35780,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32040,6 +35802,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32060,6 +35824,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32080,6 +35846,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32100,6 +35868,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32120,6 +35890,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32140,6 +35912,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32160,6 +35934,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32180,6 +35956,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32200,6 +35978,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32220,6 +36000,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32240,6 +36022,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32260,6 +36044,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32280,6 +36066,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32300,6 +36088,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32320,6 +36110,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32340,6 +36132,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32360,6 +36154,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32380,6 +36176,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32400,6 +36198,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32420,6 +36220,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32440,6 +36242,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32460,6 +36264,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32480,6 +36286,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32500,6 +36308,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32520,6 +36330,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32540,6 +36352,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32560,6 +36374,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32580,6 +36396,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32600,6 +36418,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32620,6 +36440,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32640,6 +36462,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32660,6 +36484,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32680,6 +36506,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32700,6 +36528,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32720,6 +36550,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32740,6 +36572,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32760,6 +36594,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32780,6 +36616,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32800,6 +36638,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32820,6 +36660,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32840,6 +36682,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32860,6 +36704,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32880,6 +36726,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32900,6 +36748,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32920,6 +36770,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32940,6 +36792,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32960,6 +36814,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -32980,6 +36836,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33000,6 +36858,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33020,6 +36880,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33040,6 +36902,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33060,6 +36924,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33080,6 +36946,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33100,6 +36968,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33120,6 +36990,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33140,6 +37012,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33160,6 +37034,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33180,6 +37056,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33200,6 +37078,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33219,6 +37099,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33239,6 +37121,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33259,6 +37143,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33279,6 +37165,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33299,6 +37187,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33319,6 +37209,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33339,6 +37231,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33359,6 +37253,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33379,6 +37275,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33398,6 +37296,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33417,6 +37317,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x1900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33437,6 +37339,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33457,6 +37361,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33477,6 +37383,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33497,6 +37405,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33517,6 +37427,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33537,6 +37449,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33557,6 +37471,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
     (
@@ -33577,6 +37493,8 @@ pub static MIMG: &[(u16, &[OpDesc])] = &[
             fixed: (0, 0),
             sdwa_fixed: (0, 0),
             dpp_fixed: (0, 0),
+            fmask: 0x5900000,
+            regcheck: true,
         }],
     ),
 ];

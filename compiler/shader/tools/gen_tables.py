@@ -459,8 +459,8 @@ def emit_mimg(out):
         vs = []
         for (name, slots, addr, nsa, dm, dim), cpus in lst:
             sl = ", ".join("Slot { f: %s, w: %d }" % (fld_ident(f), w) for f, w in slots)
-            vs.append('OpDesc { name: "%s", cpus: %d, slots: &[%s], cc: [CNone, CNone, CNone], flags: 0x%x, extra: "", zmask: 0, fixed: (0, 0), sdwa_fixed: (0, 0), dpp_fixed: (0, 0) }' % (
-                name, cpus, sl, (1 if dm else 0) | (2 if dim else 0)))
+            vs.append('OpDesc { name: "%s", cpus: %d, slots: &[%s], cc: [CNone, CNone, CNone], flags: 0x%x, extra: "", zmask: 0, fixed: (0, 0), sdwa_fixed: (0, 0), dpp_fixed: (0, 0), fmask: 0x%x, regcheck: true }' % (
+                name, cpus, sl, (1 if dm else 0) | (2 if dim else 0), fld_mask(slots)))
         out.append("    (%d, &[%s])," % (op, ", ".join(vs)))
     out.append("];")
     out.append("")
@@ -749,10 +749,11 @@ def emit(entries):
                         bits |= FLAG_BITS[x]
                     elif x.startswith("mods:"):
                         extra = x[5:]
-                vs.append('OpDesc { name: "%s", cpus: %d, slots: &[%s], cc: [%s], flags: 0x%x, extra: "%s", zmask: %d, fixed: (0x%x, 0x%x), sdwa_fixed: (0x%x, 0x%x), dpp_fixed: (0x%x, 0x%x) }' % ((
+                vs.append('OpDesc { name: "%s", cpus: %d, slots: &[%s], cc: [%s], flags: 0x%x, extra: "%s", zmask: %d, fixed: (0x%x, 0x%x), sdwa_fixed: (0x%x, 0x%x), dpp_fixed: (0x%x, 0x%x), fmask: 0x%x, regcheck: %s }' % ((
                     e.name, e.cpus, slots,
                     ", ".join((e.classes + ["NONE"] * 3)[:3]).replace("NONE", "CNone"),
-                    bits, extra, zmask) + e.fixed + e.sdwa_fixed + e.dpp_fixed))
+                    bits, extra, zmask) + e.fixed + e.sdwa_fixed + e.dpp_fixed
+                    + (fld_mask(e.slots), "true" if needs_regcheck(e.slots) else "false")))
             out.append("    (%d, &[%s])," % (op, ", ".join(vs)))
         out.append("];")
         out.append("")
@@ -784,6 +785,23 @@ FLAG_BITS = {
     "sdwasext0:yes": 1 << 32, "sdwaneg0:yes": 1 << 33, "sdwaabs0:yes": 1 << 34,
     "sdwasext1:yes": 1 << 35, "sdwaneg1:yes": 1 << 36, "sdwaabs1:yes": 1 << 37,
 }
+
+
+FLD_ORDER = "Sdst Ssrc0 Ssrc1 Vdst VdstS Src0 Src1 Src2 Vsrc1 Sdst3b Vcc Exec Lit Imm Hwreg Attr M0 Off Sdata Sbase Vaddr Vdata0 Vdata1 Vdata Srsrc Soff Ssamp Unknown".split()
+
+
+def fld_mask(slots):
+    """Bit per operand field present (Rust `Fld` discriminant order)."""
+    m = 0
+    for f, _ in slots:
+        m |= 1 << FLD_ORDER.index(fld_ident(f))
+    return m
+
+
+def needs_regcheck(slots):
+    """Operands whose encodings can fall outside their register file."""
+    risky = {"VdstS", "Sdst3b", "Soff", "Srsrc", "Ssamp", "Sbase", "Sdata", "Vdata", "Vaddr"}
+    return any(w != 1 or fld_ident(f) in risky for f, w in slots)
 
 
 def fld_ident(f):
