@@ -327,13 +327,70 @@ fn dense() -> &'static [table::Dense] {
     })
 }
 
-/// MIMG address table row for an opcode and target index.
-pub(crate) fn mimg_addr(op: u16, t: usize) -> Option<(&'static [u8; 16], &'static [u8; 16])> {
+/// MIMG facts for an opcode and target index.
+pub(crate) fn mimg_info(op: u16, t: usize) -> Option<&'static table::MimgInfo> {
     let bit = 1u8 << t;
-    tables::MIMG_ADDR
+    tables::MIMG_INFO
         .iter()
-        .find(|e| e.0 == op && e.1 & bit != 0)
-        .map(|e| (&e.2, &e.3))
+        .find(|e| e.op == op && e.cpus & bit != 0)
+}
+
+/// Register counts llvm-mc prints for an image instruction: (data VGPRs, address VGPRs).
+pub(crate) fn mimg_layout(
+    info: &table::MimgInfo,
+    name: &str,
+    w0: u32,
+    w1: u32,
+) -> Result<(u32, u32), &'static str> {
+    let nsa = ((w0 >> 1) & 3) as usize;
+    let key = (((w0 >> 3) & 7) * 2 + ((w1 >> 30) & 1)) as usize;
+    let bits = w0 as u64 | ((w1 as u64) << 32);
+    if bits & info.reject != 0 || bits & info.require != info.require {
+        return Err("image modifier not valid for this opcode");
+    }
+    let dmask = (w0 >> 8) & 0xF;
+    let d16 = w1 >> 31;
+    let tfe = (w0 >> 16) & 1;
+    if !info.bvh && (info.sw_ok >> (dmask | (d16 << 4) | (tfe << 5))) & 1 == 0 {
+        return Err("dmask/d16/tfe combination not valid for this opcode");
+    }
+    let c = if nsa == 0 {
+        info.addr[key]
+    } else {
+        info.nsa[key][nsa - 1]
+    };
+    if c == 0 {
+        return Err("invalid image address form");
+    }
+    let a = (c & 0x7F) as u32;
+    if info.bvh {
+        return Ok((4, a));
+    }
+    let (dd, ad) = (info.dflt_data[nsa] as u32, info.dflt_addr[nsa] as u32);
+    let vdata = (w1 >> 8) & 0xFF;
+    let vaddr = w1 & 0xFF;
+    let mut d = if name.contains("gather4") {
+        4
+    } else {
+        dmask.count_ones().max(1)
+    };
+    if d16 != 0 {
+        d = d.div_ceil(2);
+    }
+    d += tfe;
+    // llvm-mc widens the decoded registers only when the wider form exists and fits;
+    // otherwise it prints the defaults.
+    let keep = dd != 0
+        && ((nsa > 0 && c & 0x80 != 0)
+            || !(d == dd && a == ad)
+                && ((info.davail[key] >> d) & 1 == 0
+                    || vdata + d > 256
+                    || (nsa == 0 && vaddr + a > 256)));
+    let (d, a) = if keep { (dd, ad) } else { (d, a) };
+    if vdata + d > 256 || (nsa == 0 && vaddr + a > 256) {
+        return Err("register operand out of range");
+    }
+    Ok((d, a))
 }
 
 fn table_of(f: Family) -> &'static [(u16, &'static [OpDesc])] {
@@ -621,27 +678,12 @@ fn decode_raw(code: &[u8], offset: usize, target: Target) -> Decoded {
     }
     if family == Family::Mimg {
         let nsa = ((w0 >> 1) & 3) as usize;
-        let info = mimg_addr(opcode, t);
-        let k = (((w0 >> 3) & 7) * 2 + ((w1 >> 30) & 1)) as usize;
-        let ok = match info {
-            Some((addr, nsai)) => {
-                if nsa == 0 {
-                    addr[k] != 0
-                } else {
-                    (nsai[k] >> 4) & (1 << nsa) != 0
-                }
-            }
-            None => false,
+        let r = match mimg_info(opcode, t) {
+            Some(info) => mimg_layout(info, desc.name, w0, w1),
+            None => Err("no image address facts for this opcode"),
         };
-        if !ok {
-            return unsupported(
-                code,
-                offset,
-                Some(family),
-                opcode,
-                2 + nsa,
-                "invalid image address form",
-            );
+        if let Err(reason) = r {
+            return unsupported(code, offset, Some(family), opcode, 2 + nsa, reason);
         }
         nw += nsa;
     }
@@ -992,10 +1034,7 @@ fn check_registers(i: &Instruction, wave64: bool) -> Result<(), &'static str> {
                 scalar_src_ok(v) && sreg_ok(v.min(128), 1)
             }
             (Family::Mimg, Fld::Ssamp) => sreg_ok(((w1 >> 21) & 0x1F) << 2, 4),
-            (Family::Mimg, Fld::Vdata) => vgpr_ok(
-                (w1 >> 8) & 0xFF,
-                crate::print::mimg_data_width(i.desc.name, w0, w1),
-            ),
+
             _ => true,
         };
     }

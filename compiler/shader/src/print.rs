@@ -1131,29 +1131,6 @@ const DIMS: [&str; 8] = [
     "SQ_RSRC_IMG_2D_MSAA_ARRAY",
 ];
 
-/// Data VGPR count of an image instruction.
-pub(crate) fn mimg_data_width(name: &str, w0: u32, w1: u32) -> u32 {
-    let dmask = (w0 >> 8) & 0xF;
-    if name.starts_with("image_bvh") {
-        return 4;
-    }
-    let mut n = if name.contains("gather4") {
-        4
-    } else {
-        dmask.count_ones().max(1)
-    };
-    if name.contains("cmpswap") {
-        n = n.max(2);
-    }
-    if w1 >> 31 != 0 {
-        n = n.div_ceil(2);
-    }
-    if (w0 >> 16) & 1 != 0 {
-        n += 1;
-    }
-    n
-}
-
 fn print_mimg(inst: &Instruction, ctx: Ctx, out: &mut String) {
     let d = inst.desc;
     let w0 = inst.words.get(0);
@@ -1166,21 +1143,23 @@ fn print_mimg(inst: &Instruction, ctx: Ctx, out: &mut String) {
         crate::decode::Target::Gfx1013 => 1,
         crate::decode::Target::Gfx1030 => 2,
     };
-    let k = (dim * 2 + a16) as usize;
-    let (addr, nsai) = crate::decode::mimg_addr(inst.opcode, t).unwrap_or((&[1; 16], &[0; 16]));
+    let (data_w, addr_n) = crate::decode::mimg_info(inst.opcode, t)
+        .and_then(|info| crate::decode::mimg_layout(info, d.name, w0, w1).ok())
+        .unwrap_or((1, 1));
+    let _ = (dim, a16);
     out.push_str(d.name);
     let mut first = true;
     for s in d.slots {
         out.push_str(if first { " " } else { ", " });
         first = false;
         match s.f {
-            Fld::Vdata => vgprs(out, (w1 >> 8) & 0xFF, mimg_data_width(d.name, w0, w1)),
+            Fld::Vdata => vgprs(out, (w1 >> 8) & 0xFF, data_w),
             Fld::Vaddr => {
                 if nsa == 0 {
-                    vgprs(out, w1 & 0xFF, addr[k] as u32);
+                    vgprs(out, w1 & 0xFF, addr_n);
                 } else {
                     out.push('[');
-                    let n = (nsai[k] & 0xF) as usize;
+                    let n = addr_n as usize;
                     for i in 0..n {
                         let r = if i == 0 {
                             w1 & 0xFF

@@ -232,3 +232,36 @@ pub enum Lookup {
     /// Opcode not known in this family.
     Unknown,
 }
+
+/// Image (MIMG) decoding facts of one opcode on a set of targets, learned from llvm-mc:
+/// address widths per (dim, a16), NSA variants, the data widths a register can be widened to,
+/// and the default widths llvm-mc prints when it cannot widen (its decoder then leaves the
+/// operands as decoded).
+#[derive(Debug)]
+pub struct MimgInfo {
+    /// Opcode.
+    pub op: u16,
+    /// Targets (bit 0 gfx1010, 1 gfx1013, 2 gfx1030).
+    pub cpus: u8,
+    /// Non-NSA address width per `dim * 2 + a16` (0 = invalid).
+    pub addr: [u8; 16],
+    /// NSA forms per `dim * 2 + a16` and NSA dword count 1..3: address count printed, bit 7
+    /// set when llvm-mc keeps the default widths; 0 = invalid.
+    pub nsa: [[u8; 3]; 16],
+    /// Bit n set: data can be widened to n dwords (1D, no a16).
+    pub dset: u16,
+    /// Per `dim * 2 + a16`: bit n set when data can be widened to n dwords.
+    pub davail: [u8; 16],
+    /// Default data width (non-NSA, NSA 1..3).
+    pub dflt_data: [u8; 4],
+    /// Default address width / count (non-NSA, NSA 1..3).
+    pub dflt_addr: [u8; 4],
+    /// Accepted (dmask | d16 << 4 | tfe << 5) combinations.
+    pub sw_ok: u64,
+    /// Flag bits (dword 0 | dword 1 << 32) that make the encoding invalid.
+    pub reject: u64,
+    /// Flag bits that must be set.
+    pub require: u64,
+    /// Ray-tracing BVH instruction (fixed data width 4).
+    pub bvh: bool,
+}

@@ -364,6 +364,17 @@ def mimg_word0(op, dim=0, nsa=0, extra=0xF << 8):
     return 0xF0000000 | ((op & 0x7F) << 18) | (op >> 7) | extra | (dim << 3) | (nsa << 1)
 
 
+def nsa_probe_dmask(text):
+    """(dmask field bits, tfe) for NSA probes: a data width unlike the default variant's."""
+    if "gather4" in text:
+        return (0xF << 8, 1)
+    if "cmpswap" in text:
+        return (0xF << 8, 0)
+    if "atomic" in text:
+        return (0x3 << 8, 0)
+    return (0xF << 8, 0)
+
+
 def mimg_entries(cpu):
     # Phase 1: which sampler field value each opcode accepts (25 = s[100:103], or 0 = none).
     # Atomics take dmask 0x1 (0x3 for cmpswap); ray tracing needs unorm+r128 set.
@@ -385,20 +396,98 @@ def mimg_entries(cpu):
                 chosen[op] = (ss, o[0], extra)
                 break
     cases = {}
+
+    def w1_of(ss, vdata=16, vaddr=8):
+        return vaddr | (vdata << 8) | (1 << 16) | (ss << 21)
+
+    nsa_bytes = [0x0C0B0A09, 0x100F0E0D, 0x14131211]
     for op, (ss, _, ex) in chosen.items():
-        w1 = 8 | (16 << 8) | (1 << 16) | (ss << 21)
         for dim in range(8):
             for a16 in range(2):
-                x1 = w1 | (a16 << 30)
+                x1 = w1_of(ss) | (a16 << 30)
                 cases[(op, "d%d%d" % (dim, a16))] = W([mimg_word0(op, dim, 0, ex), x1])
+                # forced bail (address register overflow) for the default variant
+                cases[(op, "fb%d%d" % (dim, a16))] = W([mimg_word0(op, dim, 0, ex), w1_of(ss, 100, 255) | (a16 << 30)])
                 for k in range(1, 4):
-                    extra = [0x0C0B0A09, 0x100F0E0D, 0x14131211][:k]
-                    cases[(op, "n%d%d%d" % (dim, a16, k))] = W([mimg_word0(op, dim, k, ex), x1] + extra)
+                    # data width chosen to differ from the default variant's, so a bail shows
+                    nx, ntfe = nsa_probe_dmask(chosen[op][1])
+                    if chosen[op][1].startswith("image_bvh"):
+                        nx, ntfe = ex, 0
+                    cases[(op, "n%d%d%d" % (dim, a16, k))] = W(
+                        [mimg_word0(op, dim, k, nx) | (ntfe << 16), x1] + nsa_bytes[:k])
+        # forced bail: wanted data width 5 overflows v255 while the default width still fits
+        for vd in (252, 253, 254, 255):
+            cases[(op, "fbv%d" % vd)] = W([mimg_word0(op, 0, 0, (ex & ~0xF00) | (0xF << 8)) | (1 << 16),
+                                          w1_of(ss, vd)])
+        for dm in range(16):
+            for d16 in range(2):
+                for tfe in range(2):
+                    cases[(op, "sw%d_%d_%d" % (dm, d16, tfe))] = W(
+                        [mimg_word0(op, 0, 0, dm << 8) | (tfe << 16), w1_of(ss) | (d16 << 31)])
+        # which data widths can be widened to, per address form
+        for dim in range(8):
+            for a16 in range(2):
+                for dm in (1, 3, 7, 0xF):
+                    for d16 in range(2):
+                        for tfe in range(2):
+                            cases[(op, "cv%d%d_%d_%d_%d" % (dim, a16, dm, d16, tfe))] = W(
+                                [mimg_word0(op, dim, 0, (ex & ~0xF00) | (dm << 8)) | (tfe << 16),
+                                 w1_of(ss) | (a16 << 30) | (d16 << 31)])
+        for bit in (7, 12, 13, 15, 16, 17, 25, 62, 63):
+            w0 = mimg_word0(op, 0, 0, ex)
+            x1 = w1_of(ss)
+            if bit < 32:
+                w0 ^= 1 << bit
+            else:
+                x1 ^= 1 << (bit - 32)
+            cases[(op, "fl%d" % bit)] = W([w0, x1])
     keys = list(cases)
     res = dict(zip(keys, oracle.run([cases[k] for k in keys], cpu)))
+
+    # Phase 2: force a bail on every NSA variant by making the wanted data width overflow v255
+    # while the default width still fits (vdata = 256 - default width).
+    cases2 = {}
+    for op, (ss, base, ex) in chosen.items():
+        for dim in range(8):
+            for a16 in range(2):
+                for k in range(1, 4):
+                    for vd in (252, 253, 254, 255):
+                        cases2[(op, "nb%d%d%d_%d" % (dim, a16, k, vd))] = W(
+                            [mimg_word0(op, dim, k, (ex & ~0xF00) | (0xF << 8)) | (1 << 16),
+                             w1_of(ss, vd) | (a16 << 30)] + nsa_bytes[:k])
+    keys2 = list(cases2)
+    res.update(zip(keys2, oracle.run([cases2[k] for k in keys2], cpu)))
+
+    def vdata_w(o):
+        if not o:
+            return None
+        _, ops, _ = split_ops(o[0])
+        r = reg(ops[0]) if ops else None
+        return r[2] if r else None
+
+    def vaddr_info(o):
+        """(width or count, is_nsa) of the address operand."""
+        if not o:
+            return None
+        m = re.search(r", \[(v\d+(?:, v\d+)*)\]", o[0])
+        if m:
+            return (m.group(1).count(",") + 1, True)
+        _, ops, _ = split_ops(o[0])
+        r = reg(ops[1]) if len(ops) > 1 else None
+        return (r[2], False) if r else None
+
     out = {}
-    for op, (ss, base, _) in chosen.items():
+    for op, (ss, base, ex) in chosen.items():
         name, ops, mods = split_ops(base)
+        gather = "gather4" in name
+        bvh = name.startswith("image_bvh")
+
+        def dexp(dm, d16, tfe):
+            d = 4 if gather else max(bin(dm).count("1"), 1)
+            if d16:
+                d = (d + 1) // 2
+            return d + tfe
+
         slots = []
         for t in ops:
             r = reg(t)
@@ -414,28 +503,77 @@ def mimg_entries(cpu):
                 slots.append(("SSAMP", 4))
             else:
                 slots.append(("UNK:" + t, 0))
-        addr = []
+        nx, ntfe = nsa_probe_dmask(base)
+        if bvh:
+            nx, ntfe = ex, 0
+        exd = 4 if bvh else dexp((nx >> 8) & 0xF, 0, ntfe)
+        anon = []
+        for dim in range(8):
+            for a16 in range(2):
+                v = vaddr_info(res[(op, "d%d%d" % (dim, a16))])
+                anon.append(v[0] if v else 0)
+        # default variants: non-NSA
+        dd = [0, 0, 0, 0]
+        ad = [0, 0, 0, 0]
+        for vd in (252, 253, 254, 255):
+            o = res[(op, "fbv%d" % vd)]
+            v = vaddr_info(o)
+            if o and v and dd[0] == 0:
+                dd[0], ad[0] = vdata_w(o), v[0]
         nsa = []
         for dim in range(8):
             for a16 in range(2):
-                o = res[(op, "d%d%d" % (dim, a16))]
-                w = 0
-                if o:
-                    _, ops2, _ = split_ops(o[0])
-                    r = reg(ops2[1]) if len(ops2) > 1 else None
-                    w = r[2] if r else 0
-                addr.append(w)
-                cnt = 0
-                okmask = 0
+                row = []
                 for k in range(1, 4):
                     o = res[(op, "n%d%d%d" % (dim, a16, k))]
-                    m = re.search(r", \[(v\d+(?:, v\d+)*)\]", o[0]) if o else None
-                    if m:
-                        okmask |= 1 << k
-                        cnt = m.group(1).count(",") + 1
-                nsa.append(cnt | (okmask << 4))
+                    v = vaddr_info(o)
+                    if not (o and v and v[1]):
+                        row.append(0)
+                        continue
+                    bail = vdata_w(o) != exd
+                    row.append(v[0] | (0x80 if bail else 0))
+                    for vd in (252, 253, 254, 255):
+                        ob = res[(op, "nb%d%d%d_%d" % (dim, a16, k, vd))]
+                        vb = vaddr_info(ob)
+                        if ob and vb and vb[1] and dd[k] == 0 and vdata_w(ob) is not None:
+                            dd[k], ad[k] = vdata_w(ob), vb[0]
+                nsa.append(row)
+        dset = 0
+        sw_ok = 0
+        for dm in range(16):
+            for d16 in range(2):
+                for tfe in range(2):
+                    o = res[(op, "sw%d_%d_%d" % (dm, d16, tfe))]
+                    if not o:
+                        continue
+                    sw_ok |= 1 << (dm | (d16 << 4) | (tfe << 5))
+                    if vdata_w(o) == dexp(dm, d16, tfe):
+                        dset |= 1 << dexp(dm, d16, tfe)
+        rej = 0
+        req = 0
+        base_bits = mimg_word0(op, 0, 0, ex) | (w1_of(ss) << 32)
+        for bit in (7, 12, 13, 15, 16, 17, 25, 62, 63):
+            if not res[(op, "fl%d" % bit)]:
+                if (base_bits >> bit) & 1:
+                    req |= 1 << bit
+                else:
+                    rej |= 1 << bit
+        if bvh:
+            req |= 0xF00  # ray tracing takes dmask 0xf
+        davail = []
+        for dim in range(8):
+            for a16 in range(2):
+                m = 0
+                for dm in (1, 3, 7, 0xF):
+                    for d16 in range(2):
+                        for tfe in range(2):
+                            o = res[(op, "cv%d%d_%d_%d_%d" % (dim, a16, dm, d16, tfe))]
+                            if o and vdata_w(o) == dexp(dm, d16, tfe):
+                                m |= 1 << dexp(dm, d16, tfe)
+                davail.append(m)
         dmask_printed = "dmask:" in base
-        out[op] = (name, slots, addr, nsa, dmask_printed, "dim:" in base)
+        out[op] = (name, slots, anon, nsa, dmask_printed, "dim:" in base, dset, dd, ad, sw_ok, rej, bvh,
+                   req, davail)
     return out
 
 
@@ -449,25 +587,30 @@ def emit_mimg(out):
                 rows[key][1] |= CPU_BIT[cpu]
             else:
                 rows[key] = [e, CPU_BIT[cpu]]
-    out.append("/// MIMG opcode descriptors: (opcode, variants). Address widths per (dim, a16) in")
-    out.append("/// `MIMG_ADDR`; NSA address counts (low 4 bits) and accepted NSA dword counts (bits 4..7).")
+    out.append("/// MIMG opcode descriptors: (opcode, variants). Address and data-width facts in `MIMG_INFO`.")
     out.append("pub static MIMG: &[(u16, &[OpDesc])] = &[")
     byop = {}
     for (op, _), (e, cpus) in sorted(rows.items()):
         byop.setdefault(op, []).append((e, cpus))
     for op, lst in sorted(byop.items()):
         vs = []
-        for (name, slots, addr, nsa, dm, dim), cpus in lst:
+        for e, cpus in lst:
+            name, slots, dm, dim = e[0], e[1], e[4], e[5]
             sl = ", ".join("Slot { f: %s, w: %d }" % (fld_ident(f), w) for f, w in slots)
             vs.append('OpDesc { name: "%s", cpus: %d, slots: &[%s], cc: [CNone, CNone, CNone], flags: 0x%x, extra: "", zmask: 0, fixed: (0, 0), sdwa_fixed: (0, 0), dpp_fixed: (0, 0), fmask: 0x%x, regcheck: true }' % (
                 name, cpus, sl, (1 if dm else 0) | (2 if dim else 0), fld_mask(slots)))
         out.append("    (%d, &[%s])," % (op, ", ".join(vs)))
     out.append("];")
     out.append("")
-    out.append("/// MIMG address info: (opcode, cpus, non-NSA vaddr width per dim*2+a16, NSA info per dim*2+a16).")
-    out.append("pub static MIMG_ADDR: &[(u16, u8, [u8; 16], [u8; 16])] = &[")
+    out.append("/// MIMG decoding facts per opcode and targets (see `MimgInfo`).")
+    out.append("pub static MIMG_INFO: &[MimgInfo] = &[")
     for (op, _), (e, cpus) in sorted(rows.items()):
-        out.append("    (%d, %d, [%s], [%s])," % (op, cpus, ", ".join(map(str, e[2])), ", ".join(map(str, e[3]))))
+        _, _, anon, nsa, _, _, dset, dd, ad, sw_ok, rej, bvh, req, davail = e
+        out.append("    MimgInfo { op: %d, cpus: %d, addr: [%s], nsa: [%s], dset: 0x%x, davail: [%s], dflt_data: [%s], dflt_addr: [%s], sw_ok: 0x%x, reject: 0x%x, require: 0x%x, bvh: %s }," % (
+            op, cpus, ", ".join(map(str, anon)),
+            ", ".join("[%s]" % ", ".join(map(str, r)) for r in nsa),
+            dset, ", ".join("0x%x" % x for x in davail), ", ".join(map(str, dd)), ", ".join(map(str, ad)),
+            sw_ok, rej, req, "true" if bvh else "false"))
     out.append("];")
     out.append("")
 
@@ -728,7 +871,7 @@ def emit(entries):
     out = []
     out.append("// @generated by compiler/shader/tools/gen_tables.py from LLVM 14 llvm-mc probes.")
     out.append("// Do not edit by hand; re-run the generator instead.")
-    out.append("use crate::table::{Cc::*, Fld::*, OpDesc, Slot};")
+    out.append("use crate::table::{Cc::*, Fld::*, MimgInfo, OpDesc, Slot};")
     out.append("")
     fams = sorted({f for f, _ in entries})
     for fam in fams:
