@@ -4,11 +4,33 @@
 //!   items that keep the stream in sync); opcode facts come from generated tables
 //!   (`tables.rs`, produced by `tools/gen_tables.py` by probing LLVM 14 `llvm-mc`).
 //! * [`disasm`] prints LLVM 14 `llvm-mc -disassemble` text.
-//! * [`meta`] gives per-instruction register reads/writes, memory behaviour and branch targets.
+//! * [`meta`] gives per-instruction register reads/writes, memory behaviour and branch targets;
+//!   [`operand::operands`] gives typed ALU operands with modifiers.
+//!
+//! ```
+//! use aps5_shader::disasm::{Options, instruction_text, parse_hex_words};
+//! use aps5_shader::{Decoded, Target, decode, meta::meta};
+//!
+//! // v_mov_b32_e32 v0, 0 ; s_endpgm
+//! let code = parse_hex_words("0x7e000280 0xbf810000").unwrap();
+//! let mut names = Vec::new();
+//! for item in decode(&code, Target::Gfx1030) {
+//!     match item {
+//!         Decoded::Inst(i) => {
+//!             let m = meta(&i, false);
+//!             names.push((i.offset, instruction_text(&i, &Options::default()), m.branch.is_some()));
+//!         }
+//!         Decoded::Unsupported(u) => panic!("{}: {}", u.offset, u.reason),
+//!     }
+//! }
+//! assert_eq!(names[0], (0, "v_mov_b32_e32 v0, 0".to_string(), false));
+//! assert_eq!(names[1], (4, "s_endpgm".to_string(), true));
+//! ```
 
 pub mod decode;
 pub mod disasm;
 pub mod meta;
+pub mod operand;
 pub mod oracle;
 pub mod print;
 pub mod table;

@@ -285,3 +285,38 @@ fn isa_rules() {
     assert_eq!(meta(&i, true).writes, vec![sgpr(10, 2)]);
     assert_eq!(meta(&i, false).writes, vec![sgpr(10, 1)]);
 }
+
+#[test]
+fn typed_operands() {
+    use aps5_shader::operand::{Role, Value, operands};
+    // v_fma_f32 v1, -v2, |s3|, 0.5 (VOP3, neg on src0, abs on src1, inline float).
+    let i = one(&[0xD54B_0201, 0x23C0_0702]);
+    let ops = operands(&i, false);
+    assert_eq!(ops.len(), 4);
+    assert_eq!(
+        (ops[0].role, ops[0].value),
+        (Role::Dst, Value::Vgpr { first: 1, count: 1 })
+    );
+    assert!(ops[1].neg && !ops[1].abs && ops[1].value == Value::Vgpr { first: 2, count: 1 });
+    assert!(ops[2].abs && !ops[2].neg && ops[2].value == Value::Sgpr { first: 3, count: 1 });
+    assert_eq!(ops[3].value, Value::InlineFloat(0.5));
+    // s_mov_b32 s0, 0x12345678: literal.
+    let ops = operands(&one(&[0xBE80_03FF, 0x1234_5678]), false);
+    assert_eq!(ops[1].value, Value::Literal(0x1234_5678));
+    // v_cmp_lt_f32_e32 vcc_lo, v1, v2: VCC destination in wave32, the full pair in wave64.
+    let i = one(&[0x7C02_0501]);
+    assert_eq!(
+        operands(&i, false)[0].value,
+        Value::Vcc {
+            count: 1,
+            hi: false
+        }
+    );
+    assert_eq!(
+        operands(&i, true)[0].value,
+        Value::Vcc {
+            count: 2,
+            hi: false
+        }
+    );
+}
