@@ -143,3 +143,92 @@ fn syscalls_are_refused_unless_allowed() {
     );
     assert!(ok.is_ok());
 }
+
+#[test]
+fn networking_sample_reaches_the_network_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let cov = build_tree(&sample("networking"), &[], dir.path());
+    assert!(cov.iter().all(|r| r.implemented), "{cov:#?}");
+    // It connects to 192.168.0.10:9030 and sends a message, then loops forever. Whether
+    // that host answers depends on the machine; both outcomes go through socket,
+    // __inet_pton and connect with FreeBSD sockaddrs.
+    let r = run(dir.path(), &[], &[], Duration::from_millis(2500));
+    let mut lines = r.stdout.lines();
+    assert_eq!(
+        lines.next(),
+        Some("[DEBUG] Sending message to 192.168.0.10:9030."),
+        "{r:?}"
+    );
+    let outcome = lines.next().unwrap_or_default();
+    assert!(
+        outcome == "[DEBUG] Message sent. Closing and infinitely looping."
+            || outcome.starts_with("[DEBUG] [ERROR] Failed to connect to 192.168.0.10:9030"),
+        "{r:?}"
+    );
+    assert!(!r.stderr.contains("unimplemented"), "{}", r.stderr);
+}
+
+/// Every homebrew executable in the corpus relinks, and the system loader accepts the
+/// result (every DT_NEEDED found, every symbol bound). Programs with raw system calls
+/// are refused unless allowed.
+#[test]
+fn every_corpus_executable_relinks_and_loads() {
+    let root = shared().join("corpus/homebrew");
+    let mut eboots: Vec<std::path::PathBuf> = Vec::new();
+    for dir in [
+        "openorbis-samples/graphics/pkg",
+        "openorbis-samples/hello_world/pkg",
+        "openorbis-samples/keyboard/pkg",
+        "openorbis-samples/networking/pkg",
+        "openorbis-samples/pthread/pkg",
+        "ps4-2048",
+    ] {
+        eboots.push(root.join(dir).join("eboot.bin"));
+    }
+    let prx = aps5_relink::PrxSet::installed().unwrap();
+    let mut summary = String::new();
+    for e in &eboots {
+        let bytes = std::fs::read(e).unwrap();
+        let m = aps5_elf::parse(&bytes).unwrap();
+        let strict = aps5_relink::relink_executable(&bytes, &m, &prx, &Default::default());
+        let r = match strict {
+            Ok(r) => r,
+            Err(aps5_relink::RelinkError::Syscalls(sites)) => {
+                assert!(
+                    e.to_string_lossy().contains("keyboard"),
+                    "{}: unexpected syscalls {sites:?}",
+                    e.display()
+                );
+                aps5_relink::relink_executable(
+                    &bytes,
+                    &m,
+                    &prx,
+                    &aps5_relink::RelinkOptions {
+                        allow_syscalls: true,
+                    },
+                )
+                .unwrap()
+            }
+            Err(err) => panic!("{}: {err}", e.display()),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("libs")).unwrap();
+        for (name, bytes) in prx.files() {
+            std::fs::write(dir.path().join("libs").join(name), bytes.as_slice()).unwrap();
+        }
+        std::fs::write(dir.path().join("app.elf"), &r.elf).unwrap();
+        let app = dir.path().join("app.elf");
+        let (_, err, ok) = tool(
+            "/lib64/ld-linux-x86-64.so.2",
+            &["--verify", app.to_str().unwrap()],
+        );
+        assert!(ok, "{}: ld.so --verify: {err}", e.display());
+        let done = r.coverage.iter().filter(|c| c.implemented).count();
+        summary.push_str(&format!(
+            "{}: {done}/{} imports implemented\n",
+            e.display(),
+            r.coverage.len()
+        ));
+    }
+    eprint!("{summary}");
+}

@@ -17,6 +17,7 @@ pub mod errno;
 pub mod fs;
 pub mod memory;
 pub mod module;
+pub mod net;
 pub mod nid;
 pub mod sync;
 pub mod thread;
