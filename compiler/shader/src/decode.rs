@@ -422,21 +422,21 @@ fn unsupported(
     nwords: usize,
     reason: &'static str,
 ) -> Decoded {
-    let avail = code.len() - offset;
+    let avail = code.len().saturating_sub(offset);
     let n = nwords.min(avail / 4);
     let len = if n == 0 { avail.clamp(1, 4) } else { n * 4 };
     Decoded::Unsupported(Unsupported {
         offset,
         family,
         opcode,
-        words: Words::new(&code[offset..], n),
+        words: Words::new(code.get(offset..).unwrap_or(&[]), n),
         len,
         reason,
     })
 }
 
-/// Decodes the instruction at `offset` of `code` for `target`. Never panics; `offset` must be
-/// inside `code`.
+/// Decodes the instruction at `offset` of `code` for `target` (wave32). Never panics: an
+/// `offset` at or past the end yields a one-byte `Unsupported` item.
 pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
     decode_at_wave(code, offset, target, false)
 }
@@ -924,8 +924,8 @@ fn sreg_ok(v: u32, w: u32) -> bool {
             };
             a + w - 1 <= 123
         }
-        // vcc/exec print as the 64-bit pair for any wider operand.
-        106 | 126 => true,
+        // vcc/exec print as the 64-bit pair for operands of up to four dwords.
+        106 | 126 => w <= 4,
         125 => w <= 2,
         107 | 124 | 127 => w == 1,
         _ => true,
