@@ -232,3 +232,23 @@ fn every_corpus_executable_relinks_and_loads() {
     }
     eprint!("{summary}");
 }
+
+/// `sceKernelLoadStartModule` of a module the host set replaces gives the host library
+/// (a function found in it with `sceKernelDlsym` works); a missing one is ENOENT.
+#[test]
+fn loading_a_module_the_host_set_replaces() {
+    let work = tempfile::tempdir().unwrap();
+    let src =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/load_host_module.c");
+    let dump = work.path().join("dump");
+    aps5_sdk::build_dump(&src, &dump, &aps5_sdk::DumpOptions { ps4: false })
+        .expect("fixture SDK (needs clang-14, ld.lld-14)");
+    let out = work.path().join("out");
+    build_tree(&dump.join("eboot.bin"), &[], &out);
+    let r = run(&out, &[], &[], Duration::from_secs(20));
+    assert_eq!(r.status, Some(0), "{r:?}");
+    assert_eq!(
+        r.stdout,
+        "libc handle valid=yes res=0\ndlsym snprintf=0 out=[dlsym-007]\nlibkernel.sprx handle valid=yes\nmissing module: ENOENT\n"
+    );
+}

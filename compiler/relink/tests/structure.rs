@@ -203,3 +203,70 @@ fn damaged_inputs_never_panic() {
         "parsed {parsed}, relinked {relinked}"
     );
 }
+
+/// Sony's own libc.prx and libSceFios2.prx, as bundled by homebrew in shared/corpus,
+/// relink into shared objects the host loader accepts, exporting their NIDs.
+#[test]
+fn bundled_sony_modules_relink() {
+    let prx = PrxSet::installed().unwrap();
+    let root = support::shared().join("corpus/homebrew");
+    for m in [
+        "ps4-2048/sce_module/libc.prx",
+        "openorbis-samples/piglet/sce_module/libc.prx",
+        "openorbis-samples/piglet/sce_module/libSceFios2.prx",
+    ] {
+        let path = root.join(m);
+        let bytes = std::fs::read(&path).unwrap();
+        let module = aps5_elf::parse(&bytes).unwrap_or_else(|e| panic!("{m}: {e}"));
+        let r = aps5_relink::relink_module(
+            &bytes,
+            &module,
+            &prx,
+            &RelinkOptions {
+                allow_syscalls: true,
+            },
+        )
+        .unwrap_or_else(|e| panic!("{m}: {e}"));
+        let e = Elf::parse(&r.elf).unwrap();
+        let exported: std::collections::BTreeSet<&str> = e
+            .dynsyms
+            .iter()
+            .filter(|s| s.st_shndx != 0)
+            .filter_map(|s| e.dynstrtab.get_at(s.st_name))
+            .collect();
+        let want = module.exports().filter_map(|s| s.nid.as_deref()).count();
+        assert!(want > 0, "{m}: {want} exports");
+        for s in module.exports().filter_map(|s| s.nid.as_deref()) {
+            assert!(exported.contains(s), "{m}: export {s} lost");
+        }
+        // The host loader maps it and binds every symbol it imports or stubs.
+        let dir = tempfile::tempdir().unwrap();
+        let libs = dir.path().join("libs");
+        let modules = dir.path().join("app0/sce_module");
+        std::fs::create_dir_all(&libs).unwrap();
+        std::fs::create_dir_all(&modules).unwrap();
+        for (name, bytes) in prx.files() {
+            std::fs::write(libs.join(name), bytes.as_slice()).unwrap();
+        }
+        let out = modules.join(path.file_name().unwrap());
+        std::fs::write(&out, &r.elf).unwrap();
+        let (_, err, ok) = support::tool(
+            "/lib64/ld-linux-x86-64.so.2",
+            &["--verify", out.to_str().unwrap()],
+        );
+        // --verify answers 1 for a valid shared object that is not a program, 2 for junk.
+        assert!(ok || !err.contains("not a dynamic"), "{m}: {err}");
+        let (list, err, ok) = support::tool(
+            "/lib64/ld-linux-x86-64.so.2",
+            &["--list", out.to_str().unwrap()],
+        );
+        assert!(ok, "{m}: ld.so --list: {err}");
+        assert!(!list.contains("not found"), "{m}: {list}");
+        eprintln!(
+            "{m}: {} exports, {}/{} imports implemented",
+            want,
+            r.coverage.iter().filter(|c| c.implemented).count(),
+            r.coverage.len()
+        );
+    }
+}

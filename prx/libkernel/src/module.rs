@@ -37,6 +37,15 @@ pub unsafe extern "C" fn sce_kernel_load_start_module(
         return sce_error(14);
     }
     let guest = unsafe { CStr::from_ptr(path) }.to_bytes();
+    // A module the host PRX set replaces (a bundled libc.prx, say) is the host library.
+    if let Some(h) = host_library(guest) {
+        let mut m = MODULES.lock().unwrap_or_else(|e| e.into_inner());
+        m.push(h as usize);
+        if !result.is_null() {
+            unsafe { *result = 0 };
+        }
+        return m.len() as i32;
+    }
     let host = match host_path(guest) {
         Ok(p) => p,
         Err(e) => return sce_error(e),
@@ -66,6 +75,34 @@ pub unsafe extern "C" fn sce_kernel_load_start_module(
     let mut m = MODULES.lock().unwrap_or_else(|e| e.into_inner());
     m.push(h as usize);
     m.len() as i32
+}
+
+/// The folder this library was loaded from (the output's `libs/`).
+fn libs_dir() -> Option<std::path::PathBuf> {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    let me = libs_dir as *const libc::c_void;
+    if unsafe { libc::dladdr(me, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    let file = unsafe { CStr::from_ptr(info.dli_fname) }.to_str().ok()?;
+    std::path::Path::new(file)
+        .parent()
+        .map(std::path::Path::to_path_buf)
+}
+
+/// If the host PRX set has a library file named like the module (`<stem>.prx`), loads it.
+fn host_library(guest: &[u8]) -> Option<*mut libc::c_void> {
+    let name = std::str::from_utf8(guest).ok()?.rsplit('/').next()?;
+    let stem = name
+        .strip_suffix(".sprx")
+        .or_else(|| name.strip_suffix(".prx"))?;
+    let file = libs_dir()?.join(format!("{stem}.prx"));
+    if !file.is_file() {
+        return None;
+    }
+    let c = CString::new(file.to_str()?).ok()?;
+    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+    (!h.is_null()).then_some(h)
 }
 
 /// A module entry point: its plain name, else its NID.
