@@ -9,6 +9,7 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+pub mod cxx;
 pub mod kernel;
 pub mod math;
 pub mod misc;
