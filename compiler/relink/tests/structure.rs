@@ -256,6 +256,11 @@ fn bundled_sony_modules_relink() {
         );
         // --verify answers 1 for a valid shared object that is not a program, 2 for junk.
         assert!(ok || !err.contains("not a dynamic"), "{m}: {err}");
+        let (_, err, ok) = support::tool("readelf", &["-a", "-W", out.to_str().unwrap()]);
+        assert!(
+            ok && !err.contains("Error") && !err.contains("Warning"),
+            "{m}: readelf: {err}"
+        );
         let (list, err, ok) = support::tool(
             "/lib64/ld-linux-x86-64.so.2",
             &["--list", out.to_str().unwrap()],
