@@ -101,26 +101,58 @@ pub enum Target {
 /// Up to five instruction dwords (MIMG with NSA needs five).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Words {
-    w: [u32; 5],
-    n: u8,
+    // Packed as wide integers (dwords 0..3 and 4..5, little-endian) and a word-sized count: the
+    // struct is moved by value on the hot path, and whole-register stores keep those moves
+    // free of store-forwarding stalls.
+    lo: u128,
+    hi: u64,
+    n: u64,
 }
 
 impl Words {
+    #[inline]
     fn new(code: &[u8], n: usize) -> Words {
-        let mut w = [0u32; 5];
-        for (i, slot) in w.iter_mut().enumerate().take(n) {
-            *slot = read_word(code, i * 4).unwrap_or(0);
+        let n = n.min(5);
+        let (lo, hi) = if let Some(b) = code.get(..24) {
+            let lo = u128::from_le_bytes(b[..16].try_into().unwrap_or([0; 16]));
+            let hi = u64::from_le_bytes(b[16..24].try_into().unwrap_or([0; 8]));
+            (lo, hi)
+        } else {
+            let mut b = [0u8; 24];
+            let k = code.len().min(24);
+            b[..k].copy_from_slice(&code[..k]);
+            (
+                u128::from_le_bytes(b[..16].try_into().unwrap_or([0; 16])),
+                u64::from_le_bytes(b[16..24].try_into().unwrap_or([0; 8])),
+            )
+        };
+        // Clear the dwords that belong to the next instruction.
+        let lo = if n >= 4 {
+            lo
+        } else {
+            lo & ((1u128 << (32 * n)) - 1)
+        };
+        let hi = if n >= 5 { hi & 0xFFFF_FFFF } else { 0 };
+        Words {
+            lo,
+            hi,
+            n: n as u64,
         }
-        Words { w, n: n as u8 }
     }
     /// The dwords.
-    pub fn as_slice(&self) -> &[u32] {
-        &self.w[..self.n as usize]
+    pub fn to_vec(&self) -> Vec<u32> {
+        (0..self.len()).map(|i| self.get(i)).collect()
     }
     /// Dword `i` (0 when absent).
     #[inline]
     pub fn get(&self, i: usize) -> u32 {
-        self.w[i]
+        if i < 4 {
+            (self.lo >> (32 * i)) as u32
+        } else if i < 6 {
+            (self.hi >> (32 * (i - 4))) as u32
+        } else {
+            0
+        }
     }
     /// Number of dwords.
     pub fn len(&self) -> usize {
@@ -414,6 +446,8 @@ fn table_of(f: Family) -> &'static [(u16, &'static [OpDesc])] {
     }
 }
 
+#[cold]
+#[inline(never)]
 fn unsupported(
     code: &[u8],
     offset: usize,
@@ -444,18 +478,11 @@ pub fn decode_at(code: &[u8], offset: usize, target: Target) -> Decoded {
 /// Like [`decode_at`] for a given wave size (lane-mask operands are 64-bit in wave64, which
 /// makes some scalar register encodings invalid).
 pub fn decode_at_wave(code: &[u8], offset: usize, target: Target, wave64: bool) -> Decoded {
-    let d = decode_raw(code, offset, target);
-    if let Decoded::Inst(i) = &d
-        && i.desc.regcheck
-        && let Err(reason) = check_registers(i, wave64)
-    {
-        let n = i.words.len();
-        return unsupported(code, offset, Some(i.family), i.opcode, n, reason);
-    }
-    d
+    decode_raw(code, offset, target, wave64)
 }
 
-fn decode_raw(code: &[u8], offset: usize, target: Target) -> Decoded {
+#[inline(always)]
+fn decode_raw(code: &[u8], offset: usize, target: Target, wave64: bool) -> Decoded {
     let Some(w0) = read_word(code, offset) else {
         return unsupported(
             code,
@@ -770,6 +797,17 @@ fn decode_raw(code: &[u8], offset: usize, target: Target) -> Decoded {
             "truncated instruction",
         );
     }
+    // The second dword of a DPP/SDWA VOP1/VOP2/VOPC (w1 is only read for 64-bit families).
+    let w1x = if nw >= 2 && w1 == 0 {
+        read_word(code, offset + 4).unwrap_or(0)
+    } else {
+        w1
+    };
+    if desc.regcheck
+        && let Err(reason) = check_registers(desc, family, encoding, w0, w1x, wave64)
+    {
+        return unsupported(code, offset, Some(family), opcode, nw, reason);
+    }
     let words = Words::new(&code[offset..], nw);
     let literal = if needs_lit {
         Some(words.get(nw - 1))
@@ -956,14 +994,20 @@ fn vgpr_ok(n: u32, w: u32) -> bool {
 
 /// Register operands must lie inside their register files (llvm-mc rejects v[255:256],
 /// s[104:107], 64-bit vcc_hi/m0/exec_hi and the like).
-fn check_registers(i: &Instruction, wave64: bool) -> Result<(), &'static str> {
-    let w0 = i.words.get(0);
-    let w1 = i.words.get(1);
-    let vop3 = matches!(i.family, Family::Vop3 | Family::Vop3p);
-    let sdwa = i.encoding == Encoding::Sdwa;
-    let plain = i.encoding == Encoding::Plain;
+#[inline(never)]
+fn check_registers(
+    desc: &OpDesc,
+    family: Family,
+    encoding: Encoding,
+    w0: u32,
+    w1: u32,
+    wave64: bool,
+) -> Result<(), &'static str> {
+    let vop3 = matches!(family, Family::Vop3 | Family::Vop3p);
+    let sdwa = encoding == Encoding::Sdwa;
+    let plain = encoding == Encoding::Plain;
     let mut ok = true;
-    for s in i.desc.slots {
+    for s in desc.slots {
         let w = match s.w {
             255 => {
                 if wave64 {
@@ -975,7 +1019,7 @@ fn check_registers(i: &Instruction, wave64: bool) -> Result<(), &'static str> {
             0 => 1,
             x => x as u32,
         };
-        ok &= match (i.family, s.f) {
+        ok &= match (family, s.f) {
             (_, Fld::Sdst) => sreg_ok((w0 >> 16) & 0x7F, w),
             (_, Fld::Ssrc0) => src_regs_ok(w0 & 0xFF, w),
             (_, Fld::Ssrc1) => src_regs_ok((w0 >> 8) & 0xFF, w),
@@ -1038,8 +1082,8 @@ fn check_registers(i: &Instruction, wave64: bool) -> Result<(), &'static str> {
             _ => true,
         };
     }
-    if i.family == Family::Mimg
-        && !i.desc.slots.iter().any(|s| s.f == Fld::Ssamp)
+    if family == Family::Mimg
+        && !desc.slots.iter().any(|s| s.f == Fld::Ssamp)
         && (w1 >> 21) & 0x1F != 0
     {
         return Err("sampler field must be zero for this opcode");

@@ -86,7 +86,7 @@ pub fn disassemble_into(code: &[u8], opts: &Options, out: &mut String) {
                     "\t; invalid instruction encoding: {} (offset 0x{:x}, words",
                     u.reason, u.offset
                 );
-                for w in u.words.as_slice() {
+                for w in u.words.to_vec() {
                     let _ = write!(out, " 0x{w:08x}");
                 }
                 if u.words.is_empty() {

@@ -103,7 +103,7 @@ fn unknown_opcode_is_unsupported_and_keeps_sync() {
             assert_eq!(u.family, Some(aps5_shader::Family::Sop1));
             assert_eq!(u.opcode, 0xff);
             assert_eq!(u.len, 4);
-            assert_eq!(u.words.as_slice(), &[0xbe80ff00]);
+            assert_eq!(u.words.to_vec(), vec![0xbe80ff00]);
         }
         other => panic!("{other:?}"),
     }
