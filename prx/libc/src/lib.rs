@@ -29,6 +29,10 @@ use aps5_prx_macros::{nid, preserve_scratch};
 #[nid("Need_sceLibc")]
 pub static NEED_SCE_LIBC: u64 = 1;
 
+/// `Need_sceLibcInternal`: the same marker for libSceLibcInternal.
+#[nid("Need_sceLibcInternal")]
+pub static NEED_SCE_LIBC_INTERNAL: u64 = 1;
+
 extern "C" fn init() {
     stdio::init();
 }

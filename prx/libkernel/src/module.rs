@@ -212,3 +212,26 @@ pub extern "C" fn sce_kernel_get_proc_param() -> *mut u8 {
     unsafe { libc::dl_iterate_phdr(Some(find_procparam), (&raw mut addr).cast()) };
     addr as *mut u8
 }
+
+/// `sceKernelGetCompiledSdkVersion(out)`: the SDK version in the program's process
+/// parameters (PS4: u64 at +0x10 truncated to its low 32 bits; PS5: the u32 at +0x14).
+#[nid("sceKernelGetCompiledSdkVersion")]
+pub unsafe extern "C" fn sce_kernel_get_compiled_sdk_version(out: *mut u32) -> i32 {
+    if out.is_null() {
+        return sce_error(22);
+    }
+    let p = sce_kernel_get_proc_param();
+    if p.is_null() {
+        return sce_error(ESRCH);
+    }
+    let size = unsafe { (p as *const u64).read_unaligned() };
+    let v = unsafe {
+        if size >= 0x60 {
+            (p.add(0x14) as *const u32).read_unaligned()
+        } else {
+            (p.add(0x10) as *const u32).read_unaligned()
+        }
+    };
+    unsafe { *out = v };
+    0
+}

@@ -350,3 +350,115 @@ pub extern "C-unwind" fn raise(sig: i32) -> i32 {
 pub extern "C" fn exit_(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
+
+/// `scePthreadRename(thread, name)`.
+#[nid("scePthreadRename")]
+pub unsafe extern "C" fn sce_pthread_rename(t: libc::pthread_t, name: *const libc::c_char) -> i32 {
+    if name.is_null() {
+        return sce_error(22);
+    }
+    let mut buf = [0u8; 16];
+    let src = unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes();
+    let n = src.len().min(15);
+    buf[..n].copy_from_slice(&src[..n]);
+    unsafe { libc::pthread_setname_np(t, buf.as_ptr().cast()) };
+    0
+}
+
+/// `scePthreadGetthreadid`: the host thread id.
+#[nid("scePthreadGetthreadid")]
+pub extern "C" fn sce_pthread_getthreadid() -> i32 {
+    unsafe { libc::gettid() }
+}
+
+/// `pthread_getthreadid_np`.
+#[nid("pthread_getthreadid_np")]
+pub extern "C" fn pthread_getthreadid_np() -> i32 {
+    unsafe { libc::gettid() }
+}
+
+/// `sceKernelGetCurrentCpu`.
+#[nid("sceKernelGetCurrentCpu")]
+pub extern "C" fn sce_kernel_get_current_cpu() -> i32 {
+    unsafe { libc::sched_getcpu() }.max(0)
+}
+
+// Scheduling hints that only make sense on the console's fixed cores and priorities are
+// accepted and ignored: the host scheduler decides.
+
+/// `scePthreadSetaffinity` (accepted, ignored).
+#[nid("scePthreadSetaffinity")]
+pub extern "C" fn sce_pthread_setaffinity(_t: libc::pthread_t, _mask: u64) -> i32 {
+    0
+}
+
+/// `scePthreadGetaffinity`: every core of the console (0x7F on PS4/PS5 games).
+#[nid("scePthreadGetaffinity")]
+pub unsafe extern "C" fn sce_pthread_getaffinity(_t: libc::pthread_t, mask: *mut u64) -> i32 {
+    if mask.is_null() {
+        return sce_error(22);
+    }
+    unsafe { *mask = 0x7F };
+    0
+}
+
+/// `scePthreadSetprio` (accepted, ignored).
+#[nid("scePthreadSetprio")]
+pub extern "C" fn sce_pthread_setprio(_t: libc::pthread_t, _prio: i32) -> i32 {
+    0
+}
+
+/// `scePthreadGetprio`: the default priority of a game thread (700).
+#[nid("scePthreadGetprio")]
+pub unsafe extern "C" fn sce_pthread_getprio(_t: libc::pthread_t, prio: *mut i32) -> i32 {
+    if prio.is_null() {
+        return sce_error(22);
+    }
+    unsafe { *prio = 700 };
+    0
+}
+
+/// `scePthreadAttrSetaffinity` (accepted, ignored).
+#[nid("scePthreadAttrSetaffinity")]
+pub extern "C" fn sce_pthread_attr_setaffinity(_a: *mut *mut Attr, _mask: u64) -> i32 {
+    0
+}
+
+/// `scePthreadAttrSetinheritsched` (accepted, ignored).
+#[nid("scePthreadAttrSetinheritsched")]
+pub extern "C" fn sce_pthread_attr_setinheritsched(_a: *mut *mut Attr, _v: i32) -> i32 {
+    0
+}
+
+/// `scePthreadAttrSetschedparam` (accepted, ignored).
+#[nid("scePthreadAttrSetschedparam")]
+pub extern "C" fn sce_pthread_attr_setschedparam(_a: *mut *mut Attr, _p: *const i32) -> i32 {
+    0
+}
+
+/// `scePthreadAttrSetschedpolicy` (accepted, ignored).
+#[nid("scePthreadAttrSetschedpolicy")]
+pub extern "C" fn sce_pthread_attr_setschedpolicy(_a: *mut *mut Attr, _p: i32) -> i32 {
+    0
+}
+
+/// `scePthreadAttrGetstacksize`.
+#[nid("scePthreadAttrGetstacksize")]
+pub unsafe extern "C" fn sce_pthread_attr_getstacksize(
+    a: *const *mut Attr,
+    out: *mut usize,
+) -> i32 {
+    if out.is_null() {
+        return sce_error(22);
+    }
+    let attr = unsafe { attr_of(a) };
+    // 0 means the host default; report what a thread would actually get.
+    unsafe {
+        *out = if attr.stack_size == 0 {
+            8 << 20
+        } else {
+            attr.stack_size
+        }
+    };
+    0
+}
