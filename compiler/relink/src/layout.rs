@@ -112,6 +112,7 @@ pub(crate) fn relink(
     let mut needed: Vec<String> = Vec::new();
     let mut coverage: BTreeMap<(String, String), CoverageRow> = BTreeMap::new();
     let mut stub_list: Vec<(String, String)> = Vec::new(); // (library, nid), index = stub number
+    let mut stub_is_data: Vec<bool> = Vec::new();
     let mut stub_of: HashMap<(String, String), usize> = HashMap::new();
     enum Pending {
         Dyn(u32),
@@ -186,6 +187,7 @@ pub(crate) fn relink(
                     let n = stub_list.len();
                     Pending::Stub(*stub_of.entry(key.clone()).or_insert_with(|| {
                         stub_list.push(key);
+                        stub_is_data.push(s.kind == 1); // STT_OBJECT
                         n
                     }))
                 }
@@ -300,7 +302,26 @@ pub(crate) fn relink(
     // Stub messages go in R; their addresses are needed by the stubs.
     let mut messages = Vec::new();
     let mut msg_at = Vec::new();
-    for (lib, nid) in &stub_list {
+    // Code stubs get a slot in RX each; data stubs an address in a no-access page, so a
+    // read of a variable nobody implements faults where it happens instead of returning
+    // bytes of code.
+    let mut slot_of: Vec<u64> = Vec::with_capacity(stub_list.len());
+    let (mut n_code, mut n_data) = (0u64, 0u64);
+    for &data in &stub_is_data {
+        if data {
+            slot_of.push(n_data);
+            n_data += 1;
+        } else {
+            slot_of.push(n_code);
+            n_code += 1;
+        }
+    }
+    for (lib, nid) in stub_list
+        .iter()
+        .zip(&stub_is_data)
+        .filter(|(_, d)| !**d)
+        .map(|(k, _)| k)
+    {
         let name = names.get(nid).map_or_else(|| nid.clone(), str::to_owned);
         let m = format!("unimplemented: {lib}::{name} ({nid})\n");
         msg_at.push((messages.len() as u64, m.len() as u32));
@@ -330,8 +351,7 @@ pub(crate) fn relink(
     let mut rela: Vec<Rela> = Vec::new();
     let mut jmprel: Vec<Rela> = Vec::new();
     let mut textrel = false;
-    let stub_base_of =
-        |rx_base: u64, i: usize| rx_base + stubs::COMMON_SIZE + i as u64 * stubs::STUB_SIZE;
+    let stub_base_of = |rx_base: u64, i: u64| rx_base + stubs::COMMON_SIZE + i * stubs::STUB_SIZE;
     // The RX base depends on sizes of R and RW, which depend on the relocation count but
     // not on stub addresses; so relocations are first collected with stub *numbers*.
     struct Out {
@@ -501,6 +521,9 @@ pub(crate) fn relink(
         nphdr += 1;
     }
     nphdr += params.len();
+    if n_data > 0 {
+        nphdr += 1; // the no-access page of unimplemented variables
+    }
 
     let mut exit_slot_needed = exit_sym.is_some();
     let mut r_cursor = r_base + 64; // after the ELF header
@@ -566,7 +589,7 @@ pub(crate) fn relink(
     if !stub_list.is_empty() || kind == Kind::Executable {
         code.extend(stubs::common_handler(rx_base)?);
         for (i, (off, len)) in msg_at.iter().enumerate() {
-            let at = stub_base_of(rx_base, i);
+            let at = stub_base_of(rx_base, i as u64);
             code.extend(stubs::unimplemented_stub(at, msgs_at + off, *len, rx_base)?);
         }
     }
@@ -584,13 +607,22 @@ pub(crate) fn relink(
         code.extend(stubs::entry_stub(entry_at, &plan)?);
     }
     let rx_end = rx_base + code.len() as u64;
+    let trap_base = align_up(rx_end, PAGE);
+    let trap_end = trap_base + align_up(n_data * 16, PAGE);
+    let stub_addr = |n: usize| -> u64 {
+        if stub_is_data[n] {
+            trap_base + slot_of[n] * 16
+        } else {
+            stub_base_of(rx_base, slot_of[n])
+        }
+    };
 
     // ---- relocation tables, now that stub addresses are known ----
     let target_value = |t: &Target| -> (u32, i64) {
         match t {
             Target::None => (0, 0),
             Target::Dyn(i) => (*i, 0),
-            Target::Stub(n) => (0, stub_base_of(rx_base, *n) as i64),
+            Target::Stub(n) => (0, stub_addr(*n) as i64),
         }
     };
     // RELATIVE first (DT_RELACOUNT lets the loader take them in one fast loop).
@@ -636,7 +668,7 @@ pub(crate) fn relink(
     }
     for (p, t, a) in &patches {
         let s = match t {
-            Target::Stub(n) => stub_base_of(rx_base, *n) as i64,
+            Target::Stub(n) => stub_addr(*n) as i64,
             _ => 0,
         };
         let v = s + a - *p as i64;
@@ -792,13 +824,9 @@ pub(crate) fn relink(
         },
     );
     for (base, end, off, flags) in [
-        (0, 0, 0, 0),
         (rw_base, rw_end, rw_off, PF_R | PF_W),
         (rx_base, rx_end, rx_off, PF_R | PF_X),
-    ]
-    .into_iter()
-    .filter(|&(_, _, _, f)| f != 0)
-    {
+    ] {
         ph.push(Phdr {
             p_type: PT_LOAD,
             flags,
@@ -806,6 +834,18 @@ pub(crate) fn relink(
             vaddr: base,
             filesz: end - base,
             memsz: end - base,
+            align: PAGE,
+        });
+    }
+    if n_data > 0 {
+        // No access at all: the loader maps it PROT_NONE.
+        ph.push(Phdr {
+            p_type: PT_LOAD,
+            flags: 0,
+            offset: rx_off + (trap_base - rx_base),
+            vaddr: trap_base,
+            filesz: 0,
+            memsz: trap_end - trap_base,
             align: PAGE,
         });
     }
@@ -1090,6 +1130,18 @@ pub(crate) fn relink(
         0,
         0,
     );
+    if n_data > 0 {
+        sh.push(Shdr {
+            name: shstr.add(".aps5.unimplemented_data"),
+            sh_type: 8, // NOBITS
+            flags: 2,
+            addr: trap_base,
+            offset: rx_off + (trap_base - rx_base),
+            size: trap_end - trap_base,
+            align: 16,
+            ..Shdr::default()
+        });
+    }
     let shstrtab_name = shstr.add(".shstrtab");
 
     // ---- write ----

@@ -275,3 +275,70 @@ fn bundled_sony_modules_relink() {
         );
     }
 }
+
+/// An unimplemented *variable* points into a no-access page (a read faults where it
+/// happens) rather than at code; the program still runs if it never reads it.
+#[test]
+fn unimplemented_variables_point_at_a_no_access_page() {
+    let bytes = hello();
+    let m = aps5_elf::parse(&bytes).unwrap();
+    let mut prx = PrxSet::installed().unwrap();
+    let need = aps5_nid::nid("Need_sceLibc");
+    for l in &mut prx.libraries {
+        l.exports.remove(&need);
+    }
+    let r = aps5_relink::relink_executable(&bytes, &m, &prx, &RelinkOptions::default()).unwrap();
+    let row = r.coverage.iter().find(|c| c.nid == need).unwrap();
+    assert!(!row.implemented);
+    let e = Elf::parse(&r.elf).unwrap();
+    let trap = e
+        .program_headers
+        .iter()
+        .find(|p| p.p_type == goblin::elf::program_header::PT_LOAD && p.p_flags == 0)
+        .expect("a PROT_NONE segment");
+    // Both R_X86_64_64 relocations of Need_sceLibc now target it.
+    let shift = e
+        .program_headers
+        .iter()
+        .filter(|p| p.p_type == 1)
+        .nth(1)
+        .unwrap()
+        .p_vaddr;
+    let mut hits = 0;
+    for o in m
+        .relocations
+        .iter()
+        .filter(|o| m.relocation_symbol(o).and_then(|s| s.nid.as_deref()) == Some(need.as_str()))
+    {
+        let rel = e
+            .dynrelas
+            .iter()
+            .find(|x| x.r_offset == o.offset + shift)
+            .unwrap();
+        assert_eq!(rel.r_type, 8);
+        let target = rel.r_addend.unwrap() as u64;
+        assert!(
+            target >= trap.p_vaddr && target < trap.p_vaddr + trap.p_memsz,
+            "{target:#x}"
+        );
+        hits += 1;
+    }
+    assert_eq!(hits, 2);
+    // The program only stores the address, so it still runs.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("libs")).unwrap();
+    for (name, b) in prx.files() {
+        std::fs::write(dir.path().join("libs").join(name), b.as_slice()).unwrap();
+    }
+    let app = dir.path().join("app.elf");
+    std::fs::write(&app, &r.elf).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&app, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = support::run(dir.path(), &[], &[], std::time::Duration::from_millis(500));
+    assert!(run.stdout.starts_with("Hello world!"), "{run:?}");
+    let (_, err, ok) = support::tool("readelf", &["-a", "-W", app.to_str().unwrap()]);
+    assert!(
+        ok && !err.contains("Error") && !err.contains("Warning"),
+        "readelf: {err}"
+    );
+}
