@@ -3,6 +3,7 @@
 //! printed at the end as one JSON object.
 //!
 //! Usage: `cargo run --release -p aps5-shader --example fuzz_decoder -- N [SEED]`
+//! (env `FUZZ_MCPU`, `FUZZ_WAVE64=1`, `FUZZ_SHOW=n` mismatches to print)
 //! (N = number of instruction words generated; needs llvm-mc 14 on PATH or in LLVM_MC).
 
 use std::collections::BTreeMap;
@@ -70,9 +71,14 @@ fn main() {
         .unwrap_or(20);
     let seeds = corpus_seeds();
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    // FUZZ_MCPU=gfx1010|gfx1013|gfx1030 (default gfx1030), FUZZ_WAVE64=1 for wave64.
+    let mcpu: Mcpu = std::env::var("FUZZ_MCPU")
+        .ok()
+        .map(|m| m.parse().unwrap_or_else(|e| panic!("{e}")))
+        .unwrap_or_default();
     let opts = Options {
-        mcpu: Mcpu::Gfx1030,
-        wave64: false,
+        mcpu,
+        wave64: std::env::var("FUZZ_WAVE64").is_ok_and(|v| v == "1"),
     };
     let (mut words, mut cases_total, mut agree, mut shown) = (0usize, 0usize, 0usize, 0usize);
     let mut crashed = 0usize;
@@ -136,8 +142,10 @@ fn main() {
         .map(|(k, (a, t))| format!("\"{k}\":{{\"agree\":{a},\"cases\":{t}}}"))
         .collect();
     println!(
-        "{{\"words\":{words},\"cases\":{cases_total},\"agree\":{agree},\"agreement\":{:.6},\"llvm_mc_crashed\":{crashed},\"seed\":{seed},\"families\":{{{}}}}}",
+        "{{\"words\":{words},\"cases\":{cases_total},\"agree\":{agree},\"agreement\":{:.6},\"llvm_mc_crashed\":{crashed},\"seed\":{seed},\"mcpu\":\"{:?}\",\"wave64\":{},\"families\":{{{}}}}}",
         agree as f64 / cases_total.max(1) as f64,
+        opts.mcpu,
+        opts.wave64,
         fams.join(",")
     );
 }

@@ -886,7 +886,11 @@ fn sources_ok(family: Family, d: &OpDesc, w0: u32, w1: u32) -> bool {
         }
         Family::Vop3 | Family::Vop3p => {
             if special_vop3(d) {
-                return true;
+                // Interpolation: src1 (and src2) are ordinary sources; v_interp_mov's src1
+                // is the parameter select (any value prints).
+                return d.name.starts_with("v_interp_mov")
+                    || (scalar_src_ok((w1 >> 9) & 0x1FF)
+                        && (!has(d, Fld::Src2) || scalar_src_ok((w1 >> 18) & 0x1FF)));
             }
             [Fld::Src0, Fld::Src1, Fld::Src2]
                 .iter()
@@ -975,6 +979,7 @@ fn sdst8_ok(v: u32, w: u32) -> bool {
     match v {
         0..=127 => sreg_ok(v, w),
         209..=234 | 249 | 250 => false,
+        254 => w == 1,
         _ => true,
     }
 }

@@ -197,7 +197,7 @@ pub fn print(inst: &Instruction, ctx: Ctx, out: &mut String) {
         Family::Smem => return print_smem(inst, out),
         Family::Ds => return print_ds(inst, out),
         Family::Mubuf | Family::Mtbuf => return print_mubuf(inst, ctx, out),
-        Family::Flat => return print_flat(inst, out),
+        Family::Flat => return print_flat(inst, ctx, out),
         Family::Exp => return print_exp(inst, out),
         Family::Vintrp => return print_vintrp(inst, out),
         Family::Mimg => return print_mimg(inst, ctx, out),
@@ -703,7 +703,7 @@ fn mem_cache(out: &mut String, glc: u32, slc: u32, dlc: u32) {
     }
 }
 
-fn print_flat(inst: &Instruction, out: &mut String) {
+fn print_flat(inst: &Instruction, ctx: Ctx, out: &mut String) {
     let d = inst.desc;
     let w0 = inst.words.get(0);
     let w1 = inst.words.get(1);
@@ -746,7 +746,9 @@ fn print_flat(inst: &Instruction, out: &mut String) {
                 }
             }
             Fld::Off => {
-                if saddr == 0x7D || saddr == 0x7F {
+                // gfx1030 reads saddr 0x7f as `off` too (exec_hi before).
+                if saddr == 0x7D || (saddr == 0x7F && ctx.target == crate::decode::Target::Gfx1030)
+                {
                     out.push_str("off");
                 } else {
                     sreg(out, saddr, if seg == 2 { 2 } else { 1 });
@@ -891,7 +893,16 @@ fn print_dpp_sdwa(inst: &Instruction, ctx: Ctx, out: &mut String) {
                     neg != 0,
                     abs != 0,
                     sext != 0,
-                    |out| src(out, v, w, d.cc[0], None),
+                    // SDWA/DPP sources take constants even where the e32 form does not.
+                    |out| {
+                        src(
+                            out,
+                            v,
+                            w,
+                            if d.cc[0] == Cc::INV { Cc::C32 } else { d.cc[0] },
+                            None,
+                        )
+                    },
                     is_imm(v),
                 );
             }
