@@ -13,6 +13,7 @@
 // is the C one documented by the PS4/PS5 SDKs.
 #![allow(clippy::missing_safety_doc)]
 
+pub mod equeue;
 pub mod errno;
 pub mod fs;
 pub mod memory;
