@@ -355,6 +355,9 @@ pub fn guest_module(db: &dyn Db, dump: Dump, file: SourceFile) -> Result<Arc<Vec
             let bytes = read_verified(db, file)?;
             let r = aps5_relink::relink_module(&bytes, m, prx, &opts)
                 .map_err(|e| relink_error(db, file, e))?;
+            for w in &r.warnings {
+                tracing::warn!("{}: {w}", file.rel(db));
+            }
             Ok((Arc::new(r.elf.clone()), r.elf))
         },
     )
@@ -436,6 +439,9 @@ pub fn app_elf(db: &dyn Db, dump: Dump) -> Result<AppElf, QueryError> {
             let bytes = read_verified(db, exe)?;
             let r = aps5_relink::relink_executable(&bytes, m, &set, &opts)
                 .map_err(|e| relink_error(db, exe, e))?;
+            for w in &r.warnings {
+                tracing::warn!("{}: {w}", exe.rel(db));
+            }
             let app = AppElf {
                 elf: Arc::new(r.elf),
                 coverage: Arc::new(r.coverage),
