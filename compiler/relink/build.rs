@@ -24,6 +24,18 @@ const PRX: &[(&str, &str, &str, &[&str])] = &[
         "libc.prx",
         &["libc", "libSceLibcInternal", "libc_setjmp"],
     ),
+    (
+        "aps5-prx-devices",
+        "libaps5_prx_devices.so",
+        "libSceDevices.prx",
+        &[
+            "libSceVideoOut",
+            "libScePad",
+            "libSceUserService",
+            "libSceSysmodule",
+            "libSceAudioOut",
+        ],
+    ),
 ];
 
 fn main() {

@@ -1,0 +1,33 @@
+//! Host PRX `libSceDevices.prx`: the PS4 device libraries a CPU-drawn homebrew needs, run
+//! headless.
+//!
+//! - `libSceVideoOut` ([`video`]): display buffers in guest (direct) memory; every flip is
+//!   written as a PNG to `$APS5_FRAMES_DIR/frame-NNNNN.png`, paced at the flip rate, and
+//!   `APS5_MAX_FRAMES=N` ends the process (exit status 0) after N flips. Flip events are
+//!   posted to libkernel's event queues through its `__aps5_equeue_*` hooks.
+//! - `libScePad` ([`pad`]): one connected pad whose buttons follow the script in
+//!   `$APS5_INPUT_SCRIPT`, indexed by VideoOut's flip counter.
+//! - `libSceUserService`, `libSceSysmodule` ([`system`]): one logged-in user, module
+//!   loads that succeed for known module ids.
+//! - `libSceAudioOut` ([`audio`]): ports whose `Output` blocks for the buffer's duration;
+//!   samples go to `$APS5_AUDIO_WAV` when set.
+//!
+//! See docs/HOMEBREW.md.
+
+// The exported functions are called by guest code with raw pointers; their safety contract
+// is the C one documented by the PS4 SDK.
+#![allow(clippy::missing_safety_doc)]
+
+pub mod audio;
+pub mod kernel;
+pub mod pad;
+pub mod system;
+pub mod video;
+
+/// Writes a diagnostic straight to the host stderr.
+pub(crate) fn diag(msg: &str) {
+    let line = format!("aps5: {msg}\n");
+    unsafe {
+        libc::write(2, line.as_ptr().cast(), line.len());
+    }
+}

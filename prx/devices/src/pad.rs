@@ -1,0 +1,359 @@
+//! `libScePad`: one standard pad, always connected, driven headless by an input script.
+//!
+//! `APS5_INPUT_SCRIPT` names a text file of lines `FRAME BUTTONS`: from flip number
+//! FRAME on (VideoOut's flip counter, 0 before the first flip) the pad holds BUTTONS,
+//! until a later line. BUTTONS is `-` (none) or a `,`/`+`-separated list of `up down
+//! left right cross circle square triangle l1 r1 l2 r2 l3 r3 options touchpad` or hex
+//! masks (`0x4000`). Frames must not decrease; `#` starts a comment. Without the variable
+//! no button is ever pressed. See docs/HOMEBREW.md.
+
+use std::sync::{Mutex, OnceLock};
+
+use aps5_prx_macros::nid;
+
+use crate::{diag, kernel, video};
+
+/// `SCE_PAD_ERROR_INVALID_ARG`.
+pub const ERROR_INVALID_ARG: i32 = 0x8092_0001_u32 as i32;
+/// `SCE_PAD_ERROR_INVALID_HANDLE`.
+pub const ERROR_INVALID_HANDLE: i32 = 0x8092_0003_u32 as i32;
+/// `SCE_PAD_ERROR_NOT_INITIALIZED`.
+pub const ERROR_NOT_INITIALIZED: i32 = 0x8092_0005_u32 as i32;
+/// `SCE_PAD_ERROR_DEVICE_NO_HANDLE`.
+pub const ERROR_DEVICE_NO_HANDLE: i32 = 0x8092_0008_u32 as i32;
+
+const HANDLE: i32 = 1;
+
+/// Button names and their `SCE_PAD_BUTTON_*` bits.
+pub const BUTTONS: &[(&str, u32)] = &[
+    ("l3", 0x0002),
+    ("r3", 0x0004),
+    ("options", 0x0008),
+    ("up", 0x0010),
+    ("right", 0x0020),
+    ("down", 0x0040),
+    ("left", 0x0080),
+    ("l2", 0x0100),
+    ("r2", 0x0200),
+    ("l1", 0x0400),
+    ("r1", 0x0800),
+    ("triangle", 0x1000),
+    ("circle", 0x2000),
+    ("cross", 0x4000),
+    ("square", 0x8000),
+    ("touchpad", 0x0010_0000),
+];
+
+/// `ScePadData` (120 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PadData {
+    /// `SCE_PAD_BUTTON_*` bits held.
+    pub buttons: u32,
+    /// Left stick x, y (0x80 = centre).
+    pub left_stick: [u8; 2],
+    /// Right stick x, y.
+    pub right_stick: [u8; 2],
+    /// L2, R2 pressure.
+    pub analog_buttons: [u8; 2],
+    /// Padding.
+    pub padding: u16,
+    /// Orientation quaternion x, y, z, w.
+    pub orientation: [f32; 4],
+    /// Acceleration x, y, z.
+    pub acceleration: [f32; 3],
+    /// Angular velocity x, y, z.
+    pub angular_velocity: [f32; 3],
+    /// Touch pad: number of fingers and padding.
+    pub touch_fingers: [u8; 4],
+    /// Touch pad: reserved.
+    pub touch_reserved: u32,
+    /// Touch pad points (x: u16, y: u16, id: u8, 3 reserved).
+    pub touch: [[u16; 4]; 2],
+    /// Connected (1).
+    pub connected: u8,
+    /// Time stamp (microseconds).
+    pub timestamp: u64,
+    /// Extension unit data.
+    pub ext: [u8; 16],
+    /// Connection count.
+    pub count: u8,
+    /// Reserved.
+    pub reserved: [u8; 15],
+}
+
+/// An input script: (first frame, buttons held from it on), sorted by frame.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Script(pub Vec<(u64, u32)>);
+
+impl Script {
+    /// Parses the script text; errors name the line.
+    pub fn parse(text: &str) -> Result<Script, String> {
+        let mut steps: Vec<(u64, u32)> = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let mut it = line.split_whitespace();
+            let frame_s = it.next().unwrap_or("");
+            let frame: u64 = frame_s
+                .parse()
+                .map_err(|_| format!("line {}: {frame_s:?} is not a frame number", i + 1))?;
+            let Some(buttons_s) = it.next() else {
+                return Err(format!(
+                    "line {}: buttons missing after the frame (use - for none)",
+                    i + 1
+                ));
+            };
+            if let Some(extra) = it.next() {
+                return Err(format!(
+                    "line {}: unexpected {extra:?} (join buttons with , or +)",
+                    i + 1
+                ));
+            }
+            let mut bits = 0u32;
+            if buttons_s != "-" {
+                for b in buttons_s.split([',', '+']) {
+                    let b = b.to_ascii_lowercase();
+                    bits |= if let Some(hex) = b.strip_prefix("0x") {
+                        u32::from_str_radix(hex, 16)
+                            .map_err(|_| format!("line {}: bad button mask {b:?}", i + 1))?
+                    } else {
+                        BUTTONS
+                            .iter()
+                            .find(|(n, _)| *n == b)
+                            .map(|&(_, v)| v)
+                            .ok_or_else(|| {
+                                format!(
+                                    "line {}: unknown button {b:?} (known: {})",
+                                    i + 1,
+                                    BUTTONS.iter().map(|b| b.0).collect::<Vec<_>>().join(" ")
+                                )
+                            })?
+                    };
+                }
+            }
+            if steps.last().is_some_and(|&(f, _)| f > frame) {
+                return Err(format!(
+                    "line {}: frame {frame} is before the previous line's",
+                    i + 1
+                ));
+            }
+            steps.push((frame, bits));
+        }
+        Ok(Script(steps))
+    }
+
+    /// The buttons held at flip number `frame`.
+    pub fn buttons_at(&self, frame: u64) -> u32 {
+        self.0
+            .iter()
+            .take_while(|&&(f, _)| f <= frame)
+            .last()
+            .map_or(0, |&(_, b)| b)
+    }
+}
+
+fn script() -> &'static Script {
+    static S: OnceLock<Script> = OnceLock::new();
+    S.get_or_init(|| {
+        let Some(path) = std::env::var_os("APS5_INPUT_SCRIPT") else {
+            return Script::default();
+        };
+        let parsed = std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| Script::parse(&t));
+        match parsed {
+            Ok(s) => s,
+            Err(e) => {
+                diag(&format!(
+                    "APS5_INPUT_SCRIPT {}: {e}",
+                    std::path::Path::new(&path).display()
+                ));
+                kernel::exit(2);
+            }
+        }
+    })
+}
+
+#[derive(Default)]
+struct State {
+    init: bool,
+    open: bool,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    init: false,
+    open: false,
+});
+
+fn state() -> std::sync::MutexGuard<'static, State> {
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The pad's state now.
+pub fn current() -> PadData {
+    let buttons = script().buttons_at(video::flip_count());
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    PadData {
+        buttons,
+        left_stick: [0x80, 0x80],
+        right_stick: [0x80, 0x80],
+        analog_buttons: [
+            if buttons & 0x100 != 0 { 255 } else { 0 },
+            if buttons & 0x200 != 0 { 255 } else { 0 },
+        ],
+        orientation: [0.0, 0.0, 0.0, 1.0],
+        connected: 1,
+        timestamp: ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000,
+        count: 1,
+        ..PadData::default()
+    }
+}
+
+/// `scePadInit()`.
+#[nid("scePadInit")]
+pub extern "C" fn sce_pad_init() -> i32 {
+    script();
+    state().init = true;
+    0
+}
+
+/// `scePadOpen(userId, type, index, param)`: the standard pad of any user.
+#[nid("scePadOpen")]
+pub extern "C" fn sce_pad_open(_user: i32, kind: i32, index: i32, _param: usize) -> i32 {
+    let mut s = state();
+    if !s.init {
+        return ERROR_NOT_INITIALIZED;
+    }
+    if kind != 0 || index != 0 {
+        return ERROR_INVALID_ARG;
+    }
+    s.open = true;
+    HANDLE
+}
+
+/// `scePadGetHandle(userId, type, index)`.
+#[nid("scePadGetHandle")]
+pub extern "C" fn sce_pad_get_handle(_user: i32, kind: i32, index: i32) -> i32 {
+    let s = state();
+    if !s.init {
+        return ERROR_NOT_INITIALIZED;
+    }
+    if kind == 0 && index == 0 && s.open {
+        HANDLE
+    } else {
+        ERROR_DEVICE_NO_HANDLE
+    }
+}
+
+/// `scePadClose(handle)`.
+#[nid("scePadClose")]
+pub extern "C" fn sce_pad_close(handle: i32) -> i32 {
+    let mut s = state();
+    if handle != HANDLE || !s.open {
+        return ERROR_INVALID_HANDLE;
+    }
+    s.open = false;
+    0
+}
+
+fn check(handle: i32) -> Result<(), i32> {
+    if handle == HANDLE && state().open {
+        Ok(())
+    } else {
+        Err(ERROR_INVALID_HANDLE)
+    }
+}
+
+/// `scePadReadState(handle, data)`.
+#[nid("scePadReadState")]
+pub unsafe extern "C" fn sce_pad_read_state(handle: i32, data: *mut PadData) -> i32 {
+    if let Err(e) = check(handle) {
+        return e;
+    }
+    if data.is_null() {
+        return ERROR_INVALID_ARG;
+    }
+    unsafe { data.write_unaligned(current()) };
+    0
+}
+
+/// `scePadRead(handle, data, num)`: one sample (the state now); returns the count.
+#[nid("scePadRead")]
+pub unsafe extern "C" fn sce_pad_read(handle: i32, data: *mut PadData, num: i32) -> i32 {
+    if let Err(e) = check(handle) {
+        return e;
+    }
+    if data.is_null() || num < 1 {
+        return ERROR_INVALID_ARG;
+    }
+    unsafe { data.write_unaligned(current()) };
+    1
+}
+
+/// `scePadSetLightBar(handle, color)`: accepted (no light bar here).
+#[nid("scePadSetLightBar")]
+pub extern "C" fn sce_pad_set_light_bar(handle: i32, color: usize) -> i32 {
+    if color == 0 {
+        return ERROR_INVALID_ARG;
+    }
+    check(handle).map(|()| 0).unwrap_or_else(|e| e)
+}
+
+/// `scePadResetLightBar(handle)`.
+#[nid("scePadResetLightBar")]
+pub extern "C" fn sce_pad_reset_light_bar(handle: i32) -> i32 {
+    check(handle).map(|()| 0).unwrap_or_else(|e| e)
+}
+
+/// `scePadSetVibration(handle, param)`: accepted (no motors here).
+#[nid("scePadSetVibration")]
+pub extern "C" fn sce_pad_set_vibration(handle: i32, param: usize) -> i32 {
+    if param == 0 {
+        return ERROR_INVALID_ARG;
+    }
+    check(handle).map(|()| 0).unwrap_or_else(|e| e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pad_data_has_the_sdk_layout() {
+        assert_eq!(std::mem::size_of::<PadData>(), 120);
+        assert_eq!(std::mem::offset_of!(PadData, connected), 76);
+        assert_eq!(std::mem::offset_of!(PadData, timestamp), 80);
+        assert_eq!(std::mem::offset_of!(PadData, count), 104);
+    }
+
+    #[test]
+    fn script_steps_hold_until_the_next_line() {
+        let s =
+            Script::parse("# demo\n0 -\n10 right\n12 -   # release\n20 down,cross\n30 0x8000+up\n")
+                .unwrap();
+        assert_eq!(s.buttons_at(0), 0);
+        assert_eq!(s.buttons_at(9), 0);
+        assert_eq!(s.buttons_at(10), 0x20);
+        assert_eq!(s.buttons_at(11), 0x20);
+        assert_eq!(s.buttons_at(12), 0);
+        assert_eq!(s.buttons_at(25), 0x40 | 0x4000);
+        assert_eq!(s.buttons_at(1000), 0x8010);
+    }
+
+    #[test]
+    fn script_errors_name_the_line() {
+        let e = Script::parse("0 -\n5 jump\n").unwrap_err();
+        assert!(e.starts_with("line 2:") && e.contains("jump"), "{e}");
+        let e = Script::parse("9 up\n5 down\n").unwrap_err();
+        assert!(e.starts_with("line 2:"), "{e}");
+        assert!(Script::parse("x up").unwrap_err().contains("frame number"));
+        assert!(Script::parse("3").unwrap_err().contains("buttons missing"));
+    }
+}

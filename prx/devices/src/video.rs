@@ -1,0 +1,543 @@
+//! `libSceVideoOut` for CPU-drawn frames, headless.
+//!
+//! Display buffers live in guest memory (direct memory mapped by the guest); a flip makes
+//! the named buffer the displayed one. There is no window: every flip is written as a PNG
+//! to `$APS5_FRAMES_DIR/frame-NNNNN.png` (NNNNN counts flips from 0) when that variable is
+//! set, and `APS5_MAX_FRAMES=N` ends the process with status 0 after the N-th flip.
+//!
+//! A flip is carried out inside `sceVideoOutSubmitFlip` at the next vblank of the flip
+//! rate (60, 30 or 20 Hz, paced on the host monotonic clock); so when it returns the flip
+//! is done, the flip status shows it and the flip events are triggered. This is
+//! stricter than the console (where the call queues the flip) and never lets a guest draw
+//! into a buffer that is still pending.
+
+use std::io::BufWriter;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use aps5_prx_macros::nid;
+
+use crate::{diag, kernel};
+
+/// `SCE_VIDEO_OUT_ERROR_INVALID_VALUE`.
+pub const ERROR_INVALID_VALUE: i32 = 0x8029_0001_u32 as i32;
+/// `SCE_VIDEO_OUT_ERROR_INVALID_ADDRESS`.
+pub const ERROR_INVALID_ADDRESS: i32 = 0x8029_0002_u32 as i32;
+/// `SCE_VIDEO_OUT_ERROR_INVALID_PIXEL_FORMAT`.
+pub const ERROR_INVALID_PIXEL_FORMAT: i32 = 0x8029_0003_u32 as i32;
+/// `SCE_VIDEO_OUT_ERROR_INVALID_PITCH`.
+pub const ERROR_INVALID_PITCH: i32 = 0x8029_0004_u32 as i32;
+/// `SCE_VIDEO_OUT_ERROR_INVALID_TILING_MODE`.
+pub const ERROR_INVALID_TILING_MODE: i32 = 0x8029_0007_u32 as i32;
+/// `SCE_VIDEO_OUT_ERROR_INVALID_HANDLE`.
+pub const ERROR_INVALID_HANDLE: i32 = 0x8029_000B_u32 as i32;
+
+/// 32-bit BGRA in memory (`A8R8G8B8_SRGB`, the value OpenOrbis samples pass).
+pub const PIXEL_FORMAT_A8R8G8B8_SRGB: u32 = 0x8000_0000;
+/// 32-bit RGBA in memory (`A8B8G8R8_SRGB`).
+pub const PIXEL_FORMAT_A8B8G8R8_SRGB: u32 = 0x8000_2200;
+/// `SCE_VIDEO_OUT_TILING_MODE_TILE`.
+pub const TILING_MODE_TILE: u32 = 0;
+/// `SCE_VIDEO_OUT_TILING_MODE_LINEAR`.
+pub const TILING_MODE_LINEAR: u32 = 1;
+/// Event id of flip events (`SCE_VIDEO_OUT_EVENT_FLIP`).
+pub const EVENT_FLIP: u64 = 6;
+/// Event id of vblank events (`SCE_VIDEO_OUT_EVENT_VBLANK`).
+pub const EVENT_VBLANK: u64 = 7;
+/// `SCE_KERNEL_EVFILT_VIDEO_OUT`.
+pub const EVFILT_VIDEO_OUT: i16 = -13;
+
+/// The one video out handle (the main bus).
+const HANDLE: i32 = 1;
+/// Display buffer slots per port.
+const SLOTS: usize = 16;
+/// One vblank at 60 Hz.
+const VBLANK: Duration = Duration::from_nanos(1_000_000_000 / 60);
+
+/// `SceVideoOutBufferAttribute` (40 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BufferAttribute {
+    /// Pixel format (`PIXEL_FORMAT_*`).
+    pub format: u32,
+    /// Tiling mode (`TILING_MODE_*`).
+    pub tmode: u32,
+    /// Aspect ratio (0: 16:9).
+    pub aspect: u32,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// Row pitch in pixels.
+    pub pitch: u32,
+    /// Reserved.
+    pub reserved: [u64; 2],
+}
+
+/// `SceVideoOutFlipStatus` (64 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlipStatus {
+    /// Flips done so far.
+    pub count: u64,
+    /// Process time of the last flip (microseconds).
+    pub process_time: u64,
+    /// Time stamp counter of the last flip (nanoseconds here).
+    pub tsc: u64,
+    /// `flipArg` of the last flip.
+    pub flip_arg: i64,
+    /// Reserved.
+    pub reserved: [u64; 2],
+    /// Flips submitted by the GPU and not done.
+    pub gc_queue_num: i32,
+    /// Flips submitted and not done.
+    pub flip_pending_num: i32,
+    /// Buffer index displayed (-1: none).
+    pub current_buffer: i32,
+    /// Reserved.
+    pub reserved1: u32,
+}
+
+#[derive(Clone, Copy)]
+struct Buffer {
+    addr: usize,
+    attr: BufferAttribute,
+}
+
+struct Port {
+    rate: u32,
+    buffers: [Option<Buffer>; SLOTS],
+    sets: i32,
+    flip_events: Vec<(u64, u64)>,
+    vblank_events: Vec<(u64, u64)>,
+    status: FlipStatus,
+    last_flip: Option<Instant>,
+    opened: Instant,
+}
+
+static PORT: Mutex<Option<Port>> = Mutex::new(None);
+
+/// Flips done by this process (read by libScePad's input script).
+pub static FLIPS: AtomicU64 = AtomicU64::new(0);
+
+/// Number of flips done so far.
+pub fn flip_count() -> u64 {
+    FLIPS.load(Ordering::Acquire)
+}
+
+struct Config {
+    frames_dir: Option<PathBuf>,
+    max_frames: Option<u64>,
+}
+
+fn config() -> &'static Config {
+    static C: OnceLock<Config> = OnceLock::new();
+    C.get_or_init(|| {
+        let frames_dir = std::env::var_os("APS5_FRAMES_DIR").map(PathBuf::from);
+        if let Some(d) = &frames_dir
+            && let Err(e) = std::fs::create_dir_all(d)
+        {
+            diag(&format!(
+                "APS5_FRAMES_DIR {}: cannot create it ({e}); set it to a writable folder",
+                d.display()
+            ));
+            kernel::exit(2);
+        }
+        let max_frames = match std::env::var("APS5_MAX_FRAMES") {
+            Err(_) => None,
+            Ok(s) => match s.trim().parse::<u64>() {
+                Ok(n) if n > 0 => Some(n),
+                _ => {
+                    diag(&format!(
+                        "APS5_MAX_FRAMES={s:?} is not a positive number of frames"
+                    ));
+                    kernel::exit(2);
+                }
+            },
+        };
+        Config {
+            frames_dir,
+            max_frames,
+        }
+    })
+}
+
+fn with_port<R>(handle: i32, f: impl FnOnce(&mut Port) -> R) -> Result<R, i32> {
+    let mut g = PORT.lock().unwrap_or_else(|e| e.into_inner());
+    match g.as_mut() {
+        Some(p) if handle == HANDLE => Ok(f(p)),
+        _ => Err(ERROR_INVALID_HANDLE),
+    }
+}
+
+/// `sceVideoOutOpen(userId, busType, index, param)`: the main bus (0) only.
+#[nid("sceVideoOutOpen")]
+pub extern "C" fn sce_video_out_open(_user: i32, bus: i32, index: i32, _param: usize) -> i32 {
+    if bus != 0 || index != 0 {
+        return ERROR_INVALID_VALUE;
+    }
+    config();
+    *PORT.lock().unwrap_or_else(|e| e.into_inner()) = Some(Port {
+        rate: 0,
+        buffers: [None; SLOTS],
+        sets: 0,
+        flip_events: Vec::new(),
+        vblank_events: Vec::new(),
+        status: FlipStatus {
+            current_buffer: -1,
+            ..FlipStatus::default()
+        },
+        last_flip: None,
+        opened: Instant::now(),
+    });
+    HANDLE
+}
+
+/// `sceVideoOutClose(handle)`.
+#[nid("sceVideoOutClose")]
+pub extern "C" fn sce_video_out_close(handle: i32) -> i32 {
+    let mut g = PORT.lock().unwrap_or_else(|e| e.into_inner());
+    if handle != HANDLE || g.is_none() {
+        return ERROR_INVALID_HANDLE;
+    }
+    *g = None;
+    0
+}
+
+/// `sceVideoOutSetBufferAttribute(attr, pixelFormat, tilingMode, aspectRatio, width,
+/// height, pitchInPixel)`.
+#[nid("sceVideoOutSetBufferAttribute")]
+pub unsafe extern "C" fn sce_video_out_set_buffer_attribute(
+    attr: *mut BufferAttribute,
+    format: u32,
+    tmode: u32,
+    aspect: u32,
+    width: u32,
+    height: u32,
+    pitch: u32,
+) {
+    if attr.is_null() {
+        return;
+    }
+    let a = BufferAttribute {
+        format,
+        tmode,
+        aspect,
+        width,
+        height,
+        pitch,
+        reserved: [0; 2],
+    };
+    unsafe { attr.write_unaligned(a) };
+}
+
+/// Checks an attribute before buffers are registered with it.
+pub fn validate(a: &BufferAttribute) -> Result<(), i32> {
+    if !matches!(
+        a.format,
+        PIXEL_FORMAT_A8R8G8B8_SRGB | PIXEL_FORMAT_A8B8G8R8_SRGB
+    ) {
+        diag(&format!(
+            "sceVideoOutRegisterBuffers: pixel format {:#x} is not supported (only 32-bit \
+             A8R8G8B8/A8B8G8R8 sRGB)",
+            a.format
+        ));
+        return Err(ERROR_INVALID_PIXEL_FORMAT);
+    }
+    if a.tmode > TILING_MODE_LINEAR {
+        return Err(ERROR_INVALID_TILING_MODE);
+    }
+    if a.width == 0 || a.height == 0 || a.width > 7680 || a.height > 4320 {
+        return Err(ERROR_INVALID_VALUE);
+    }
+    if a.pitch < a.width {
+        return Err(ERROR_INVALID_PITCH);
+    }
+    Ok(())
+}
+
+/// `sceVideoOutRegisterBuffers(handle, startIndex, addresses, bufferNum, attr)`: returns
+/// the new buffer set's index.
+#[nid("sceVideoOutRegisterBuffers")]
+pub unsafe extern "C" fn sce_video_out_register_buffers(
+    handle: i32,
+    start: i32,
+    addrs: *const usize,
+    num: i32,
+    attr: *const BufferAttribute,
+) -> i32 {
+    if addrs.is_null() || attr.is_null() {
+        return ERROR_INVALID_ADDRESS;
+    }
+    if start < 0 || num <= 0 || (start + num) as usize > SLOTS {
+        return ERROR_INVALID_VALUE;
+    }
+    let attr = unsafe { attr.read_unaligned() };
+    if let Err(e) = validate(&attr) {
+        return e;
+    }
+    if attr.tmode == TILING_MODE_TILE {
+        diag(
+            "sceVideoOutRegisterBuffers: tiled display buffers are read as linear (the \
+             display tiling is not implemented); frames may look scrambled",
+        );
+    }
+    let list: Vec<usize> = (0..num as usize)
+        .map(|i| unsafe { addrs.add(i).read_unaligned() })
+        .collect();
+    if list.contains(&0) {
+        return ERROR_INVALID_ADDRESS;
+    }
+    with_port(handle, |p| {
+        for (i, &addr) in list.iter().enumerate() {
+            p.buffers[start as usize + i] = Some(Buffer { addr, attr });
+        }
+        p.sets += 1;
+        p.sets - 1
+    })
+    .unwrap_or_else(|e| e)
+}
+
+/// `sceVideoOutUnregisterBuffers(handle, setIndex)`: forgets every registered buffer.
+#[nid("sceVideoOutUnregisterBuffers")]
+pub extern "C" fn sce_video_out_unregister_buffers(handle: i32, _set: i32) -> i32 {
+    with_port(handle, |p| p.buffers = [None; SLOTS])
+        .map(|()| 0)
+        .unwrap_or_else(|e| e)
+}
+
+/// `sceVideoOutSetFlipRate(handle, rate)`: 0 = 60 Hz, 1 = 30 Hz, 2 = 20 Hz.
+#[nid("sceVideoOutSetFlipRate")]
+pub extern "C" fn sce_video_out_set_flip_rate(handle: i32, rate: i32) -> i32 {
+    if !(0..=2).contains(&rate) {
+        return ERROR_INVALID_VALUE;
+    }
+    with_port(handle, |p| p.rate = rate as u32)
+        .map(|()| 0)
+        .unwrap_or_else(|e| e)
+}
+
+/// `sceVideoOutAddFlipEvent(equeue, handle, udata)`.
+#[nid("sceVideoOutAddFlipEvent")]
+pub extern "C" fn sce_video_out_add_flip_event(eq: u64, handle: i32, udata: u64) -> i32 {
+    let r = kernel::equeue_add(eq, EVENT_FLIP, EVFILT_VIDEO_OUT, udata);
+    if r != 0 {
+        return r;
+    }
+    with_port(handle, |p| p.flip_events.push((eq, udata)))
+        .map(|()| 0)
+        .unwrap_or_else(|e| e)
+}
+
+/// `sceVideoOutAddVblankEvent(equeue, handle, udata)`: triggered at every flip (the only
+/// vblanks a headless display has).
+#[nid("sceVideoOutAddVblankEvent")]
+pub extern "C" fn sce_video_out_add_vblank_event(eq: u64, handle: i32, udata: u64) -> i32 {
+    let r = kernel::equeue_add(eq, EVENT_VBLANK, EVFILT_VIDEO_OUT, udata);
+    if r != 0 {
+        return r;
+    }
+    with_port(handle, |p| p.vblank_events.push((eq, udata)))
+        .map(|()| 0)
+        .unwrap_or_else(|e| e)
+}
+
+/// `sceVideoOutSubmitFlip(handle, bufferIndex, flipMode, flipArg)`: index -1 flips to
+/// black.
+#[nid("sceVideoOutSubmitFlip")]
+pub extern "C-unwind" fn sce_video_out_submit_flip(
+    handle: i32,
+    index: i32,
+    _mode: i32,
+    flip_arg: i64,
+) -> i32 {
+    let mut g = PORT.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(p) = g.as_mut().filter(|_| handle == HANDLE) else {
+        return ERROR_INVALID_HANDLE;
+    };
+    let buffer = match index {
+        -1 => None,
+        0.. if (index as usize) < SLOTS => match p.buffers[index as usize] {
+            Some(b) => Some(b),
+            None => return ERROR_INVALID_VALUE,
+        },
+        _ => return ERROR_INVALID_VALUE,
+    };
+    // Pace: the flip happens at the next vblank of the flip rate after the previous one.
+    let period = VBLANK * (p.rate + 1);
+    if let Some(last) = p.last_flip {
+        let due = last + period;
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+        }
+    }
+    let n = p.status.count;
+    if let (Some(dir), Some(b)) = (&config().frames_dir, buffer) {
+        let path = dir.join(format!("frame-{n:05}.png"));
+        if let Err(e) = write_png(&path, &b) {
+            diag(&format!("{}: cannot write the frame: {e}", path.display()));
+        }
+    }
+    let now = Instant::now();
+    p.last_flip = Some(now);
+    p.status.count = n + 1;
+    p.status.process_time = now.duration_since(p.opened).as_micros() as u64;
+    p.status.tsc = now.duration_since(p.opened).as_nanos() as u64;
+    p.status.flip_arg = flip_arg;
+    p.status.current_buffer = index;
+    FLIPS.store(n + 1, Ordering::Release);
+    let events: Vec<_> = p
+        .flip_events
+        .iter()
+        .map(|&e| (e, EVENT_FLIP))
+        .chain(p.vblank_events.iter().map(|&e| (e, EVENT_VBLANK)))
+        .collect();
+    drop(g);
+    for ((eq, udata), id) in events {
+        kernel::equeue_trigger(eq, id, EVFILT_VIDEO_OUT, flip_arg, udata);
+    }
+    if config().max_frames.is_some_and(|m| n + 1 >= m) {
+        kernel::exit(0);
+    }
+    0
+}
+
+/// `sceVideoOutGetFlipStatus(handle, status)`.
+#[nid("sceVideoOutGetFlipStatus")]
+pub unsafe extern "C" fn sce_video_out_get_flip_status(handle: i32, out: *mut FlipStatus) -> i32 {
+    if out.is_null() {
+        return ERROR_INVALID_ADDRESS;
+    }
+    match with_port(handle, |p| p.status) {
+        Ok(s) => {
+            unsafe { out.write_unaligned(s) };
+            0
+        }
+        Err(e) => e,
+    }
+}
+
+/// `sceVideoOutIsFlipPending(handle)`: flips are done when submitted, so never.
+#[nid("sceVideoOutIsFlipPending")]
+pub extern "C" fn sce_video_out_is_flip_pending(handle: i32) -> i32 {
+    with_port(handle, |_| 0).unwrap_or_else(|e| e)
+}
+
+/// `sceVideoOutWaitVblank(handle)`: sleeps to the next 60 Hz vblank since the port opened.
+#[nid("sceVideoOutWaitVblank")]
+pub extern "C-unwind" fn sce_video_out_wait_vblank(handle: i32) -> i32 {
+    let Ok(opened) = with_port(handle, |p| p.opened) else {
+        return ERROR_INVALID_HANDLE;
+    };
+    let since = opened.elapsed().as_nanos();
+    let v = VBLANK.as_nanos();
+    let next = (since / v + 1) * v;
+    std::thread::sleep(Duration::from_nanos((next - since) as u64));
+    0
+}
+
+/// The displayed pixels of a buffer as 8-bit RGB rows (alpha dropped: the display is
+/// opaque).
+pub fn to_rgb(pixels: &[u8], attr: &BufferAttribute) -> Vec<u8> {
+    let (w, h, pitch) = (
+        attr.width as usize,
+        attr.height as usize,
+        attr.pitch as usize,
+    );
+    let mut rgb = Vec::with_capacity(w * h * 3);
+    for y in 0..h {
+        let row = &pixels[y * pitch * 4..][..w * 4];
+        for px in row.chunks_exact(4) {
+            match attr.format {
+                PIXEL_FORMAT_A8B8G8R8_SRGB => rgb.extend_from_slice(&px[..3]),
+                _ => rgb.extend_from_slice(&[px[2], px[1], px[0]]),
+            }
+        }
+    }
+    rgb
+}
+
+fn write_png(path: &std::path::Path, b: &Buffer) -> Result<(), String> {
+    let a = &b.attr;
+    let len = (a.pitch as usize * (a.height as usize - 1) + a.width as usize) * 4;
+    // SAFETY: the guest registered this buffer as pitch*height pixels of its memory.
+    let pixels = unsafe { std::slice::from_raw_parts(b.addr as *const u8, len) };
+    let rgb = to_rgb(pixels, a);
+    let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
+    let mut enc = png::Encoder::new(BufWriter::new(file), a.width, a.height);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    enc.set_compression(png::Compression::Fast);
+    enc.set_source_srgb(png::SrgbRenderingIntent::Perceptual);
+    let mut w = enc.write_header().map_err(|e| e.to_string())?;
+    w.write_image_data(&rgb).map_err(|e| e.to_string())?;
+    w.finish().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn structs_have_the_sdk_sizes() {
+        assert_eq!(std::mem::size_of::<BufferAttribute>(), 40);
+        assert_eq!(std::mem::size_of::<FlipStatus>(), 64);
+        assert_eq!(std::mem::offset_of!(FlipStatus, flip_arg), 24);
+        assert_eq!(std::mem::offset_of!(FlipStatus, current_buffer), 56);
+    }
+
+    #[test]
+    fn bgra_and_rgba_buffers_become_rgb_and_pitch_is_honoured() {
+        // 2x2 pixels, pitch 3: the third pixel of each row is padding.
+        let px: Vec<u8> = [
+            0x8011_2233u32,
+            0x8044_5566,
+            0xdead_beef,
+            0x8077_8899,
+            0x80aa_bbcc,
+            0xdead_beef,
+        ]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+        let mut a = BufferAttribute {
+            format: PIXEL_FORMAT_A8R8G8B8_SRGB,
+            tmode: TILING_MODE_LINEAR,
+            width: 2,
+            height: 2,
+            pitch: 3,
+            ..Default::default()
+        };
+        assert_eq!(
+            to_rgb(&px, &a),
+            [
+                0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc
+            ]
+        );
+        a.format = PIXEL_FORMAT_A8B8G8R8_SRGB;
+        assert_eq!(&to_rgb(&px, &a)[..3], &[0x33, 0x22, 0x11]);
+    }
+
+    #[test]
+    fn bad_attributes_are_refused() {
+        let mut a = BufferAttribute {
+            format: 0x8806_0000,
+            tmode: 1,
+            width: 1920,
+            height: 1080,
+            pitch: 1920,
+            ..Default::default()
+        };
+        assert_eq!(validate(&a), Err(ERROR_INVALID_PIXEL_FORMAT));
+        a.format = PIXEL_FORMAT_A8R8G8B8_SRGB;
+        assert_eq!(validate(&a), Ok(()));
+        a.pitch = 100;
+        assert_eq!(validate(&a), Err(ERROR_INVALID_PITCH));
+        a.pitch = 1920;
+        a.tmode = 5;
+        assert_eq!(validate(&a), Err(ERROR_INVALID_TILING_MODE));
+    }
+}
