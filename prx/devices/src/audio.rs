@@ -109,7 +109,7 @@ pub extern "C" fn sce_audio_out_open(
     freq: u32,
     param: u32,
 ) -> i32 {
-    if len == 0 || len % 256 != 0 || len > 2048 {
+    if len == 0 || !len.is_multiple_of(256) || len > 2048 {
         return ERROR_INVALID_SIZE;
     }
     if freq != 48000 {
