@@ -86,6 +86,10 @@ fn main() {
     ] {
         cmd.env_remove(var);
     }
+    // The PRX files are shipped in every output tree and hashed by every build: no debug info
+    // (std's alone is 4 MB per library); the dynamic symbols stay.
+    cmd.env("CARGO_PROFILE_RELEASE_DEBUG", "false")
+        .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo");
     let status = cmd.status().expect("cannot run cargo to build the PRX set");
     if !status.success() {
         panic!("building the host PRX set (prx/) failed: see the cargo output above");

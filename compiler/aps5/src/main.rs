@@ -43,7 +43,7 @@ fn init_logging(verbose: u8, quiet: bool) {
         _ => "trace",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("APS5_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{level},salsa=warn")));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -147,6 +147,7 @@ impl Project {
     pub fn build(&self, progress: &dyn Progress) -> Result<BuildReport, BuildError> {
         let start = Instant::now();
         let (db, dump, scan) = self.load(progress)?;
+        tracing::debug!("scanned {} files: {:?}", scan.files.len(), start.elapsed());
 
         // Everything is computed before anything is written, so a failing query leaves the
         // previous output untouched.
@@ -159,6 +160,7 @@ impl Project {
             .map_err(query_error)?
             .clone();
         let (prx, _) = db.prx().map_err(|e| query_error(&e))?;
+        tracing::debug!("queries done: {:?}", start.elapsed());
         let guests: BTreeMap<&str, Arc<Vec<u8>>> = db::guest_module_files(&db, dump)
             .iter()
             .map(|&g| {
@@ -206,6 +208,7 @@ impl Project {
 
         let title = serde_json::to_value(&self.config.title).expect("JSON");
         let manifest = emit::render_manifest(&outputs, &toolchain_identity(), &title);
+        tracing::debug!("outputs listed: {:?}", start.elapsed());
         let previous_manifest = emit::read_manifest(&self.layout.out_dir);
         let previous = previous_manifest
             .as_ref()
@@ -280,6 +283,7 @@ impl Project {
                 .filter(|r| r.query == "output" && r.artifact != emit::MANIFEST)
                 .count();
         self.write_state(&scan)?;
+        tracing::debug!("emitted: {:?}", start.elapsed());
         Ok(BuildReport {
             recomputed,
             reused,
