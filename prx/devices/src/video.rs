@@ -331,6 +331,19 @@ pub extern "C" fn sce_video_out_add_flip_event(eq: u64, handle: i32, udata: u64)
         .unwrap_or_else(|e| e)
 }
 
+/// `sceVideoOutDeleteFlipEvent(equeue, handle)`: stops posting flips to that queue (call
+/// it before deleting the queue).
+#[nid("sceVideoOutDeleteFlipEvent")]
+pub extern "C" fn sce_video_out_delete_flip_event(eq: u64, handle: i32) -> i32 {
+    with_port(handle, |p| {
+        let before = p.flip_events.len();
+        p.flip_events.retain(|&(q, _)| q != eq);
+        p.flip_events.len() != before
+    })
+    .map(|found| if found { 0 } else { ERROR_INVALID_VALUE })
+    .unwrap_or_else(|e| e)
+}
+
 /// `sceVideoOutAddVblankEvent(equeue, handle, udata)`: triggered at every flip (the only
 /// vblanks a headless display has).
 #[nid("sceVideoOutAddVblankEvent")]
@@ -519,6 +532,45 @@ mod tests {
         );
         a.format = PIXEL_FORMAT_A8B8G8R8_SRGB;
         assert_eq!(&to_rgb(&px, &a)[..3], &[0x33, 0x22, 0x11]);
+    }
+
+    #[test]
+    fn flips_are_paced_at_the_flip_rate_and_reported() {
+        let h = sce_video_out_open(0xff, 0, 0, 0);
+        assert_eq!(h, HANDLE);
+        let mut pixels = vec![0u32; 64 * 8];
+        let addrs = [pixels.as_mut_ptr() as usize];
+        let mut attr = BufferAttribute::default();
+        unsafe {
+            sce_video_out_set_buffer_attribute(
+                &mut attr,
+                PIXEL_FORMAT_A8R8G8B8_SRGB,
+                1,
+                0,
+                64,
+                8,
+                64,
+            );
+            assert_eq!(
+                sce_video_out_register_buffers(h, 0, addrs.as_ptr(), 1, &attr),
+                0
+            );
+        }
+        assert_eq!(sce_video_out_submit_flip(h, 1, 1, 0), ERROR_INVALID_VALUE);
+        assert_eq!(sce_video_out_set_flip_rate(h, 3), ERROR_INVALID_VALUE);
+        // 20 Hz: four flips span at least three 50 ms periods.
+        assert_eq!(sce_video_out_set_flip_rate(h, 2), 0);
+        let t = Instant::now();
+        for arg in 10..14 {
+            assert_eq!(sce_video_out_submit_flip(h, 0, 1, arg), 0);
+        }
+        assert!(t.elapsed() >= VBLANK * 9, "{:?}", t.elapsed());
+        let mut st = FlipStatus::default();
+        assert_eq!(unsafe { sce_video_out_get_flip_status(h, &mut st) }, 0);
+        assert_eq!((st.count, st.flip_arg, st.current_buffer), (4, 13, 0));
+        assert_eq!(flip_count(), 4);
+        assert_eq!(sce_video_out_close(h), 0);
+        assert_eq!(sce_video_out_submit_flip(h, 0, 1, 0), ERROR_INVALID_HANDLE);
     }
 
     #[test]

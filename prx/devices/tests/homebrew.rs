@@ -210,3 +210,38 @@ fn ps4_2048_plays_a_scripted_game_headless() {
         moves.len()
     );
 }
+
+#[test]
+fn bad_headless_settings_stop_the_program_with_a_clear_message() {
+    let root = support::shared().join("corpus/homebrew/ps4-2048");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    support::build_tree(
+        &root.join("eboot.bin"),
+        &[root.join("sce_module/libc.prx")],
+        &out,
+    );
+    let script = tmp.path().join("bad.txt");
+    std::fs::write(&script, "0 -\n10 jump\n").unwrap();
+    let env = [
+        ("APS5_INPUT_SCRIPT".to_owned(), script.display().to_string()),
+        ("APS5_MAX_FRAMES".to_owned(), "5".to_owned()),
+    ];
+    let run = support::run(&out, &[], &env, Duration::from_secs(60));
+    assert_eq!(run.status, Some(2), "{run:?}");
+    assert!(
+        run.stderr
+            .contains("bad.txt: line 2: unknown button \"jump\""),
+        "{}",
+        run.stderr
+    );
+    let env = [("APS5_MAX_FRAMES".to_owned(), "0".to_owned())];
+    let run = support::run(&out, &[], &env, Duration::from_secs(60));
+    assert_eq!(run.status, Some(2), "{run:?}");
+    assert!(
+        run.stderr
+            .contains("APS5_MAX_FRAMES=\"0\" is not a positive number of frames"),
+        "{}",
+        run.stderr
+    );
+}
