@@ -101,11 +101,89 @@ pub extern "C" fn socket(domain: i32, ty: i32, proto: i32) -> i32 {
     if fd < 0 { fail() } else { fd }
 }
 
+/// `APS5_NET_REDIRECT="HOST:PORT=HOST:PORT,..."`: destinations the game connects (or sends)
+/// to, replaced by others, so that a port can talk to a local server (and tests to a loopback
+/// one) without changing the game. Parsed once.
+fn redirects() -> &'static [(std::net::SocketAddr, std::net::SocketAddr)] {
+    static R: std::sync::OnceLock<Vec<(std::net::SocketAddr, std::net::SocketAddr)>> =
+        std::sync::OnceLock::new();
+    R.get_or_init(|| {
+        let spec = std::env::var("APS5_NET_REDIRECT").unwrap_or_default();
+        let mut out = Vec::new();
+        for rule in spec.split(',').filter(|r| !r.trim().is_empty()) {
+            match rule
+                .split_once('=')
+                .map(|(a, b)| (a.trim().parse(), b.trim().parse()))
+            {
+                Some((Ok(from), Ok(to))) => out.push((from, to)),
+                _ => eprintln!(
+                    "aps5: APS5_NET_REDIRECT: ignoring `{rule}` (expected HOST:PORT=HOST:PORT)"
+                ),
+            }
+        }
+        out
+    })
+}
+
+/// Applies [`redirects`] to a host-layout address.
+fn redirect(addr: &mut libc::sockaddr_storage, len: &mut u32) {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+    let rules = redirects();
+    if rules.is_empty() {
+        return;
+    }
+    let current = match i32::from(addr.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in.
+            let a =
+                unsafe { &*(addr as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            SocketAddr::new(
+                IpAddr::V4(Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr))),
+                u16::from_be(a.sin_port),
+            )
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says the storage holds a sockaddr_in6.
+            let a =
+                unsafe { &*(addr as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            SocketAddr::new(
+                IpAddr::V6(Ipv6Addr::from(a.sin6_addr.s6_addr)),
+                u16::from_be(a.sin6_port),
+            )
+        }
+        _ => return,
+    };
+    let Some(&(_, to)) = rules.iter().find(|(from, _)| *from == current) else {
+        return;
+    };
+    // SAFETY: an all-zero sockaddr_storage is valid; each arm writes the matching layout.
+    *addr = unsafe { std::mem::zeroed() };
+    match to {
+        SocketAddr::V4(v4) => {
+            let a =
+                unsafe { &mut *(addr as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            a.sin_family = libc::AF_INET as u16;
+            a.sin_port = v4.port().to_be();
+            a.sin_addr.s_addr = u32::from(*v4.ip()).to_be();
+            *len = std::mem::size_of::<libc::sockaddr_in>() as u32;
+        }
+        SocketAddr::V6(v6) => {
+            let a =
+                unsafe { &mut *(addr as *mut libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            a.sin6_family = libc::AF_INET6 as u16;
+            a.sin6_port = v6.port().to_be();
+            a.sin6_addr.s6_addr = v6.ip().octets();
+            *len = std::mem::size_of::<libc::sockaddr_in6>() as u32;
+        }
+    }
+}
+
 /// `connect` (a cancellation point).
 #[nid("connect")]
 pub unsafe extern "C-unwind" fn connect(fd: i32, addr: *const u8, len: u32) -> i32 {
     match unsafe { to_host(addr, len) } {
-        Ok((a, l)) => {
+        Ok((mut a, mut l)) => {
+            redirect(&mut a, &mut l);
             if unsafe { libc::connect(fd, (&raw const a).cast(), l) } == 0 {
                 0
             } else {
