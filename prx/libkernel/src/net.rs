@@ -306,7 +306,8 @@ pub unsafe extern "C-unwind" fn sendto(
         }
     } else {
         match unsafe { to_host(addr, len) } {
-            Ok((a, l)) => unsafe {
+            Ok((mut a, mut l)) => unsafe {
+                redirect(&mut a, &mut l);
                 libc::sendto(
                     fd,
                     buf.cast(),
