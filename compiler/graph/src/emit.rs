@@ -68,17 +68,12 @@ pub fn read_manifest(out_dir: &Path) -> Option<serde_json::Value> {
 
 /// The output paths a manifest lists.
 pub fn manifest_paths(manifest: &serde_json::Value) -> BTreeSet<String> {
-    manifest["files"]
-        .as_array()
-        .map(|files| {
-            files
-                .iter()
-                .filter_map(|f| f["path"].as_str())
-                .filter(|p| crate::config::is_confined(p))
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+    // Only paths that stay inside the output folder: a doctored manifest must not make the
+    // stale-output cleanup delete anything else.
+    manifest_hashes(manifest)
+        .into_keys()
+        .filter(|p| crate::config::is_confined(p))
+        .collect()
 }
 
 /// Renders the manifest: every output with blake3 and size, sorted, plus the toolchain identity.
