@@ -182,3 +182,19 @@ fn a_corrupted_cache_blob_is_a_miss_and_is_rewritten() {
     // Rewritten: the next build reuses everything.
     assert_eq!(recomputed(&p.build_json()), vec![]);
 }
+
+#[test]
+fn a_doctored_manifest_cannot_delete_files_outside_the_output() {
+    let p = Project::new();
+    p.build_json();
+    let victim = p.tmp.path().join("victim.txt");
+    std::fs::write(&victim, b"keep me").unwrap();
+    let path = p.out().join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    m["files"].as_array_mut().unwrap().push(serde_json::json!({
+        "path": "../../victim.txt", "blake3": "00", "size": 7
+    }));
+    std::fs::write(&path, m.to_string()).unwrap();
+    p.build_json();
+    assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
+}
