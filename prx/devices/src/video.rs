@@ -357,8 +357,8 @@ pub extern "C" fn sce_video_out_add_vblank_event(eq: u64, handle: i32, udata: u6
         .unwrap_or_else(|e| e)
 }
 
-/// `sceVideoOutSubmitFlip(handle, bufferIndex, flipMode, flipArg)`: index -1 flips to
-/// black.
+/// `sceVideoOutSubmitFlip(handle, bufferIndex, flipMode, flipArg)`: index -1 (blank) or
+/// -2 (black) shows a black 1920x1080 frame.
 #[nid("sceVideoOutSubmitFlip")]
 pub extern "C-unwind" fn sce_video_out_submit_flip(
     handle: i32,
@@ -371,7 +371,8 @@ pub extern "C-unwind" fn sce_video_out_submit_flip(
         return ERROR_INVALID_HANDLE;
     };
     let buffer = match index {
-        -1 => None,
+        // SCE_VIDEO_OUT_BUFFER_INDEX_BLANK / _BLACK: nothing is shown.
+        -1 | -2 => None,
         0.. if (index as usize) < SLOTS => match p.buffers[index as usize] {
             Some(b) => Some(b),
             None => return ERROR_INVALID_VALUE,
@@ -388,9 +389,9 @@ pub extern "C-unwind" fn sce_video_out_submit_flip(
         }
     }
     let n = p.status.count;
-    if let (Some(dir), Some(b)) = (&config().frames_dir, buffer) {
+    if let Some(dir) = &config().frames_dir {
         let path = dir.join(format!("frame-{n:05}.png"));
-        if let Err(e) = write_png(&path, &b) {
+        if let Err(e) = write_png(&path, buffer.as_ref()) {
             diag(&format!("{}: cannot write the frame: {e}", path.display()));
         }
     }
@@ -433,6 +434,54 @@ pub unsafe extern "C" fn sce_video_out_get_flip_status(handle: i32, out: *mut Fl
     }
 }
 
+/// `SceVideoOutResolutionStatus` (48 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ResolutionStatus {
+    /// Output width in pixels.
+    pub full_width: u32,
+    /// Output height in pixels.
+    pub full_height: u32,
+    /// Width of the visible pane.
+    pub pane_width: u32,
+    /// Height of the visible pane.
+    pub pane_height: u32,
+    /// `SCE_VIDEO_OUT_REFRESH_RATE_*` (3: 59.94 Hz).
+    pub refresh_rate: u64,
+    /// Screen size in inches (0: unknown).
+    pub screen_size_in_inch: f32,
+    /// Flags.
+    pub flags: u16,
+    /// Reserved.
+    pub reserved0: u16,
+    /// Reserved.
+    pub reserved1: [u32; 3],
+}
+
+/// `sceVideoOutGetResolutionStatus(handle, status)`: a 1920x1080 output at 59.94 Hz.
+#[nid("sceVideoOutGetResolutionStatus")]
+pub unsafe extern "C" fn sce_video_out_get_resolution_status(
+    handle: i32,
+    out: *mut ResolutionStatus,
+) -> i32 {
+    if out.is_null() {
+        return ERROR_INVALID_ADDRESS;
+    }
+    if let Err(e) = with_port(handle, |_| ()) {
+        return e;
+    }
+    let s = ResolutionStatus {
+        full_width: 1920,
+        full_height: 1080,
+        pane_width: 1920,
+        pane_height: 1080,
+        refresh_rate: 3,
+        ..ResolutionStatus::default()
+    };
+    unsafe { out.write_unaligned(s) };
+    0
+}
+
 /// `sceVideoOutIsFlipPending(handle)`: flips are done when submitted, so never.
 #[nid("sceVideoOutIsFlipPending")]
 pub extern "C" fn sce_video_out_is_flip_pending(handle: i32) -> i32 {
@@ -473,14 +522,20 @@ pub fn to_rgb(pixels: &[u8], attr: &BufferAttribute) -> Vec<u8> {
     rgb
 }
 
-fn write_png(path: &std::path::Path, b: &Buffer) -> Result<(), String> {
-    let a = &b.attr;
-    let len = (a.pitch as usize * (a.height as usize - 1) + a.width as usize) * 4;
-    // SAFETY: the guest registered this buffer as pitch*height pixels of its memory.
-    let pixels = unsafe { std::slice::from_raw_parts(b.addr as *const u8, len) };
-    let rgb = to_rgb(pixels, a);
+/// Writes the displayed buffer (black 1920x1080 for none) as an 8-bit RGB PNG.
+fn write_png(path: &std::path::Path, b: Option<&Buffer>) -> Result<(), String> {
+    let (w, h, rgb) = match b {
+        Some(b) => {
+            let a = &b.attr;
+            let len = (a.pitch as usize * (a.height as usize - 1) + a.width as usize) * 4;
+            // SAFETY: the guest registered this buffer as pitch*height pixels of its memory.
+            let pixels = unsafe { std::slice::from_raw_parts(b.addr as *const u8, len) };
+            (a.width, a.height, to_rgb(pixels, a))
+        }
+        None => (1920, 1080, vec![0; 1920 * 1080 * 3]),
+    };
     let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
-    let mut enc = png::Encoder::new(BufWriter::new(file), a.width, a.height);
+    let mut enc = png::Encoder::new(BufWriter::new(file), w, h);
     enc.set_color(png::ColorType::Rgb);
     enc.set_depth(png::BitDepth::Eight);
     enc.set_compression(png::Compression::Fast);
@@ -498,6 +553,7 @@ mod tests {
     fn structs_have_the_sdk_sizes() {
         assert_eq!(std::mem::size_of::<BufferAttribute>(), 40);
         assert_eq!(std::mem::size_of::<FlipStatus>(), 64);
+        assert_eq!(std::mem::size_of::<ResolutionStatus>(), 48);
         assert_eq!(std::mem::offset_of!(FlipStatus, flip_arg), 24);
         assert_eq!(std::mem::offset_of!(FlipStatus, current_buffer), 56);
     }
