@@ -155,26 +155,31 @@ impl Script {
     }
 }
 
+/// The input script; a bad one stops the program (exit status 2) with a message, outside
+/// the `OnceLock` initialisation.
 fn script() -> &'static Script {
-    static S: OnceLock<Script> = OnceLock::new();
-    S.get_or_init(|| {
+    static S: OnceLock<Result<Script, String>> = OnceLock::new();
+    let s = S.get_or_init(|| {
         let Some(path) = std::env::var_os("APS5_INPUT_SCRIPT") else {
-            return Script::default();
+            return Ok(Script::default());
         };
-        let parsed = std::fs::read_to_string(&path)
+        std::fs::read_to_string(&path)
             .map_err(|e| e.to_string())
-            .and_then(|t| Script::parse(&t));
-        match parsed {
-            Ok(s) => s,
-            Err(e) => {
-                diag(&format!(
+            .and_then(|t| Script::parse(&t))
+            .map_err(|e| {
+                format!(
                     "APS5_INPUT_SCRIPT {}: {e}",
                     std::path::Path::new(&path).display()
-                ));
-                kernel::exit(2);
-            }
+                )
+            })
+    });
+    match s {
+        Ok(s) => s,
+        Err(e) => {
+            diag(e);
+            kernel::exit(2)
         }
-    })
+    }
 }
 
 #[derive(Default)]

@@ -13,7 +13,7 @@
 
 use std::io::BufWriter;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -119,6 +119,9 @@ struct Port {
 
 static PORT: Mutex<Option<Port>> = Mutex::new(None);
 
+/// Set after the first frame that could not be written.
+static WRITE_FAILED: AtomicBool = AtomicBool::new(false);
+
 /// Flips done by this process (read by libScePad's input script).
 pub static FLIPS: AtomicU64 = AtomicU64::new(0);
 
@@ -132,35 +135,44 @@ struct Config {
     max_frames: Option<u64>,
 }
 
+/// The headless settings; a bad one stops the program (exit status 2) with a message.
+/// The exit happens outside the `OnceLock` initialisation, so `atexit` handlers that
+/// reach this library again do not deadlock.
 fn config() -> &'static Config {
-    static C: OnceLock<Config> = OnceLock::new();
-    C.get_or_init(|| {
-        let frames_dir = std::env::var_os("APS5_FRAMES_DIR").map(PathBuf::from);
-        if let Some(d) = &frames_dir
-            && let Err(e) = std::fs::create_dir_all(d)
-        {
-            diag(&format!(
-                "APS5_FRAMES_DIR {}: cannot create it ({e}); set it to a writable folder",
-                d.display()
-            ));
-            kernel::exit(2);
+    static C: OnceLock<Result<Config, String>> = OnceLock::new();
+    match C.get_or_init(read_config) {
+        Ok(c) => c,
+        Err(e) => {
+            diag(e);
+            kernel::exit(2)
         }
-        let max_frames = match std::env::var("APS5_MAX_FRAMES") {
-            Err(_) => None,
-            Ok(s) => match s.trim().parse::<u64>() {
-                Ok(n) if n > 0 => Some(n),
-                _ => {
-                    diag(&format!(
-                        "APS5_MAX_FRAMES={s:?} is not a positive number of frames"
-                    ));
-                    kernel::exit(2);
-                }
-            },
-        };
-        Config {
-            frames_dir,
-            max_frames,
-        }
+    }
+}
+
+fn read_config() -> Result<Config, String> {
+    let frames_dir = std::env::var_os("APS5_FRAMES_DIR").map(PathBuf::from);
+    if let Some(d) = &frames_dir
+        && let Err(e) = std::fs::create_dir_all(d)
+    {
+        return Err(format!(
+            "APS5_FRAMES_DIR {}: cannot create it ({e}); set it to a writable folder",
+            d.display()
+        ));
+    }
+    let max_frames = match std::env::var("APS5_MAX_FRAMES") {
+        Err(_) => None,
+        Ok(s) => match s.trim().parse::<u64>() {
+            Ok(n) if n > 0 => Some(n),
+            _ => {
+                return Err(format!(
+                    "APS5_MAX_FRAMES={s:?} is not a positive number of frames"
+                ));
+            }
+        },
+    };
+    Ok(Config {
+        frames_dir,
+        max_frames,
     })
 }
 
@@ -391,8 +403,14 @@ pub extern "C-unwind" fn sce_video_out_submit_flip(
     let n = p.status.count;
     if let Some(dir) = &config().frames_dir {
         let path = dir.join(format!("frame-{n:05}.png"));
-        if let Err(e) = write_png(&path, buffer.as_ref()) {
-            diag(&format!("{}: cannot write the frame: {e}", path.display()));
+        if let Err(e) = write_png(&path, buffer.as_ref())
+            && !WRITE_FAILED.swap(true, Ordering::Relaxed)
+        {
+            // Once: a full disk would otherwise print a line per frame.
+            diag(&format!(
+                "{}: cannot write the frame: {e} (later failures are not reported)",
+                path.display()
+            ));
         }
     }
     let now = Instant::now();
