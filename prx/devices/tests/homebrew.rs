@@ -245,3 +245,81 @@ fn bad_headless_settings_stop_the_program_with_a_clear_message() {
         run.stderr
     );
 }
+
+/// 16-bit stereo 48 kHz WAV of `frames` sample frames of a 440 Hz tone (both channels).
+fn tone_wav(frames: usize) -> (Vec<u8>, Vec<i16>) {
+    let samples: Vec<i16> = (0..frames)
+        .flat_map(|i| {
+            let v =
+                (8000.0 * (2.0 * std::f64::consts::PI * 440.0 * i as f64 / 48000.0).sin()) as i16;
+            [v, v]
+        })
+        .collect();
+    let data: Vec<u8> = samples.iter().flat_map(|s| s.to_le_bytes()).collect();
+    let mut wav = Vec::new();
+    wav.extend_from_slice(b"RIFF");
+    wav.extend_from_slice(&(36 + data.len() as u32).to_le_bytes());
+    wav.extend_from_slice(b"WAVEfmt ");
+    for v in [16u32, 0x0002_0001, 48000, 48000 * 4, 0x0010_0004] {
+        wav.extend_from_slice(&v.to_le_bytes());
+    }
+    wav.extend_from_slice(b"data");
+    wav.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    wav.extend_from_slice(&data);
+    (wav, samples)
+}
+
+#[test]
+fn ps4_2048_music_plays_through_audio_out_in_real_time() {
+    let root = support::shared().join("corpus/homebrew/ps4-2048");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    support::build_tree(
+        &root.join("eboot.bin"),
+        &[root.join("sce_module/libc.prx")],
+        &out,
+    );
+    // The game streams /app0/assets/audio/bg.wav (not in the corpus): give it 3 s of tone.
+    let (wav, samples) = tone_wav(3 * 48000);
+    std::fs::create_dir_all(out.join("app0/assets/audio")).unwrap();
+    std::fs::write(out.join("app0/assets/audio/bg.wav"), wav).unwrap();
+    let captured = tmp.path().join("audio.wav");
+    let env = [
+        ("APS5_MAX_FRAMES".to_owned(), "90".to_owned()),
+        ("APS5_AUDIO_WAV".to_owned(), captured.display().to_string()),
+    ];
+    let t = std::time::Instant::now();
+    let run = support::run(&out, &[], &env, Duration::from_secs(120));
+    let wall = t.elapsed();
+    assert_eq!(run.status, Some(0), "{run:?}");
+    let bytes = std::fs::read(&captured).unwrap();
+    assert!(bytes.len() > 44, "no audio was output: {run:?}");
+    // PCM, 2 channels, 48 kHz, 16 bits, and the data size matches the file.
+    assert_eq!(&bytes[..4], b"RIFF");
+    assert_eq!(&bytes[20..24], &[1, 0, 2, 0]);
+    assert_eq!(u32::from_le_bytes(bytes[24..28].try_into().unwrap()), 48000);
+    assert_eq!(&bytes[34..36], &[16, 0]);
+    let data_len = u32::from_le_bytes(bytes[40..44].try_into().unwrap()) as usize;
+    assert_eq!(data_len, bytes.len() - 44);
+    let got: Vec<i16> = bytes[44..]
+        .chunks_exact(2)
+        .map(|c| i16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    let same = got.iter().zip(&samples).take_while(|(a, b)| a == b).count();
+    eprintln!(
+        "{same}/{} output samples equal the music file's; {:.2} s of audio in {:.2} s",
+        got.len(),
+        got.len() as f64 / 96000.0,
+        wall.as_secs_f64()
+    );
+    assert_eq!(same, got.len(), "the output differs from the music file");
+    // Output blocks for each buffer's duration: the program cannot get ahead of real
+    // time by more than the buffer in flight (a non-blocking port would take the whole
+    // 3 s file at once).
+    let audio_s = got.len() as f64 / 96000.0;
+    assert!(
+        audio_s <= wall.as_secs_f64() + 0.05,
+        "{audio_s:.2} s of audio within {:.2} s",
+        wall.as_secs_f64()
+    );
+}
