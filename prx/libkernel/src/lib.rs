@@ -20,6 +20,7 @@ pub mod memory;
 pub mod module;
 pub mod net;
 pub mod nid;
+pub mod signal;
 pub mod sync;
 pub mod thread;
 pub mod time;

@@ -310,40 +310,7 @@ pub extern "C" fn sce_pthread_setspecific(key: libc::pthread_key_t, v: *const u8
     sce(pthread_setspecific(key, v))
 }
 
-/// FreeBSD signal numbers -> Linux (1-15 agree; the rest differ).
-fn host_signal(s: i32) -> Option<i32> {
-    Some(match s {
-        1..=15 => s,
-        16 => libc::SIGURG,
-        17 => libc::SIGSTOP,
-        18 => libc::SIGTSTP,
-        19 => libc::SIGCONT,
-        20 => libc::SIGCHLD,
-        21 => libc::SIGTTIN,
-        22 => libc::SIGTTOU,
-        23 => libc::SIGIO,
-        24 => libc::SIGXCPU,
-        25 => libc::SIGXFSZ,
-        26 => libc::SIGVTALRM,
-        27 => libc::SIGPROF,
-        28 => libc::SIGWINCH,
-        30 => libc::SIGUSR1,
-        31 => libc::SIGUSR2,
-        _ => return None,
-    })
-}
-
-/// `raise` (FreeBSD signal numbers).
-#[nid("raise")]
-pub extern "C-unwind" fn raise(sig: i32) -> i32 {
-    match host_signal(sig) {
-        Some(h) => unsafe { libc::raise(h) },
-        None => {
-            crate::errno::set(22);
-            -1
-        }
-    }
-}
+// `raise` lives in `signal.rs` with the rest of the signal translation.
 
 /// `_exit` (no atexit handlers, no stdio flushing).
 #[nid("_exit")]
