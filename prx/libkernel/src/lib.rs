@@ -22,6 +22,7 @@ pub mod net;
 pub mod nid;
 pub mod signal;
 pub mod sync;
+pub mod syscall;
 pub mod thread;
 pub mod time;
 
@@ -65,6 +66,7 @@ extern "C" fn init() {
     unsafe { STACK_CHK_GUARD = guard & !0xFF };
     time::init();
     fs::init();
+    signal::install_syscall_trap();
 }
 
 #[used]

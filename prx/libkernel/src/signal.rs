@@ -333,10 +333,22 @@ extern "C" fn host_handler(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc::
     else {
         return;
     };
+    let host_uc = uc.cast::<libc::ucontext_t>();
+    if sig == libc::SIGILL
+        && let Some(u) = unsafe { host_uc.as_mut() }
+        && crate::syscall::service(u)
+    {
+        return;
+    }
     let handler = GUEST_HANDLER[idx].load(Ordering::Acquire);
     let flags = GUEST_FLAGS[idx].load(Ordering::Acquire);
     let Some(fb_sig) = from_host(sig) else { return };
     if handler == SIG_DFL || handler == SIG_IGN {
+        if sig == libc::SIGILL {
+            // Kept installed for the syscall trap only: restore the default action, which
+            // the re-executed instruction then takes (an ignored SIGILL kills as well).
+            unsafe { libc::signal(sig, libc::SIG_DFL) };
+        }
         return;
     }
     let mut fi = FbSiginfo {
@@ -364,7 +376,6 @@ extern "C" fn host_handler(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc::
             _ => {}
         }
     }
-    let host_uc = uc.cast::<libc::ucontext_t>();
     let mut fuc = match unsafe { host_uc.as_ref() } {
         Some(u) => ucontext_from_host(u),
         None => FbUcontext([0; 110]),
@@ -384,6 +395,22 @@ extern "C" fn host_handler(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc::
     if let Some(u) = unsafe { host_uc.as_mut() } {
         ucontext_to_host(&fuc, u);
     }
+}
+
+/// Installs the host handler on SIGILL so that [`crate::syscall::TRAP`] instructions
+/// are serviced (libkernel does this at load). `SA_NODEFER`: a guest signal handler may
+/// itself make trapped system calls.
+pub fn install_syscall_trap() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let mut na: libc::sigaction = unsafe { std::mem::zeroed() };
+        na.sa_sigaction = host_handler as *const () as usize;
+        na.sa_flags = libc::SA_SIGINFO | libc::SA_NODEFER;
+        unsafe {
+            libc::sigemptyset(&mut na.sa_mask);
+            libc::sigaction(libc::SIGILL, &na, std::ptr::null_mut());
+        }
+    });
 }
 
 /// `sigaction(sig, act, oact)` with FreeBSD numbers, flags and structure layout.
@@ -423,12 +450,17 @@ pub unsafe extern "C" fn sigaction(
         Some(a) => {
             let mut na: libc::sigaction = unsafe { std::mem::zeroed() };
             na.sa_sigaction = match a.handler {
+                // SIGILL stays with the host handler: it services the syscall trap.
+                _ if h == libc::SIGILL => host_handler as *const () as usize,
                 SIG_DFL => libc::SIG_DFL,
                 SIG_IGN => libc::SIG_IGN,
                 _ => host_handler as *const () as usize,
             };
             // The host handler always needs siginfo and the context.
             na.sa_flags = flags_to_host(a.flags) | libc::SA_SIGINFO;
+            if h == libc::SIGILL {
+                na.sa_flags |= libc::SA_NODEFER;
+            }
             na.sa_mask = set_to_host(&a.mask).0;
             // Publish the guest handler first: a signal may arrive as soon as the host
             // disposition changes.
