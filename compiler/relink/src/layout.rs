@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, HashMap};
 use aps5_elf::{Module, RelocationTable};
 
 use crate::stubs::{self, EntryPlan};
-use crate::writer::{Phdr, Rela, Shdr, StrTab, Sym, align_up, congruent, sysv_hash_table};
+use crate::writer::{
+    Phdr, Rela, Shdr, StrTab, Sym, align_up, congruent, output_buffer, sysv_hash_table,
+};
 use crate::{CoverageRow, PrxSet, RelinkError, RelinkOptions, Relinked, scan};
 
 /// What is produced.
@@ -85,6 +87,9 @@ pub(crate) fn relink(
     // loader ignores symbols whose value is 0). Relative layout is unchanged.
     let mut names = Names::default();
     let shift = header_budget(module, prx, &mut names);
+    // The relocations are shifted as they are read (cloning millions of them costs more
+    // than the rest of the pass).
+    let original_relocations = &module.relocations;
     let shifted = shift_module(module, shift);
     let module = &shifted;
     let mut segs = original_segments(&image, module)?;
@@ -348,8 +353,10 @@ pub(crate) fn relink(
         .cloned();
 
     // Relocations (they decide which original segments must be writable).
-    let mut rela: Vec<Rela> = Vec::new();
-    let mut jmprel: Vec<Rela> = Vec::new();
+    // The tables, encoded (Elf64_Rela, 24 bytes each) as they are made: with millions of
+    // relocations every extra pass or copy shows.
+    let mut rela: Vec<u8> = Vec::new();
+    let mut jmprel: Vec<u8> = Vec::new();
     let mut textrel = false;
     let stub_base_of = |rx_base: u64, i: u64| rx_base + stubs::COMMON_SIZE + i * stubs::STUB_SIZE;
     // The RX base depends on sizes of R and RW, which depend on the relocation count but
@@ -361,14 +368,17 @@ pub(crate) fn relink(
         target: Target,
         addend: i64,
     }
+    // u32 payloads keep `Out` at 32 bytes: there is one per relocation.
+    #[derive(Clone, Copy)]
     enum Target {
         None,
         Dyn(u32),
-        Stub(usize),
+        Stub(u32),
     }
     let mut outs: Vec<Out> = Vec::new();
     let mut patches: Vec<(u64, Target, i64)> = Vec::new(); // PC32 fixed at link time: (P, S, A)
-    for r in &module.relocations {
+    for r in original_relocations {
+        let r = &shift_relocation(r, shift);
         let type_name = aps5_elf::names::relocation_type_name(r.r_type);
         let bad = |why: String| RelinkError::Relocation {
             offset: r.offset,
@@ -455,7 +465,7 @@ pub(crate) fn relink(
                 true
             }
             (R_64 | R_GLOB_DAT | R_JUMP_SLOT, Some(Bind::Stub(n))) => {
-                push(R_RELATIVE, Target::Stub(n as usize), r.addend, false);
+                push(R_RELATIVE, Target::Stub(n as u32), r.addend, false);
                 true
             }
             (R_JUMP_SLOT, Some(Bind::Dyn(i)))
@@ -482,7 +492,7 @@ pub(crate) fn relink(
                 false
             }
             (R_PC32, Some(Bind::Stub(n))) => {
-                patches.push((r.offset, Target::Stub(n as usize), r.addend));
+                patches.push((r.offset, Target::Stub(n as u32), r.addend));
                 false
             }
             (t, _) => {
@@ -622,7 +632,7 @@ pub(crate) fn relink(
         match t {
             Target::None => (0, 0),
             Target::Dyn(i) => (*i, 0),
-            Target::Stub(n) => (0, stub_addr(*n) as i64),
+            Target::Stub(n) => (0, stub_addr(*n as usize) as i64),
         }
     };
     // RELATIVE first (DT_RELACOUNT lets the loader take them in one fast loop).
@@ -634,7 +644,8 @@ pub(crate) fn relink(
                 .filter(|o| o.table == RelocationTable::Rela && o.r_type != R_RELATIVE),
         )
         .chain(outs.iter().filter(|o| o.table == RelocationTable::Jmprel));
-    rela.reserve(outs.len());
+    rela.reserve(n_rela * 24);
+    jmprel.reserve(n_jmprel * 24);
     for o in order {
         let (sym, base) = target_value(&o.target);
         let rel = Rela {
@@ -644,31 +655,33 @@ pub(crate) fn relink(
             addend: base + o.addend,
         };
         match o.table {
-            RelocationTable::Rela => rela.push(rel),
-            RelocationTable::Jmprel => jmprel.push(rel),
+            RelocationTable::Rela => rel.write(&mut rela),
+            RelocationTable::Jmprel => rel.write(&mut jmprel),
         }
     }
     if let (Some(slot), Some(sym)) = (exit_slot, exit_sym) {
-        rela.push(Rela {
+        Rela {
             offset: slot,
             r_type: R_GLOB_DAT,
             sym,
             addend: 0,
-        });
+        }
+        .write(&mut rela);
         exit_slot_needed = false;
     }
     let _ = exit_slot_needed;
     for &(slot, sym) in &start_slots {
-        rela.push(Rela {
+        Rela {
             offset: slot,
             r_type: R_GLOB_DAT,
             sym,
             addend: 0,
-        });
+        }
+        .write(&mut rela);
     }
     for (p, t, a) in &patches {
         let s = match t {
-            Target::Stub(n) => stub_addr(*n) as i64,
+            Target::Stub(n) => stub_addr(*n as usize) as i64,
             _ => 0,
         };
         let v = s + a - *p as i64;
@@ -702,13 +715,13 @@ pub(crate) fn relink(
     dynamic.push((11, 24)); // DT_SYMENT
     if !rela.is_empty() {
         dynamic.push((7, rela_at)); // DT_RELA
-        dynamic.push((8, rela.len() as u64 * 24)); // DT_RELASZ
+        dynamic.push((8, rela.len() as u64)); // DT_RELASZ
         dynamic.push((9, 24)); // DT_RELAENT
         dynamic.push((0x6fff_fff9, relative_count as u64)); // DT_RELACOUNT
     }
     if !jmprel.is_empty() {
         dynamic.push((23, jmprel_at)); // DT_JMPREL
-        dynamic.push((2, jmprel.len() as u64 * 24)); // DT_PLTRELSZ
+        dynamic.push((2, jmprel.len() as u64)); // DT_PLTRELSZ
         dynamic.push((20, 7)); // DT_PLTREL = DT_RELA
     }
     if let Some(g) = module.pltgot {
@@ -922,7 +935,9 @@ pub(crate) fn relink(
     debug_assert_eq!(ph.len(), nphdr);
 
     // ---- R, RW, RX contents ----
-    let mut r = vec![0u8; (r_end - r_base) as usize];
+    // R up to the relocation tables; those and the messages are copied straight into the
+    // output below.
+    let mut r = vec![0u8; (rela_at - r_base) as usize];
     let put = |buf: &mut Vec<u8>, base: u64, at: u64, bytes: &[u8]| {
         let o = (at - base) as usize;
         buf[o..o + bytes.len()].copy_from_slice(bytes);
@@ -942,17 +957,6 @@ pub(crate) fn relink(
     put(&mut r, r_base, dynsym_at, &symbytes);
     put(&mut r, r_base, dynstr_at, &dynstr.bytes);
     put(&mut r, r_base, hash_at, &hash);
-    let mut relabytes = Vec::new();
-    for x in &rela {
-        x.write(&mut relabytes);
-    }
-    put(&mut r, r_base, rela_at, &relabytes);
-    let mut jmpbytes = Vec::new();
-    for x in &jmprel {
-        x.write(&mut jmpbytes);
-    }
-    put(&mut r, r_base, jmprel_at, &jmpbytes);
-    put(&mut r, r_base, msgs_at, &messages);
 
     let mut rw = vec![0u8; (rw_end - rw_base) as usize];
     let mut dynbytes = Vec::new();
@@ -1074,7 +1078,7 @@ pub(crate) fn relink(
         4,
         2,
         rela_at,
-        relabytes.len() as u64,
+        rela.len() as u64,
         dynsym_idx,
         0,
         24,
@@ -1086,7 +1090,7 @@ pub(crate) fn relink(
         4,
         0x42,
         jmprel_at,
-        jmpbytes.len() as u64,
+        jmprel.len() as u64,
         dynsym_idx,
         0,
         24,
@@ -1157,7 +1161,7 @@ pub(crate) fn relink(
         ..Shdr::default()
     });
     let total = shoff + sh.len() as u64 * 64;
-    let mut elf = vec![0u8; total as usize];
+    let mut elf = output_buffer(total as usize);
     // ELF header.
     let mut h = Vec::with_capacity(64);
     h.extend_from_slice(b"\x7fELF");
@@ -1182,6 +1186,10 @@ pub(crate) fn relink(
     h.extend_from_slice(&(sh.len() as u16).to_le_bytes());
     h.extend_from_slice(&((sh.len() - 1) as u16).to_le_bytes());
     elf[r_off as usize..r_off as usize + r.len()].copy_from_slice(&r);
+    for (at, bytes) in [(rela_at, &rela), (jmprel_at, &jmprel), (msgs_at, &messages)] {
+        let o = file_of(at) as usize;
+        elf[o..o + bytes.len()].copy_from_slice(bytes);
+    }
     elf[..64].copy_from_slice(&h);
     for (s, off) in segs.iter().zip(&orig_off) {
         elf[*off as usize..*off as usize + s.bytes.len()].copy_from_slice(&s.bytes);
@@ -1319,10 +1327,49 @@ fn header_budget(module: &Module, prx: &PrxSet, names: &mut Names) -> u64 {
     align_up(total, align)
 }
 
+/// `r` with its address moved up by `d` (and a RELATIVE addend, an image address; absolute
+/// `R_X86_64_64` addends stay).
+fn shift_relocation(r: &aps5_elf::Relocation, d: u64) -> aps5_elf::Relocation {
+    let mut r = *r;
+    r.offset += d;
+    if r.r_type == R_RELATIVE {
+        r.addend += d as i64;
+    }
+    r
+}
+
 /// A copy of `m` with every image address moved up by `d` (TLS symbol values are offsets
-/// in the TLS block and stay; absolute `R_X86_64_64` addends stay).
+/// in the TLS block and stay), without its relocations (see [`shift_relocation`]).
 fn shift_module(m: &Module, d: u64) -> Module {
-    let mut m = m.clone();
+    let mut m = Module {
+        format: m.format,
+        elf_type: m.elf_type,
+        entry: m.entry,
+        segments: m.segments.clone(),
+        dynamic_layout: m.dynamic_layout,
+        library_tag_order: m.library_tag_order,
+        dynamic: m.dynamic.clone(),
+        module_info: m.module_info.clone(),
+        needed_modules: m.needed_modules.clone(),
+        export_libraries: m.export_libraries.clone(),
+        import_libraries: m.import_libraries.clone(),
+        needed: m.needed.clone(),
+        symbols: m.symbols.clone(),
+        relocations: Vec::new(),
+        tls: m.tls,
+        init: m.init,
+        fini: m.fini,
+        preinit_array: m.preinit_array.clone(),
+        init_array: m.init_array.clone(),
+        fini_array: m.fini_array.clone(),
+        pltgot: m.pltgot,
+        process_param: m.process_param.clone(),
+        module_param: m.module_param.clone(),
+        fingerprint: m.fingerprint.clone(),
+        original_filename: m.original_filename.clone(),
+        interpreter: m.interpreter.clone(),
+        warnings: m.warnings.clone(),
+    };
     for s in &mut m.segments {
         if s.vaddr != 0 || s.memsz != 0 {
             s.vaddr += d;
@@ -1332,12 +1379,6 @@ fn shift_module(m: &Module, d: u64) -> Module {
     for s in &mut m.symbols {
         if s.shndx != 0 && s.kind != 6 && s.shndx != 0xFFF1 {
             s.value += d;
-        }
-    }
-    for r in &mut m.relocations {
-        r.offset += d;
-        if r.r_type == R_RELATIVE {
-            r.addend += d as i64;
         }
     }
     m.entry += d;

@@ -1,0 +1,170 @@
+//! Run-time cost of a ported program against the same C compiled natively for Linux
+//! (clang-14 -O2, host glibc, the SDK's host shim). Prints one JSON object:
+//!
+//! - start-up: the `hello` fixture, ported (relinked PS5 dump on the PRX set) vs native,
+//!   median wall time of 30 runs each, and their ratio;
+//! - micro-benchmarks (`benches-src/microbench/main.c`): ns per malloc/free, snprintf and
+//!   mutex lock+unlock, ported vs native, and the ratios (ported / native; 1.0 = parity).
+//!
+//! Needs clang-14 and ld.lld-14. Run: `cargo run --release -p aps5-relink --example bench_runtime`.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+const RUNS: usize = 30;
+
+fn die(what: &str) -> ! {
+    eprintln!("bench_runtime: {what}");
+    std::process::exit(2);
+}
+
+/// Builds `src` as a PS5 dump and relinks it into `out` (app.elf, libs/, app0/).
+fn ported(src: &Path, work: &Path) -> PathBuf {
+    let dump = work.join("dump");
+    aps5_sdk::build_dump(src, &dump, &aps5_sdk::DumpOptions { ps4: false })
+        .unwrap_or_else(|e| die(&format!("SDK build of {}: {e:#}", src.display())));
+    let out = work.join("out");
+    support::build_tree(&dump.join("eboot.bin"), &[], &out);
+    out
+}
+
+/// Builds `src/main.c` natively (as the native oracle test does, at the SDK's -O2).
+fn native(src: &Path, work: &Path) -> PathBuf {
+    let clang =
+        aps5_sdk::find_tool(aps5_sdk::Tool::Clang).unwrap_or_else(|e| die(&format!("{e:#}")));
+    let shim = aps5_sdk::sdk_dir().join("host-shim");
+    let exe = work.join("native");
+    let st = Command::new(clang)
+        .args(["-std=gnu11", "-O2", "-w", "-include"])
+        .arg(shim.join("aps5_host.h"))
+        .arg("-I")
+        .arg(&shim)
+        .arg(src.join("main.c"))
+        .arg(shim.join("shim.c"))
+        .arg("-o")
+        .arg(&exe)
+        .args(["-ldl", "-lpthread", "-lm"])
+        .status()
+        .unwrap_or_else(|e| die(&format!("clang-14: {e}")));
+    if !st.success() {
+        die(&format!("native build of {} failed", src.display()));
+    }
+    exe
+}
+
+fn ported_cmd(out: &Path) -> Command {
+    let mut c = aps5_relink::run_command(out, &out.join("data"), &[]);
+    c.stdin(Stdio::null());
+    c
+}
+
+/// Wall time (seconds) of one run to exit, output discarded.
+fn once(mut c: Command) -> f64 {
+    c.stdout(Stdio::null()).stderr(Stdio::null());
+    let t = Instant::now();
+    let st = c.status().unwrap_or_else(|e| die(&format!("spawn: {e}")));
+    let dt = t.elapsed().as_secs_f64();
+    if st.code() != Some(3) {
+        die(&format!("hello exited with {st:?}, expected 3"));
+    }
+    dt
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Runs the micro-benchmark and parses its `name ns` lines.
+fn micro(mut c: Command) -> BTreeMap<String, f64> {
+    let o = c
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap_or_else(|e| die(&format!("spawn: {e}")));
+    if !o.status.success() {
+        die(&format!("microbench exited with {:?}", o.status));
+    }
+    let text = String::from_utf8_lossy(&o.stdout);
+    let mut m = BTreeMap::new();
+    for line in text.lines() {
+        let mut it = line.split_whitespace();
+        match (it.next(), it.next().and_then(|v| v.parse::<f64>().ok())) {
+            (Some(k), Some(v)) => {
+                m.insert(k.to_owned(), v);
+            }
+            _ => die(&format!("microbench printed an unexpected line: {line:?}")),
+        }
+    }
+    m
+}
+
+fn main() {
+    let fixtures = aps5_sdk::fixtures_dir();
+    let benches = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches-src/microbench");
+    let work = tempfile::tempdir().unwrap_or_else(|e| die(&format!("temp dir: {e}")));
+
+    // (a) start-up of hello.
+    let hello = fixtures.join("hello");
+    let hw = work.path().join("hello");
+    let hello_out = ported(&hello, &hw.join("ported"));
+    std::fs::create_dir_all(hw.join("native")).unwrap();
+    let hello_native = native(&hello, &hw.join("native"));
+    // Runs alternate (after one warm-up each) so load from other processes on a shared
+    // machine hits both series alike.
+    once(Command::new(&hello_native));
+    once(ported_cmd(&hello_out));
+    let (mut ns, mut ps) = (Vec::new(), Vec::new());
+    for _ in 0..RUNS {
+        ns.push(once(Command::new(&hello_native)));
+        ps.push(once(ported_cmd(&hello_out)));
+    }
+    let (native_s, ported_s) = (median(ns), median(ps));
+
+    // (b) micro-benchmarks.
+    let mw = work.path().join("micro");
+    let micro_out = ported(&benches, &mw.join("ported"));
+    std::fs::create_dir_all(mw.join("native")).unwrap();
+    let micro_native = native(&benches, &mw.join("native"));
+    // Three alternating runs of each; the best figure per benchmark.
+    let (mut n, mut p) = (BTreeMap::new(), BTreeMap::new());
+    let best = |acc: &mut BTreeMap<String, f64>, run: BTreeMap<String, f64>| {
+        for (k, v) in run {
+            let e = acc.entry(k).or_insert(f64::INFINITY);
+            *e = e.min(v);
+        }
+    };
+    for _ in 0..3 {
+        best(&mut n, micro(Command::new(&micro_native)));
+        best(&mut p, micro(ported_cmd(&micro_out)));
+    }
+    let mut micro_json = serde_json::Map::new();
+    for (k, nv) in &n {
+        let pv = p.get(k).copied().unwrap_or(f64::NAN);
+        micro_json.insert(
+            k.clone(),
+            serde_json::json!({
+                "native_ns_per_op": nv,
+                "ported_ns_per_op": pv,
+                "ratio": pv / nv,
+            }),
+        );
+    }
+    println!(
+        "{}",
+        serde_json::json!({
+            "bench": "aps5-relink run time, ported vs native",
+            "startup_hello": {
+                "runs": RUNS,
+                "native_median_ms": native_s * 1e3,
+                "ported_median_ms": ported_s * 1e3,
+                "ratio": ported_s / native_s,
+            },
+            "micro": micro_json,
+        })
+    );
+}
