@@ -235,16 +235,21 @@ unsafe fn directive(p: &mut *const u8, args: &mut dyn Args, out: &mut Vec<u8>) -
                     q = unsafe { q.add(1) };
                 }
             } else {
-                // Never read past the precision (the string may not be terminated).
+                // Never read past the precision (the string may not be terminated). The
+                // bytes are padded in place, not copied first.
                 let mut i = 0usize;
-                while s.precision.is_none_or(|pr| i < pr) {
-                    let b = unsafe { *ptr.add(i) };
-                    if b == 0 {
-                        break;
-                    }
-                    buf.push(b);
+                while s.precision.is_none_or(|pr| i < pr) && unsafe { *ptr.add(i) } != 0 {
                     i += 1;
                 }
+                let mut spec = s;
+                spec.zero = false;
+                pad(
+                    out,
+                    &spec,
+                    unsafe { std::slice::from_raw_parts(ptr, i) },
+                    false,
+                );
+                return Ok(());
             }
             let mut spec = s;
             spec.zero = false;
@@ -290,25 +295,26 @@ fn integer(out: &mut Vec<u8>, s: &Spec, prefix: &[u8], v: u64, base: u64, upper:
     } else {
         b"0123456789abcdef"
     };
-    let mut digits = Vec::with_capacity(24);
+    // Digits on the stack (a u64 has at most 22 octal digits), written from the end.
+    let mut buf = [0u8; 24];
+    let mut i = buf.len();
     if !(v == 0 && s.precision == Some(0)) {
         let mut x = v;
         loop {
-            digits.push(digits_tab[(x % base) as usize]);
+            i -= 1;
+            buf[i] = digits_tab[(x % base) as usize];
             x /= base;
             if x == 0 {
                 break;
             }
         }
     }
-    let min = s.precision.unwrap_or(0);
-    while digits.len() < min {
-        digits.push(b'0');
-    }
-    digits.reverse();
+    let digits = &buf[i..];
+    // The precision is a minimum digit count: leading zeros.
+    let zeros = s.precision.unwrap_or(0).saturating_sub(digits.len());
     // The 0 flag pads with zeros after the sign/prefix unless a precision is given.
     let zero_pad = s.zero && !s.left && s.precision.is_none();
-    let body_len = prefix.len() + digits.len();
+    let body_len = prefix.len() + zeros + digits.len();
     let fill = s.width.saturating_sub(body_len);
     if !s.left && !zero_pad {
         out.resize(out.len() + fill, b' ');
@@ -317,7 +323,8 @@ fn integer(out: &mut Vec<u8>, s: &Spec, prefix: &[u8], v: u64, base: u64, upper:
     if zero_pad {
         out.resize(out.len() + fill, b'0');
     }
-    out.extend_from_slice(&digits);
+    out.resize(out.len() + zeros, b'0');
+    out.extend_from_slice(digits);
     if s.left {
         out.resize(out.len() + fill, b' ');
     }
@@ -341,29 +348,58 @@ fn encode_wide(v: u32, out: &mut Vec<u8>) {
 }
 
 fn float(out: &mut Vec<u8>, s: &Spec, conv: u8, v: f64) {
-    // Rebuild the directive for one double and let the host format it.
-    let mut f = String::from("%");
+    // Rebuild the directive for one double and let the host format it. Directive and
+    // result live on the stack for the common sizes: this runs for every %f of every frame.
+    // Longest directive: % + 5 flags + 20 digits + . + 20 digits + conversion + NUL = 49.
+    let mut f = [0u8; 64];
+    let mut k = 0;
+    let mut put = |c: u8| {
+        f[k] = c;
+        k += 1;
+    };
+    put(b'%');
     for (on, ch) in [
-        (s.left, '-'),
-        (s.plus, '+'),
-        (s.space, ' '),
-        (s.alt, '#'),
-        (s.zero, '0'),
+        (s.left, b'-'),
+        (s.plus, b'+'),
+        (s.space, b' '),
+        (s.alt, b'#'),
+        (s.zero, b'0'),
     ] {
         if on {
-            f.push(ch);
+            put(ch);
         }
     }
+    let decimal = |mut v: usize, put: &mut dyn FnMut(u8)| {
+        let mut d = [0u8; 20];
+        let mut i = d.len();
+        loop {
+            i -= 1;
+            d[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        d[i..].iter().for_each(|&c| put(c));
+    };
     if s.width > 0 {
-        f.push_str(&s.width.to_string());
+        decimal(s.width, &mut put);
     }
     if let Some(p) = s.precision {
-        f.push('.');
-        f.push_str(&p.to_string());
+        put(b'.');
+        decimal(p, &mut put);
     }
-    f.push(conv as char);
-    f.push('\0');
-    let mut buf = vec![0u8; 64 + s.width + s.precision.unwrap_or(0).min(1 << 20) + 330];
+    put(conv);
+    put(0);
+    let need = 64 + s.width + s.precision.unwrap_or(0).min(1 << 20) + 330;
+    let mut small = [0u8; 512];
+    let mut big = Vec::new();
+    let buf: &mut [u8] = if need <= small.len() {
+        &mut small[..need]
+    } else {
+        big.resize(need, 0);
+        &mut big
+    };
     let n = unsafe { libc::snprintf(buf.as_mut_ptr().cast(), buf.len(), f.as_ptr().cast(), v) };
     if n > 0 {
         out.extend_from_slice(&buf[..(n as usize).min(buf.len() - 1)]);

@@ -2,7 +2,7 @@
 //! `pthread_cond_t` are pointers to objects the library allocates; a zero value (the static
 //! initialiser) is allocated on first use. Here they point at boxed host objects.
 
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 use aps5_prx_macros::nid;
 
@@ -19,24 +19,80 @@ pub struct MutexAttr {
 /// FreeBSD's default mutex type is ERRORCHECK.
 const DEFAULT_KIND: i32 = 1;
 
+/// What a guest mutex word points at. ERRORCHECK mutexes (FreeBSD's default, so most of a
+/// game's) are a host NORMAL mutex plus an owner check here: glibc's own ERRORCHECK type
+/// takes its slow generic path, about twice the cost of a NORMAL lock per lock+unlock.
+/// `host` comes first, so a pointer to this is a pointer to the host mutex (for cond waits).
+#[repr(C)]
+struct GuestMutex {
+    host: libc::pthread_mutex_t,
+    /// ERRORCHECK: relocking is EDEADLK, unlocking by another thread EPERM.
+    check: bool,
+    /// The holding thread (`pthread_self`), 0 when free; only kept when `check`. Only the
+    /// holder stores its own id, so a thread reading its own id here really holds it.
+    owner: AtomicUsize,
+}
+
 fn host_kind(kind: i32) -> i32 {
     match kind {
         2 => libc::PTHREAD_MUTEX_RECURSIVE,
-        3 | 4 => libc::PTHREAD_MUTEX_NORMAL,
-        _ => libc::PTHREAD_MUTEX_ERRORCHECK,
+        _ => libc::PTHREAD_MUTEX_NORMAL,
     }
 }
 
 fn new_mutex(kind: i32) -> *mut libc::pthread_mutex_t {
     unsafe {
-        let m = Box::into_raw(Box::new(std::mem::zeroed::<libc::pthread_mutex_t>()));
+        let m = Box::into_raw(Box::new(GuestMutex {
+            host: std::mem::zeroed(),
+            check: !matches!(kind, 2..=4),
+            owner: AtomicUsize::new(0),
+        }));
         let mut a: libc::pthread_mutexattr_t = std::mem::zeroed();
         libc::pthread_mutexattr_init(&mut a);
         libc::pthread_mutexattr_settype(&mut a, host_kind(kind));
-        libc::pthread_mutex_init(m, &a);
+        libc::pthread_mutex_init(&mut (*m).host, &a);
         libc::pthread_mutexattr_destroy(&mut a);
-        m
+        m.cast()
     }
+}
+
+/// The guest mutex behind a host mutex pointer made by [`new_mutex`].
+unsafe fn guest(h: *mut libc::pthread_mutex_t) -> &'static GuestMutex {
+    unsafe { &*h.cast::<GuestMutex>() }
+}
+
+fn me() -> usize {
+    unsafe { libc::pthread_self() as usize }
+}
+
+/// Frees a mutex made by [`new_mutex`].
+unsafe fn free_mutex(h: *mut libc::pthread_mutex_t) {
+    unsafe { drop(Box::from_raw(h.cast::<GuestMutex>())) }
+}
+
+/// Marks the calling thread as the holder again when a cond wait returns or unwinds (the
+/// host re-acquires the mutex in both cases).
+struct Reown<'a>(&'a GuestMutex);
+
+impl Drop for Reown<'_> {
+    fn drop(&mut self) {
+        if self.0.check {
+            self.0.owner.store(me(), Ordering::Relaxed);
+        }
+    }
+}
+
+/// Before a cond wait on `h`: EPERM if an ERRORCHECK mutex is not held by the caller, else
+/// the holder mark is cleared (the wait releases the mutex).
+unsafe fn release_for_wait(h: *mut libc::pthread_mutex_t) -> Result<Reown<'static>, i32> {
+    let g = unsafe { guest(h) };
+    if g.check {
+        if g.owner.load(Ordering::Relaxed) != me() {
+            return Err(1); // EPERM
+        }
+        g.owner.store(0, Ordering::Relaxed);
+    }
+    Ok(Reown(g))
 }
 
 /// The host mutex behind a guest mutex word, allocating it for static initialisers
@@ -57,7 +113,7 @@ unsafe fn mutex_of(p: *mut *mut libc::pthread_mutex_t) -> Option<*mut libc::pthr
         Err(winner) => {
             unsafe {
                 libc::pthread_mutex_destroy(fresh);
-                drop(Box::from_raw(fresh));
+                free_mutex(fresh);
             }
             Some(winner)
         }
@@ -108,7 +164,7 @@ pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut *mut libc::pthread_mutex_
         if r != 0 {
             return from_host(r);
         }
-        unsafe { drop(Box::from_raw(cur)) };
+        unsafe { free_mutex(cur) };
     }
     unsafe { *m = std::ptr::null_mut() };
     0
@@ -123,10 +179,18 @@ pub unsafe extern "C" fn sce_pthread_mutex_destroy(m: *mut *mut libc::pthread_mu
 /// `pthread_mutex_lock`.
 #[nid("pthread_mutex_lock")]
 pub unsafe extern "C" fn pthread_mutex_lock(m: *mut *mut libc::pthread_mutex_t) -> i32 {
-    match unsafe { mutex_of(m) } {
-        Some(h) => from_host(unsafe { libc::pthread_mutex_lock(h) }),
-        None => 22,
+    let Some(h) = (unsafe { mutex_of(m) }) else {
+        return 22;
+    };
+    let g = unsafe { guest(h) };
+    if g.check && g.owner.load(Ordering::Relaxed) == me() {
+        return 11; // EDEADLK
     }
+    let r = unsafe { libc::pthread_mutex_lock(h) };
+    if r == 0 && g.check {
+        g.owner.store(me(), Ordering::Relaxed);
+    }
+    from_host(r)
 }
 
 /// `scePthreadMutexLock`.
@@ -138,10 +202,18 @@ pub unsafe extern "C" fn sce_pthread_mutex_lock(m: *mut *mut libc::pthread_mutex
 /// `pthread_mutex_trylock`.
 #[nid("pthread_mutex_trylock")]
 pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut *mut libc::pthread_mutex_t) -> i32 {
-    match unsafe { mutex_of(m) } {
-        Some(h) => from_host(unsafe { libc::pthread_mutex_trylock(h) }),
-        None => 22,
+    let Some(h) = (unsafe { mutex_of(m) }) else {
+        return 22;
+    };
+    let g = unsafe { guest(h) };
+    if g.check && g.owner.load(Ordering::Relaxed) == me() {
+        return 16; // EBUSY
     }
+    let r = unsafe { libc::pthread_mutex_trylock(h) };
+    if r == 0 && g.check {
+        g.owner.store(me(), Ordering::Relaxed);
+    }
+    from_host(r)
 }
 
 /// `scePthreadMutexTrylock`.
@@ -153,10 +225,17 @@ pub unsafe extern "C" fn sce_pthread_mutex_trylock(m: *mut *mut libc::pthread_mu
 /// `pthread_mutex_unlock`.
 #[nid("pthread_mutex_unlock")]
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut *mut libc::pthread_mutex_t) -> i32 {
-    match unsafe { mutex_of(m) } {
-        Some(h) => from_host(unsafe { libc::pthread_mutex_unlock(h) }),
-        None => 22,
+    let Some(h) = (unsafe { mutex_of(m) }) else {
+        return 22;
+    };
+    let g = unsafe { guest(h) };
+    if g.check {
+        if g.owner.load(Ordering::Relaxed) != me() {
+            return 1; // EPERM
+        }
+        g.owner.store(0, Ordering::Relaxed);
     }
+    from_host(unsafe { libc::pthread_mutex_unlock(h) })
 }
 
 /// `scePthreadMutexUnlock`.
@@ -296,7 +375,10 @@ pub unsafe extern "C-unwind" fn pthread_cond_wait(
     m: *mut *mut libc::pthread_mutex_t,
 ) -> i32 {
     match unsafe { (cond_of(c), mutex_of(m)) } {
-        (Some(c), Some(m)) => from_host(unsafe { libc::pthread_cond_wait(c, m) }),
+        (Some(c), Some(m)) => match unsafe { release_for_wait(m) } {
+            Ok(_reown) => from_host(unsafe { libc::pthread_cond_wait(c, m) }),
+            Err(e) => e,
+        },
         _ => 22,
     }
 }
@@ -318,7 +400,10 @@ pub unsafe extern "C-unwind" fn pthread_cond_timedwait(
     abstime: *const libc::timespec,
 ) -> i32 {
     match unsafe { (cond_of(c), mutex_of(m)) } {
-        (Some(c), Some(m)) => from_host(unsafe { libc::pthread_cond_timedwait(c, m, abstime) }),
+        (Some(c), Some(m)) => match unsafe { release_for_wait(m) } {
+            Ok(_reown) => from_host(unsafe { libc::pthread_cond_timedwait(c, m, abstime) }),
+            Err(e) => e,
+        },
         _ => 22,
     }
 }
@@ -488,7 +573,16 @@ mod tests {
             assert!(!m.is_null());
             // ERRORCHECK is FreeBSD's default: relocking is EDEADLK (11 on FreeBSD).
             assert_eq!(pthread_mutex_lock(&mut m), 11);
+            assert_eq!(pthread_mutex_trylock(&mut m), 16); // EBUSY
+            // Another thread may neither unlock it (EPERM) nor take it (EBUSY).
+            let addr = &mut m as *mut _ as usize;
+            let other = std::thread::spawn(move || {
+                let p = addr as *mut *mut libc::pthread_mutex_t;
+                (pthread_mutex_unlock(p), pthread_mutex_trylock(p))
+            });
+            assert_eq!(other.join().unwrap(), (1, 16));
             assert_eq!(pthread_mutex_unlock(&mut m), 0);
+            assert_eq!(pthread_mutex_unlock(&mut m), 1); // not held
             assert_eq!(pthread_mutex_destroy(&mut m), 0);
         }
         let mut l: *mut libc::pthread_rwlock_t = std::ptr::null_mut();
