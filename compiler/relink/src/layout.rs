@@ -94,18 +94,25 @@ pub(crate) fn relink(
     let module = &shifted;
     let mut segs = original_segments(&image, module)?;
 
-    // Raw system calls in the game's code.
+    // Raw system calls in the game's code: `syscall` becomes the trap libkernel services
+    // (FreeBSD numbers and ABI); `int 0x80` and `sysenter` are refused.
+    let mut trapped_syscalls = 0;
     if !opts.allow_syscalls {
-        let mut sites = Vec::new();
-        for s in segs.iter().filter(|s| s.flags & PF_X != 0) {
+        let mut refused = Vec::new();
+        for s in segs.iter_mut().filter(|s| s.flags & PF_X != 0) {
+            let mut sites = Vec::new();
             scan::scan(&s.bytes, s.vaddr, &mut sites);
+            if sites.iter().any(|x| x.instruction == "syscall") {
+                trapped_syscalls += scan::patch(s.bytes.to_mut(), s.vaddr, &sites);
+            }
+            refused.extend(sites.into_iter().filter(|x| x.instruction != "syscall"));
         }
         // Report addresses as in the input file.
-        for site in &mut sites {
+        for site in &mut refused {
             site.address -= shift;
         }
-        if !sites.is_empty() {
-            return Err(RelinkError::Syscalls(sites));
+        if !refused.is_empty() {
+            return Err(RelinkError::Syscalls(refused));
         }
     }
 
@@ -1215,6 +1222,11 @@ pub(crate) fn relink(
             "PT_TLS at {:#x} is not aligned to its {:#x} alignment: local-exec TLS offsets may differ from the console's",
             t.vaddr - shift,
             t.align
+        ));
+    }
+    if trapped_syscalls > 0 {
+        warnings.push(format!(
+            "{trapped_syscalls} raw `syscall` instruction(s) rewritten to the libkernel trap (UD0): FreeBSD system calls libkernel does not implement fail with ENOSYS"
         ));
     }
     let unimplemented = coverage.values().filter(|r| !r.implemented).count();

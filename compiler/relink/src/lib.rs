@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-pub use scan::SyscallSite;
+pub use scan::{SYSCALL_TRAP, SyscallSite};
 
 /// Identity of this relinker: crate version + a hash of its sources. A cache of relinked
 /// outputs should include it (with the PRX set's bytes) in its keys.
@@ -103,8 +103,9 @@ impl PrxSet {
 /// Relinker options.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RelinkOptions {
-    /// Accept raw `syscall` / `int 0x80` / `sysenter` instructions in the game's code
-    /// (they would call the Linux kernel with FreeBSD numbers).
+    /// Copy raw `syscall` / `int 0x80` / `sysenter` instructions verbatim (they would call
+    /// the Linux kernel with FreeBSD numbers). Without it `syscall` is rewritten to the
+    /// trap libkernel services ([`SYSCALL_TRAP`]) and the other two are refused.
     pub allow_syscalls: bool,
 }
 
@@ -142,7 +143,8 @@ pub enum RelinkError {
     /// The input could not be read.
     #[error("cannot read the input: {0}")]
     Parse(#[from] aps5_elf::Error),
-    /// The game's code makes raw system calls.
+    /// The game's code makes raw system calls the relinker cannot redirect
+    /// (`int 0x80`, `sysenter`).
     #[error(
         "the code makes {} raw system call(s) (Linux would receive FreeBSD numbers): {}; \
          use allow_syscalls to relink anyway",

@@ -41,6 +41,29 @@ pub fn scan(code: &[u8], vaddr: u64, out: &mut Vec<SyscallSite>) {
     }
 }
 
+/// What a `syscall` becomes in relinked code: `UD0` (`0F FF`), same length, never emitted
+/// by compilers. Executing it raises SIGILL; libkernel's handler services the FreeBSD
+/// system call in `rax` (`prx/libkernel/src/syscall.rs`) and resumes after it.
+pub const SYSCALL_TRAP: [u8; 2] = [0x0F, 0xFF];
+
+/// Rewrites every `syscall` of `sites` that lies in `code` (loaded at `vaddr`) into
+/// [`SYSCALL_TRAP`]; returns how many were rewritten. Other kinds are left alone.
+pub fn patch(code: &mut [u8], vaddr: u64, sites: &[SyscallSite]) -> usize {
+    let mut n = 0;
+    for s in sites.iter().filter(|s| s.instruction == "syscall") {
+        let Some(at) = s.address.checked_sub(vaddr).map(|a| a as usize) else {
+            continue;
+        };
+        if let Some(b) = code.get_mut(at..at.saturating_add(2))
+            && b == [0x0F, 0x05]
+        {
+            b.copy_from_slice(&SYSCALL_TRAP);
+            n += 1;
+        }
+    }
+    n
+}
+
 /// `syscall at 0x1234, int 0x80 at 0x5678, ...` (the first 20).
 pub fn describe(sites: &[SyscallSite]) -> String {
     let mut s: Vec<String> = sites
@@ -52,4 +75,45 @@ pub fn describe(sites: &[SyscallSite]) -> String {
         s.push(format!("and {} more", sites.len() - 20));
     }
     s.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn syscalls_become_the_trap_and_nothing_else_changes() {
+        // mov eax, 4; syscall; int 0x80; mov eax, 0x050f (the bytes inside an immediate).
+        let mut code = vec![
+            0xB8, 0x04, 0x00, 0x00, 0x00, 0x0F, 0x05, 0xCD, 0x80, 0xB8, 0x0F, 0x05, 0x00, 0x00,
+        ];
+        let mut sites = Vec::new();
+        scan(&code, 0x1000, &mut sites);
+        assert_eq!(
+            sites,
+            vec![
+                SyscallSite {
+                    address: 0x1005,
+                    instruction: "syscall".into()
+                },
+                SyscallSite {
+                    address: 0x1007,
+                    instruction: "int 0x80".into()
+                },
+            ]
+        );
+        let before = code.clone();
+        assert_eq!(patch(&mut code, 0x1000, &sites), 1);
+        assert_eq!(&code[5..7], &SYSCALL_TRAP);
+        assert_eq!(code[..5], before[..5]);
+        assert_eq!(code[7..], before[7..]);
+        // The patched code decodes as UD0 at the same address, and scans clean of syscall.
+        let mut again = Vec::new();
+        scan(&code, 0x1000, &mut again);
+        assert!(again.iter().all(|s| s.instruction != "syscall"));
+        let mut d = Decoder::with_ip(64, &code[5..], 0x1005, DecoderOptions::NONE);
+        assert_eq!(d.decode().mnemonic(), Mnemonic::Ud0);
+        // A site outside the slice is ignored.
+        assert_eq!(patch(&mut code, 0x2000, &sites), 0);
+    }
 }

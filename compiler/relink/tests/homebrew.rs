@@ -115,36 +115,74 @@ fn system_tools_accept_the_relinked_executable() {
 }
 
 #[test]
-fn syscalls_are_refused_unless_allowed() {
-    // Plant a raw `syscall` in the hello_world text (its entry point) and relink.
+fn syscalls_become_the_libkernel_trap_and_int80_is_refused() {
+    // Plant a raw `syscall` (then `int 0x80`) at the hello_world entry point and relink.
     let bytes = std::fs::read(sample("hello_world")).unwrap();
     let module = aps5_elf::parse(&bytes).unwrap();
-    let mut image = aps5_elf::unwrap_fself(&bytes).unwrap().into_owned();
+    let image = aps5_elf::unwrap_fself(&bytes).unwrap().into_owned();
     let text = module
         .segments
         .iter()
         .find(|s| s.p_type == 1 && s.flags & 1 != 0)
         .unwrap();
     let at = (text.offset + module.entry - text.vaddr) as usize;
-    image[at..at + 2].copy_from_slice(&[0x0F, 0x05]);
-    let module2 = aps5_elf::parse(&image).unwrap();
     let prx = aps5_relink::PrxSet::installed().unwrap();
-    let err =
-        aps5_relink::relink_executable(&image, &module2, &prx, &Default::default()).unwrap_err();
-    let msg = err.to_string();
+    let planted = |insn: [u8; 2]| {
+        let mut image = image.clone();
+        image[at..at + 2].copy_from_slice(&insn);
+        let m = aps5_elf::parse(&image).unwrap();
+        (image, m)
+    };
+
+    let (img, m) = planted([0x0F, 0x05]);
+    let r = aps5_relink::relink_executable(&img, &m, &prx, &Default::default()).unwrap();
     assert!(
-        msg.contains(&format!("syscall at {:#x}", module.entry)),
-        "{msg}"
+        r.warnings.iter().any(|w| w.starts_with("1 raw `syscall`")),
+        "{:?}",
+        r.warnings
     );
-    let ok = aps5_relink::relink_executable(
-        &image,
-        &module2,
+    // The output holds the original entry bytes with the two syscall bytes replaced.
+    let orig = &image[at..at + 16];
+    let mut want = orig.to_vec();
+    want[..2].copy_from_slice(&aps5_relink::SYSCALL_TRAP);
+    let found: Vec<usize> = r
+        .elf
+        .windows(16)
+        .enumerate()
+        .filter(|(_, w)| *w == want.as_slice())
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(found.len(), 1, "patched entry bytes in the output");
+    assert!(
+        !r.elf
+            .windows(16)
+            .any(|w| w[..2] == [0x0F, 0x05] && w[2..] == orig[2..])
+    );
+    // allow_syscalls copies it verbatim.
+    let verbatim = aps5_relink::relink_executable(
+        &img,
+        &m,
         &prx,
         &aps5_relink::RelinkOptions {
             allow_syscalls: true,
         },
+    )
+    .unwrap();
+    assert!(
+        verbatim
+            .elf
+            .windows(16)
+            .any(|w| w[..2] == [0x0F, 0x05] && w[2..] == orig[2..])
     );
-    assert!(ok.is_ok());
+
+    let (img, m) = planted([0xCD, 0x80]);
+    let msg = aps5_relink::relink_executable(&img, &m, &prx, &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains(&format!("int 0x80 at {:#x}", module.entry)),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -192,8 +230,8 @@ fn networking_sample_talks_to_a_loopback_server() {
 }
 
 /// Every homebrew executable in the corpus relinks, and the system loader accepts the
-/// result (every DT_NEEDED found, every symbol bound). Programs with raw system calls
-/// are refused unless allowed.
+/// result (every DT_NEEDED found, every symbol bound). Raw `syscall`s become the
+/// libkernel trap.
 #[test]
 fn every_corpus_executable_relinks_and_loads() {
     let root = shared().join("corpus/homebrew");
@@ -213,27 +251,20 @@ fn every_corpus_executable_relinks_and_loads() {
     for e in &eboots {
         let bytes = std::fs::read(e).unwrap();
         let m = aps5_elf::parse(&bytes).unwrap();
-        let strict = aps5_relink::relink_executable(&bytes, &m, &prx, &Default::default());
-        let r = match strict {
-            Ok(r) => r,
-            Err(aps5_relink::RelinkError::Syscalls(sites)) => {
-                assert!(
-                    e.to_string_lossy().contains("keyboard"),
-                    "{}: unexpected syscalls {sites:?}",
-                    e.display()
-                );
-                aps5_relink::relink_executable(
-                    &bytes,
-                    &m,
-                    &prx,
-                    &aps5_relink::RelinkOptions {
-                        allow_syscalls: true,
-                    },
-                )
-                .unwrap()
-            }
-            Err(err) => panic!("{}: {err}", e.display()),
-        };
+        let r = aps5_relink::relink_executable(&bytes, &m, &prx, &Default::default())
+            .unwrap_or_else(|err| panic!("{}: {err}", e.display()));
+        // Only the keyboard sample (statically linked C library) makes raw system calls:
+        // its 22 `syscall` instructions become the libkernel trap.
+        let trapped = r.warnings.iter().find(|w| w.contains("raw `syscall`"));
+        if e.to_string_lossy().contains("keyboard") {
+            assert!(
+                trapped.is_some_and(|w| w.starts_with("22 raw")),
+                "{:?}",
+                r.warnings
+            );
+        } else {
+            assert!(trapped.is_none(), "{}: {:?}", e.display(), r.warnings);
+        }
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("libs")).unwrap();
         for (name, bytes) in prx.files() {
