@@ -620,6 +620,15 @@ pub(crate) fn relink(
             init_array: arr(&module.init_array),
             exit_slot,
             module_starts: start_slots.iter().map(|(slot, _)| *slot).collect(),
+            stack_entry: segs
+                .iter()
+                .find(|s| {
+                    s.flags & PF_X != 0
+                        && (s.vaddr..s.vaddr + s.bytes.len() as u64).contains(&module.entry)
+                })
+                .is_some_and(|s| {
+                    stubs::takes_block_from_rsp(&s.bytes[(module.entry - s.vaddr) as usize..])
+                }),
         };
         code.extend(stubs::entry_stub(entry_at, &plan)?);
     }

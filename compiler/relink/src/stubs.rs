@@ -98,6 +98,17 @@ pub struct EntryPlan {
     pub exit_slot: Option<u64>,
     /// GOT slots holding the module_start of each linked guest module (0 if none).
     pub module_starts: Vec<u64>,
+    /// The entry is a musl-style `_start` (see [`takes_block_from_rsp`]): it is jumped to
+    /// with rsp at the argument block, and its C library runs the constructors itself.
+    pub stack_entry: bool,
+}
+
+/// True when the entry code starts `xor rbp, rbp; mov rdi, rsp`: a `_start` that reads
+/// the argument block from rsp (musl's, statically linked into some homebrew) rather
+/// than from rdi, and never returns (its C library calls exit and runs the
+/// constructors).
+pub fn takes_block_from_rsp(entry_code: &[u8]) -> bool {
+    entry_code.starts_with(&[0x48, 0x31, 0xED, 0x48, 0x89, 0xE7])
 }
 
 /// The ELF entry point. ld.so jumps here with rsp at `argc, argv[], NULL, envp[], NULL,
@@ -153,6 +164,14 @@ pub fn entry_stub(ip: u64, plan: &EntryPlan) -> Result<Vec<u8>, RelinkError> {
         a.xor(esi, esi).map_err(enc)?;
         a.call(rax).map_err(enc)?;
         a.set_label(&mut skip).map_err(enc)?;
+    }
+    if plan.stack_entry {
+        a.mov(rsp, r13).map_err(enc)?;
+        a.mov(rdi, r13).map_err(enc)?;
+        a.mov(rsi, r12).map_err(enc)?;
+        a.jmp(plan.entry).map_err(enc)?;
+        a.ud2().map_err(enc)?;
+        return a.assemble(ip).map_err(enc);
     }
     if let Some(arr) = plan.preinit_array {
         call_array(&mut a, arr)?;

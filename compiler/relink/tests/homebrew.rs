@@ -32,6 +32,38 @@ fn hello_world_prints_what_the_sample_source_says() {
     );
 }
 
+/// The keyboard sample links its own C library (musl-style `_start` reading the block
+/// from rsp, raw FreeBSD system calls). Its start-up runs through the libkernel syscall
+/// trap (malloc: sbrk refused, then mmap; stdout through writev) and main prints its
+/// first line; it then stops at the first libSceFreeType call, which has no host
+/// implementation.
+#[test]
+fn keyboard_sample_starts_through_trapped_syscalls() {
+    let dir = tempfile::tempdir().unwrap();
+    let cov = build_tree(&sample("keyboard"), &[], dir.path());
+    let missing: Vec<&str> = cov
+        .iter()
+        .filter(|r| !r.implemented)
+        .map(|r| r.library.as_str())
+        .collect();
+    assert_eq!(missing.len(), 10, "{cov:#?}");
+    assert!(
+        missing
+            .iter()
+            .all(|l| *l == "libSceFreeType" || *l == "libSceKeyboard")
+    );
+    let r = run(dir.path(), &[], &[], Duration::from_secs(20));
+    assert_eq!(r.stdout, "main: Creating a scene\n", "stderr: {}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("unimplemented: libSceFreeType::FT_Init_FreeType"),
+        "{}",
+        r.stderr
+    );
+    // The unimplemented stub aborts: SIGABRT (6).
+    assert_eq!(r.status, Some(128 + 6), "stderr: {}", r.stderr);
+}
+
 #[test]
 fn pthread_sample_runs_both_threads_and_exits_0() {
     let dir = tempfile::tempdir().unwrap();
