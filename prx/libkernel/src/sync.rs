@@ -97,15 +97,26 @@ unsafe fn release_for_wait(h: *mut libc::pthread_mutex_t) -> Result<Reown<'stati
 
 /// The host mutex behind a guest mutex word, allocating it for static initialisers
 /// (values 0..=2 are FreeBSD's static initialisers: default, adaptive, ...).
+#[inline]
 unsafe fn mutex_of(p: *mut *mut libc::pthread_mutex_t) -> Option<*mut libc::pthread_mutex_t> {
     if p.is_null() {
         return None;
     }
-    let slot = unsafe { AtomicPtr::from_ptr(p) };
-    let cur = slot.load(Ordering::Acquire);
+    let cur = unsafe { AtomicPtr::from_ptr(p) }.load(Ordering::Acquire);
     if cur as usize > 2 {
         return Some(cur);
     }
+    unsafe { mutex_first_use(p, cur) }
+}
+
+/// The slow path of [`mutex_of`], kept out of line so every lock and unlock inlines the
+/// fast one.
+#[cold]
+unsafe fn mutex_first_use(
+    p: *mut *mut libc::pthread_mutex_t,
+    cur: *mut libc::pthread_mutex_t,
+) -> Option<*mut libc::pthread_mutex_t> {
+    let slot = unsafe { AtomicPtr::from_ptr(p) };
     let kind = if cur as usize == 1 { 4 } else { DEFAULT_KIND };
     let fresh = new_mutex(kind);
     match slot.compare_exchange(cur, fresh, Ordering::AcqRel, Ordering::Acquire) {
