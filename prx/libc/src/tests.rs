@@ -169,6 +169,44 @@ fn floats_match_host_snprintf() {
     }
 }
 
+/// `%f` is formatted without the host (see `printf::fixed`): its digits must stay the
+/// host's on values of every magnitude, halfway cases and every precision up to 12.
+#[test]
+fn fixed_point_matches_host_on_random_values() {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut n = 0;
+    for i in 0..40_000u64 {
+        let r = next();
+        let v = match i % 4 {
+            0 => f64::from_bits(r),
+            // Multiples of 1/8 and 1/1024: exact ties at low precisions.
+            1 => (r % 1_000_000) as f64 / 8.0 - 60_000.0,
+            2 => (r % 100_000_000) as f64 / 1024.0,
+            _ => (r >> 11) as f64 / (1u64 << 53) as f64 * 10f64.powi((r % 40) as i32 - 20),
+        };
+        n += same!(
+            "%f|%.0f|%.1f|%.2f|%.3f|%.5f|%.12f|%+012.3f|%-15.4f|% .2f",
+            v,
+            v,
+            v,
+            v,
+            v,
+            v,
+            v,
+            v,
+            v,
+            v
+        );
+    }
+    assert_eq!(n, 40_000);
+}
+
 #[test]
 fn star_width_precision_and_many_arguments_match() {
     same!(
