@@ -35,7 +35,7 @@ pub enum CacheError {
     },
     /// The SQLite index is damaged or is not a SQLite database.
     #[error(
-        "cache index {} is corrupt ({source}): the cache holds only derived data, so delete the cache directory {} and rebuild",
+        "cache index {} is corrupt ({source}): the cache holds only derived data, so run `aps5 cache verify` (it rebuilds the index from the blobs) or delete the cache directory {}",
         path.display(),
         path.parent().unwrap_or(Path::new(".")).display()
     )]

@@ -198,3 +198,23 @@ fn a_doctored_manifest_cannot_delete_files_outside_the_output() {
     p.build_json();
     assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
 }
+
+#[test]
+fn cache_verify_repairs_a_corrupt_index() {
+    let p = Project::new();
+    p.build_json();
+    let index = p.cache().join("index.sqlite");
+    assert!(index.is_file(), "no index at {}", index.display());
+    for f in ["index.sqlite-wal", "index.sqlite-shm"] {
+        let _ = std::fs::remove_file(p.cache().join(f));
+    }
+    std::fs::write(&index, vec![0x42u8; 8192]).unwrap();
+    // A build names the index and says what to do.
+    let err = fails(&p.dir(), &["build"], 2);
+    assert!(err.contains("index.sqlite"), "{err}");
+    let out = ok(&p.dir(), &["cache", "verify"]);
+    assert!(out.contains("rebuilt"), "{out}");
+    // The blobs were adopted again; the build works (and re-derives what the index forgot).
+    p.build_json();
+    assert_eq!(recomputed(&p.build_json()), vec![]);
+}

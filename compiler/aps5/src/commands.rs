@@ -163,12 +163,26 @@ fn clean(dir: &Path, quiet: bool) -> Result<()> {
 
 fn cache(dir: &Path, command: &CacheCommand) -> Result<()> {
     // Inside a project its cache_dir setting counts; elsewhere the default cache.
-    let cache_dir = match Project::open(dir) {
-        Ok(p) => p.layout.cache_dir,
-        Err(aps5_graph::BuildError::NoProject { .. }) => aps5_cache::Cache::default_dir(),
-        Err(e) => return Err(e.into()),
+    // Resolved without opening the cache: `verify` must reach a cache whose index is broken.
+    let cache_dir =
+        match aps5_graph::Config::load(dir).and_then(|c| aps5_graph::Layout::new(dir, &c)) {
+            Ok(layout) => layout.cache_dir,
+            Err(aps5_graph::BuildError::NoProject { .. }) => aps5_cache::Cache::default_dir(),
+            Err(e) => return Err(e.into()),
+        };
+    let cache = match (aps5_cache::Cache::open(&cache_dir), command) {
+        // verify is the repair command: a corrupt index is set aside and rebuilt from the blobs.
+        (Err(aps5_cache::CacheError::IndexCorrupt { path, .. }), CacheCommand::Verify) => {
+            let (cache, old) = aps5_cache::Cache::rebuild_index(&cache_dir)?;
+            println!(
+                "the index {} was corrupt: moved to {}, rebuilt from the blobs",
+                path.display(),
+                old.display()
+            );
+            cache
+        }
+        (result, _) => result?,
     };
-    let cache = aps5_cache::Cache::open(&cache_dir)?;
     match command {
         CacheCommand::Stats => println!("{}", cache.stats()?),
         CacheCommand::Verify => {
