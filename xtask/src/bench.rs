@@ -119,7 +119,8 @@ fn generate_dump(dir: &Path, files: usize, total: u64) -> Result<Vec<PathBuf>> {
     let mut buf = vec![0u8; per as usize];
     let mut paths = Vec::with_capacity(files);
     for i in 0..files {
-        let sub = dir.join(format!("data/{:02}/{:03}", i % 100, (i / 100) % 1000));
+        // 100 folders of 100 files (10,000 files): a plausible game layout.
+        let sub = dir.join(format!("data/{:03}", i / 100));
         std::fs::create_dir_all(&sub)?;
         let p = sub.join(format!("file{i:05}.bin"));
         fill(&mut buf, i as u64 + 1);

@@ -82,16 +82,33 @@ pub fn render_manifest(
     toolchain: &serde_json::Value,
     title: &serde_json::Value,
 ) -> Vec<u8> {
-    let files: Vec<serde_json::Value> = outputs
-        .iter()
-        .map(|o| serde_json::json!({"path": o.rel, "blake3": o.hash.to_hex(), "size": o.size}))
-        .collect();
-    let doc = serde_json::json!({
-        "format": 1,
-        "toolchain": toolchain,
-        "title": title,
-        "files": files,
-    });
+    // Fields in alphabetical order, as serde_json's own maps print them.
+    #[derive(serde::Serialize)]
+    struct File<'a> {
+        blake3: String,
+        path: &'a str,
+        size: u64,
+    }
+    #[derive(serde::Serialize)]
+    struct Manifest<'a> {
+        files: Vec<File<'a>>,
+        format: u32,
+        title: &'a serde_json::Value,
+        toolchain: &'a serde_json::Value,
+    }
+    let doc = Manifest {
+        files: outputs
+            .iter()
+            .map(|o| File {
+                blake3: o.hash.to_hex(),
+                path: &o.rel,
+                size: o.size,
+            })
+            .collect(),
+        format: 1,
+        title,
+        toolchain,
+    };
     let mut bytes = serde_json::to_vec_pretty(&doc).expect("JSON");
     bytes.push(b'\n');
     bytes
@@ -114,6 +131,7 @@ pub fn emit(
     }
     let prefix = format!("{}/", out_dir.display());
     let known = cache.file_hashes_under(&prefix)?;
+    let links = linked_inodes(out_dir);
 
     let mut result = Emitted::default();
     let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
@@ -123,6 +141,10 @@ pub fn emit(
             std::fs::create_dir_all(&staging).map_err(|e| BuildError::io("create", &staging, e))?;
             for (n, o) in outputs.iter().enumerate() {
                 let dest = out_dir.join(&o.rel);
+                if is_hard_link_to_source(o, &links) {
+                    result.untouched += 1;
+                    continue;
+                }
                 let why = match up_to_date(&dest, o, known.get(&format!("{prefix}{}", o.rel))) {
                     Ok(()) => {
                         result.untouched += 1;
@@ -179,20 +201,76 @@ pub fn emit(
     let _ = std::fs::remove_dir_all(&staging);
 
     // Remember the stamps of outputs written now (or not yet remembered), so the next build
-    // checks them with one stat each.
+    // checks them with one stat each. Hard links to their dump file need none: their inode says.
     let written: BTreeSet<&str> = result.written.iter().map(|(r, _)| r.as_str()).collect();
     for o in outputs {
+        let is_written = written.contains(o.rel.as_str());
+        if !is_written && is_hard_link_to_source(o, &links) {
+            continue;
+        }
         let key = format!("{prefix}{}", o.rel);
         let remembered = known.get(&key).is_some_and(|(_, h)| *h == o.hash);
-        if remembered && !written.contains(o.rel.as_str()) {
+        if remembered && !is_written {
             continue;
         }
         if let Ok(meta) = std::fs::metadata(out_dir.join(&o.rel)) {
+            if let Source::File { inode, .. } = o.source
+                && meta.ino() == inode
+            {
+                continue;
+            }
             stamps.push((key, FileStamp::from_metadata(&meta), o.hash));
         }
     }
     cache.record_file_hashes(&stamps)?;
     Ok(result)
+}
+
+/// The inode of every file under `out_dir/app0/` as the directory entries give it (no stat per
+/// file), and the output's device: what a no-op build needs to see that a hard-linked output is
+/// still the very dump file, at the cost of reading directories instead of stat()ing each file.
+struct LinkedInodes {
+    dev: Option<u64>,
+    inodes: std::collections::HashMap<String, u64>,
+}
+
+fn linked_inodes(out_dir: &Path) -> LinkedInodes {
+    use std::os::unix::fs::DirEntryExt;
+    let mut inodes = std::collections::HashMap::new();
+    let app0 = out_dir.join("app0");
+    let dev = std::fs::symlink_metadata(&app0)
+        .ok()
+        .filter(|m| m.is_dir())
+        .map(|m| m.dev());
+    let mut stack = vec![(app0, "app0".to_string())];
+    while let Some((dir, rel)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let (Ok(ft), Ok(name)) = (e.file_type(), e.file_name().into_string()) else {
+                continue;
+            };
+            let child = format!("{rel}/{name}");
+            if ft.is_dir() {
+                stack.push((e.path(), child));
+            } else if ft.is_file() {
+                inodes.insert(child, e.ino());
+            }
+        }
+    }
+    LinkedInodes { dev, inodes }
+}
+
+/// An output carried as a hard link that still is the dump file it was linked to (same device,
+/// same inode): up to date by definition.
+fn is_hard_link_to_source(o: &Output, links: &LinkedInodes) -> bool {
+    match o.source {
+        Source::File { dev, inode, .. } => {
+            links.dev == Some(dev) && links.inodes.get(&o.rel) == Some(&inode)
+        }
+        Source::Bytes(_) => false,
+    }
 }
 
 /// Whether `dest` already holds `o`; if not, why it must be written.
