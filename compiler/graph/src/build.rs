@@ -212,12 +212,10 @@ impl Project {
         let previous_manifest = emit::read_manifest(&self.layout.out_dir);
         let previous = previous_manifest
             .as_ref()
-            .map(emit::manifest_paths)
+            .map(|m| m.paths())
             .unwrap_or_default();
-        let previous_hashes = previous_manifest
-            .as_ref()
-            .map(emit::manifest_hashes)
-            .unwrap_or_default();
+        let first_build = previous_manifest.is_none();
+        let previous_hashes = previous_manifest.map(|m| m.hashes).unwrap_or_default();
         progress.update("writing", 0, outputs.len() as u64);
         let emitted = emit::emit(
             &self.layout.out_dir,
@@ -229,7 +227,9 @@ impl Project {
         )?;
         progress.finish("writing");
 
-        let old = self.read_state();
+        // The last build's state is read only when something needs explaining.
+        let old_state = std::cell::OnceCell::new();
+        let old = || old_state.get_or_init(|| self.read_state());
         let runs = db.take_runs();
         let mut recomputed = Vec::new();
         let mut reused = 0;
@@ -240,7 +240,7 @@ impl Project {
                 recomputed.push(Recomputed {
                     query: run.query.into(),
                     artifact: run.artifact.clone(),
-                    reason: explain(&old, &scan, run).into(),
+                    reason: explain(old(), &scan, run).into(),
                 });
             }
         }
@@ -261,13 +261,11 @@ impl Project {
             let reason = match (changed, written.get(rel)) {
                 (false, None) => continue,
                 (true, _) if previous_hashes.contains_key(rel) => match rel.strip_prefix("app0/") {
-                    Some(input) => input_reason(&old, &scan, input),
+                    Some(input) => input_reason(old(), &scan, input),
                     None => "changed input",
                 },
                 (true, _) => "new input",
-                (false, Some(_)) if rel == emit::MANIFEST && previous_manifest.is_none() => {
-                    "new input"
-                }
+                (false, Some(_)) if rel == emit::MANIFEST && first_build => "new input",
                 (false, Some(_)) if rel == emit::MANIFEST => "changed input",
                 (false, Some(why)) => why,
             };
@@ -282,7 +280,10 @@ impl Project {
                 .iter()
                 .filter(|r| r.query == "output" && r.artifact != emit::MANIFEST)
                 .count();
-        self.write_state(&scan)?;
+        // Nothing recomputed means the inputs are the ones the state already records.
+        if !recomputed.is_empty() || !self.layout.state_dir.join(STATE_FILE).exists() {
+            self.write_state(&scan)?;
+        }
         tracing::debug!("emitted: {:?}", start.elapsed());
         Ok(BuildReport {
             recomputed,

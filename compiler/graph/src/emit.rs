@@ -60,20 +60,41 @@ pub struct Emitted {
     pub removed: Vec<String>,
 }
 
-/// The manifest of a previous build, if there is a readable one.
-pub fn read_manifest(out_dir: &Path) -> Option<serde_json::Value> {
-    let bytes = std::fs::read(out_dir.join(MANIFEST)).ok()?;
-    serde_json::from_slice(&bytes).ok()
+/// What aps5 reads back of a previous build's manifest: every output and its blake3.
+#[derive(Debug, Default)]
+pub struct PreviousManifest {
+    pub hashes: BTreeMap<String, String>,
 }
 
-/// The output paths a manifest lists.
-pub fn manifest_paths(manifest: &serde_json::Value) -> BTreeSet<String> {
-    // Only paths that stay inside the output folder: a doctored manifest must not make the
-    // stale-output cleanup delete anything else.
-    manifest_hashes(manifest)
-        .into_keys()
-        .filter(|p| crate::config::is_confined(p))
-        .collect()
+/// The manifest of a previous build, if there is a readable one (typed, so a no-op build of
+/// 10,000 files does not build a JSON tree first).
+pub fn read_manifest(out_dir: &Path) -> Option<PreviousManifest> {
+    #[derive(serde::Deserialize)]
+    struct File {
+        path: String,
+        blake3: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Manifest {
+        files: Vec<File>,
+    }
+    let bytes = std::fs::read(out_dir.join(MANIFEST)).ok()?;
+    let m: Manifest = serde_json::from_slice(&bytes).ok()?;
+    Some(PreviousManifest {
+        hashes: m.files.into_iter().map(|f| (f.path, f.blake3)).collect(),
+    })
+}
+
+impl PreviousManifest {
+    /// The output paths it lists that stay inside the output folder: a doctored manifest must
+    /// not make the stale-output cleanup delete anything else.
+    pub fn paths(&self) -> BTreeSet<String> {
+        self.hashes
+            .keys()
+            .filter(|p| crate::config::is_confined(p))
+            .cloned()
+            .collect()
+    }
 }
 
 /// Renders the manifest: every output with blake3 and size, sorted, plus the toolchain identity.
@@ -376,22 +397,4 @@ fn prune_empty_parents(root: &Path, path: &Path) {
         }
         dir = d.parent();
     }
-}
-
-/// The outputs a previous manifest lists with their hashes, for `aps5 status`.
-pub fn manifest_hashes(manifest: &serde_json::Value) -> BTreeMap<String, String> {
-    manifest["files"]
-        .as_array()
-        .map(|files| {
-            files
-                .iter()
-                .filter_map(|f| {
-                    Some((
-                        f["path"].as_str()?.to_string(),
-                        f["blake3"].as_str()?.to_string(),
-                    ))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }

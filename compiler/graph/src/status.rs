@@ -119,7 +119,7 @@ pub fn status(project: &Project, progress: &dyn Progress) -> Result<Status, Buil
         dump_files: scan.files.len(),
         dump_bytes: scan.files.iter().map(|f| f.stamp.size).sum(),
         modules,
-        last_build_outputs: manifest.as_ref().map(|m| emit::manifest_paths(m).len()),
+        last_build_outputs: manifest.as_ref().map(|m| m.hashes.len()),
         up_to_date,
         coverage,
     })
