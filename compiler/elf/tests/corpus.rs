@@ -12,10 +12,13 @@
 //! values against llvm-readelf on every run.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use aps5_elf::{Container, DynamicLayout, LibraryTagOrder, Platform, RelocationTable};
+
+#[path = "common/corpus.rs"]
+mod corpus;
+use corpus::{corpus_files, homebrew_dir};
 
 struct Expected {
     path: &'static str,
@@ -347,38 +350,6 @@ const EXPECTED: &[Expected] = &[
         relocations: &[],
     },
 ];
-
-pub fn homebrew_dir() -> PathBuf {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.ancestors()
-        .map(|a| a.join("shared/corpus/homebrew"))
-        .find(|p| p.is_dir())
-        .expect("shared/corpus/homebrew not found above the crate; these tests need the corpus")
-}
-
-/// Every eboot.bin / *.prx / *.sprx under the homebrew corpus, recursively.
-fn corpus_files() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        entries.sort();
-        for p in entries {
-            if p.is_dir() {
-                walk(&p, out);
-            } else {
-                let name = p.file_name().unwrap().to_string_lossy().to_string();
-                if name == "eboot.bin" || name.ends_with(".prx") || name.ends_with(".sprx") {
-                    out.push(p);
-                }
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(&homebrew_dir(), &mut out);
-    out
-}
 
 #[test]
 fn every_homebrew_file_parses_with_exact_tables() {

@@ -4,35 +4,15 @@
 use std::path::{Path, PathBuf};
 
 mod common;
+#[path = "common/corpus.rs"]
+mod corpus;
 
 use aps5_elf::{Error, ErrorKind, Module};
 use common::ps5;
 
+/// The corpus, which these tests expect to hold exactly 10 modules.
 fn corpus_files() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        entries.sort();
-        for p in entries {
-            if p.is_dir() {
-                walk(&p, out);
-            } else {
-                let n = p.file_name().unwrap().to_string_lossy().to_string();
-                if n == "eboot.bin" || n.ends_with(".prx") || n.ends_with(".sprx") {
-                    out.push(p);
-                }
-            }
-        }
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|a| a.join("shared/corpus/homebrew"))
-        .find(|p| p.is_dir())
-        .expect("shared/corpus/homebrew not found; these tests need the corpus");
-    let mut out = Vec::new();
-    walk(&root, &mut out);
+    let out = corpus::corpus_files();
     assert_eq!(out.len(), 10);
     out
 }
