@@ -187,21 +187,35 @@ pub unsafe extern "C" fn sce_pthread_mutex_destroy(m: *mut *mut libc::pthread_mu
     sce(unsafe { pthread_mutex_destroy(m) })
 }
 
-/// `pthread_mutex_lock`.
-#[nid("pthread_mutex_lock")]
-pub unsafe extern "C" fn pthread_mutex_lock(m: *mut *mut libc::pthread_mutex_t) -> i32 {
+/// Locks (or tries to) with `host`, keeping the owner of an ERRORCHECK mutex; a thread that
+/// already owns it gets `relock_errno` (EDEADLK for lock, EBUSY for trylock).
+#[inline(always)]
+unsafe fn acquire(
+    m: *mut *mut libc::pthread_mutex_t,
+    relock_errno: i32,
+    host: unsafe extern "C" fn(*mut libc::pthread_mutex_t) -> i32,
+) -> i32 {
     let Some(h) = (unsafe { mutex_of(m) }) else {
         return 22;
     };
     let g = unsafe { guest(h) };
     if g.check && g.owner.load(Ordering::Relaxed) == me() {
-        return 11; // EDEADLK
+        return relock_errno;
     }
-    let r = unsafe { libc::pthread_mutex_lock(h) };
+    let r = unsafe { host(h) };
     if r == 0 && g.check {
         g.owner.store(me(), Ordering::Relaxed);
     }
     from_host(r)
+}
+
+/// `pthread_mutex_lock`.
+#[nid("pthread_mutex_lock")]
+pub unsafe extern "C" fn pthread_mutex_lock(m: *mut *mut libc::pthread_mutex_t) -> i32 {
+    // SAFETY: the guest passes its mutex word, as for any pthread call.
+    unsafe {
+        acquire(m, 11 /* EDEADLK */, libc::pthread_mutex_lock)
+    }
 }
 
 /// `scePthreadMutexLock`.
@@ -213,18 +227,10 @@ pub unsafe extern "C" fn sce_pthread_mutex_lock(m: *mut *mut libc::pthread_mutex
 /// `pthread_mutex_trylock`.
 #[nid("pthread_mutex_trylock")]
 pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut *mut libc::pthread_mutex_t) -> i32 {
-    let Some(h) = (unsafe { mutex_of(m) }) else {
-        return 22;
-    };
-    let g = unsafe { guest(h) };
-    if g.check && g.owner.load(Ordering::Relaxed) == me() {
-        return 16; // EBUSY
+    // SAFETY: as for pthread_mutex_lock.
+    unsafe {
+        acquire(m, 16 /* EBUSY */, libc::pthread_mutex_trylock)
     }
-    let r = unsafe { libc::pthread_mutex_trylock(h) };
-    if r == 0 && g.check {
-        g.owner.store(me(), Ordering::Relaxed);
-    }
-    from_host(r)
 }
 
 /// `scePthreadMutexTrylock`.
