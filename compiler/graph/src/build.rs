@@ -159,7 +159,7 @@ impl Project {
             .as_ref()
             .map_err(query_error)?
             .clone();
-        let (prx, _) = db.prx().map_err(|e| query_error(&e))?;
+        let prx = db.prx().map_err(|e| query_error(&e))?;
         tracing::debug!("queries done: {:?}", start.elapsed());
         let guests: BTreeMap<&str, Arc<Vec<u8>>> = db::guest_module_files(&db, dump)
             .iter()
@@ -201,8 +201,14 @@ impl Project {
             Arc::new(coverage),
             false,
         ));
-        for (name, bytes) in prx.files() {
-            outputs.push(Output::bytes(format!("libs/{name}"), bytes.clone(), false));
+        for (name, bytes, hash) in &prx.files {
+            outputs.push(Output {
+                rel: format!("libs/{name}"),
+                hash: *hash,
+                size: bytes.len() as u64,
+                executable: false,
+                source: Source::Bytes(bytes.clone()),
+            });
         }
         outputs.sort_by(|a, b| a.rel.cmp(&b.rel));
 

@@ -82,7 +82,17 @@ pub trait Db: salsa::Database {
     fn record(&self, run: QueryRun);
     /// The host PRX set this toolchain ships, and a hash of all its files (part of every relink
     /// query's key: a new PRX set re-relinks, and `--explain` says "toolchain changed").
-    fn prx(&self) -> Result<&(PrxSet, ContentHash), QueryError>;
+    fn prx(&self) -> Result<&HostPrx, QueryError>;
+}
+
+/// The host PRX set as the graph uses it: the set, each file with its hash (hashed once per
+/// process, for the manifest and for the identity), and an identity hash of all of them.
+#[derive(Debug)]
+pub struct HostPrx {
+    pub set: PrxSet,
+    /// (file name, bytes, blake3), in the set's order.
+    pub files: Vec<(String, Arc<Vec<u8>>, ContentHash)>,
+    pub identity: ContentHash,
 }
 
 /// The database of one aps5 process.
@@ -92,7 +102,7 @@ pub struct Database {
     storage: salsa::Storage<Self>,
     cache: Arc<Cache>,
     runs: Arc<Mutex<Vec<QueryRun>>>,
-    prx: Arc<std::sync::OnceLock<Result<(PrxSet, ContentHash), QueryError>>>,
+    prx: Arc<std::sync::OnceLock<Result<HostPrx, QueryError>>>,
 }
 
 impl Database {
@@ -122,20 +132,30 @@ impl Db for Database {
     fn record(&self, run: QueryRun) {
         self.runs.lock().unwrap().push(run);
     }
-    fn prx(&self) -> Result<&(PrxSet, ContentHash), QueryError> {
+    fn prx(&self) -> Result<&HostPrx, QueryError> {
         self.prx
             .get_or_init(|| {
                 let set = PrxSet::installed().map_err(|e| QueryError {
                     path: PathBuf::from("libs"),
                     message: e.to_string(),
                 })?;
+                let files: Vec<_> = set
+                    .files()
+                    .into_iter()
+                    .map(|(name, bytes)| (name.to_string(), bytes.clone(), ContentHash::of(bytes)))
+                    .collect();
                 let mut h = blake3::Hasher::new();
-                for (name, bytes) in set.files() {
+                for (name, _, hash) in &files {
+                    h.update(&(name.len() as u64).to_le_bytes());
                     h.update(name.as_bytes());
-                    h.update(&(bytes.len() as u64).to_le_bytes());
-                    h.update(bytes);
+                    h.update(&hash.0);
                 }
-                Ok((set, ContentHash(*h.finalize().as_bytes())))
+                let identity = ContentHash(*h.finalize().as_bytes());
+                Ok(HostPrx {
+                    set,
+                    files,
+                    identity,
+                })
             })
             .as_ref()
             .map_err(Clone::clone)
@@ -334,7 +354,11 @@ fn relink_error(db: &dyn Db, file: SourceFile, e: aps5_relink::RelinkError) -> Q
 /// A bundled module relinked into a Linux shared object (exports named by NID), memoized.
 #[salsa::tracked(returns(ref))]
 pub fn guest_module(db: &dyn Db, dump: Dump, file: SourceFile) -> Result<Arc<Vec<u8>>, QueryError> {
-    let (prx, prx_hash) = db.prx()?;
+    let HostPrx {
+        set: prx,
+        identity: prx_hash,
+        ..
+    } = db.prx()?;
     let opts = RelinkOptions {
         allow_syscalls: dump.allow_syscalls(db),
     };
@@ -401,7 +425,11 @@ pub fn app_elf(db: &dyn Db, dump: Dump) -> Result<AppElf, QueryError> {
         .copied()
         .find(|f| f.rel(db) == dump.executable(db))
         .expect("the scan checked that the executable exists");
-    let (prx, prx_hash) = db.prx()?;
+    let HostPrx {
+        set: prx,
+        identity: prx_hash,
+        ..
+    } = db.prx()?;
     let opts = RelinkOptions {
         allow_syscalls: dump.allow_syscalls(db),
     };
