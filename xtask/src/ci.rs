@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::{Result, bail};
 
-use crate::util::{cargo_bin, have, root};
+use crate::util::{cargo, cargo_bin, have, root};
 
 /// System programs the suites need, and the Debian package that provides each (TESTING.md).
 const TOOLS: &[(&str, &str)] = &[
@@ -115,15 +115,6 @@ fn run_step(steps: &mut Vec<Step>, name: &str, f: impl FnOnce() -> Result<bool>)
     });
 }
 
-fn cargo_step(args: &[&str], env: &[(&str, &str)]) -> Result<bool> {
-    let mut cmd = Command::new(cargo_bin());
-    cmd.args(args).current_dir(root());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    Ok(cmd.status()?.success())
-}
-
 /// Runs one cargo-fuzz target for `secs` seconds, seeded with the given files.
 fn fuzz_smoke(target: &str, secs: u64, seeds: &[std::path::PathBuf]) -> Result<bool> {
     ensure_cargo_fuzz()?;
@@ -143,7 +134,7 @@ fn fuzz_smoke(target: &str, secs: u64, seeds: &[std::path::PathBuf]) -> Result<b
         }
     }
     let time = format!("-max_total_time={secs}");
-    cargo_step(
+    cargo(
         &[
             "fuzz",
             "run",
@@ -191,10 +182,10 @@ pub fn ci(install: bool, fuzz_seconds: u64) -> Result<bool> {
         });
     }
     run_step(&mut steps, "cargo fmt --check", || {
-        cargo_step(&["fmt", "--all", "--", "--check"], &[])
+        cargo(&["fmt", "--all", "--", "--check"], &[])
     });
     run_step(&mut steps, "cargo clippy -D warnings", || {
-        cargo_step(
+        cargo(
             &[
                 "clippy",
                 "--workspace",
@@ -208,7 +199,7 @@ pub fn ci(install: bool, fuzz_seconds: u64) -> Result<bool> {
         )
     });
     run_step(&mut steps, "cargo test (workspace)", || {
-        cargo_step(&["test", "--workspace", "--locked"], &[])
+        cargo(&["test", "--workspace", "--locked"], &[])
     });
     run_step(&mut steps, "fuzz smoke: reader", || {
         fuzz_smoke("reader", fuzz_seconds, &homebrew_seeds())
@@ -217,7 +208,7 @@ pub fn ci(install: bool, fuzz_seconds: u64) -> Result<bool> {
         fuzz_smoke("decoder", fuzz_seconds, &[])
     });
     run_step(&mut steps, "decoder vs llvm-mc (20,000 words)", || {
-        cargo_step(
+        cargo(
             &[
                 "run",
                 "--release",

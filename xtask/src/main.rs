@@ -65,21 +65,11 @@ fn main() -> ExitCode {
             aps5_sdk::build_dump(&src, &out, &aps5_sdk::DumpOptions { ps4 }).map(|()| true)
         }
         Cmd::FuzzDecoder { words, seed } => {
-            let mut args = vec![words.to_string()];
-            args.extend(seed.map(|s| s.to_string()));
-            util::cargo(
-                &[
-                    "run",
-                    "--release",
-                    "-q",
-                    "-p",
-                    "aps5-shader",
-                    "--example",
-                    "fuzz_decoder",
-                    "--",
-                ],
-                &args,
-            )
+            let (words, seed) = (words.to_string(), seed.map(|s| s.to_string()));
+            let mut args = vec!["run", "--release", "-q", "-p", "aps5-shader"];
+            args.extend(["--example", "fuzz_decoder", "--", &words]);
+            args.extend(seed.as_deref());
+            util::cargo(&args, &[])
         }
     };
     match result {

@@ -16,11 +16,11 @@ pub fn cargo_bin() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())
 }
 
-/// Runs `cargo ARGS EXTRA` in the workspace root; true when it succeeded.
-pub fn cargo(args: &[&str], extra: &[String]) -> anyhow::Result<bool> {
+/// Runs `cargo ARGS` in the workspace root with `env` added; true when it succeeded.
+pub fn cargo(args: &[&str], env: &[(&str, &str)]) -> anyhow::Result<bool> {
     let status = Command::new(cargo_bin())
         .args(args)
-        .args(extra)
+        .envs(env.iter().copied())
         .current_dir(root())
         .status()?;
     Ok(status.success())
