@@ -295,3 +295,56 @@ fn real_homebrew_builds_and_runs() {
     let _ = child.wait();
     assert_eq!(first, "Hello world! Waiting 2 seconds...\n");
 }
+
+#[test]
+fn bundled_system_modules_are_replaced_by_the_prx_set() {
+    // PS4-2048 bundles OpenOrbis' stand-in for the system libc (sce_module/libc.prx); the PRX
+    // set implements libc, so the build replaces the module instead of converting it.
+    let tmp = tempfile::tempdir().unwrap();
+    let dump = tmp.path().join("2048");
+    copy_tree(&shared().join("corpus/homebrew/ps4-2048"), &dump);
+    ok(&dump, &["-q", "init"]);
+    let cfg = dump.join("aps5.toml");
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("cache_dir = \"\"", "cache_dir = \"../cache\"");
+    std::fs::write(&cfg, text).unwrap();
+    ok(&dump, &["-q", "build"]);
+    let out = dump.join("aps5-out");
+    assert!(out.join("libs/libc.prx").is_file());
+    assert!(!out.join("app0/sce_module/libc.prx").exists());
+    // No import of the game binds to the stand-in.
+    let coverage: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("coverage.json")).unwrap()).unwrap();
+    assert!(
+        coverage
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| !r["file"].as_str().unwrap_or("").contains("sce_module")),
+        "{coverage}"
+    );
+    let status: serde_json::Value =
+        serde_json::from_str(&ok(&dump, &["status", "--json"])).unwrap();
+    let bundled = status["bundled"].as_array().unwrap();
+    assert_eq!(bundled.len(), 1, "{status}");
+    assert_eq!(bundled[0]["path"], "sce_module/libc.prx");
+    assert_eq!(bundled[0]["action"], "replaced");
+    assert_eq!(bundled[0]["output"], "libs/libc.prx");
+    assert_eq!(bundled[0]["openorbis"], true);
+    let text = ok(&dump, &["status"]);
+    assert!(
+        text.contains("sce_module/libc.prx") && text.contains("replaced by libs/libc.prx"),
+        "{text}"
+    );
+    // The sample's own module is converted, not replaced.
+    let p = Project::new();
+    p.build_json();
+    let status: serde_json::Value =
+        serde_json::from_str(&ok(&p.dir(), &["status", "--json"])).unwrap();
+    assert_eq!(status["bundled"][0]["action"], "converted", "{status}");
+    assert_eq!(
+        status["bundled"][0]["output"],
+        "app0/sce_module/samplelib.prx"
+    );
+}

@@ -1,6 +1,6 @@
 //! `aps5 build`: scan the dump, run the queries, emit the output tree, explain what was redone.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -173,9 +173,16 @@ impl Project {
                 ))
             })
             .collect::<Result<_, BuildError>>()?;
+        // Bundled modules the host PRX set replaces are not part of the output (see
+        // db::replacing_host_file).
+        let replaced: BTreeSet<String> = db::replaced_module_files(&db, dump)
+            .into_iter()
+            .map(|(f, _)| f.rel(&db).clone())
+            .collect();
         let mut outputs: Vec<Output> = scan
             .files
             .iter()
+            .filter(|f| !replaced.contains(&f.rel))
             .map(|f| match guests.get(f.rel.as_str()) {
                 // Bundled modules are replaced by their relinked form, where the loader finds them.
                 Some(relinked) => Output::bytes(format!("app0/{}", f.rel), relinked.clone(), false),

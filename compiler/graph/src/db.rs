@@ -17,7 +17,8 @@ pub const QUERY_VERSIONS: &[(&str, &str)] = &[
     ("module", "1"),
     ("module_index", "1"),
     ("guest_module", "1"),
-    ("app_elf", "1"),
+    // 2: bundled modules the host PRX set replaces no longer join the executable's link set.
+    ("app_elf", "2"),
 ];
 
 /// The version of one query (see [`QUERY_VERSIONS`]). The relink queries also carry the
@@ -333,15 +334,44 @@ pub fn module_index(db: &dyn Db, dump: Dump) -> Result<Arc<Vec<u8>>, QueryError>
     )
 }
 
-/// The bundled modules (`sce_module/*`), in path order.
+/// The bundled modules (`sce_module/*`) that are converted (relinked into
+/// `app0/sce_module/`), in path order. Those the host PRX set replaces are left out (see
+/// [`replacing_host_file`]).
 #[salsa::tracked(returns(ref))]
 pub fn guest_module_files(db: &dyn Db, dump: Dump) -> Vec<SourceFile> {
     let exe = dump.executable(db);
     module_files(db, dump)
         .iter()
         .copied()
-        .filter(|f| f.rel(db) != exe)
+        .filter(|f| f.rel(db) != exe && replacing_host_file(db, *f).is_none())
         .collect()
+}
+
+/// The bundled modules the host PRX set replaces, with the host file replacing each, in path
+/// order. They are neither relinked nor copied to the output.
+pub fn replaced_module_files(db: &dyn Db, dump: Dump) -> Vec<(SourceFile, String)> {
+    let exe = dump.executable(db);
+    module_files(db, dump)
+        .iter()
+        .filter(|f| f.rel(db) != exe)
+        .filter_map(|&f| Some((f, replacing_host_file(db, f)?)))
+        .collect()
+}
+
+/// The host PRX file that replaces a bundled module, if any: one with the module's file name
+/// (`sce_module/libc.prx` -> `libs/libc.prx`). Games and homebrew bundle the system libraries
+/// the console's loader wants next to the program (Sony's `libc.prx`, OpenOrbis' stand-in stubs
+/// of it); where the PRX set implements that library, its implementation serves the program,
+/// and libkernel's `sceKernelLoadStartModule` of the bundled path returns the host library.
+/// Decided by name alone, so no module is read to decide it.
+pub fn replacing_host_file(db: &dyn Db, file: SourceFile) -> Option<String> {
+    let name = file.rel(db).rsplit('/').next()?;
+    let stem = name
+        .strip_suffix(".sprx")
+        .or_else(|| name.strip_suffix(".prx"))?;
+    let host = format!("{stem}.prx");
+    let prx = db.prx().ok()?;
+    prx.files.iter().any(|(f, _, _)| *f == host).then_some(host)
 }
 
 fn relink_error(db: &dyn Db, file: SourceFile, e: aps5_relink::RelinkError) -> QueryError {

@@ -44,7 +44,26 @@ pub struct Status {
     /// How the executable's imports bind: per library, implemented by the PRX set (or a bundled
     /// module) or bound to a stub that reports the call and aborts.
     pub coverage: Vec<LibraryCoverage>,
+    /// What the build does with each bundled module (`sce_module/*`).
+    pub bundled: Vec<BundledModule>,
 }
+
+/// A bundled module and what the build makes of it.
+#[derive(Clone, Debug, Serialize)]
+pub struct BundledModule {
+    pub path: String,
+    /// `converted` (relinked to `output`) or `replaced` (the host PRX file `output` serves it).
+    pub action: &'static str,
+    /// `app0/sce_module/<file>` or `libs/<file>`.
+    pub output: String,
+    /// The PS libraries it exports.
+    pub libraries: Vec<String>,
+    /// Made by the OpenOrbis toolchain (its stand-ins for Sony's system modules are stubs).
+    pub openorbis: bool,
+}
+
+/// The OpenOrbis toolchain's mark in a module's fingerprint slot ("OPENORBIS-HOMEBREW").
+const OPENORBIS_FINGERPRINT: &str = "4f50454e4f524249532d484f4d45425245570000";
 
 /// The executable's imports of one library, as bound by the relinker.
 #[derive(Clone, Debug, Serialize)]
@@ -59,6 +78,7 @@ pub struct LibraryCoverage {
 pub fn status(project: &Project, progress: &dyn Progress) -> Result<Status, BuildError> {
     let (db, dump, scan) = project.load(progress)?;
     let mut modules = Vec::new();
+    let mut bundled = Vec::new();
     for &f in db::module_files(&db, dump) {
         let m = db::module(&db, f)
             .as_ref()
@@ -79,6 +99,23 @@ pub fn status(project: &Project, progress: &dyn Progress) -> Result<Status, Buil
                 named: syms.iter().filter(|s| !s.known_names().is_empty()).count(),
             })
             .collect();
+        if f.rel(&db) != dump.executable(&db) {
+            let replaced = db::replacing_host_file(&db, f);
+            bundled.push(BundledModule {
+                path: f.rel(&db).clone(),
+                action: if replaced.is_some() {
+                    "replaced"
+                } else {
+                    "converted"
+                },
+                output: match replaced {
+                    Some(host) => format!("libs/{host}"),
+                    None => format!("app0/{}", f.rel(&db)),
+                },
+                libraries: m.exports_by_library().into_keys().collect(),
+                openorbis: m.fingerprint.as_deref() == Some(OPENORBIS_FINGERPRINT),
+            });
+        }
         modules.push(ModuleStatus {
             path: f.rel(&db).clone(),
             platform: format!("{:?}", m.format.platform).to_uppercase(),
@@ -122,6 +159,7 @@ pub fn status(project: &Project, progress: &dyn Progress) -> Result<Status, Buil
         last_build_outputs: manifest.as_ref().map(|m| m.hashes.len()),
         up_to_date,
         coverage,
+        bundled,
     })
 }
 
@@ -176,6 +214,27 @@ impl Status {
                     let _ = write!(s, ": {}", c.stubbed.join(" "));
                 }
                 s.push('\n');
+            }
+        }
+        if !self.bundled.is_empty() {
+            s.push_str("\nbundled modules:\n");
+            for b in &self.bundled {
+                let what = match (b.action, b.openorbis) {
+                    ("replaced", true) => format!(
+                        "replaced by {} (an OpenOrbis stand-in for the system library)",
+                        b.output
+                    ),
+                    ("replaced", false) => {
+                        format!("replaced by {} (the PRX set implements it)", b.output)
+                    }
+                    _ => format!("converted to {}", b.output),
+                };
+                let _ = writeln!(
+                    s,
+                    "  {:<32} {what}; exports {}",
+                    b.path,
+                    or_dash(&b.libraries.join(" "))
+                );
             }
         }
         for m in &self.modules {
