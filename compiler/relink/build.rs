@@ -32,6 +32,7 @@ const PRX: &[(&str, &str, &str, &[&str])] = &[
             "libSceVideoOut",
             "libScePad",
             "libSceUserService",
+            "libSceSystemService",
             "libSceSysmodule",
             "libSceAudioOut",
         ],

@@ -9,6 +9,8 @@
 //!   `$APS5_INPUT_SCRIPT`, indexed by VideoOut's flip counter.
 //! - `libSceUserService`, `libSceSysmodule` ([`system`]): one logged-in user, module
 //!   loads that succeed for known module ids.
+//! - `libSceSystemService` ([`system_service`]): system settings from the host locale and
+//!   clock, no system UI and no system events.
 //! - `libSceAudioOut` ([`audio`]): ports whose `Output` blocks for the buffer's duration;
 //!   samples go to `$APS5_AUDIO_WAV` when set.
 //!
@@ -22,6 +24,7 @@ pub mod audio;
 pub mod kernel;
 pub mod pad;
 pub mod system;
+pub mod system_service;
 pub mod video;
 
 /// Writes a diagnostic straight to the host stderr.
