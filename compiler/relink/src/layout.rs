@@ -7,7 +7,8 @@ use aps5_elf::{Module, RelocationTable};
 
 use crate::stubs::{self, EntryPlan};
 use crate::writer::{
-    Phdr, Rela, Shdr, StrTab, Sym, align_up, congruent, output_buffer, sysv_hash_table,
+    Phdr, Rela, Shdr, StrTab, Sym, align_up, congruent, gnu_buckets, gnu_hash, gnu_hash_table,
+    output_buffer, sysv_hash_table,
 };
 use crate::{CoverageRow, PrxSet, RelinkError, RelinkOptions, Relinked, scan};
 
@@ -146,12 +147,18 @@ pub(crate) fn relink(
             needed.push(lib.file_name.clone());
         }
         Some(*by_nid.entry(nid.to_owned()).or_insert_with(|| {
+            // Host system libraries (the C++ runtime) export plain names, not NIDs.
+            let name = lib
+                .host_names
+                .as_ref()
+                .and_then(|m| m.get(nid))
+                .map_or(nid, String::as_str);
             dynsym.push(Sym {
-                name: dynstr.add(nid),
+                name: dynstr.add(name),
                 info,
                 ..Sym::default()
             });
-            dyn_names.push(nid.to_owned());
+            dyn_names.push(name.to_owned());
             (dynsym.len() - 1) as u32
         }))
     };
@@ -213,7 +220,7 @@ pub(crate) fn relink(
 
     // The executable's entry stub ends with libc's exit, and libkernel owns the process
     // state, so both are always loaded when the set has them.
-    let exit_sym = if kind == Kind::Executable {
+    let mut exit_sym = if kind == Kind::Executable {
         let exit_nid = aps5_nid::nid("exit");
         ["libc", "libSceLibcInternal"].iter().find_map(|l| {
             add_import(
@@ -290,10 +297,10 @@ pub(crate) fn relink(
         }
         Kind::Executable => {
             for f in needed.clone() {
-                let stem = f
-                    .strip_suffix(".prx")
-                    .or_else(|| f.strip_suffix(".sprx"))
-                    .unwrap_or(&f);
+                // Host system libraries (libstdc++.so.6) have no module_start.
+                let Some(stem) = f.strip_suffix(".prx").or_else(|| f.strip_suffix(".sprx")) else {
+                    continue;
+                };
                 let alias = format!("{START_PREFIX}{stem}");
                 dynsym.push(Sym {
                     name: dynstr.add(&alias),
@@ -304,6 +311,46 @@ pub(crate) fn relink(
                 start_slots_wanted.push((dynsym.len() - 1) as u32);
             }
         }
+    }
+
+    // DT_GNU_HASH covers only defined symbols, as a tail of dynsym sorted by bucket:
+    // reorder (undefined first, in their order) and renumber what refers to indices.
+    let symoffset = dynsym.iter().skip(1).filter(|s| s.shndx == 0).count() + 1;
+    {
+        let n_defined = dynsym.len() - symoffset;
+        let nb = gnu_buckets(n_defined);
+        let mut order: Vec<usize> = (1..dynsym.len()).collect();
+        order.sort_by_key(|&i| {
+            let defined = dynsym[i].shndx != 0;
+            (
+                defined,
+                if defined {
+                    gnu_hash(dyn_names[i].as_bytes()) % nb
+                } else {
+                    0
+                },
+                i,
+            )
+        });
+        order.insert(0, 0);
+        let mut new_index = vec![0u32; dynsym.len()];
+        for (new, &old) in order.iter().enumerate() {
+            new_index[old] = new as u32;
+        }
+        dynsym = order.iter().map(|&i| dynsym[i]).collect();
+        dyn_names = order
+            .iter()
+            .map(|&i| std::mem::take(&mut dyn_names[i]))
+            .collect();
+        for p in pending.iter_mut().flatten() {
+            if let Pending::Dyn(i) = p {
+                *i = new_index[*i as usize];
+            }
+        }
+        for i in start_slots_wanted.iter_mut() {
+            *i = new_index[*i as usize];
+        }
+        exit_sym = exit_sym.map(|i| new_index[i as usize]);
     }
 
     // New segments: R (headers and tables) below the shifted image, RW (dynamic, GOT)
@@ -567,6 +614,8 @@ pub(crate) fn relink(
     let name_refs: Vec<&[u8]> = dyn_names.iter().map(|s| s.as_bytes()).collect();
     let hash = sysv_hash_table(&name_refs);
     let hash_at = place(&mut r_cursor, hash.len() as u64, 8);
+    let gnu_hash = gnu_hash_table(&name_refs, symoffset);
+    let gnu_hash_at = place(&mut r_cursor, gnu_hash.len() as u64, 8);
     let n_rela = outs
         .iter()
         .filter(|o| o.table == RelocationTable::Rela)
@@ -725,6 +774,7 @@ pub(crate) fn relink(
     }
     dynamic.push((29, u64::from(runpath_off))); // DT_RUNPATH
     dynamic.push((4, hash_at)); // DT_HASH
+    dynamic.push((0x6fff_fef5, gnu_hash_at)); // DT_GNU_HASH
     dynamic.push((5, dynstr_at)); // DT_STRTAB
     dynamic.push((6, dynsym_at)); // DT_SYMTAB
     dynamic.push((10, dynstr.bytes.len() as u64)); // DT_STRSZ
@@ -973,6 +1023,7 @@ pub(crate) fn relink(
     put(&mut r, r_base, dynsym_at, &symbytes);
     put(&mut r, r_base, dynstr_at, &dynstr.bytes);
     put(&mut r, r_base, hash_at, &hash);
+    put(&mut r, r_base, gnu_hash_at, &gnu_hash);
 
     let mut rw = vec![0u8; (rw_end - rw_base) as usize];
     let mut dynbytes = Vec::new();
@@ -1086,6 +1137,18 @@ pub(crate) fn relink(
         dynsym_idx,
         0,
         4,
+    );
+    sec(
+        &mut shstr,
+        &mut sh,
+        ".gnu.hash",
+        0x6fff_fff6, // SHT_GNU_HASH
+        2,
+        gnu_hash_at,
+        gnu_hash.len() as u64,
+        dynsym_idx,
+        0,
+        8,
     );
     sec(
         &mut shstr,
@@ -1305,10 +1368,21 @@ fn original_segments<'a>(image: &'a [u8], module: &Module) -> Result<Vec<Orig<'a
 /// multiple of every segment alignment (so the shifted image keeps its congruences).
 fn header_budget(module: &Module, prx: &PrxSet, names: &mut Names) -> u64 {
     let nsym = module.symbols.len() as u64 + 8 + prx.libraries.len() as u64;
+    // An import bound to a host system library is named by its plain name, which may be
+    // longer than `NID#L#M`.
     let strings: u64 = module
         .symbols
         .iter()
-        .map(|s| s.name.len().max(11) as u64 + 1)
+        .map(|s| {
+            let plain = match (&s.library, &s.nid) {
+                (Some(l), Some(n)) if s.is_import() => prx
+                    .find(l, n)
+                    .and_then(|p| p.host_names.as_ref()?.get(n))
+                    .map_or(0, String::len),
+                _ => 0,
+            };
+            s.name.len().max(11).max(plain) as u64 + 1
+        })
         .sum::<u64>()
         + prx
             .libraries
@@ -1334,6 +1408,10 @@ fn header_budget(module: &Module, prx: &PrxSet, names: &mut Names) -> u64 {
         + strings
         + 16
         + 4 * (nsym + nsym / 2 + 2)
+        + 16
+        + 8 * (nsym * 12 / 64 + 1).next_power_of_two()
+        + 4 * (nsym + nsym / 2 + 1)
+        + 8
         + 24 * (module.relocations.len() as u64 + 8 + prx.libraries.len() as u64)
         + msgs
         + 64;

@@ -8,6 +8,7 @@
 //! hash, rela, jmprel, messages | RW: dynamic, GOT slots | RX: stubs, entry
 //! ```
 
+mod cxxabi;
 mod layout;
 pub mod prxfix;
 mod prxset;
@@ -15,12 +16,13 @@ mod scan;
 mod stubs;
 mod writer;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub use cxxabi::LIBSTDCXX;
 pub use scan::{SYSCALL_TRAP, SyscallSite};
 
 /// Identity of this relinker: crate version + a hash of its sources. A cache of relinked
@@ -43,6 +45,11 @@ pub struct PrxLibrary {
     pub bytes: Arc<Vec<u8>>,
     /// NIDs it exports.
     pub exports: BTreeSet<String>,
+    /// For a system library of the host (the C++ runtime, `libstdc++.so.6`): the host
+    /// symbol each exported NID is imported as. Such a file is not shipped (not in
+    /// [`PrxSet::files`]; `bytes` is empty). `None` for PRX files and guest modules, whose
+    /// symbols are named by NID.
+    pub host_names: Option<Arc<BTreeMap<String, String>>>,
 }
 
 impl PrxLibrary {
@@ -63,6 +70,7 @@ impl PrxLibrary {
                 file_name: file_name.to_owned(),
                 bytes: relinked.clone(),
                 exports: syms.iter().filter_map(|s| s.nid.clone()).collect(),
+                host_names: None,
             })
             .collect()
     }
@@ -77,7 +85,8 @@ pub struct PrxSet {
 
 impl PrxSet {
     /// The PRX set built from this checkout's `prx/` crates and embedded in this crate at
-    /// build time (see docs/PRX.md).
+    /// build time (see docs/PRX.md), followed by the host C++ runtime (`libstdc++.so.6`)
+    /// serving the C++ exception ABI of `libc`/`libSceLibcInternal`.
     pub fn installed() -> Result<PrxSet, RelinkError> {
         prxset::installed()
     }
@@ -89,12 +98,38 @@ impl PrxSet {
             .find(|l| l.library == library && l.exports.contains(nid))
     }
 
-    /// Distinct files (name, bytes), in order: what goes into the output's `libs/`.
+    /// This set plus the export libraries of a game's other bundled modules, given as
+    /// (file name, parsed module): the set to relink one bundled module against, so that
+    /// its imports from a sibling bind to that sibling (a `DT_NEEDED` on the sibling's
+    /// relinked file, which the loader finds next to it, `app0/sce_module/`). The entries
+    /// carry no bytes (the siblings are relinked separately); leave the module being
+    /// relinked out of `siblings`.
+    pub fn with_guest_modules<'a>(
+        &self,
+        siblings: impl IntoIterator<Item = (&'a str, &'a aps5_elf::Module)>,
+    ) -> PrxSet {
+        let mut set = self.clone();
+        let none = Arc::new(Vec::new());
+        for (file_name, module) in siblings {
+            set.libraries.extend(PrxLibrary::from_guest_module(
+                module,
+                file_name,
+                none.clone(),
+            ));
+        }
+        set
+    }
+
+    /// Distinct files (name, bytes), in order: what goes into the output's `libs/` (host
+    /// system libraries such as [`LIBSTDCXX`], and guest modules added without bytes by
+    /// [`PrxSet::with_guest_modules`], are not included).
     pub fn files(&self) -> Vec<(&str, &Arc<Vec<u8>>)> {
         let mut seen = BTreeSet::new();
         self.libraries
             .iter()
-            .filter(|l| seen.insert(l.file_name.as_str()))
+            .filter(|l| {
+                l.host_names.is_none() && !l.bytes.is_empty() && seen.insert(l.file_name.as_str())
+            })
             .map(|l| (l.file_name.as_str(), &l.bytes))
             .collect()
     }

@@ -25,8 +25,11 @@ pub(crate) fn installed() -> Result<PrxSet, RelinkError> {
                 file_name: name.to_owned(),
                 bytes: bytes.clone(),
                 exports: exports.clone(),
+                host_names: None,
             });
         }
+        // After the PRX files, so a NID a PRX implements is bound there.
+        libraries.extend(crate::cxxabi::libraries());
         Ok(PrxSet { libraries })
     })
     .clone()

@@ -127,6 +127,57 @@ pub fn sysv_hash_table(names: &[&[u8]]) -> Vec<u8> {
     out
 }
 
+/// The GNU hash function (`DT_GNU_HASH`): h = h * 33 + c from 5381.
+pub fn gnu_hash(name: &[u8]) -> u32 {
+    name.iter().fold(5381u32, |h, &c| {
+        h.wrapping_mul(33).wrapping_add(u32::from(c))
+    })
+}
+
+/// Number of buckets of the GNU hash table for `n` hashed symbols.
+pub fn gnu_buckets(n: usize) -> u32 {
+    (n / 2).max(1) as u32
+}
+
+/// A `DT_GNU_HASH` table over `names` (the whole dynsym, entry 0 included), whose symbols
+/// from `symoffset` on are the defined ones, already sorted by `gnu_hash % gnu_buckets(n)`
+/// (the order the format requires; undefined symbols are not hashed).
+pub fn gnu_hash_table(names: &[&[u8]], symoffset: usize) -> Vec<u8> {
+    let hashed = &names[symoffset.min(names.len())..];
+    let nbuckets = gnu_buckets(hashed.len());
+    // Bloom filter: about 12 bits per symbol, a power of two of 64-bit words.
+    let words = (hashed.len() * 12 / 64).max(1).next_power_of_two();
+    let shift = 26u32;
+    let mut bloom = vec![0u64; words];
+    let mut buckets = vec![0u32; nbuckets as usize];
+    let mut chain = vec![0u32; hashed.len()];
+    for (i, name) in hashed.iter().enumerate() {
+        let h = gnu_hash(name);
+        let w = (h as usize / 64) % words;
+        bloom[w] |= (1u64 << (h % 64)) | (1u64 << ((h >> shift) % 64));
+        let b = (h % nbuckets) as usize;
+        if buckets[b] == 0 {
+            buckets[b] = (symoffset + i) as u32;
+        }
+        // Bit 0 set on the last symbol of a bucket's run.
+        let last = hashed
+            .get(i + 1)
+            .is_none_or(|next| gnu_hash(next) % nbuckets != h % nbuckets);
+        chain[i] = (h & !1) | u32::from(last);
+    }
+    let mut out = Vec::with_capacity(16 + 8 * words + 4 * (buckets.len() + chain.len()));
+    for v in [nbuckets, symoffset as u32, words as u32, shift] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    for w in bloom {
+        out.extend_from_slice(&w.to_le_bytes());
+    }
+    for v in buckets.into_iter().chain(chain) {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out
+}
+
 /// An Elf64_Phdr.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Phdr {

@@ -14,10 +14,13 @@ use support::*;
 const MUST_PASS: &[&str] = &[
     "argv_env",
     "ctors_dtors",
+    "cxx_exceptions",
+    "cxx_terminate",
     "file_io",
     "hello",
     "malloc_string",
     "math",
+    "module_chain",
     "module_dlsym",
     "module_link",
     "sample",

@@ -1,17 +1,60 @@
 //! The C++ runtime pieces a PS4/PS5 program imports from libc / libSceLibcInternal:
-//! `operator new`/`delete` (the host heap), thread-safe static initialisation guards
-//! (`__cxa_guard_*`, Itanium ABI), `__cxa_pure_virtual`, and the Itanium unwinder
-//! (`_Unwind_*`, forwarded to the host's libgcc_s: the ABI is the same, and relinked
-//! programs keep their `PT_GNU_EH_FRAME`, so the host unwinder walks guest frames).
-//! Throwing (`__cxa_throw`, personality) is not provided yet.
+//! `operator new`/`delete` (the host heap; a failed `new` calls the new-handler and throws
+//! `std::bad_alloc`), thread-safe static initialisation guards (`__cxa_guard_*`, Itanium
+//! ABI), `__cxa_pure_virtual`, and the Itanium unwinder (`_Unwind_*`, forwarded to the
+//! host's libgcc_s: the ABI is the same, and relinked programs keep their
+//! `PT_GNU_EH_FRAME`, so the host unwinder walks guest frames).
+//!
+//! Throwing and catching (`__cxa_throw`, `__gxx_personality_v0`, type_info objects and
+//! vtables, `std::terminate`, ...) are not here: the relinker binds those NIDs to the host's
+//! `libstdc++.so.6` by name (`compiler/relink/src/cxxabi.rs`), because the guest's
+//! type_info objects must point at the host runtime's own vtables.
 
+use std::ffi::CStr;
 use std::sync::{Condvar, Mutex};
 
 use aps5_prx_macros::nid;
 
-fn out_of_memory(n: usize) -> ! {
+/// A function of the host C++ runtime: found in the process (relinked programs that use
+/// exceptions have `libstdc++.so.6` in DT_NEEDED), else by loading it.
+fn host_cxx(name: &CStr) -> Option<*mut libc::c_void> {
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    if !p.is_null() {
+        return Some(p);
+    }
+    let h = unsafe {
+        libc::dlopen(
+            c"libstdc++.so.6".as_ptr(),
+            libc::RTLD_NOW | libc::RTLD_GLOBAL,
+        )
+    };
+    if h.is_null() {
+        return None;
+    }
+    let p = unsafe { libc::dlsym(h, name.as_ptr()) };
+    (!p.is_null()).then_some(p)
+}
+
+/// The heap is exhausted: what `operator new` does next (C++17 [new.delete.single]): call
+/// the installed new-handler and retry, or throw `std::bad_alloc` (through the host
+/// runtime, so the guest catches the host's `bad_alloc` type_info, which its own
+/// `catch (std::bad_alloc&)` refers to as well).
+fn out_of_memory(n: usize) {
+    if let Some(get) = host_cxx(c"_ZSt15get_new_handlerv") {
+        let get: extern "C" fn() -> Option<extern "C-unwind" fn()> =
+            unsafe { std::mem::transmute(get) };
+        if let Some(handler) = get() {
+            handler(); // may free memory, throw, or end the program
+            return;
+        }
+    }
+    if let Some(throw) = host_cxx(c"_ZSt17__throw_bad_allocv") {
+        let throw: extern "C-unwind" fn() -> ! = unsafe { std::mem::transmute(throw) };
+        throw();
+    }
     let msg = format!(
-        "aps5: operator new({n}) failed: out of memory (std::bad_alloc is not thrown); aborting\n"
+        "aps5: operator new({n}) failed: out of memory, and the host C++ runtime \
+         (libstdc++.so.6) that would throw std::bad_alloc cannot be loaded; aborting\n"
     );
     unsafe {
         libc::write(2, msg.as_ptr().cast(), msg.len());
@@ -20,30 +63,34 @@ fn out_of_memory(n: usize) -> ! {
 }
 
 fn new(n: usize) -> *mut u8 {
-    let p = unsafe { libc::malloc(n.max(1)) };
-    if p.is_null() {
+    loop {
+        let p = unsafe { libc::malloc(n.max(1)) };
+        if !p.is_null() {
+            return p.cast();
+        }
         out_of_memory(n);
     }
-    p.cast()
 }
 
 fn new_aligned(n: usize, align: usize) -> *mut u8 {
-    let mut p = std::ptr::null_mut();
-    if unsafe { libc::posix_memalign(&mut p, align.max(8), n.max(1)) } != 0 {
+    loop {
+        let mut p = std::ptr::null_mut();
+        if unsafe { libc::posix_memalign(&mut p, align.max(8), n.max(1)) } == 0 {
+            return p.cast();
+        }
         out_of_memory(n);
     }
-    p.cast()
 }
 
 /// `operator new(size_t)`.
 #[nid("_Znwm")]
-pub extern "C" fn op_new(n: usize) -> *mut u8 {
+pub extern "C-unwind" fn op_new(n: usize) -> *mut u8 {
     new(n)
 }
 
 /// `operator new[](size_t)`.
 #[nid("_Znam")]
-pub extern "C" fn op_new_array(n: usize) -> *mut u8 {
+pub extern "C-unwind" fn op_new_array(n: usize) -> *mut u8 {
     new(n)
 }
 
@@ -61,13 +108,13 @@ pub extern "C" fn op_new_array_nothrow(n: usize, _tag: *const u8) -> *mut u8 {
 
 /// `operator new(size_t, std::align_val_t)`.
 #[nid("_ZnwmSt11align_val_t")]
-pub extern "C" fn op_new_aligned(n: usize, align: usize) -> *mut u8 {
+pub extern "C-unwind" fn op_new_aligned(n: usize, align: usize) -> *mut u8 {
     new_aligned(n, align)
 }
 
 /// `operator new[](size_t, std::align_val_t)`.
 #[nid("_ZnamSt11align_val_t")]
-pub extern "C" fn op_new_array_aligned(n: usize, align: usize) -> *mut u8 {
+pub extern "C-unwind" fn op_new_array_aligned(n: usize, align: usize) -> *mut u8 {
     new_aligned(n, align)
 }
 

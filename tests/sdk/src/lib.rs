@@ -88,11 +88,19 @@ pub struct Project {
     pub cflags: Vec<String>,
 }
 
-fn sorted_files(dir: &Path, ext: &str) -> Result<Vec<PathBuf>> {
+/// Extensions of the sources a program or module is compiled from (C and C++).
+const SOURCE_EXTS: &[&str] = &["c", "cpp"];
+
+/// Whether P is a C++ source (compiled with clang++-14, see [`build_dump_in`]).
+pub fn is_cxx(p: &Path) -> bool {
+    p.extension().is_some_and(|x| x == "cpp")
+}
+
+fn sorted_files(dir: &Path, exts: &[&str]) -> Result<Vec<PathBuf>> {
     let mut v = Vec::new();
     for e in fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
         let p = e?.path();
-        if p.is_file() && p.extension().is_some_and(|x| x == ext) {
+        if p.is_file() && p.extension().is_some_and(|x| exts.iter().any(|e| x == *e)) {
             v.push(p);
         }
     }
@@ -118,8 +126,9 @@ impl Project {
             fs::metadata(src).with_context(|| format!("source {} not found", src.display()))?;
         if meta.is_file() {
             ensure!(
-                src.extension().is_some_and(|e| e == "c"),
-                "{}: a single source must be a .c file",
+                src.extension()
+                    .is_some_and(|e| SOURCE_EXTS.iter().any(|x| e == *x)),
+                "{}: a single source must be a .cpp or .c file",
                 src.display()
             );
             let root = src
@@ -153,13 +162,13 @@ impl Project {
             .unwrap_or_else(|| "app".into());
         let eboot_dir = root.join("eboot");
         let eboot_files = if eboot_dir.is_dir() {
-            sorted_files(&eboot_dir, "c")?
+            sorted_files(&eboot_dir, SOURCE_EXTS)?
         } else {
-            sorted_files(&root, "c")?
+            sorted_files(&root, SOURCE_EXTS)?
         };
         ensure!(
             !eboot_files.is_empty(),
-            "{}: no eboot sources (expected eboot/*.c or *.c)",
+            "{}: no eboot sources (expected eboot/*.c, *.c or .cpp)",
             src.display()
         );
         let mut modules = BTreeMap::new();
@@ -184,13 +193,17 @@ impl Project {
                     "{}: module names may use letters, digits, '_' and '-'",
                     p.display()
                 );
-                let files = sorted_files(&p, "c")?;
-                ensure!(!files.is_empty(), "{}: module has no .c files", p.display());
+                let files = sorted_files(&p, SOURCE_EXTS)?;
+                ensure!(
+                    !files.is_empty(),
+                    "{}: module has no .c or .cpp files",
+                    p.display()
+                );
                 modules.insert(n, files.iter().map(|f| relative(&root, f)).collect());
             }
         }
         let shaders = if root.join("shaders").is_dir() {
-            sorted_files(&root.join("shaders"), "s")?
+            sorted_files(&root.join("shaders"), &["s"])?
                 .iter()
                 .map(|f| relative(&root, f))
                 .collect()
@@ -362,6 +375,24 @@ fn compile_flags(opts: &DumpOptions, project: &Project) -> Vec<String> {
     f
 }
 
+/// The C flags adapted to C++: C++17 with exceptions (the consoles' compilers enable them
+/// for C++), no C-only diagnostics.
+fn cxx_flags(c_flags: &[String]) -> Vec<String> {
+    let mut f: Vec<String> = c_flags
+        .iter()
+        .filter(|x| *x != "-Werror=implicit-function-declaration")
+        .map(|x| {
+            if x == "-std=gnu11" {
+                "-std=gnu++17".to_owned()
+            } else {
+                x.clone()
+            }
+        })
+        .collect();
+    f.extend(["-fexceptions", "-fcxx-exceptions"].map(String::from));
+    f
+}
+
 struct LinkedModule {
     name: String,
     prx: bool,
@@ -389,14 +420,29 @@ pub fn build_dump_in(
     let work = &fs::canonicalize(work)?;
     let layout = if opts.ps4 { Layout::Ps4 } else { Layout::Ps5 };
 
+    // C++ only when a source needs it (clang++-14 comes with clang-14).
+    let clangxx = if project
+        .eboot
+        .iter()
+        .chain(project.modules.values().flatten())
+        .any(|p| is_cxx(p))
+    {
+        Some(find_tool(Tool::Clangxx)?)
+    } else {
+        None
+    };
     let compile = |source: &Path, obj: &Path, cwd: &Path| -> Result<()> {
+        let (compiler, flags) = match &clangxx {
+            Some(cxx) if is_cxx(source) => (cxx, cxx_flags(&flags)),
+            _ => (&clang, flags.clone()),
+        };
         let mut args: Vec<std::ffi::OsString> = flags.iter().map(Into::into).collect();
         args.push("-c".into());
         args.push(source.into());
         args.push("-o".into());
         args.push(obj.into());
         let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
-        toolchain::run(&clang, &refs, cwd)
+        toolchain::run(compiler, &refs, cwd)
     };
 
     // Compile and link every module, then the eboot.

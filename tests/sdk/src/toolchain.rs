@@ -10,6 +10,8 @@ use std::process::Command;
 pub enum Tool {
     /// `clang-14`.
     Clang,
+    /// `clang++-14` (C++ sources).
+    Clangxx,
     /// `ld.lld-14`.
     Lld,
     /// `llvm-mc-14`.
@@ -25,6 +27,7 @@ impl Tool {
     pub fn program(self) -> &'static str {
         match self {
             Tool::Clang => "clang-14",
+            Tool::Clangxx => "clang++-14",
             Tool::Lld => "ld.lld-14",
             Tool::LlvmMc => "llvm-mc-14",
             Tool::LlvmNm => "llvm-nm-14",
@@ -34,7 +37,7 @@ impl Tool {
     /// The Debian package that installs it.
     pub fn package(self) -> &'static str {
         match self {
-            Tool::Clang => "clang-14",
+            Tool::Clang | Tool::Clangxx => "clang-14",
             Tool::Lld => "lld-14",
             Tool::LlvmMc | Tool::LlvmNm | Tool::LlvmReadelf => "llvm-14",
         }

@@ -68,50 +68,100 @@ fn native(fixture: &Path, run_dir: &Path, clang: &Path) -> NativeRun {
         .map(|(_, m)| m.clone())
         .collect();
 
-    let base_flags = |cmd: &mut Command| {
-        cmd.current_dir(&project.root)
-            .args(["-std=gnu11", "-O1", "-w", "-include"])
+    // C sources are compiled with clang-14, C++ sources with clang++-14 (C++17, exceptions,
+    // the host's libstdc++); a program with any C++ is linked by clang++.
+    let clangxx = common::require(aps5_sdk::Tool::Clangxx);
+    let objects = work.path().join("objects");
+    std::fs::create_dir_all(&objects).unwrap();
+    let mut n_obj = 0;
+    let mut compile = |src: &Path, cwd: &Path, pic: bool| -> std::path::PathBuf {
+        n_obj += 1;
+        let obj = objects.join(format!("{n_obj}.o"));
+        let cxx = aps5_sdk::is_cxx(src);
+        let mut cmd = Command::new(if cxx { &clangxx } else { clang });
+        cmd.current_dir(cwd)
+            .args([if cxx { "-std=gnu++17" } else { "-std=gnu11" }, "-O1", "-w"])
+            .arg("-include")
             .arg(shim.join("aps5_host.h"))
             .arg("-I")
             .arg(&shim)
-            .args(&project.cflags);
+            .args(&project.cflags)
+            .args(if pic { &["-fPIC"][..] } else { &[] })
+            .arg("-c")
+            .arg(src)
+            .arg("-o")
+            .arg(&obj);
+        run(&mut cmd, &format!("native compile of {}", src.display()));
+        obj
+    };
+    let linker = |sources: &[std::path::PathBuf]| {
+        if sources.iter().any(|s| aps5_sdk::is_cxx(s)) {
+            Command::new(&clangxx)
+        } else {
+            Command::new(clang)
+        }
     };
     let mods = run_dir.join("sce_module");
     std::fs::create_dir_all(&mods).unwrap();
     let mut module_files = Vec::new();
     for (name, sources) in &project.modules {
         let out = mods.join(format!("{name}.prx"));
-        let mut cmd = Command::new(clang);
-        base_flags(&mut cmd);
-        cmd.args(["-shared", "-fPIC"])
-            .arg(format!("-Wl,-soname,{name}.prx"))
-            .args(sources)
-            .arg("-o")
-            .arg(&out);
+        let mut objs: Vec<_> = sources
+            .iter()
+            .map(|s| compile(s, &project.root, true))
+            .collect();
         if linked_modules.contains(name) {
-            cmd.arg(shim.join("module_autostart.c"));
+            objs.push(compile(&shim.join("module_autostart.c"), &shim, true));
             module_files.push(out.clone());
         }
+        // Modules it imports from (built before it: modules are built in name order).
+        let path = format!("sce_module/{name}.prx");
+        let deps: std::collections::BTreeSet<String> = report
+            .modules
+            .iter()
+            .filter(|m| m.dump_path == path)
+            .flat_map(|m| m.symbols.iter())
+            .filter_map(|s| s.import_from.as_ref())
+            .filter(|(_, m)| project.modules.contains_key(m))
+            .map(|(_, m)| m.clone())
+            .collect();
+        let mut cmd = linker(sources);
+        cmd.args(["-shared", "-fPIC"])
+            .arg(format!("-Wl,-soname,{name}.prx"))
+            .arg("-Wl,-rpath,$ORIGIN")
+            .args(&objs);
+        for d in &deps {
+            let f = mods.join(format!("{d}.prx"));
+            assert!(
+                f.is_file(),
+                "modules/{name} imports from modules/{d}, which sorts after it (natively built in name order)"
+            );
+            cmd.arg(f);
+        }
+        cmd.arg("-o").arg(&out);
         run(&mut cmd, &format!("native build of modules/{name}"));
     }
-    let mut cmd = Command::new(clang);
-    base_flags(&mut cmd);
-    cmd.args(&project.eboot)
-        .arg(shim.join("shim.c"))
-        .arg("-o")
-        .arg(run_dir.join("eboot.bin"))
-        .args(&module_files)
-        .args(["-Wl,-rpath,$ORIGIN/sce_module", "-ldl", "-lpthread", "-lm"]);
-    if project.shaders.is_empty() {
-        run(&mut cmd, "native build of the eboot");
-    } else {
+    let mut objs: Vec<_> = project
+        .eboot
+        .iter()
+        .map(|s| compile(s, &project.root, false))
+        .collect();
+    objs.push(compile(&shim.join("shim.c"), &shim, false));
+    if !project.shaders.is_empty() {
         let c = aps5_sdk::shader_c_source(&project, work.path())
             .unwrap()
             .unwrap();
         let gen_c = work.path().join("aps5_shaders.c");
         std::fs::write(&gen_c, c).unwrap();
-        run(cmd.arg(&gen_c), "native build of the eboot");
+        objs.push(compile(&gen_c, work.path(), false));
     }
+    let mut cmd = linker(&project.eboot);
+    cmd.args(&objs)
+        .arg("-o")
+        .arg(run_dir.join("eboot.bin"))
+        .args(&module_files)
+        .args(["-Wl,-rpath,$ORIGIN/sce_module", "-ldl", "-lpthread", "-lm"]);
+    run(&mut cmd, "native build of the eboot");
     if let Some(app0) = &project.app0 {
         copy_tree(app0, run_dir);
     }

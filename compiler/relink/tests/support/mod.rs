@@ -34,15 +34,29 @@ pub fn build_tree(eboot: &Path, modules: &[PathBuf], out: &Path) -> Vec<Coverage
     let mut set = host.clone();
     let opts = RelinkOptions::default();
     std::fs::create_dir_all(out.join("app0/sce_module")).unwrap();
-    for m in modules {
-        let bytes = std::fs::read(m).unwrap();
-        let module = aps5_elf::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", m.display()));
-        let r = aps5_relink::relink_module(&bytes, &module, &host, &opts)
-            .unwrap_or_else(|e| panic!("{}: {e}", m.display()));
-        let name = m.file_name().unwrap().to_str().unwrap().to_owned();
+    let parsed: Vec<(String, Vec<u8>, aps5_elf::Module)> = modules
+        .iter()
+        .map(|m| {
+            let bytes = std::fs::read(m).unwrap();
+            let module = aps5_elf::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", m.display()));
+            let name = m.file_name().unwrap().to_str().unwrap().to_owned();
+            (name, bytes, module)
+        })
+        .collect();
+    for (name, bytes, module) in &parsed {
+        // Each module binds to the host set and to its siblings (module -> module imports).
+        let siblings = host.with_guest_modules(
+            parsed
+                .iter()
+                .filter(|(n, ..)| n != name)
+                .map(|(n, _, m)| (n.as_str(), m)),
+        );
+        let r = aps5_relink::relink_module(bytes, module, &siblings, &opts)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let name = name.clone();
         std::fs::write(out.join("app0/sce_module").join(&name), &r.elf).unwrap();
         set.libraries.extend(PrxLibrary::from_guest_module(
-            &module,
+            module,
             &name,
             Arc::new(r.elf),
         ));
