@@ -4,7 +4,8 @@
 //! - start-up: the `hello` fixture, ported (relinked PS5 dump on the PRX set) vs native,
 //!   median wall time of 30 runs each, and their ratio;
 //! - micro-benchmarks (`benches-src/microbench/main.c`): ns per malloc/free, snprintf and
-//!   mutex lock+unlock, ported vs native, and the ratios (ported / native; 1.0 = parity).
+//!   mutex lock+unlock, ported vs native, and the ratios (ported / native; 1.0 = parity);
+//! - `mutex_ratio_per_run`: the two mutex ratios of each of the three runs (their spread).
 //!
 //! Needs clang-14 and ld.lld-14. Run: `cargo run --release -p aps5-relink --example bench_runtime`.
 
@@ -138,9 +139,22 @@ fn main() {
             *e = e.min(v);
         }
     };
+    // The mutex ratios of each run, to show the run-to-run spread behind the best figures.
+    let mut mutex_runs = Vec::new();
     for _ in 0..3 {
-        best(&mut n, micro(Command::new(&micro_native)));
-        best(&mut p, micro(ported_cmd(&micro_out)));
+        let (nr, pr) = (
+            micro(Command::new(&micro_native)),
+            micro(ported_cmd(&micro_out)),
+        );
+        let mut run = serde_json::Map::new();
+        for k in ["mutex_lock_unlock", "mutex_errorcheck_lock_unlock"] {
+            if let (Some(pv), Some(nv)) = (pr.get(k), nr.get(k)) {
+                run.insert(k.to_owned(), serde_json::json!(pv / nv));
+            }
+        }
+        mutex_runs.push(serde_json::Value::Object(run));
+        best(&mut n, nr);
+        best(&mut p, pr);
     }
     let mut micro_json = serde_json::Map::new();
     for (k, nv) in &n {
@@ -165,6 +179,7 @@ fn main() {
                 "ratio": ported_s / native_s,
             },
             "micro": micro_json,
+            "mutex_ratio_per_run": mutex_runs,
         })
     );
 }

@@ -15,11 +15,13 @@
 
 pub mod equeue;
 pub mod errno;
+pub mod event_flag;
 pub mod fs;
 pub mod memory;
 pub mod module;
 pub mod net;
 pub mod nid;
+pub mod sema;
 pub mod signal;
 pub mod sync;
 pub mod syscall;

@@ -94,10 +94,43 @@ pub unsafe extern "C" fn sce_pthread_create(
     sce(r)
 }
 
-/// `pthread_join`.
+/// Host calls through which cancellation may unwind (so declared `C-unwind`; the `libc`
+/// crate declares them `C`, and unwinding through a `C` call is undefined).
+mod host {
+    unsafe extern "C-unwind" {
+        pub fn pthread_join(t: libc::pthread_t, ret: *mut *mut libc::c_void) -> i32;
+        pub fn pthread_exit(v: *mut libc::c_void) -> !;
+        pub fn pthread_setcancelstate(state: i32, old: *mut i32) -> i32;
+        pub fn pthread_setcanceltype(kind: i32, old: *mut i32) -> i32;
+        pub fn pthread_testcancel();
+        pub fn _pthread_cleanup_push(
+            buf: *mut super::CleanupBuffer,
+            routine: unsafe extern "C-unwind" fn(*mut u8),
+            arg: *mut u8,
+        );
+        pub fn _pthread_cleanup_pop(buf: *mut super::CleanupBuffer, execute: i32);
+    }
+}
+
+/// FreeBSD's `PTHREAD_CANCELED` (glibc's is -1).
+pub const PTHREAD_CANCELED: usize = 1;
+
+/// `pthread_join`: a cancellation point; a cancelled thread's value is FreeBSD's
+/// `PTHREAD_CANCELED` (1).
 #[nid("pthread_join")]
 pub unsafe extern "C-unwind" fn pthread_join(t: libc::pthread_t, ret: *mut *mut u8) -> i32 {
-    from_host(unsafe { libc::pthread_join(t, ret.cast()) })
+    let mut v: *mut libc::c_void = ptr::null_mut();
+    let r = unsafe { host::pthread_join(t, &mut v) };
+    if r == 0 && !ret.is_null() {
+        // glibc PTHREAD_CANCELED is (void *)-1.
+        let v = if v as isize == -1 {
+            PTHREAD_CANCELED as *mut u8
+        } else {
+            v.cast()
+        };
+        unsafe { *ret = v };
+    }
+    from_host(r)
 }
 
 /// `scePthreadJoin`.
@@ -136,20 +169,140 @@ pub extern "C" fn pthread_equal(a: libc::pthread_t, b: libc::pthread_t) -> i32 {
     i32::from(a == b)
 }
 
-/// `pthread_exit`: unwinds the guest thread (host forced unwinding).
+/// `pthread_exit`: unwinds the guest thread (host forced unwinding), running its cleanup
+/// handlers (innermost first) as their frames are left, then its TSD destructors.
 #[nid("pthread_exit")]
 pub extern "C-unwind" fn pthread_exit(v: *mut u8) -> ! {
-    unsafe { libc::pthread_exit(v.cast()) }
+    unsafe { host::pthread_exit(v.cast()) }
 }
 
 /// `scePthreadExit`.
 #[nid("scePthreadExit")]
 pub extern "C-unwind" fn sce_pthread_exit(v: *mut u8) -> ! {
-    unsafe { libc::pthread_exit(v.cast()) }
+    unsafe { host::pthread_exit(v.cast()) }
 }
 
-/// `pthread_cancel`: deferred cancellation, acted on at host cancellation points (the
-/// sleeps and waits of this library).
+// ---- Cancellation ---------------------------------------------------------------------
+//
+// FreeBSD libthr semantics on the host's (glibc's) machinery, which has the same model:
+// a per-thread enable state and type (deferred by default), `pthread_cancel` marking the
+// target, cancellation acted on at cancellation points (or at once when asynchronous) by
+// unwinding the thread: cleanup handlers run innermost first as the unwinder leaves the
+// frames that pushed them, then TSD destructors, and `pthread_join` sees PTHREAD_CANCELED.
+//
+// Cleanup handlers: FreeBSD's `pthread_cleanup_push` macro puts a 64-byte
+// `struct _pthread_cleanup_info` on the guest's stack and calls
+// `__pthread_cleanup_push_imp(routine, arg, &info)`; the pop macro calls
+// `__pthread_cleanup_pop_imp(execute)`. The info block holds glibc's 32-byte
+// `struct _pthread_cleanup_buffer`, registered with glibc's `_pthread_cleanup_push` (the
+// C-without-exceptions form of its handlers), which the host's unwinder runs at
+// cancellation and `pthread_exit`.
+//
+// Cancellation points are the host's (sleeps, `read`/`write`, `pthread_join`, ...) and
+// every wait of this library, which sleep through `sync::futex::wait_cancellable`.
+
+/// glibc's `struct _pthread_cleanup_buffer` (routine, arg, canceltype, prev).
+#[repr(C)]
+pub struct CleanupBuffer {
+    routine: Option<unsafe extern "C-unwind" fn(*mut u8)>,
+    arg: *mut u8,
+    canceltype: i32,
+    prev: *mut CleanupBuffer,
+}
+
+const _: () = assert!(std::mem::size_of::<CleanupBuffer>() <= 64);
+
+thread_local! {
+    /// The innermost registered cleanup buffer (glibc keeps the same chain but has no
+    /// getter; FreeBSD's pop takes no pointer).
+    static CLEANUP_TOP: std::cell::Cell<*mut CleanupBuffer> =
+        const { std::cell::Cell::new(ptr::null_mut()) };
+}
+
+/// `__pthread_cleanup_push_imp(routine, arg, info)`: `info` is the caller's 64-byte
+/// `struct _pthread_cleanup_info`.
+#[nid("__pthread_cleanup_push_imp")]
+pub unsafe extern "C" fn pthread_cleanup_push_imp(
+    routine: unsafe extern "C-unwind" fn(*mut u8),
+    arg: *mut u8,
+    info: *mut CleanupBuffer,
+) {
+    if info.is_null() {
+        return;
+    }
+    unsafe { host::_pthread_cleanup_push(info, routine, arg) };
+    CLEANUP_TOP.with(|t| t.set(info));
+}
+
+/// `__pthread_cleanup_pop_imp(execute)`: unregisters the innermost handler and runs it if
+/// `execute` is non-zero.
+#[nid("__pthread_cleanup_pop_imp")]
+pub unsafe extern "C-unwind" fn pthread_cleanup_pop_imp(execute: i32) {
+    let top = CLEANUP_TOP.with(|t| t.get());
+    if top.is_null() {
+        return;
+    }
+    CLEANUP_TOP.with(|t| t.set(unsafe { (*top).prev }));
+    unsafe { host::_pthread_cleanup_pop(top, execute) };
+}
+
+/// `pthread_setcancelstate(state, old)`: ENABLE 0, DISABLE 1 (FreeBSD and glibc agree).
+#[nid("pthread_setcancelstate")]
+pub unsafe extern "C-unwind" fn pthread_setcancelstate(state: i32, old: *mut i32) -> i32 {
+    if !(0..=1).contains(&state) {
+        return 22;
+    }
+    let mut prev = 0;
+    let r = unsafe { host::pthread_setcancelstate(state, &mut prev) };
+    if r == 0 && !old.is_null() {
+        unsafe { *old = prev };
+    }
+    from_host(r)
+}
+
+/// `scePthreadSetcancelstate`.
+#[nid("scePthreadSetcancelstate")]
+pub unsafe extern "C-unwind" fn sce_pthread_setcancelstate(state: i32, old: *mut i32) -> i32 {
+    sce(unsafe { pthread_setcancelstate(state, old) })
+}
+
+/// `pthread_setcanceltype(type, old)`: FreeBSD DEFERRED 0, ASYNCHRONOUS 2 (glibc: 0, 1).
+/// Switching to asynchronous with a cancel pending acts on it at once.
+#[nid("pthread_setcanceltype")]
+pub unsafe extern "C-unwind" fn pthread_setcanceltype(kind: i32, old: *mut i32) -> i32 {
+    let host_kind = match kind {
+        0 => 0,
+        2 => 1,
+        _ => return 22,
+    };
+    let mut prev = 0;
+    let r = unsafe { host::pthread_setcanceltype(host_kind, &mut prev) };
+    if r == 0 && !old.is_null() {
+        unsafe { *old = if prev == 1 { 2 } else { 0 } };
+    }
+    from_host(r)
+}
+
+/// `scePthreadSetcanceltype`.
+#[nid("scePthreadSetcanceltype")]
+pub unsafe extern "C-unwind" fn sce_pthread_setcanceltype(kind: i32, old: *mut i32) -> i32 {
+    sce(unsafe { pthread_setcanceltype(kind, old) })
+}
+
+/// `pthread_testcancel`: acts on a pending cancel if cancellation is enabled.
+#[nid("pthread_testcancel")]
+pub extern "C-unwind" fn pthread_testcancel() {
+    unsafe { host::pthread_testcancel() }
+}
+
+/// `scePthreadTestcancel`.
+#[nid("scePthreadTestcancel")]
+pub extern "C-unwind" fn sce_pthread_testcancel() {
+    unsafe { host::pthread_testcancel() }
+}
+
+/// `pthread_cancel`: marks the thread; it is unwound at its next cancellation point (or
+/// at once if its type is asynchronous), see "Cancellation" above.
 #[nid("pthread_cancel")]
 pub extern "C" fn pthread_cancel(t: libc::pthread_t) -> i32 {
     from_host(unsafe { libc::pthread_cancel(t) })
