@@ -14,6 +14,7 @@ pub mod kernel;
 pub mod math;
 pub mod misc;
 pub mod printf;
+pub mod scanf;
 pub mod stdio;
 pub mod strings;
 pub mod va;

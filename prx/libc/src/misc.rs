@@ -2,9 +2,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use aps5_prx_macros::{nid, trampoline_str, variadic};
-
-use crate::va::VaListRaw;
+use aps5_prx_macros::{nid, trampoline_str};
 
 // jmp_buf (FreeBSD amd64: 12 longs + 1): rip, rbx, rsp, rbp, r12-r15, x87 control word
 // and MXCSR. setjmp must run in the caller's frame, so these are naked functions.
@@ -282,31 +280,6 @@ pub unsafe extern "C" fn assert_fail(expr: *const libc::c_char, place: *const li
         libc::write(2, msg.as_ptr().cast(), msg.len());
         libc::abort()
     }
-}
-
-unsafe extern "C" {
-    // glibc's vsscanf takes the same SysV va_list as the guest passes.
-    #[link_name = "vsscanf"]
-    fn host_vsscanf(s: *const libc::c_char, f: *const libc::c_char, ap: *mut VaListRaw) -> i32;
-}
-
-unsafe extern "C" fn sscanf_impl(
-    s: *const libc::c_char,
-    f: *const libc::c_char,
-    ap: *mut VaListRaw,
-) -> i32 {
-    unsafe { host_vsscanf(s, f, ap) }
-}
-variadic!("sscanf", 2, sscanf_impl);
-
-/// `vsscanf` (conversions as in C99; the host scanner).
-#[nid("vsscanf")]
-pub unsafe extern "C" fn vsscanf(
-    s: *const libc::c_char,
-    f: *const libc::c_char,
-    ap: *mut VaListRaw,
-) -> i32 {
-    unsafe { host_vsscanf(s, f, ap) }
 }
 
 #[cfg(test)]

@@ -1,11 +1,21 @@
 //! The printf engine: FreeBSD semantics for every C99 conversion, flags, field width and
-//! precision (also from `*`), and length modifiers (hh h l ll j z t L q). Integer, string,
-//! character and pointer conversions are formatted here; floating-point conversions
-//! (f F e E g G a A) are formatted one value at a time by the host C library, whose output
-//! for these is the same as FreeBSD's (both print correctly rounded decimals).
-//! Positional arguments (`%1$d`) are not supported: the directive is printed as is.
+//! precision (also from `*`), length modifiers (hh h l ll j z t L q) and positional
+//! arguments (`%n$`, `*m$`). Integer, string, character and pointer conversions are
+//! formatted here; floating-point conversions (f F e E g G a A) are formatted one value at
+//! a time (see [`float`]).
+//!
+//! Positional arguments follow FreeBSD's `vfprintf`: when a format uses `n$` anywhere, the
+//! whole format is first walked to learn the type class of every argument (integer/pointer,
+//! `double`, `long double`: each takes a different `va_arg` path, so mixed sizes work), then
+//! the arguments are read in order into a table. A directive without `n$` in such a format
+//! takes the argument after the previous one (FreeBSD's `nextarg`); arguments no directive
+//! names are read as `int`. Indices from 1 to [`MAX_POSITION`].
 
 use crate::va::Args;
+
+/// The highest argument index `n$` may name (FreeBSD's `NL_ARGMAX`); beyond it the directive
+/// is printed unchanged.
+pub const MAX_POSITION: usize = 4096;
 
 #[derive(Default, Clone, Copy)]
 struct Spec {
@@ -31,11 +41,143 @@ enum Len {
     BigL,
 }
 
+/// How `va_arg` reads an argument (what the positional table must know in advance).
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Class {
+    Int,
+    Double,
+    LongDouble,
+}
+
+#[derive(Clone, Copy)]
+enum Val {
+    Int(u64),
+    Float(f64),
+}
+
+/// Where a directive's arguments come from.
+enum Source<'a> {
+    /// In order, straight from the caller's arguments.
+    Sequential(&'a mut dyn Args),
+    /// First pass of a positional format: records each argument's class, reads nothing.
+    Collect {
+        classes: Vec<Option<Class>>,
+        next: usize,
+    },
+    /// Second pass: the arguments, read in order beforehand (index 0 is argument 1).
+    Table { vals: Vec<Val>, next: usize },
+}
+
+impl Source<'_> {
+    /// The next argument of class `c`, or argument `pos` (1-based) when given. A position
+    /// on the conversion itself moves `next` past it; one for `*m$` does not.
+    fn get(&mut self, c: Class, pos: Option<usize>, moves: bool) -> Val {
+        match self {
+            Source::Sequential(a) => match c {
+                Class::Int => Val::Int(a.int()),
+                Class::Double => Val::Float(a.double()),
+                Class::LongDouble => Val::Float(a.long_double()),
+            },
+            Source::Collect { classes, next } => {
+                let i = pos.unwrap_or(*next);
+                if pos.is_none() || moves {
+                    *next = i + 1;
+                }
+                if classes.len() <= i {
+                    classes.resize(i + 1, None);
+                }
+                classes[i] = Some(c);
+                Val::Int(0)
+            }
+            Source::Table { vals, next } => {
+                let i = pos.unwrap_or(*next);
+                if pos.is_none() || moves {
+                    *next = i + 1;
+                }
+                let v = vals.get(i).copied().unwrap_or(Val::Int(0));
+                match (v, c) {
+                    (Val::Int(x), Class::Int) => Val::Int(x),
+                    (Val::Float(x), Class::Double | Class::LongDouble) => Val::Float(x),
+                    // The same index named with two classes: undefined in C; be harmless.
+                    (Val::Int(_), _) => Val::Float(0.0),
+                    (Val::Float(_), _) => Val::Int(0),
+                }
+            }
+        }
+    }
+
+    fn int(&mut self, pos: Option<usize>, moves: bool) -> u64 {
+        match self.get(Class::Int, pos, moves) {
+            Val::Int(v) => v,
+            Val::Float(_) => 0,
+        }
+    }
+
+    fn collecting(&self) -> bool {
+        matches!(self, Source::Collect { .. })
+    }
+}
+
 /// Formats `fmt` (a NUL-terminated guest string) with `args` into `out`.
 ///
 /// # Safety
 /// `fmt` must be NUL-terminated; `%s`/`%n` arguments must be valid pointers.
 pub unsafe fn format(fmt: *const u8, args: &mut dyn Args, out: &mut Vec<u8>) {
+    if !unsafe { positional(fmt) } {
+        unsafe { run(fmt, &mut Source::Sequential(args), out) };
+        return;
+    }
+    let mut collect = Source::Collect {
+        classes: Vec::new(),
+        next: 1,
+    };
+    let mut scratch = Vec::new();
+    unsafe { run(fmt, &mut collect, &mut scratch) };
+    let Source::Collect { classes, .. } = collect else {
+        unreachable!()
+    };
+    // Read every argument up to the highest index, in order, each the way its class says.
+    let vals = classes
+        .iter()
+        .skip(1)
+        .map(|c| match c {
+            None | Some(Class::Int) => Val::Int(args.int()),
+            Some(Class::Double) => Val::Float(args.double()),
+            Some(Class::LongDouble) => Val::Float(args.long_double()),
+        })
+        .collect::<Vec<_>>();
+    // Index 0 is unused (positions are 1-based).
+    let mut table = Source::Table {
+        vals: std::iter::once(Val::Int(0)).chain(vals).collect(),
+        next: 1,
+    };
+    unsafe { run(fmt, &mut table, out) };
+}
+
+/// Whether `fmt` has a directive with `n$` (on the conversion or a `*`).
+unsafe fn positional(fmt: *const u8) -> bool {
+    let mut p = fmt;
+    let mut in_directive = false;
+    let mut digits = false;
+    loop {
+        let c = unsafe { *p };
+        match c {
+            0 => return false,
+            b'$' if in_directive && digits => return true,
+            b'%' => {
+                // "%%" is not a directive.
+                in_directive = !in_directive;
+                digits = false;
+            }
+            b'0'..=b'9' if in_directive => digits = true,
+            b'*' | b'.' | b'-' | b'+' | b' ' | b'#' | b'\'' if in_directive => digits = false,
+            _ => in_directive = false,
+        }
+        p = unsafe { p.add(1) };
+    }
+}
+
+unsafe fn run(fmt: *const u8, args: &mut Source, out: &mut Vec<u8>) {
     let mut p = fmt;
     loop {
         let c = unsafe { *p };
@@ -76,38 +218,67 @@ unsafe fn number(p: &mut *const u8) -> Option<usize> {
     v
 }
 
-unsafe fn directive(p: &mut *const u8, args: &mut dyn Args, out: &mut Vec<u8>) -> Result<(), ()> {
+/// `*` or `*m$` (the caller has consumed the `*`): the int argument it names.
+unsafe fn star(p: &mut *const u8, args: &mut Source) -> Result<i32, ()> {
+    let save = *p;
+    let pos = match unsafe { number(p) } {
+        Some(m) if unsafe { **p } == b'$' => {
+            *p = unsafe { p.add(1) };
+            if m == 0 || m > MAX_POSITION {
+                return Err(());
+            }
+            Some(m)
+        }
+        _ => {
+            *p = save;
+            None
+        }
+    };
+    Ok(args.int(pos, false) as i32)
+}
+
+unsafe fn directive(p: &mut *const u8, args: &mut Source, out: &mut Vec<u8>) -> Result<(), ()> {
     let mut s = Spec::default();
+    let mut pos = None;
     loop {
-        match unsafe { **p } {
-            b'-' => s.left = true,
-            b'+' => s.plus = true,
-            b' ' => s.space = true,
-            b'#' => s.alt = true,
-            b'0' => s.zero = true,
-            b'\'' => {}
-            _ => break,
+        loop {
+            match unsafe { **p } {
+                b'-' => s.left = true,
+                b'+' => s.plus = true,
+                b' ' => s.space = true,
+                b'#' => s.alt = true,
+                b'0' => s.zero = true,
+                b'\'' => {}
+                _ => break,
+            }
+            *p = unsafe { p.add(1) };
         }
-        *p = unsafe { p.add(1) };
-    }
-    if unsafe { **p } == b'*' {
-        *p = unsafe { p.add(1) };
-        let w = args.int() as i32;
-        if w < 0 {
-            s.left = true;
+        if unsafe { **p } == b'*' {
+            *p = unsafe { p.add(1) };
+            let w = unsafe { star(p, args) }?;
+            if w < 0 {
+                s.left = true;
+            }
+            s.width = w.unsigned_abs() as usize;
+        } else if let Some(w) = unsafe { number(p) } {
+            if unsafe { **p } == b'$' {
+                // `n$`: the argument of this conversion; flags may follow.
+                *p = unsafe { p.add(1) };
+                if w == 0 || w > MAX_POSITION {
+                    return Err(());
+                }
+                pos = Some(w);
+                continue;
+            }
+            s.width = w;
         }
-        s.width = w.unsigned_abs() as usize;
-    } else if let Some(w) = unsafe { number(p) } {
-        if unsafe { **p } == b'$' {
-            return Err(());
-        }
-        s.width = w;
+        break;
     }
     if unsafe { **p } == b'.' {
         *p = unsafe { p.add(1) };
         if unsafe { **p } == b'*' {
             *p = unsafe { p.add(1) };
-            let v = args.int() as i32;
+            let v = unsafe { star(p, args) }?;
             s.precision = if v < 0 { None } else { Some(v as usize) };
         } else {
             s.precision = Some(unsafe { number(p) }.unwrap_or(0));
@@ -135,11 +306,30 @@ unsafe fn directive(p: &mut *const u8, args: &mut dyn Args, out: &mut Vec<u8>) -
         return Err(());
     }
     *p = unsafe { p.add(1) };
+    if conv == b'%' {
+        out.push(b'%');
+        return Ok(());
+    }
+    let class = match conv {
+        b'd' | b'i' | b'D' | b'u' | b'o' | b'x' | b'X' | b'U' | b'O' | b'p' | b'c' | b'C'
+        | b's' | b'S' | b'n' => Class::Int,
+        b'f' | b'F' | b'e' | b'E' | b'g' | b'G' | b'a' | b'A' if len == Len::BigL => {
+            Class::LongDouble
+        }
+        b'f' | b'F' | b'e' | b'E' | b'g' | b'G' | b'a' | b'A' => Class::Double,
+        _ => return Err(()),
+    };
+    let arg = args.get(class, pos, true);
+    if args.collecting() {
+        return Ok(());
+    }
+    let (raw, fv) = match arg {
+        Val::Int(v) => (v, 0.0),
+        Val::Float(v) => (0, v),
+    };
     match conv {
-        b'%' => out.push(b'%'),
         b'd' | b'i' | b'D' => {
             let len = if conv == b'D' { Len::L } else { len };
-            let raw = args.int();
             let v: i64 = match len {
                 Len::Hh => raw as i8 as i64,
                 Len::H => raw as i16 as i64,
@@ -163,7 +353,6 @@ unsafe fn directive(p: &mut *const u8, args: &mut dyn Args, out: &mut Vec<u8>) -
             } else {
                 len
             };
-            let raw = args.int();
             let v: u64 = match len {
                 Len::Hh => raw as u8 as u64,
                 Len::H => raw as u16 as u64,
@@ -195,13 +384,13 @@ unsafe fn directive(p: &mut *const u8, args: &mut dyn Args, out: &mut Vec<u8>) -
             integer(out, &spec, prefix, v, base, upper);
         }
         b'p' => {
-            let v = args.int();
+            let v = raw;
             let mut spec = s;
             spec.alt = true;
             integer(out, &spec, b"0x", v, 16, false);
         }
         b'c' | b'C' => {
-            let v = args.int() as u32;
+            let v = raw as u32;
             let mut buf = Vec::new();
             if len == Len::L || conv == b'C' {
                 encode_wide(v, &mut buf);
@@ -211,7 +400,7 @@ unsafe fn directive(p: &mut *const u8, args: &mut dyn Args, out: &mut Vec<u8>) -
             pad(out, &s, &buf, false);
         }
         b's' | b'S' => {
-            let ptr = args.int() as *const u8;
+            let ptr = raw as *const u8;
             let wide = len == Len::L || conv == b'S';
             let mut buf = Vec::new();
             if ptr.is_null() {
@@ -241,22 +430,19 @@ unsafe fn directive(p: &mut *const u8, args: &mut dyn Args, out: &mut Vec<u8>) -
                 while s.precision.is_none_or(|pr| i < pr) && unsafe { *ptr.add(i) } != 0 {
                     i += 1;
                 }
-                let mut spec = s;
-                spec.zero = false;
+                // FreeBSD pads %s with zeros under the 0 flag (glibc: spaces).
                 pad(
                     out,
-                    &spec,
+                    &s,
                     unsafe { std::slice::from_raw_parts(ptr, i) },
                     false,
                 );
                 return Ok(());
             }
-            let mut spec = s;
-            spec.zero = false;
-            pad(out, &spec, &buf, false);
+            pad(out, &s, &buf, false);
         }
         b'n' => {
-            let ptr = args.int();
+            let ptr = raw;
             let n = out.len() as u64;
             unsafe {
                 match len {
@@ -268,12 +454,7 @@ unsafe fn directive(p: &mut *const u8, args: &mut dyn Args, out: &mut Vec<u8>) -
             }
         }
         b'f' | b'F' | b'e' | b'E' | b'g' | b'G' | b'a' | b'A' => {
-            let v = if len == Len::BigL {
-                args.long_double()
-            } else {
-                args.double()
-            };
-            float(out, &s, conv, v);
+            float(out, &s, conv, fv);
         }
         _ => return Err(()),
     }

@@ -10,6 +10,7 @@ use aps5_prx_macros::{nid, variadic};
 
 use crate::kernel;
 use crate::printf;
+use crate::scanf;
 use crate::va::{VaArgs, VaListRaw};
 
 /// Size of a guest `FILE`.
@@ -679,4 +680,97 @@ pub unsafe extern "C" fn setbuf(f: *mut GuestFile, buf: *mut u8) {
 #[nid("remove")]
 pub unsafe extern "C" fn remove(path: *const libc::c_char) -> i32 {
     kernel::unlink(path)
+}
+
+/// Reads a stream for the scanner, holding its lock for the whole call. Pushed-back bytes
+/// go back into the stream's buffer at the end, so the next read sees them.
+struct FileInput<'a> {
+    st: &'a FileState,
+    g: std::sync::MutexGuard<'a, Inner>,
+    back: Vec<u8>,
+}
+
+impl scanf::Input for FileInput<'_> {
+    fn get(&mut self) -> Option<u8> {
+        if let Some(c) = self.back.pop() {
+            return Some(c);
+        }
+        if !fill(self.st, &mut self.g) {
+            return None;
+        }
+        let c = self.g.rbuf[self.g.rpos];
+        self.g.rpos += 1;
+        Some(c)
+    }
+
+    fn unget(&mut self, c: u8) {
+        self.back.push(c);
+    }
+}
+
+impl Drop for FileInput<'_> {
+    fn drop(&mut self) {
+        // `back` holds the next byte to read last: put the others in front of the buffer
+        // first, each before the previous one.
+        let g = &mut self.g;
+        if !self.back.is_empty() {
+            g.eof = false;
+        }
+        for c in self.back.drain(..) {
+            if g.rpos > 0 {
+                g.rpos -= 1;
+                let at = g.rpos;
+                g.rbuf[at] = c;
+            } else {
+                g.rbuf.insert(0, c);
+            }
+        }
+    }
+}
+
+fn scan_file(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    let Some(st) = (unsafe { state(f) }) else {
+        kernel::set_errno(9);
+        return -1;
+    };
+    if fmt.is_null() {
+        return -1;
+    }
+    let mut g = st.inner.lock().unwrap_or_else(|e| e.into_inner());
+    // Output waiting on the same stream goes first (a read of an update stream).
+    flush_locked(st.fd, &mut g);
+    let mut inp = FileInput {
+        st,
+        g,
+        back: Vec::new(),
+    };
+    unsafe { scanf::scan(fmt, &mut inp, &mut VaArgs(ap)) }
+}
+
+unsafe extern "C" fn scanf_impl(fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    unsafe {
+        flush(STDOUTP);
+        scan_file(STDINP, fmt, ap)
+    }
+}
+variadic!("scanf", 1, scanf_impl);
+
+unsafe extern "C" fn fscanf_impl(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    scan_file(f, fmt, ap)
+}
+variadic!("fscanf", 2, fscanf_impl);
+
+/// `vscanf`.
+#[nid("vscanf")]
+pub unsafe extern "C" fn vscanf(fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    unsafe {
+        flush(STDOUTP);
+        scan_file(STDINP, fmt, ap)
+    }
+}
+
+/// `vfscanf`.
+#[nid("vfscanf")]
+pub unsafe extern "C" fn vfscanf(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    scan_file(f, fmt, ap)
 }
