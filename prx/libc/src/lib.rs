@@ -11,6 +11,7 @@
 
 pub mod cxx;
 pub mod kernel;
+pub mod locale;
 pub mod math;
 pub mod misc;
 pub mod printf;
