@@ -53,18 +53,99 @@ struct Inner {
     mode: Buffering,
     eof: bool,
     err: bool,
+    /// `fgetln`'s line (valid until the next read of the stream).
+    line: Vec<u8>,
 }
 
 /// Per-stream state.
 pub struct FileState {
-    fd: i32,
+    fd: std::sync::atomic::AtomicI32,
     inner: Mutex<Inner>,
+    /// The stream lock of `flockfile`: (owning thread, depth). Every stdio call on the
+    /// stream takes it too, so a thread holding it gets whole lines out uninterrupted.
+    owner: Mutex<(u64, u32)>,
+    released: std::sync::Condvar,
+}
+
+/// The calling thread's id for the stream lock (never 0).
+fn thread_id() -> u64 {
+    unsafe { libc::pthread_self() as u64 }
+}
+
+/// A stream's state, locked: the stream lock (recursive) and the buffer mutex.
+struct Locked<'a> {
+    st: &'a FileState,
+    g: std::mem::ManuallyDrop<std::sync::MutexGuard<'a, Inner>>,
+}
+
+impl std::ops::Deref for Locked<'_> {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.g
+    }
+}
+
+impl std::ops::DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut Inner {
+        &mut self.g
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.g) };
+        self.st.release();
+    }
 }
 
 impl FileState {
+    fn fd(&self) -> i32 {
+        self.fd.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Takes the stream lock (recursive per thread) and the buffer.
+    fn lock(&self) -> Locked<'_> {
+        self.acquire(true);
+        Locked {
+            st: self,
+            g: std::mem::ManuallyDrop::new(self.inner.lock().unwrap_or_else(|e| e.into_inner())),
+        }
+    }
+
+    /// The `flockfile` lock; false if `wait` is false and another thread holds it.
+    fn acquire(&self, wait: bool) -> bool {
+        let me = thread_id();
+        let mut o = self.owner.lock().unwrap_or_else(|e| e.into_inner());
+        if o.0 == me {
+            o.1 += 1;
+            return true;
+        }
+        while o.1 > 0 {
+            if !wait {
+                return false;
+            }
+            o = self.released.wait(o).unwrap_or_else(|e| e.into_inner());
+        }
+        *o = (me, 1);
+        true
+    }
+
+    fn release(&self) {
+        let mut o = self.owner.lock().unwrap_or_else(|e| e.into_inner());
+        if o.0 == thread_id() && o.1 > 0 {
+            o.1 -= 1;
+            if o.1 == 0 {
+                o.0 = 0;
+                self.released.notify_one();
+            }
+        }
+    }
+
     fn new(fd: i32, mode: Buffering) -> Box<FileState> {
         Box::new(FileState {
-            fd,
+            fd: std::sync::atomic::AtomicI32::new(fd),
+            owner: Mutex::new((0, 0)),
+            released: std::sync::Condvar::new(),
             inner: Mutex::new(Inner {
                 wbuf: Vec::new(),
                 rbuf: Vec::new(),
@@ -72,6 +153,7 @@ impl FileState {
                 mode,
                 eof: false,
                 err: false,
+                line: Vec::new(),
             }),
         })
     }
@@ -171,10 +253,10 @@ pub(crate) fn put(f: *mut GuestFile, b: &[u8]) -> bool {
         kernel::set_errno(9); // EBADF
         return false;
     };
-    let mut g = st.inner.lock().unwrap_or_else(|e| e.into_inner());
+    let mut g = st.lock();
     match g.mode {
         Buffering::None => {
-            let ok = flush_locked(st.fd, &mut g) && write_all(st.fd, b);
+            let ok = flush_locked(st.fd(), &mut g) && write_all(st.fd(), b);
             if !ok {
                 g.err = true;
             }
@@ -183,7 +265,7 @@ pub(crate) fn put(f: *mut GuestFile, b: &[u8]) -> bool {
         Buffering::Line => {
             g.wbuf.extend_from_slice(b);
             if b.contains(&b'\n') {
-                flush_locked(st.fd, &mut g)
+                flush_locked(st.fd(), &mut g)
             } else {
                 true
             }
@@ -191,7 +273,7 @@ pub(crate) fn put(f: *mut GuestFile, b: &[u8]) -> bool {
         Buffering::Full => {
             g.wbuf.extend_from_slice(b);
             if g.wbuf.len() >= 8192 {
-                flush_locked(st.fd, &mut g)
+                flush_locked(st.fd(), &mut g)
             } else {
                 true
             }
@@ -202,8 +284,8 @@ pub(crate) fn put(f: *mut GuestFile, b: &[u8]) -> bool {
 fn flush(f: *mut GuestFile) -> bool {
     match unsafe { state(f) } {
         Some(st) => {
-            let mut g = st.inner.lock().unwrap_or_else(|e| e.into_inner());
-            flush_locked(st.fd, &mut g)
+            let mut g = st.lock();
+            flush_locked(st.fd(), &mut g)
         }
         None => false,
     }
@@ -371,7 +453,7 @@ fn fill(st: &FileState, g: &mut Inner) -> bool {
     }
     g.rbuf.resize(8192, 0);
     g.rpos = 0;
-    let n = unsafe { libc::read(st.fd, g.rbuf.as_mut_ptr().cast(), 8192) };
+    let n = unsafe { libc::read(st.fd(), g.rbuf.as_mut_ptr().cast(), 8192) };
     if n <= 0 {
         g.rbuf.clear();
         if n == 0 {
@@ -395,8 +477,8 @@ pub unsafe extern "C" fn fread(p: *mut u8, size: usize, n: usize, f: *mut GuestF
     if total == 0 {
         return 0;
     }
-    let mut g = st.inner.lock().unwrap_or_else(|e| e.into_inner());
-    flush_locked(st.fd, &mut g);
+    let mut g = st.lock();
+    flush_locked(st.fd(), &mut g);
     let mut got = 0usize;
     while got < total && fill(st, &mut g) {
         let take = (g.rbuf.len() - g.rpos).min(total - got);
@@ -439,7 +521,7 @@ pub unsafe extern "C" fn ungetc(c: i32, f: *mut GuestFile) -> i32 {
     if c < 0 {
         return -1;
     }
-    let mut g = st.inner.lock().unwrap_or_else(|e| e.into_inner());
+    let mut g = st.lock();
     if g.rpos > 0 {
         g.rpos -= 1;
         let at = g.rpos;
@@ -460,7 +542,7 @@ pub unsafe extern "C" fn fgets(buf: *mut u8, n: i32, f: *mut GuestFile) -> *mut 
     if n <= 0 {
         return ptr::null_mut();
     }
-    let mut g = st.inner.lock().unwrap_or_else(|e| e.into_inner());
+    let mut g = st.lock();
     let mut i = 0usize;
     while i + 1 < n as usize && fill(st, &mut g) {
         let b = g.rbuf[g.rpos];
@@ -507,6 +589,11 @@ pub unsafe extern "C" fn fopen(path: *const libc::c_char, mode: *const u8) -> *m
     if fd < 0 {
         return ptr::null_mut();
     }
+    new_stream(fd)
+}
+
+/// A new fully buffered stream on `fd`, registered for `fflush(NULL)` and exit.
+fn new_stream(fd: i32) -> *mut GuestFile {
     let f = Box::into_raw(Box::new(GuestFile::empty()));
     unsafe {
         (*f).magic = MAGIC;
@@ -526,7 +613,7 @@ pub unsafe extern "C" fn fclose(f: *mut GuestFile) -> i32 {
         return -1;
     };
     let ok = flush(f);
-    let fd = st.fd;
+    let fd = st.fd();
     OPEN.lock()
         .unwrap_or_else(|e| e.into_inner())
         .retain(|&x| x != f as usize);
@@ -550,8 +637,8 @@ pub unsafe extern "C" fn fseek(f: *mut GuestFile, off: i64, whence: i32) -> i32 
     let Some(st) = (unsafe { state(f) }) else {
         return -1;
     };
-    let mut g = st.inner.lock().unwrap_or_else(|e| e.into_inner());
-    flush_locked(st.fd, &mut g);
+    let mut g = st.lock();
+    flush_locked(st.fd(), &mut g);
     let off = if whence == 1 {
         off - (g.rbuf.len() - g.rpos) as i64
     } else {
@@ -560,7 +647,7 @@ pub unsafe extern "C" fn fseek(f: *mut GuestFile, off: i64, whence: i32) -> i32 
     g.rbuf.clear();
     g.rpos = 0;
     g.eof = false;
-    if unsafe { libc::lseek(st.fd, off, whence) } < 0 {
+    if unsafe { libc::lseek(st.fd(), off, whence) } < 0 {
         -1
     } else {
         0
@@ -573,8 +660,8 @@ pub unsafe extern "C" fn ftell(f: *mut GuestFile) -> i64 {
     let Some(st) = (unsafe { state(f) }) else {
         return -1;
     };
-    let g = st.inner.lock().unwrap_or_else(|e| e.into_inner());
-    let pos = unsafe { libc::lseek(st.fd, 0, libc::SEEK_CUR) };
+    let g = st.lock();
+    let pos = unsafe { libc::lseek(st.fd(), 0, libc::SEEK_CUR) };
     if pos < 0 {
         return -1;
     }
@@ -590,24 +677,20 @@ pub unsafe extern "C" fn rewind(f: *mut GuestFile) {
 /// `feof`.
 #[nid("feof")]
 pub unsafe extern "C" fn feof(f: *mut GuestFile) -> i32 {
-    unsafe { state(f) }.map_or(0, |s| {
-        i32::from(s.inner.lock().unwrap_or_else(|e| e.into_inner()).eof)
-    })
+    unsafe { state(f) }.map_or(0, |s| i32::from(s.lock().eof))
 }
 
 /// `ferror`.
 #[nid("ferror")]
 pub unsafe extern "C" fn ferror(f: *mut GuestFile) -> i32 {
-    unsafe { state(f) }.map_or(0, |s| {
-        i32::from(s.inner.lock().unwrap_or_else(|e| e.into_inner()).err)
-    })
+    unsafe { state(f) }.map_or(0, |s| i32::from(s.lock().err))
 }
 
 /// `clearerr`.
 #[nid("clearerr")]
 pub unsafe extern "C" fn clearerr(f: *mut GuestFile) {
     if let Some(s) = unsafe { state(f) } {
-        let mut g = s.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let mut g = s.lock();
         g.eof = false;
         g.err = false;
     }
@@ -616,7 +699,7 @@ pub unsafe extern "C" fn clearerr(f: *mut GuestFile) {
 /// `fileno`.
 #[nid("fileno")]
 pub unsafe extern "C" fn fileno(f: *mut GuestFile) -> i32 {
-    unsafe { state(f) }.map_or(-1, |s| s.fd)
+    unsafe { state(f) }.map_or(-1, |s| s.fd())
 }
 
 /// `setvbuf(f, buf, mode, size)`: FreeBSD _IOFBF 0, _IOLBF 1, _IONBF 2 (the buffer
@@ -626,7 +709,7 @@ pub unsafe extern "C" fn setvbuf(f: *mut GuestFile, _buf: *mut u8, mode: i32, _s
     let Some(st) = (unsafe { state(f) }) else {
         return -1;
     };
-    let mut g = st.inner.lock().unwrap_or_else(|e| e.into_inner());
+    let mut g = st.lock();
     g.mode = match mode {
         0 => Buffering::Full,
         1 => Buffering::Line,
@@ -686,7 +769,7 @@ pub unsafe extern "C" fn remove(path: *const libc::c_char) -> i32 {
 /// go back into the stream's buffer at the end, so the next read sees them.
 struct FileInput<'a> {
     st: &'a FileState,
-    g: std::sync::MutexGuard<'a, Inner>,
+    g: Locked<'a>,
     back: Vec<u8>,
 }
 
@@ -736,9 +819,9 @@ fn scan_file(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
     if fmt.is_null() {
         return -1;
     }
-    let mut g = st.inner.lock().unwrap_or_else(|e| e.into_inner());
+    let mut g = st.lock();
     // Output waiting on the same stream goes first (a read of an update stream).
-    flush_locked(st.fd, &mut g);
+    flush_locked(st.fd(), &mut g);
     let mut inp = FileInput {
         st,
         g,
@@ -773,4 +856,345 @@ pub unsafe extern "C" fn vscanf(fmt: *const u8, ap: *mut VaListRaw) -> i32 {
 #[nid("vfscanf")]
 pub unsafe extern "C" fn vfscanf(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
     scan_file(f, fmt, ap)
+}
+
+/// `fdopen(fd, mode)`: a stream on an open descriptor. The mode must not ask for more
+/// than the descriptor allows (EINVAL, as FreeBSD); "a" sets `O_APPEND` on it.
+#[nid("fdopen")]
+pub unsafe extern "C" fn fdopen(fd: i32, mode: *const u8) -> *mut GuestFile {
+    let Some(flags) = mode_flags(unsafe { cbytes(mode) }) else {
+        kernel::set_errno(22);
+        return ptr::null_mut();
+    };
+    let cur = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if cur < 0 {
+        kernel::set_errno(9);
+        return ptr::null_mut();
+    }
+    let have = cur & libc::O_ACCMODE;
+    if have != libc::O_RDWR && have != flags & 3 {
+        kernel::set_errno(22);
+        return ptr::null_mut();
+    }
+    if flags & 0x8 != 0 && cur & libc::O_APPEND == 0 {
+        unsafe { libc::fcntl(fd, libc::F_SETFL, cur | libc::O_APPEND) };
+    }
+    new_stream(fd)
+}
+
+/// `freopen(path, mode, f)`: the same `FILE` on a new file, keeping its descriptor number
+/// (so reopening stdout redirects descriptor 1, as FreeBSD does). With a NULL path the
+/// mode of the open file changes: the access mode must be one the descriptor allows
+/// (else EBADF, as FreeBSD 9), "a" sets `O_APPEND`, "w" truncates, and a stream that does
+/// not append is rewound. On failure the stream is closed and
+/// NULL returned.
+#[nid("freopen")]
+pub unsafe extern "C" fn freopen(
+    path: *const libc::c_char,
+    mode: *const u8,
+    f: *mut GuestFile,
+) -> *mut GuestFile {
+    let Some(st) = (unsafe { state(f) }) else {
+        kernel::set_errno(9);
+        return ptr::null_mut();
+    };
+    let Some(flags) = mode_flags(unsafe { cbytes(mode) }) else {
+        kernel::set_errno(22);
+        unsafe { fclose(f) };
+        return ptr::null_mut();
+    };
+    let mut g = st.lock();
+    flush_locked(st.fd(), &mut g);
+    g.rbuf.clear();
+    g.rpos = 0;
+    g.eof = false;
+    g.err = false;
+    let old = st.fd();
+    if path.is_null() {
+        let cur = unsafe { libc::fcntl(old, libc::F_GETFL) };
+        let have = cur & libc::O_ACCMODE;
+        if cur < 0 || (have != libc::O_RDWR && have != flags & 3) {
+            drop(g);
+            unsafe { fclose(f) };
+            kernel::set_errno(9);
+            return ptr::null_mut();
+        }
+        let append = if flags & 0x8 != 0 { libc::O_APPEND } else { 0 };
+        unsafe { libc::fcntl(old, libc::F_SETFL, (cur & !libc::O_APPEND) | append) };
+        if flags & 0x400 != 0 {
+            unsafe { libc::ftruncate(old, 0) };
+        }
+        // FreeBSD rewinds a stream that does not append.
+        if append == 0 {
+            unsafe { libc::lseek(old, 0, libc::SEEK_SET) };
+        }
+        return f;
+    }
+    let fd = kernel::open(path, flags, 0o666);
+    if fd < 0 {
+        let e = unsafe { *kernel::errno_ptr() };
+        drop(g);
+        unsafe { fclose(f) };
+        kernel::set_errno(e);
+        return ptr::null_mut();
+    }
+    let fd = if fd != old && old >= 0 && unsafe { libc::dup2(fd, old) } == old {
+        unsafe { libc::close(fd) };
+        old
+    } else {
+        if fd != old {
+            unsafe { libc::close(old) };
+        }
+        fd
+    };
+    st.fd.store(fd, std::sync::atomic::Ordering::Relaxed);
+    // A terminal is line buffered, anything else fully; stderr stays unbuffered.
+    if g.mode != Buffering::None {
+        g.mode = if unsafe { libc::isatty(fd) } == 1 {
+            Buffering::Line
+        } else {
+            Buffering::Full
+        };
+    }
+    f
+}
+
+/// `fseeko` (`off_t` is 64-bit: the same as `fseek`).
+#[nid("fseeko")]
+pub unsafe extern "C" fn fseeko(f: *mut GuestFile, off: i64, whence: i32) -> i32 {
+    unsafe { fseek(f, off, whence) }
+}
+
+/// `ftello`.
+#[nid("ftello")]
+pub unsafe extern "C" fn ftello(f: *mut GuestFile) -> i64 {
+    unsafe { ftell(f) }
+}
+
+/// `fpurge`: drops buffered input and output.
+#[nid("fpurge")]
+pub unsafe extern "C" fn fpurge(f: *mut GuestFile) -> i32 {
+    let Some(st) = (unsafe { state(f) }) else {
+        kernel::set_errno(9);
+        return -1;
+    };
+    let mut g = st.lock();
+    g.wbuf.clear();
+    g.rbuf.clear();
+    g.rpos = 0;
+    0
+}
+
+/// `fgetln(f, &len)`: the next line (with its newline, if any; not NUL-terminated) in a
+/// buffer owned by the stream, valid until the next read.
+#[nid("fgetln")]
+pub unsafe extern "C" fn fgetln(f: *mut GuestFile, len: *mut usize) -> *mut u8 {
+    let Some(st) = (unsafe { state(f) }) else {
+        kernel::set_errno(9);
+        return ptr::null_mut();
+    };
+    let mut g = st.lock();
+    let mut line = std::mem::take(&mut g.line);
+    line.clear();
+    while fill(st, &mut g) {
+        let b = g.rbuf[g.rpos];
+        g.rpos += 1;
+        line.push(b);
+        if b == b'\n' {
+            break;
+        }
+    }
+    g.line = line;
+    if g.line.is_empty() {
+        return ptr::null_mut();
+    }
+    if !len.is_null() {
+        unsafe { *len = g.line.len() };
+    }
+    g.line.as_mut_ptr()
+}
+
+/// `getw`: one `int` in binary.
+#[nid("getw")]
+pub unsafe extern "C" fn getw(f: *mut GuestFile) -> i32 {
+    let mut b = [0u8; 4];
+    if unsafe { fread(b.as_mut_ptr(), 4, 1, f) } == 1 {
+        i32::from_ne_bytes(b)
+    } else {
+        -1
+    }
+}
+
+/// `putw`: one `int` in binary; 0, or EOF on error.
+#[nid("putw")]
+pub unsafe extern "C" fn putw(w: i32, f: *mut GuestFile) -> i32 {
+    if put(f, &w.to_ne_bytes()) { 0 } else { -1 }
+}
+
+/// `gets`: a line from stdin without its newline (no bounds: C11 removed it; games may
+/// still import it).
+#[nid("gets")]
+pub unsafe extern "C" fn gets(buf: *mut u8) -> *mut u8 {
+    let Some(st) = (unsafe { state(STDINP) }) else {
+        return ptr::null_mut();
+    };
+    unsafe { flush(STDOUTP) };
+    let mut g = st.lock();
+    let mut i = 0usize;
+    let mut any = false;
+    while fill(st, &mut g) {
+        let b = g.rbuf[g.rpos];
+        g.rpos += 1;
+        any = true;
+        if b == b'\n' {
+            break;
+        }
+        unsafe { *buf.add(i) = b };
+        i += 1;
+    }
+    if !any {
+        return ptr::null_mut();
+    }
+    unsafe { *buf.add(i) = 0 };
+    buf
+}
+
+/// `fcloseall`: closes every stream but the standard ones; 0.
+#[nid("fcloseall")]
+pub unsafe extern "C" fn fcloseall() -> i32 {
+    let list: Vec<usize> = OPEN.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    for f in list {
+        let f = f as *mut GuestFile;
+        let is_std = ptr::eq(f, &raw mut STDIN)
+            || ptr::eq(f, &raw mut STDOUT)
+            || ptr::eq(f, &raw mut STDERR);
+        if !is_std {
+            unsafe { fclose(f) };
+        }
+    }
+    0
+}
+
+unsafe fn alloc_printf(out: *mut *mut u8, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    let mut v = Vec::with_capacity(128);
+    unsafe { printf::format(fmt, &mut VaArgs(ap), &mut v) };
+    let p = unsafe { libc::malloc(v.len() + 1) }.cast::<u8>();
+    if p.is_null() {
+        unsafe { *out = ptr::null_mut() };
+        kernel::set_errno(12);
+        return -1;
+    }
+    unsafe {
+        ptr::copy_nonoverlapping(v.as_ptr(), p, v.len());
+        *p.add(v.len()) = 0;
+        *out = p;
+    }
+    v.len() as i32
+}
+
+unsafe extern "C" fn asprintf_impl(out: *mut *mut u8, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    unsafe { alloc_printf(out, fmt, ap) }
+}
+variadic!("asprintf", 2, asprintf_impl);
+
+/// `vasprintf`: the result in memory from `malloc` (the guest frees it with `free`).
+#[nid("vasprintf")]
+pub unsafe extern "C" fn vasprintf(out: *mut *mut u8, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    unsafe { alloc_printf(out, fmt, ap) }
+}
+
+/// `flockfile`: takes the stream lock (recursive); other threads' calls on the stream
+/// wait until `funlockfile`.
+#[nid("flockfile")]
+pub unsafe extern "C" fn flockfile(f: *mut GuestFile) {
+    if let Some(st) = unsafe { state(f) } {
+        st.acquire(true);
+    }
+}
+
+/// `ftrylockfile`: 0 if the lock was taken, nonzero if another thread holds it.
+#[nid("ftrylockfile")]
+pub unsafe extern "C" fn ftrylockfile(f: *mut GuestFile) -> i32 {
+    match unsafe { state(f) } {
+        Some(st) => i32::from(!st.acquire(false)),
+        None => -1,
+    }
+}
+
+/// `funlockfile`.
+#[nid("funlockfile")]
+pub unsafe extern "C" fn funlockfile(f: *mut GuestFile) {
+    if let Some(st) = unsafe { state(f) } {
+        st.release();
+    }
+}
+
+/// `getc_unlocked` (the stream lock is recursive, so the locked path is correct here).
+#[nid("getc_unlocked")]
+pub unsafe extern "C" fn getc_unlocked(f: *mut GuestFile) -> i32 {
+    unsafe { fgetc(f) }
+}
+
+/// `getchar_unlocked`.
+#[nid("getchar_unlocked")]
+pub unsafe extern "C" fn getchar_unlocked() -> i32 {
+    unsafe { fgetc(STDINP) }
+}
+
+/// `putc_unlocked`.
+#[nid("putc_unlocked")]
+pub unsafe extern "C" fn putc_unlocked(c: i32, f: *mut GuestFile) -> i32 {
+    unsafe { fputc(c, f) }
+}
+
+/// `putchar_unlocked`.
+#[nid("putchar_unlocked")]
+pub unsafe extern "C" fn putchar_unlocked(c: i32) -> i32 {
+    unsafe { fputc(c, STDOUTP) }
+}
+
+/// `clearerr_unlocked`.
+#[nid("clearerr_unlocked")]
+pub unsafe extern "C" fn clearerr_unlocked(f: *mut GuestFile) {
+    unsafe { clearerr(f) }
+}
+
+/// `feof_unlocked`.
+#[nid("feof_unlocked")]
+pub unsafe extern "C" fn feof_unlocked(f: *mut GuestFile) -> i32 {
+    unsafe { feof(f) }
+}
+
+/// `ferror_unlocked`.
+#[nid("ferror_unlocked")]
+pub unsafe extern "C" fn ferror_unlocked(f: *mut GuestFile) -> i32 {
+    unsafe { ferror(f) }
+}
+
+/// `fileno_unlocked`.
+#[nid("fileno_unlocked")]
+pub unsafe extern "C" fn fileno_unlocked(f: *mut GuestFile) -> i32 {
+    unsafe { fileno(f) }
+}
+
+// FreeBSD's inline getc/putc (`__sgetc`, `__sputc`) decrement the FILE's `_r` (offset 8)
+// or `_w` (offset 12) and call these when the count goes negative. The counts are put
+// back to 0 so the next inline call comes here again.
+
+/// `__srget`: FreeBSD's `getc` slow path.
+#[nid("__srget")]
+pub unsafe extern "C" fn srget(f: *mut GuestFile) -> i32 {
+    if unsafe { state(f) }.is_some() {
+        unsafe { f.cast::<u8>().add(8).cast::<i32>().write_unaligned(0) };
+    }
+    unsafe { fgetc(f) }
+}
+
+/// `__swbuf`: FreeBSD's `putc` slow path.
+#[nid("__swbuf")]
+pub unsafe extern "C" fn swbuf(c: i32, f: *mut GuestFile) -> i32 {
+    if unsafe { state(f) }.is_some() {
+        unsafe { f.cast::<u8>().add(12).cast::<i32>().write_unaligned(0) };
+    }
+    unsafe { fputc(c, f) }
 }

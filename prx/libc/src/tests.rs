@@ -956,3 +956,179 @@ fn fscanf_matches_host_on_a_file() {
     unsafe { crate::stdio::fclose(ours) };
     std::fs::remove_file(&path).unwrap();
 }
+
+/// freopen (with a path and with NULL: mode change, append, truncation) and fdopen: the
+/// same sequence through our stdio and the host's, in two folders; the files must end up
+/// identical, and the reopened stream keeps its descriptor number in both.
+#[test]
+fn freopen_and_fdopen_match_host() {
+    use crate::stdio as s;
+    let base = std::env::temp_dir().join(format!("aps5-libc-freopen-{}", std::process::id()));
+    let (d1, d2) = (base.join("ours"), base.join("host"));
+    std::fs::create_dir_all(&d1).unwrap();
+    std::fs::create_dir_all(&d2).unwrap();
+    let c =
+        |d: &std::path::Path, n: &str| std::ffi::CString::new(d.join(n).to_str().unwrap()).unwrap();
+    unsafe {
+        // Ours.
+        let (a, b, w) = (c(&d1, "a.txt"), c(&d1, "b.txt"), c(&d1, "c.txt"));
+        let f = s::fopen(a.as_ptr(), c"w".as_ptr().cast());
+        s::fputs(c"one\n".as_ptr().cast(), f);
+        let fd = s::fileno(f);
+        let f2 = s::freopen(std::ptr::null(), c"a".as_ptr().cast(), f);
+        assert_eq!(f2, f);
+        s::fputs(c"two\n".as_ptr().cast(), f);
+        assert_eq!(s::freopen(b.as_ptr(), c"w".as_ptr().cast(), f), f);
+        assert_eq!(s::fileno(f), fd, "freopen keeps the descriptor number");
+        s::fputs(c"three\n".as_ptr().cast(), f);
+        s::fclose(f);
+        let f = s::fopen(w.as_ptr(), c"w+".as_ptr().cast());
+        s::fputs(c"abcdef".as_ptr().cast(), f);
+        assert_eq!(s::freopen(std::ptr::null(), c"w".as_ptr().cast(), f), f);
+        s::fputs(c"xy".as_ptr().cast(), f);
+        s::fclose(f);
+        let raw = libc::open(w.as_ptr(), libc::O_RDWR | libc::O_APPEND);
+        let f = s::fdopen(raw, c"a".as_ptr().cast());
+        s::fputs(c"+fd".as_ptr().cast(), f);
+        s::fclose(f);
+        // The host's.
+        let (a, b, w) = (c(&d2, "a.txt"), c(&d2, "b.txt"), c(&d2, "c.txt"));
+        let f = libc::fopen(a.as_ptr(), c"w".as_ptr());
+        libc::fputs(c"one\n".as_ptr(), f);
+        let fd = libc::fileno(f);
+        let f = libc::freopen(std::ptr::null(), c"a".as_ptr(), f);
+        libc::fputs(c"two\n".as_ptr(), f);
+        let f = libc::freopen(b.as_ptr(), c"w".as_ptr(), f);
+        assert_eq!(libc::fileno(f), fd);
+        libc::fputs(c"three\n".as_ptr(), f);
+        libc::fclose(f);
+        let f = libc::fopen(w.as_ptr(), c"w+".as_ptr());
+        libc::fputs(c"abcdef".as_ptr(), f);
+        let f = libc::freopen(std::ptr::null(), c"w".as_ptr(), f);
+        libc::fputs(c"xy".as_ptr(), f);
+        libc::fclose(f);
+        let raw = libc::open(w.as_ptr(), libc::O_RDWR | libc::O_APPEND);
+        let f = libc::fdopen(raw, c"a".as_ptr());
+        libc::fputs(c"+fd".as_ptr(), f);
+        libc::fclose(f);
+    }
+    for n in ["a.txt", "b.txt", "c.txt"] {
+        let ours = std::fs::read(d1.join(n)).unwrap();
+        let host = std::fs::read(d2.join(n)).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&ours),
+            String::from_utf8_lossy(&host),
+            "{n}"
+        );
+    }
+    assert_eq!(std::fs::read(d1.join("a.txt")).unwrap(), b"one\ntwo\n");
+    // FreeBSD (unlike glibc, which reopens /proc/self/fd/N): a NULL-path freopen cannot
+    // widen the access mode; the stream is closed and errno is EBADF.
+    unsafe {
+        let a = c(&d1, "a.txt");
+        let f = s::fopen(a.as_ptr(), c"r".as_ptr().cast());
+        assert!(s::freopen(std::ptr::null(), c"w".as_ptr().cast(), f).is_null());
+        assert_eq!(*crate::kernel::errno_ptr(), 9);
+        // fdopen refuses a mode the descriptor does not allow (EINVAL).
+        let ro = libc::open(a.as_ptr(), libc::O_RDONLY);
+        assert!(s::fdopen(ro, c"w".as_ptr().cast()).is_null());
+        assert_eq!(*crate::kernel::errno_ptr(), 22);
+        libc::close(ro);
+    }
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
+/// fgetln, getw/putw and asprintf, each against the host's counterpart or its definition.
+#[test]
+fn fgetln_getw_asprintf() {
+    use crate::stdio as s;
+    unsafe extern "C" {
+        #[link_name = trampoline_str!("asprintf")]
+        fn ours_asprintf(out: *mut *mut u8, fmt: *const u8, ...) -> i32;
+    }
+    let path = std::env::temp_dir().join(format!("aps5-libc-fgetln-{}", std::process::id()));
+    std::fs::write(&path, b"first line\nsecond\nno newline").unwrap();
+    let cp = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    unsafe {
+        let f = s::fopen(cp.as_ptr(), c"r".as_ptr().cast());
+        let mut lines = Vec::new();
+        loop {
+            let mut n = 0usize;
+            let p = s::fgetln(f, &mut n);
+            if p.is_null() {
+                break;
+            }
+            lines.push(std::slice::from_raw_parts(p, n).to_vec());
+        }
+        assert_eq!(lines, [&b"first line\n"[..], b"second\n", b"no newline"]);
+        s::fclose(f);
+        let f = s::fopen(cp.as_ptr(), c"w+".as_ptr().cast());
+        for w in [0x1234_5678, -1, 0] {
+            assert_eq!(s::putw(w, f), 0);
+        }
+        s::rewind(f);
+        let back: Vec<i32> = (0..3).map(|_| s::getw(f)).collect();
+        assert_eq!(back, [0x1234_5678, -1, 0]);
+        assert_eq!((s::getw(f), s::feof(f) != 0), (-1, true));
+        s::fclose(f);
+        let mut out: *mut u8 = std::ptr::null_mut();
+        let r = ours_asprintf(
+            &mut out,
+            c"%1$s=%3$05.1f|%2$x".as_ptr().cast(),
+            c"pi".as_ptr(),
+            255,
+            12.375,
+        );
+        let mut host = [0u8; 64];
+        let r2 = libc::snprintf(
+            host.as_mut_ptr().cast(),
+            64,
+            c"%1$s=%3$05.1f|%2$x".as_ptr(),
+            c"pi".as_ptr(),
+            255,
+            12.375,
+        );
+        assert_eq!(
+            (std::ffi::CStr::from_ptr(out.cast()).to_bytes(), r),
+            (&host[..r2 as usize], r2)
+        );
+        libc::free(out.cast());
+    }
+    std::fs::remove_file(&path).unwrap();
+}
+
+/// flockfile: while one thread holds a stream, another thread's writes to it wait, so the
+/// holder's writes come out together; the lock is recursive and ftrylockfile fails from
+/// the other thread.
+#[test]
+fn flockfile_keeps_a_threads_writes_together() {
+    use crate::stdio as s;
+    let path = std::env::temp_dir().join(format!("aps5-libc-flock-{}", std::process::id()));
+    let cp = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    let f = unsafe { s::fopen(cp.as_ptr(), c"w".as_ptr().cast()) } as usize;
+    unsafe {
+        s::flockfile(f as *mut _);
+        s::flockfile(f as *mut _);
+    }
+    let other = std::thread::spawn(move || unsafe {
+        let f = f as *mut s::GuestFile;
+        let busy = s::ftrylockfile(f);
+        s::fputs(c"B".as_ptr().cast(), f);
+        busy
+    });
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    unsafe {
+        s::fputs(c"A1".as_ptr().cast(), f as *mut _);
+        s::funlockfile(f as *mut _);
+        s::fputs(c"A2".as_ptr().cast(), f as *mut _);
+        s::funlockfile(f as *mut _);
+    }
+    assert_ne!(
+        other.join().unwrap(),
+        0,
+        "ftrylockfile from another thread must fail"
+    );
+    unsafe { s::fclose(f as *mut _) };
+    assert_eq!(std::fs::read(&path).unwrap(), b"A1A2B");
+    std::fs::remove_file(&path).unwrap();
+}
