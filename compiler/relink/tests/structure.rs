@@ -342,3 +342,122 @@ fn unimplemented_variables_point_at_a_no_access_page() {
         "readelf: {err}"
     );
 }
+
+/// File offset of virtual address `va` in an ELF (through its PT_LOAD headers).
+fn file_offset(e: &Elf, va: u64) -> usize {
+    let p = e
+        .program_headers
+        .iter()
+        .find(|p| {
+            p.p_type == goblin::elf::program_header::PT_LOAD
+                && va >= p.p_vaddr
+                && va < p.p_vaddr + p.p_filesz
+        })
+        .unwrap_or_else(|| panic!("{va:#x} is not in a loaded part of the file"));
+    (p.p_offset + va - p.p_vaddr) as usize
+}
+
+/// Overwrites part of a hash table of the ELF at `path`: `gnu` picks DT_GNU_HASH (its
+/// Bloom filter is cleared: every lookup is rejected) or DT_HASH (its buckets are cleared:
+/// every lookup finds nothing).
+fn damage_hash_table(path: &std::path::Path, gnu: bool) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let (at, len) = {
+        let e = Elf::parse(&bytes).unwrap();
+        let dynamic = e.dynamic.as_ref().expect("a dynamic section");
+        if gnu {
+            let va = dynamic
+                .dyns
+                .iter()
+                .find(|d| d.d_tag == 0x6fff_fef5)
+                .expect("DT_GNU_HASH")
+                .d_val;
+            let off = file_offset(&e, va);
+            let words = u32::from_le_bytes(bytes[off + 8..off + 12].try_into().unwrap());
+            (off + 16, 8 * words as usize)
+        } else {
+            let va = dynamic.info.hash.expect("DT_HASH");
+            let off = file_offset(&e, va);
+            let nbucket = u32::from_le_bytes(bytes[off..off + 4].try_into().unwrap());
+            (off + 8, 4 * nbucket as usize)
+        }
+    };
+    bytes[at..at + len].fill(0);
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// The relinked executable and modules carry DT_GNU_HASH next to DT_HASH; GNU readelf
+/// decodes both, and the host loader binds through the GNU table: with every DT_HASH
+/// emptied the program still runs, with the module's GNU Bloom filter cleared its
+/// exports are no longer found.
+#[test]
+fn gnu_hash_is_what_the_loader_binds_through() {
+    let fixture = aps5_sdk::fixtures_dir().join("module_link");
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("dump");
+    aps5_sdk::build_dump(&fixture, &dump, &aps5_sdk::DumpOptions { ps4: false })
+        .expect("the fixture SDK (clang-14, ld.lld-14) builds module_link");
+    let module = dump.join("sce_module/mathlib.prx");
+    let want = std::fs::read_to_string(fixture.join("expect.stdout")).unwrap();
+    let tree = |name: &str| {
+        let out = dir.path().join(name);
+        support::build_tree(&dump.join("eboot.bin"), std::slice::from_ref(&module), &out);
+        out
+    };
+    let run =
+        |out: &std::path::Path| support::run(out, &[], &[], std::time::Duration::from_secs(20));
+
+    let good = tree("good");
+    let app = good.join("app.elf");
+    let lib = good.join("app0/sce_module/mathlib.prx");
+    for f in [&app, &lib] {
+        let (out, err, ok) = support::tool("readelf", &["-d", "-S", "-W", f.to_str().unwrap()]);
+        assert!(ok && err.is_empty(), "{}: {err}", f.display());
+        assert!(
+            out.contains("(GNU_HASH)") && out.contains("(HASH)"),
+            "{out}"
+        );
+        assert!(
+            out.contains(".gnu.hash") && out.contains("GNU_HASH"),
+            "{out}"
+        );
+    }
+    // Histogram of the module's tables: readelf walks the GNU chains of its 10 exports (the
+    // executable exports nothing, so its GNU table is empty and readelf skips it).
+    let (out, err, ok) = support::tool("readelf", &["-I", lib.to_str().unwrap()]);
+    assert!(ok && err.is_empty(), "{err}");
+    let gnu = out
+        .split("Histogram for `.gnu.hash'")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no GNU histogram: {out}"));
+    let lib_exports = Elf::parse(&std::fs::read(&lib).unwrap())
+        .unwrap()
+        .dynsyms
+        .iter()
+        .filter(|s| s.st_shndx != 0)
+        .count();
+    // The coverage column reaches 100% once all hashed symbols were counted.
+    assert!(gnu.contains("100.0%"), "{gnu}");
+    assert!(lib_exports >= 8, "{lib_exports} exports");
+    let r = run(&good);
+    assert_eq!((r.stdout.as_str(), r.status), (want.as_str(), Some(0)));
+
+    // Only the GNU tables left: same run.
+    let sysv_gone = tree("sysv-gone");
+    damage_hash_table(&sysv_gone.join("app.elf"), false);
+    damage_hash_table(&sysv_gone.join("app0/sce_module/mathlib.prx"), false);
+    let r = run(&sysv_gone);
+    assert_eq!(
+        (r.stdout.as_str(), r.status),
+        (want.as_str(), Some(0)),
+        "{}",
+        r.stderr
+    );
+
+    // The module's GNU table rejects everything: its exports cannot be bound.
+    let gnu_gone = tree("gnu-gone");
+    damage_hash_table(&gnu_gone.join("app0/sce_module/mathlib.prx"), true);
+    let r = run(&gnu_gone);
+    assert_ne!(r.status, Some(0));
+    assert!(r.stderr.contains("undefined symbol"), "{}", r.stderr);
+}
