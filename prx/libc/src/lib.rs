@@ -19,6 +19,7 @@ pub mod scanf;
 pub mod stdio;
 pub mod strings;
 pub mod va;
+pub mod wchar;
 
 #[cfg(test)]
 mod tests;

@@ -409,18 +409,17 @@ unsafe fn directive(p: &mut *const u8, args: &mut Source, out: &mut Vec<u8>) -> 
                     buf.truncate(pr);
                 }
             } else if wide {
-                let mut q = ptr.cast::<u32>();
+                // wchar_t is 2 bytes (Sony's ABI); one byte per character in the C locale.
+                let mut q = ptr.cast::<u16>();
                 loop {
+                    if s.precision.is_some_and(|pr| buf.len() >= pr) {
+                        break;
+                    }
                     let w = unsafe { q.read_unaligned() };
                     if w == 0 {
                         break;
                     }
-                    let mut one = Vec::new();
-                    encode_wide(w, &mut one);
-                    if s.precision.is_some_and(|pr| buf.len() + one.len() > pr) {
-                        break;
-                    }
-                    buf.extend_from_slice(&one);
+                    encode_wide(u32::from(w), &mut buf);
                     q = unsafe { q.add(1) };
                 }
             } else {
@@ -522,10 +521,33 @@ fn pad(out: &mut Vec<u8>, s: &Spec, body: &[u8], _zero: bool) {
     }
 }
 
+thread_local! {
+    /// Set when a wide character has no single-byte form (the call then fails, EILSEQ).
+    static ILLEGAL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// A wide character as the C locale's single-byte encoding writes it (FreeBSD's "NONE"
+/// encoding: 0-255 are the bytes themselves); others mark the call as failed.
 fn encode_wide(v: u32, out: &mut Vec<u8>) {
-    let c = char::from_u32(v).unwrap_or('\u{FFFD}');
-    let mut b = [0u8; 4];
-    out.extend_from_slice(c.encode_utf8(&mut b).as_bytes());
+    match u8::try_from(v) {
+        Ok(b) => out.push(b),
+        Err(_) => ILLEGAL.with(|e| e.set(true)),
+    }
+}
+
+/// Like [`format`], but false (and errno EILSEQ) when a `%lc`/`%ls` character has no
+/// single-byte form, as FreeBSD's printf fails then.
+///
+/// # Safety
+/// As [`format`].
+pub unsafe fn format_checked(fmt: *const u8, args: &mut dyn Args, out: &mut Vec<u8>) -> bool {
+    ILLEGAL.with(|e| e.set(false));
+    unsafe { format(fmt, args, out) };
+    if ILLEGAL.with(|e| e.replace(false)) {
+        crate::kernel::set_errno(86);
+        return false;
+    }
+    true
 }
 
 fn float(out: &mut Vec<u8>, s: &Spec, conv: u8, v: f64) {

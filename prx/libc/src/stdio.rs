@@ -55,6 +55,8 @@ struct Inner {
     err: bool,
     /// `fgetln`'s line (valid until the next read of the stream).
     line: Vec<u8>,
+    /// Orientation (`fwide`): >0 wide, <0 byte, 0 not yet decided.
+    orient: i32,
 }
 
 /// Per-stream state.
@@ -154,6 +156,7 @@ impl FileState {
                 eof: false,
                 err: false,
                 line: Vec::new(),
+                orient: 0,
             }),
         })
     }
@@ -305,7 +308,9 @@ fn eof_or(n: usize, ok: bool) -> i32 {
 
 fn printf_to(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
     let mut out = Vec::with_capacity(128);
-    unsafe { printf::format(fmt, &mut VaArgs(ap), &mut out) };
+    if !unsafe { printf::format_checked(fmt, &mut VaArgs(ap), &mut out) } {
+        return -1;
+    }
     eof_or(out.len(), put(f, &out))
 }
 
@@ -334,7 +339,9 @@ pub unsafe extern "C" fn vfprintf(f: *mut GuestFile, fmt: *const u8, ap: *mut Va
 /// Formats into a caller buffer of `cap` bytes (None: unbounded, for sprintf).
 unsafe fn to_buffer(buf: *mut u8, cap: Option<usize>, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
     let mut out = Vec::with_capacity(128);
-    unsafe { printf::format(fmt, &mut VaArgs(ap), &mut out) };
+    if !unsafe { printf::format_checked(fmt, &mut VaArgs(ap), &mut out) } {
+        return -1;
+    }
     let n = out.len();
     let copy = match cap {
         None => n,
@@ -1077,7 +1084,10 @@ pub unsafe extern "C" fn fcloseall() -> i32 {
 
 unsafe fn alloc_printf(out: *mut *mut u8, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
     let mut v = Vec::with_capacity(128);
-    unsafe { printf::format(fmt, &mut VaArgs(ap), &mut v) };
+    if !unsafe { printf::format_checked(fmt, &mut VaArgs(ap), &mut v) } {
+        unsafe { *out = ptr::null_mut() };
+        return -1;
+    }
     let p = unsafe { libc::malloc(v.len() + 1) }.cast::<u8>();
     if p.is_null() {
         unsafe { *out = ptr::null_mut() };
@@ -1197,4 +1207,17 @@ pub unsafe extern "C" fn swbuf(c: i32, f: *mut GuestFile) -> i32 {
         unsafe { f.cast::<u8>().add(12).cast::<i32>().write_unaligned(0) };
     }
     unsafe { fputc(c, f) }
+}
+
+/// Sets a stream's orientation if it has none and `mode` is nonzero; returns it (0 for a
+/// bad stream).
+pub(crate) fn orient(f: *mut GuestFile, mode: i32) -> i32 {
+    let Some(st) = (unsafe { state(f) }) else {
+        return 0;
+    };
+    let mut g = st.lock();
+    if g.orient == 0 {
+        g.orient = mode;
+    }
+    g.orient
 }

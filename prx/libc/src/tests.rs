@@ -1132,3 +1132,310 @@ fn flockfile_keeps_a_threads_writes_together() {
     assert_eq!(std::fs::read(&path).unwrap(), b"A1A2B");
     std::fs::remove_file(&path).unwrap();
 }
+
+/// Wide strings (2-byte `wchar_t`) against the host's wcs* functions (4-byte `wchar_t`)
+/// on the same characters: random strings over an alphabet with ASCII and non-ASCII BMP
+/// characters.
+#[test]
+fn wide_strings_match_host_wcs_functions() {
+    use crate::wchar as w;
+    unsafe extern "C" {
+        fn wcslen(s: *const u32) -> usize;
+        fn wcscmp(a: *const u32, b: *const u32) -> i32;
+        fn wcsncmp(a: *const u32, b: *const u32, n: usize) -> i32;
+        fn wcschr(s: *const u32, c: u32) -> *mut u32;
+        fn wcsrchr(s: *const u32, c: u32) -> *mut u32;
+        fn wcsstr(a: *const u32, b: *const u32) -> *mut u32;
+        fn wcsspn(a: *const u32, b: *const u32) -> usize;
+        fn wcscspn(a: *const u32, b: *const u32) -> usize;
+        fn wcspbrk(a: *const u32, b: *const u32) -> *mut u32;
+        fn wcsncpy(d: *mut u32, s: *const u32, n: usize) -> *mut u32;
+        fn wcsncat(d: *mut u32, s: *const u32, n: usize) -> *mut u32;
+        fn wcstol(s: *const u32, e: *mut *mut u32, b: i32) -> i64;
+        fn wcstod(s: *const u32, e: *mut *mut u32) -> f64;
+    }
+    let alphabet: [u16; 8] = [
+        b'a' as u16,
+        b'b' as u16,
+        b'c' as u16,
+        b' ' as u16,
+        0xE9,
+        0x3042,
+        0x30A2,
+        0xFF21,
+    ];
+    let mut r = Rng(0xD1B5_4A32_D192_ED03);
+    let random = |r: &mut Rng, max: u64| -> Vec<u16> {
+        let n = r.below(max) as usize;
+        let mut v: Vec<u16> = (0..n).map(|_| *r.pick(&alphabet)).collect();
+        v.push(0);
+        v
+    };
+    let wide = |v: &[u16]| -> Vec<u32> { v.iter().map(|&c| u32::from(c)).collect() };
+    let idx16 = |p: *mut u16, base: &[u16]| {
+        (!p.is_null()).then(|| (p as usize - base.as_ptr() as usize) / 2)
+    };
+    let idx32 = |p: *mut u32, base: &[u32]| {
+        (!p.is_null()).then(|| (p as usize - base.as_ptr() as usize) / 4)
+    };
+    let mut checks = 0;
+    for _ in 0..3000 {
+        let a = random(&mut r, 12);
+        let b = random(&mut r, 4);
+        let (a4, b4) = (wide(&a), wide(&b));
+        let c = u32::from(*r.pick(&alphabet));
+        let n = r.below(14) as usize;
+        unsafe {
+            assert_eq!(w::wcslen(a.as_ptr()), wcslen(a4.as_ptr()));
+            assert_eq!(
+                w::wcscmp(a.as_ptr(), b.as_ptr()).signum(),
+                wcscmp(a4.as_ptr(), b4.as_ptr()).signum()
+            );
+            assert_eq!(
+                w::wcsncmp(a.as_ptr(), b.as_ptr(), n).signum(),
+                wcsncmp(a4.as_ptr(), b4.as_ptr(), n).signum()
+            );
+            assert_eq!(
+                idx16(w::wcschr(a.as_ptr(), c), &a),
+                idx32(wcschr(a4.as_ptr(), c), &a4)
+            );
+            assert_eq!(
+                idx16(w::wcschr(a.as_ptr(), 0), &a),
+                idx32(wcschr(a4.as_ptr(), 0), &a4)
+            );
+            assert_eq!(
+                idx16(w::wcsrchr(a.as_ptr(), c), &a),
+                idx32(wcsrchr(a4.as_ptr(), c), &a4)
+            );
+            assert_eq!(
+                idx16(w::wcsstr(a.as_ptr(), b.as_ptr()), &a),
+                idx32(wcsstr(a4.as_ptr(), b4.as_ptr()), &a4)
+            );
+            assert_eq!(
+                w::wcsspn(a.as_ptr(), b.as_ptr()),
+                wcsspn(a4.as_ptr(), b4.as_ptr())
+            );
+            assert_eq!(
+                w::wcscspn(a.as_ptr(), b.as_ptr()),
+                wcscspn(a4.as_ptr(), b4.as_ptr())
+            );
+            assert_eq!(
+                idx16(w::wcspbrk(a.as_ptr(), b.as_ptr()), &a),
+                idx32(wcspbrk(a4.as_ptr(), b4.as_ptr()), &a4)
+            );
+            let mut d = [0x5555u16; 32];
+            let mut d4 = [0x5555u32; 32];
+            w::wcsncpy(d.as_mut_ptr(), a.as_ptr(), n);
+            wcsncpy(d4.as_mut_ptr(), a4.as_ptr(), n);
+            assert_eq!(wide(&d), d4.to_vec());
+            d[n] = 0;
+            d4[n] = 0;
+            w::wcsncat(d.as_mut_ptr(), b.as_ptr(), n % 5);
+            wcsncat(d4.as_mut_ptr(), b4.as_ptr(), n % 5);
+            assert_eq!(wide(&d), d4.to_vec());
+        }
+        checks += 1;
+    }
+    assert_eq!(checks, 3000);
+    for s in [
+        "  -123xyz",
+        "0x1fz",
+        "+77",
+        "junk",
+        "1e5",
+        "-2.5e-3 rest",
+        "inf",
+        "  .5",
+    ] {
+        let mut v: Vec<u16> = s.encode_utf16().collect();
+        v.push(0);
+        let v4 = wide(&v);
+        let (mut e, mut e4) = (std::ptr::null_mut(), std::ptr::null_mut());
+        unsafe {
+            let x = w::wcstol(v.as_ptr(), &mut e, 0);
+            let x4 = wcstol(v4.as_ptr(), &mut e4, 0);
+            assert_eq!((x, idx16(e, &v)), (x4, idx32(e4, &v4)), "{s}");
+            let x = w::wcstod(v.as_ptr(), &mut e);
+            let x4 = wcstod(v4.as_ptr(), &mut e4);
+            assert_eq!(
+                (x.to_bits(), idx16(e, &v)),
+                (x4.to_bits(), idx32(e4, &v4)),
+                "{s}"
+            );
+        }
+    }
+}
+
+/// swprintf against the host's swprintf on the same formats and values (the host's
+/// `wchar_t` is 4 bytes, so `%ls` arguments are the same text in each width).
+#[test]
+fn swprintf_matches_host() {
+    unsafe extern "C" {
+        #[link_name = trampoline_str!("swprintf")]
+        fn ours_swprintf(b: *mut u16, n: usize, f: *const u16, ...) -> i32;
+        fn swprintf(b: *mut u32, n: usize, f: *const u32, ...) -> i32;
+    }
+    let w16 = |s: &str| -> Vec<u16> { s.encode_utf16().chain([0]).collect() };
+    let w32 = |s: &str| -> Vec<u32> { s.chars().map(|c| c as u32).chain([0]).collect() };
+    let (t16, t32) = (w16("wide\u{e9}"), w32("wide\u{e9}"));
+    for fmt in [
+        "%d|%5.2f|%-7ls|%s|%lc|%c|%#x|%%|%8.3ls|%-4s|",
+        "[%*d][%.*ls][%+e][%ld]",
+        "\u{3042}%ls\u{30A2} %s",
+        "%n",
+    ] {
+        let (f16, f32_) = (w16(fmt), w32(fmt));
+        let mut b16 = [0x5555u16; 128];
+        let mut b32 = [0x5555u32; 128];
+        let (mut n1, mut n2) = (-1i32, -1i32);
+        let (r1, r2) = unsafe {
+            match fmt {
+                "%n" => (
+                    ours_swprintf(b16.as_mut_ptr(), 128, f16.as_ptr(), &mut n1),
+                    swprintf(b32.as_mut_ptr(), 128, f32_.as_ptr(), &mut n2),
+                ),
+                f if f.starts_with('[') => (
+                    ours_swprintf(
+                        b16.as_mut_ptr(),
+                        128,
+                        f16.as_ptr(),
+                        6,
+                        42,
+                        3,
+                        t16.as_ptr(),
+                        1.5,
+                        -7i64,
+                    ),
+                    swprintf(
+                        b32.as_mut_ptr(),
+                        128,
+                        f32_.as_ptr(),
+                        6,
+                        42,
+                        3,
+                        t32.as_ptr(),
+                        1.5,
+                        -7i64,
+                    ),
+                ),
+                f if f.starts_with('\u{3042}') => (
+                    ours_swprintf(
+                        b16.as_mut_ptr(),
+                        128,
+                        f16.as_ptr(),
+                        t16.as_ptr(),
+                        c"nb".as_ptr(),
+                    ),
+                    swprintf(
+                        b32.as_mut_ptr(),
+                        128,
+                        f32_.as_ptr(),
+                        t32.as_ptr(),
+                        c"nb".as_ptr(),
+                    ),
+                ),
+                _ => (
+                    ours_swprintf(
+                        b16.as_mut_ptr(),
+                        128,
+                        f16.as_ptr(),
+                        -42,
+                        6.28125f64,
+                        t16.as_ptr(),
+                        c"narrow".as_ptr(),
+                        0xE9,
+                        b'z' as i32,
+                        255,
+                        t16.as_ptr(),
+                        c"ab".as_ptr(),
+                    ),
+                    swprintf(
+                        b32.as_mut_ptr(),
+                        128,
+                        f32_.as_ptr(),
+                        -42,
+                        6.28125f64,
+                        t32.as_ptr(),
+                        c"narrow".as_ptr(),
+                        0xE9,
+                        b'z' as i32,
+                        255,
+                        t32.as_ptr(),
+                        c"ab".as_ptr(),
+                    ),
+                ),
+            }
+        };
+        assert_eq!(r1, r2, "{fmt:?}");
+        let o16: Vec<u32> = b16[..=r1 as usize].iter().map(|&c| u32::from(c)).collect();
+        assert_eq!(o16, b32[..=r2 as usize].to_vec(), "{fmt:?}");
+        assert_eq!(n1, n2);
+    }
+    // Too small a buffer: -1, the output cut and terminated (C99).
+    let f = w16("%s");
+    let mut b = [0x5555u16; 8];
+    let r = unsafe { ours_swprintf(b.as_mut_ptr(), 4, f.as_ptr(), c"abcdef".as_ptr()) };
+    assert_eq!((r, &b[..5]), (-1, &[97, 98, 99, 0, 0x5555][..]));
+}
+
+/// The C locale's multibyte conversions (FreeBSD's single-byte "NONE" encoding: bytes
+/// 0x80-0xFF are characters 0x80-0xFF; characters above 0xFF have no byte, EILSEQ), and
+/// wide stdio through a file.
+#[test]
+fn multibyte_conversions_and_wide_stdio() {
+    use crate::stdio as s;
+    use crate::wchar as w;
+    unsafe {
+        let mut out = [0u16; 8];
+        let n = w::mbstowcs(out.as_mut_ptr(), c"a\xe9\xff".as_ptr().cast(), 8);
+        assert_eq!((n, &out[..4]), (3, &[0x61, 0xE9, 0xFF, 0][..]));
+        let mut bytes = [0u8; 8];
+        let n = w::wcstombs(bytes.as_mut_ptr(), out.as_ptr(), 8);
+        assert_eq!((n, &bytes[..4]), (3, &b"a\xe9\xff\0"[..]));
+        let bad = [0x61u16, 0x3042, 0];
+        assert_eq!(w::wcstombs(bytes.as_mut_ptr(), bad.as_ptr(), 8), usize::MAX);
+        assert_eq!(*crate::kernel::errno_ptr(), 86);
+        assert_eq!(w::wctomb(bytes.as_mut_ptr(), 0x3042), -1);
+        assert_eq!(
+            (
+                w::wctob(0xE9),
+                w::wctob(0x100),
+                w::btowc(-1),
+                w::btowc(0xE9)
+            ),
+            (0xE9, -1, w::WEOF, 0xE9)
+        );
+        let mut wc = 0u16;
+        assert_eq!(
+            w::mbrtowc(&mut wc, c"\xe9".as_ptr().cast(), 1, std::ptr::null_mut()),
+            1
+        );
+        assert_eq!(wc, 0xE9);
+        assert_eq!(
+            w::mbrtowc(&mut wc, c"x".as_ptr().cast(), 0, std::ptr::null_mut()),
+            usize::MAX - 1
+        );
+        assert_eq!(w::mbtowc(&mut wc, c"".as_ptr().cast(), 1), 0);
+
+        let path = std::env::temp_dir().join(format!("aps5-libc-wio-{}", std::process::id()));
+        let cp = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        let f = s::fopen(cp.as_ptr(), c"w+".as_ptr().cast());
+        assert_eq!(w::fwide(f, 0), 0);
+        let line: Vec<u16> = "caf\u{e9}\nnext".encode_utf16().chain([0]).collect();
+        assert_eq!(w::fputws(line.as_ptr(), f), 0);
+        assert_eq!(w::fwide(f, -1), 1, "wide output oriented the stream");
+        assert_eq!(w::fputwc(0x3042, f), w::WEOF);
+        s::rewind(f);
+        let mut back = [0u16; 16];
+        assert!(!w::fgetws(back.as_mut_ptr(), 16, f).is_null());
+        assert_eq!(&back[..6], &[0x63, 0x61, 0x66, 0xE9, 0x0A, 0]);
+        assert_eq!(w::fgetwc(f), u32::from(b'n'));
+        assert_eq!(w::ungetwc(u32::from(b'N'), f), u32::from(b'N'));
+        assert!(!w::fgetws(back.as_mut_ptr(), 16, f).is_null());
+        assert_eq!(&back[..5], &[0x4E, 0x65, 0x78, 0x74, 0]);
+        assert_eq!(w::fgetwc(f), w::WEOF);
+        s::fclose(f);
+        assert_eq!(std::fs::read(&path).unwrap(), b"caf\xe9\nnext");
+        std::fs::remove_file(&path).unwrap();
+    }
+}
