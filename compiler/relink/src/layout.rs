@@ -271,10 +271,16 @@ pub(crate) fn relink(
     }
 
     // PS4/PS5 loaders call module_start of every module a program links against before
-    // the program starts; ld.so does not. A relinked module exports its module_start
-    // also as `__aps5_module_start.<module name>`; the executable imports that (weakly)
-    // for each needed file `<name>.prx` and its entry stub calls the ones that exist.
+    // the program starts, dependencies first; ld.so does not. A relinked module exports
+    // `__aps5_module_start.<module name>`: a generated wrapper that runs once, starts the
+    // guest modules the module needs (their wrappers, imported weakly), then its
+    // module_start; the plain `module_start` export becomes that wrapper too, so
+    // sceKernelLoadStartModule (libkernel calls `module_start`) starts dependencies as
+    // well. The executable imports the alias (weakly) for each needed file `<name>.prx`
+    // and its entry stub calls the ones that exist.
     let mut start_slots_wanted: Vec<u32> = Vec::new();
+    // Module: (original module_start, dynsym indices to point at the wrapper).
+    let mut start_wrapper: Option<(u64, Vec<u32>)> = None;
     match kind {
         Kind::Module => {
             let start_nid = aps5_nid::nid("module_start");
@@ -290,9 +296,33 @@ pub(crate) fn relink(
                     other: 0,
                     shndx: seg_section(st.value),
                     value: st.value,
-                    size: st.size,
+                    size: 0,
                 });
                 dyn_names.push(alias);
+                let mut redirect = vec![(dynsym.len() - 1) as u32];
+                for n in ["module_start", start_nid.as_str()] {
+                    if let Some(&i) = by_nid.get(n) {
+                        redirect.push(i);
+                    }
+                }
+                start_wrapper = Some((st.value, redirect));
+                for f in needed.clone() {
+                    let Some(stem) = f
+                        .strip_suffix(".prx")
+                        .or_else(|| f.strip_suffix(".sprx"))
+                        .filter(|_| !crate::prxset::is_host_file(&f))
+                    else {
+                        continue;
+                    };
+                    let alias = format!("{START_PREFIX}{stem}");
+                    dynsym.push(Sym {
+                        name: dynstr.add(&alias),
+                        info: 0x22, // WEAK FUNC, undefined
+                        ..Sym::default()
+                    });
+                    dyn_names.push(alias);
+                    start_slots_wanted.push((dynsym.len() - 1) as u32);
+                }
             }
         }
         Kind::Executable => {
@@ -349,6 +379,11 @@ pub(crate) fn relink(
         }
         for i in start_slots_wanted.iter_mut() {
             *i = new_index[*i as usize];
+        }
+        if let Some((_, syms)) = &mut start_wrapper {
+            for i in syms.iter_mut() {
+                *i = new_index[*i as usize];
+            }
         }
         exit_sym = exit_sym.map(|i| new_index[i as usize]);
     }
@@ -647,6 +682,8 @@ pub(crate) fn relink(
         .iter()
         .map(|&sym| (place(&mut rw_cursor, 8, 8), sym))
         .collect();
+    // The module's "started" flag (see the wrapper above).
+    let start_flag = start_wrapper.as_ref().map(|_| place(&mut rw_cursor, 8, 8));
     let rw_end = rw_cursor;
 
     let rx_base = align_up(rw_end, PAGE);
@@ -680,6 +717,15 @@ pub(crate) fn relink(
                 }),
         };
         code.extend(stubs::entry_stub(entry_at, &plan)?);
+    }
+    if let (Some((start, syms)), Some(flag)) = (&start_wrapper, start_flag) {
+        let at = rx_base + code.len() as u64;
+        let slots: Vec<u64> = start_slots.iter().map(|(slot, _)| *slot).collect();
+        code.extend(stubs::module_start_wrapper(at, flag, &slots, *start)?);
+        for &i in syms {
+            dynsym[i as usize].value = at;
+            dynsym[i as usize].size = 0;
+        }
     }
     let rx_end = rx_base + code.len() as u64;
     let trap_base = align_up(rx_end, PAGE);

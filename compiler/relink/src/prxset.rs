@@ -35,3 +35,8 @@ pub(crate) fn installed() -> Result<PrxSet, RelinkError> {
     .clone()
     .map_err(RelinkError::Prx)
 }
+
+/// Whether `file` is one of the host PRX files (not a guest module).
+pub(crate) fn is_host_file(file: &str) -> bool {
+    FILES.iter().any(|(name, _)| *name == file)
+}

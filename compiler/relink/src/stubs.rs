@@ -208,3 +208,54 @@ fn args(a: &mut CodeAssembler) -> Result<(), RelinkError> {
     a.lea(rdx, qword_ptr(rsi + rdi * 8 + 8)).map_err(enc)?;
     Ok(())
 }
+
+/// A relinked module's `module_start` as ld.so-loaded code needs it: runs once (`flag`, a
+/// zeroed byte in RW; a second call returns 0), calls the start functions found in
+/// `dep_slots` (GOT slots of the needed guest modules' wrappers, 0 when absent) with no
+/// arguments, then tail-calls the module's own `module_start(args, argp)`.
+pub fn module_start_wrapper(
+    ip: u64,
+    flag: u64,
+    dep_slots: &[u64],
+    start: u64,
+) -> Result<Vec<u8>, RelinkError> {
+    let mut a = CodeAssembler::new(64).map_err(enc)?;
+    let mut again = a.create_label();
+    // Three pushes realign rsp to 16 for the calls below.
+    a.push(rbx).map_err(enc)?;
+    a.push(r12).map_err(enc)?;
+    a.push(r13).map_err(enc)?;
+    a.mov(r12, rdi).map_err(enc)?;
+    a.mov(r13, rsi).map_err(enc)?;
+    a.add_instruction(Instruction::with2(Code::Cmp_rm8_imm8, rip(flag), 0).map_err(enc)?)
+        .map_err(enc)?;
+    a.jne(again).map_err(enc)?;
+    a.add_instruction(Instruction::with2(Code::Mov_rm8_imm8, rip(flag), 1).map_err(enc)?)
+        .map_err(enc)?;
+    for &slot in dep_slots {
+        let mut skip = a.create_label();
+        a.add_instruction(
+            Instruction::with2(Code::Mov_r64_rm64, Register::RAX, rip(slot)).map_err(enc)?,
+        )
+        .map_err(enc)?;
+        a.test(rax, rax).map_err(enc)?;
+        a.jz(skip).map_err(enc)?;
+        a.xor(edi, edi).map_err(enc)?;
+        a.xor(esi, esi).map_err(enc)?;
+        a.call(rax).map_err(enc)?;
+        a.set_label(&mut skip).map_err(enc)?;
+    }
+    a.mov(rdi, r12).map_err(enc)?;
+    a.mov(rsi, r13).map_err(enc)?;
+    a.pop(r13).map_err(enc)?;
+    a.pop(r12).map_err(enc)?;
+    a.pop(rbx).map_err(enc)?;
+    a.jmp(start).map_err(enc)?;
+    a.set_label(&mut again).map_err(enc)?;
+    a.xor(eax, eax).map_err(enc)?;
+    a.pop(r13).map_err(enc)?;
+    a.pop(r12).map_err(enc)?;
+    a.pop(rbx).map_err(enc)?;
+    a.ret().map_err(enc)?;
+    a.assemble(ip).map_err(enc)
+}

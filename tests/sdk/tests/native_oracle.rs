@@ -101,6 +101,26 @@ fn native(fixture: &Path, run_dir: &Path, clang: &Path) -> NativeRun {
             Command::new(clang)
         }
     };
+    // The fixture's modules each module imports from. The console's loader starts those
+    // before the module (natively: their constructors run first).
+    let module_deps: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        project
+            .modules
+            .keys()
+            .map(|name| {
+                let path = format!("sce_module/{name}.prx");
+                let deps = report
+                    .modules
+                    .iter()
+                    .filter(|m| m.dump_path == path)
+                    .flat_map(|m| m.symbols.iter())
+                    .filter_map(|s| s.import_from.as_ref())
+                    .filter(|(_, m)| project.modules.contains_key(m))
+                    .map(|(_, m)| m.clone())
+                    .collect();
+                (name.clone(), deps)
+            })
+            .collect();
     let mods = run_dir.join("sce_module");
     std::fs::create_dir_all(&mods).unwrap();
     let mut module_files = Vec::new();
@@ -110,27 +130,20 @@ fn native(fixture: &Path, run_dir: &Path, clang: &Path) -> NativeRun {
             .iter()
             .map(|s| compile(s, &project.root, true))
             .collect();
-        if linked_modules.contains(name) {
+        if linked_modules.contains(name) || module_deps.values().any(|d| d.contains(name)) {
             objs.push(compile(&shim.join("module_autostart.c"), &shim, true));
+        }
+        if linked_modules.contains(name) {
             module_files.push(out.clone());
         }
         // Modules it imports from (built before it: modules are built in name order).
-        let path = format!("sce_module/{name}.prx");
-        let deps: std::collections::BTreeSet<String> = report
-            .modules
-            .iter()
-            .filter(|m| m.dump_path == path)
-            .flat_map(|m| m.symbols.iter())
-            .filter_map(|s| s.import_from.as_ref())
-            .filter(|(_, m)| project.modules.contains_key(m))
-            .map(|(_, m)| m.clone())
-            .collect();
+        let deps = &module_deps[name];
         let mut cmd = linker(sources);
         cmd.args(["-shared", "-fPIC"])
             .arg(format!("-Wl,-soname,{name}.prx"))
             .arg("-Wl,-rpath,$ORIGIN")
             .args(&objs);
-        for d in &deps {
+        for d in deps {
             let f = mods.join(format!("{d}.prx"));
             assert!(
                 f.is_file(),
