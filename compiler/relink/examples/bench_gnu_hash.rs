@@ -9,10 +9,11 @@
 //!   DT_CHECKSUM (which ld.so ignores), so ld.so falls back to DT_HASH (chain walk with a
 //!   string compare per entry).
 //!
-//! Prints one JSON object: per variant the median wall time to exit and the median of
-//! ld.so's own `LD_DEBUG=statistics` figures (cycles in the loader, cycles relocating);
-//! as the floor, the median wall time of the host's `/bin/true` (a process start without
-//! these libraries). Needs clang-14 and ld.lld-14.
+//! The order of the two alternates each round. Prints one JSON object: per variant the
+//! median wall time to exit and the medians of ld.so's own `LD_DEBUG=statistics` figures
+//! (cycles in the loader, cycles relocating); as the floor, the median wall time of the
+//! host's `/bin/true` (a process start without these libraries). Needs clang-14 and
+//! ld.lld-14.
 //! Run: `cargo run --release -p aps5-relink --example bench_gnu_hash`.
 
 #[path = "../tests/support/mod.rs"]
@@ -154,9 +155,15 @@ fn main() {
     let want = format!("{}\n", (0..FUNCS).map(|i| i + 1).sum::<usize>());
 
     let (mut g, mut s, mut floor) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..RUNS {
-        g.push(once(&gnu, &want));
-        s.push(once(&sysv, &want));
+    for i in 0..RUNS {
+        // Alternate which variant goes first, so neither always follows the other.
+        if i % 2 == 0 {
+            g.push(once(&gnu, &want));
+            s.push(once(&sysv, &want));
+        } else {
+            s.push(once(&sysv, &want));
+            g.push(once(&gnu, &want));
+        }
         let t = Instant::now();
         let st = Command::new("/bin/true").status();
         floor.push(t.elapsed().as_secs_f64());
