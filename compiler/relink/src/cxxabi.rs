@@ -157,6 +157,26 @@ mod tests {
         assert!(names.len() > 150, "{} names", names.len());
     }
 
+    /// In the installed set, a C++ ABI NID imported from either console library binds to
+    /// libstdc++ by name; a NID libc.prx implements (operator new) stays with libc.prx;
+    /// the host runtime is not among the files shipped in `libs/`.
+    #[test]
+    fn installed_set_binds_the_abi_to_the_host_runtime() {
+        let set = crate::PrxSet::installed().unwrap();
+        let throw = aps5_nid::nid("__cxa_throw");
+        for lib in SERVED_BY {
+            let l = set.find(lib, &throw).expect("bound");
+            assert_eq!(l.file_name, LIBSTDCXX);
+            let name = l.host_names.as_ref().and_then(|m| m.get(&throw));
+            assert_eq!(name.map(String::as_str), Some("__cxa_throw"));
+        }
+        let new = set
+            .find("libc", &aps5_nid::nid("_Znwm"))
+            .expect("operator new");
+        assert_eq!(new.file_name, "libc.prx");
+        assert!(set.files().iter().all(|(f, _)| *f != LIBSTDCXX));
+    }
+
     /// The NIDs are the console's (values from the ps4libdoc export tables of libc.sprx).
     #[test]
     fn nids_are_the_consoles() {

@@ -245,3 +245,59 @@ pub fn congruent(at: u64, vaddr: u64, align: u64) -> u64 {
     let base = at - at % a + want;
     if base >= at { base } else { base + a }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Values of the GNU hash function published with the format's descriptions
+    /// (dl_new_hash in glibc's ld.so).
+    #[test]
+    fn gnu_hash_known_values() {
+        for (name, h) in [
+            ("", 0x0000_1505),
+            ("printf", 0x156b_2bb8),
+            ("exit", 0x7c96_7e3f),
+            ("syscall", 0xbac2_12a0),
+        ] {
+            assert_eq!(gnu_hash(name.as_bytes()), h, "{name:?}");
+        }
+    }
+
+    /// Table shape: header, Bloom words, buckets pointing at the first symbol of each
+    /// bucket's run, chain values with bit 0 ending each run.
+    #[test]
+    fn gnu_table_layout() {
+        // Entry 0, two undefined symbols, then four defined ones sorted by bucket.
+        let mut defined = ["alpha", "beta", "gamma", "delta"];
+        let nb = gnu_buckets(defined.len());
+        defined.sort_by_key(|n| gnu_hash(n.as_bytes()) % nb);
+        let mut names: Vec<&[u8]> = vec![b"", b"undef1", b"undef2"];
+        names.extend(defined.iter().map(|n| n.as_bytes()));
+        let t = gnu_hash_table(&names, 3);
+        let word = |i: usize| u32::from_le_bytes(t[4 * i..4 * i + 4].try_into().unwrap());
+        assert_eq!((word(0), word(1), word(2), word(3)), (nb, 3, 1, 26));
+        let buckets: Vec<u32> = (0..nb as usize).map(|b| word(6 + b)).collect();
+        let chain: Vec<u32> = (0..4).map(|i| word(6 + nb as usize + i)).collect();
+        assert_eq!(t.len(), 16 + 8 + 4 * (nb as usize + 4));
+        for (i, n) in defined.iter().enumerate() {
+            let h = gnu_hash(n.as_bytes());
+            let b = (h % nb) as usize;
+            // The bucket names the first symbol of its run.
+            let first = 3 + defined
+                .iter()
+                .position(|m| gnu_hash(m.as_bytes()) % nb == b as u32)
+                .unwrap();
+            assert_eq!(buckets[b] as usize, first);
+            assert_eq!(chain[i] & !1, h & !1);
+            let last = defined
+                .get(i + 1)
+                .is_none_or(|m| gnu_hash(m.as_bytes()) % nb != b as u32);
+            assert_eq!(chain[i] & 1 == 1, last, "{n}");
+            // The Bloom filter has both bits of every symbol.
+            let bloom = u64::from_le_bytes(t[16..24].try_into().unwrap());
+            assert_ne!(bloom & (1 << (h % 64)), 0);
+            assert_ne!(bloom & (1 << ((h >> 26) % 64)), 0);
+        }
+    }
+}
