@@ -35,7 +35,14 @@ const PRX: &[(&str, &str, &str, &[&str])] = &[
             "libSceSystemService",
             "libSceSysmodule",
             "libSceAudioOut",
+            "libSceKeyboard",
         ],
+    ),
+    (
+        "aps5-prx-freetype",
+        "libaps5_prx_freetype.so",
+        "libSceFreeType.prx",
+        &["libSceFreeType"],
     ),
 ];
 

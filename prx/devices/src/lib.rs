@@ -7,6 +7,8 @@
 //!   posted to libkernel's event queues through its `__aps5_equeue_*` hooks.
 //! - `libScePad` ([`pad`]): one connected pad whose buttons follow the script in
 //!   `$APS5_INPUT_SCRIPT`, indexed by VideoOut's flip counter.
+//! - `libSceKeyboard` ([`keyboard`]): one USB keyboard whose keys follow the `key:` /
+//!   `text:` lines of the same script and the host's key events ([`keyboard::push_host_key`]).
 //! - `libSceUserService`, `libSceSysmodule` ([`system`]): one logged-in user, module
 //!   loads that succeed for known module ids.
 //! - `libSceSystemService` ([`system_service`]): system settings from the host locale and
@@ -22,6 +24,7 @@
 
 pub mod audio;
 pub mod kernel;
+pub mod keyboard;
 pub mod pad;
 pub mod system;
 pub mod system_service;

@@ -4,13 +4,16 @@
 //! FRAME on (VideoOut's flip counter, 0 before the first flip) the pad holds BUTTONS,
 //! until a later line. BUTTONS is `-` (none) or a `,`/`+`-separated list of `up down
 //! left right cross circle square triangle l1 r1 l2 r2 l3 r3 options touchpad` or hex
-//! masks (`0x4000`). Frames must not decrease; `#` starts a comment. Without the variable
-//! no button is ever pressed. See docs/HOMEBREW.md.
+//! masks (`0x4000`). The same file drives the keyboard ([`crate::keyboard`]): `FRAME
+//! key:KEYS` holds KEYS from FRAME on, `FRAME text:"TEXT"` types TEXT (two frames a
+//! character). Frames must not decrease; `#` starts a comment (outside quotes). Without
+//! the variable no button or key is ever pressed. See docs/HOMEBREW.md.
 
 use std::sync::{Mutex, OnceLock};
 
 use aps5_prx_macros::nid;
 
+use crate::keyboard::KeyScript;
 use crate::{diag, kernel, video};
 
 /// `SCE_PAD_ERROR_INVALID_ARG`.
@@ -82,35 +85,73 @@ pub struct PadData {
     pub reserved: [u8; 15],
 }
 
-/// An input script: (first frame, buttons held from it on), sorted by frame.
+/// An input script: the pad's steps (first frame, buttons held from it on), sorted by
+/// frame, and the keyboard's (`key:` / `text:` lines, see [`crate::keyboard`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Script(pub Vec<(u64, u32)>);
+pub struct Script {
+    /// Pad steps: (first frame, `SCE_PAD_BUTTON_*` bits held from it on).
+    pub pad: Vec<(u64, u32)>,
+    /// Keyboard steps.
+    pub keys: KeyScript,
+}
+
+/// The line without its comment: `#` outside a double-quoted string.
+fn strip_comment(line: &str) -> &str {
+    let (mut quoted, mut escaped) = (false, false);
+    for (i, c) in line.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            '#' if !quoted => return &line[..i],
+            _ => {}
+        }
+    }
+    line
+}
 
 impl Script {
     /// Parses the script text; errors name the line.
+    ///
+    /// A line is `FRAME BUTTONS` (the pad), `FRAME key:KEYS` or `FRAME text:"TEXT"` (the
+    /// keyboard); frames never decrease. See docs/HOMEBREW.md.
     pub fn parse(text: &str) -> Result<Script, String> {
-        let mut steps: Vec<(u64, u32)> = Vec::new();
+        let mut script = Script::default();
+        let mut last_frame = 0;
         for (i, line) in text.lines().enumerate() {
-            let line = line.split('#').next().unwrap_or("").trim();
+            let line = strip_comment(line).trim();
             if line.is_empty() {
                 continue;
             }
-            let mut it = line.split_whitespace();
-            let frame_s = it.next().unwrap_or("");
+            let at = |e: String| format!("line {}: {e}", i + 1);
+            let (frame_s, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+            let rest = rest.trim();
             let frame: u64 = frame_s
                 .parse()
-                .map_err(|_| format!("line {}: {frame_s:?} is not a frame number", i + 1))?;
+                .map_err(|_| at(format!("{frame_s:?} is not a frame number")))?;
+            if frame < last_frame {
+                return Err(at(format!("frame {frame} is before the previous line's")));
+            }
+            last_frame = frame;
+            if let Some(keys) = rest.strip_prefix("key:") {
+                script.keys.push_keys(frame, keys.trim()).map_err(at)?;
+                continue;
+            }
+            if let Some(quoted) = rest.strip_prefix("text:") {
+                script.keys.push_text(frame, quoted.trim()).map_err(at)?;
+                continue;
+            }
+            let mut it = rest.split_whitespace();
             let Some(buttons_s) = it.next() else {
-                return Err(format!(
-                    "line {}: buttons missing after the frame (use - for none)",
-                    i + 1
+                return Err(at(
+                    "buttons missing after the frame (use - for none, or key:/text: for the keyboard)"
+                        .into(),
                 ));
             };
             if let Some(extra) = it.next() {
-                return Err(format!(
-                    "line {}: unexpected {extra:?} (join buttons with , or +)",
-                    i + 1
-                ));
+                return Err(at(format!(
+                    "unexpected {extra:?} (join buttons with , or +; one pad or keyboard item a line)"
+                )));
             }
             let mut bits = 0u32;
             if buttons_s != "-" {
@@ -118,36 +159,29 @@ impl Script {
                     let b = b.to_ascii_lowercase();
                     bits |= if let Some(hex) = b.strip_prefix("0x") {
                         u32::from_str_radix(hex, 16)
-                            .map_err(|_| format!("line {}: bad button mask {b:?}", i + 1))?
+                            .map_err(|_| at(format!("bad button mask {b:?}")))?
                     } else {
                         BUTTONS
                             .iter()
                             .find(|(n, _)| *n == b)
                             .map(|&(_, v)| v)
                             .ok_or_else(|| {
-                                format!(
-                                    "line {}: unknown button {b:?} (known: {})",
-                                    i + 1,
+                                at(format!(
+                                    "unknown button {b:?} (known: {}; keyboard keys go in key: lines)",
                                     BUTTONS.iter().map(|b| b.0).collect::<Vec<_>>().join(" ")
-                                )
+                                ))
                             })?
                     };
                 }
             }
-            if steps.last().is_some_and(|&(f, _)| f > frame) {
-                return Err(format!(
-                    "line {}: frame {frame} is before the previous line's",
-                    i + 1
-                ));
-            }
-            steps.push((frame, bits));
+            script.pad.push((frame, bits));
         }
-        Ok(Script(steps))
+        Ok(script)
     }
 
     /// The buttons held at flip number `frame`.
     pub fn buttons_at(&self, frame: u64) -> u32 {
-        self.0
+        self.pad
             .iter()
             .take_while(|&&(f, _)| f <= frame)
             .last()
@@ -157,7 +191,7 @@ impl Script {
 
 /// The input script; a bad one stops the program (exit status 2) with a message, outside
 /// the `OnceLock` initialisation.
-fn script() -> &'static Script {
+pub(crate) fn script() -> &'static Script {
     static S: OnceLock<Result<Script, String>> = OnceLock::new();
     let s = S.get_or_init(|| {
         let Some(path) = std::env::var_os("APS5_INPUT_SCRIPT") else {
@@ -350,6 +384,32 @@ mod tests {
         assert_eq!(s.buttons_at(12), 0);
         assert_eq!(s.buttons_at(25), 0x40 | 0x4000);
         assert_eq!(s.buttons_at(1000), 0x8010);
+        assert_eq!(s.keys, KeyScript::default());
+    }
+
+    #[test]
+    fn pad_and_keyboard_lines_mix_and_stay_independent() {
+        let s = Script::parse(
+            "0 cross\n5 key:h,i  # two keys\n6 -\n8 text:\"a #1\" # not part of the text\n20 key:-\n",
+        )
+        .unwrap();
+        assert_eq!(s.buttons_at(5), 0x4000, "a key: line leaves the pad alone");
+        assert_eq!(s.buttons_at(6), 0);
+        assert_eq!(
+            s.keys.state_at(6).keys,
+            [0x0B, 0x0C],
+            "a pad line leaves the keys"
+        );
+        // "a #1": a, space, shift+3, 1 from frame 8, two frames each.
+        let k = |f| s.keys.state_at(f);
+        assert_eq!(k(8).keys, [0x04]);
+        assert_eq!(k(10).keys, [0x2C]);
+        assert_eq!(
+            (k(12).keys.as_slice(), k(12).modifiers),
+            (&[0x20u8][..], 0x02)
+        );
+        assert_eq!(k(14).keys, [0x1E]);
+        assert!(k(15).keys.is_empty() && k(30).keys.is_empty());
     }
 
     #[test]
@@ -360,5 +420,19 @@ mod tests {
         assert!(e.starts_with("line 2:"), "{e}");
         assert!(Script::parse("x up").unwrap_err().contains("frame number"));
         assert!(Script::parse("3").unwrap_err().contains("buttons missing"));
+        let e = Script::parse("0 -\n\n4 key:a,bogus\n").unwrap_err();
+        assert!(e.starts_with("line 3: unknown key \"bogus\""), "{e}");
+        let e = Script::parse("0 text:\"abc\"\n3 key:x\n").unwrap_err();
+        assert!(
+            e.starts_with("line 2: frame 3 is inside the previous text"),
+            "{e}"
+        );
+        let e = Script::parse("1 text:abc\n").unwrap_err();
+        assert!(
+            e.starts_with("line 1: text must be in double quotes"),
+            "{e}"
+        );
+        let e = Script::parse("1 text:\"\u{e9}\"\n").unwrap_err();
+        assert!(e.starts_with("line 1:") && e.contains("US layout"), "{e}");
     }
 }

@@ -323,3 +323,235 @@ fn ps4_2048_music_plays_through_audio_out_in_real_time() {
         wall.as_secs_f64()
     );
 }
+
+/// The system font the keyboard test gives the sample as its `/app0/font.ttf`.
+const DEJAVU: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+/// What the OpenOrbis keyboard sample (samples/keyboard, 2021-03) draws for a list of text
+/// lines, rendered independently with the host FreeType from the sample's description: a
+/// black 1920x1080 frame; line n drawn with the font at 30 pixels, pen starting at x 0 on
+/// the baseline y = 35 + 40n; each byte's glyph rendered 8-bit and every non-zero
+/// coverage value c written as the pixel (c, c, c) at (pen + left + x, baseline - top + y);
+/// the pen advances by the glyph's advance (26.6, truncated).
+struct TextRef {
+    lib: freetype_sys::FT_Library,
+    face: freetype_sys::FT_Face,
+}
+
+impl TextRef {
+    fn new() -> TextRef {
+        let path = std::ffi::CString::new(DEJAVU).unwrap();
+        unsafe {
+            let mut lib = std::ptr::null_mut();
+            assert_eq!(freetype_sys::FT_Init_FreeType(&mut lib), 0);
+            let mut face = std::ptr::null_mut();
+            assert_eq!(
+                freetype_sys::FT_New_Face(lib, path.as_ptr(), 0, &mut face),
+                0
+            );
+            assert_eq!(freetype_sys::FT_Set_Pixel_Sizes(face, 0, 30), 0);
+            TextRef { lib, face }
+        }
+    }
+
+    fn frame(&self, lines: &[String]) -> Vec<u8> {
+        let (w, h) = (1920i64, 1080i64);
+        let mut rgb = vec![0u8; (w * h * 3) as usize];
+        for (n, line) in lines.iter().enumerate() {
+            let baseline = 35 + 40 * n as i64;
+            let mut pen = 0i64;
+            for b in line.bytes() {
+                unsafe {
+                    let gi = freetype_sys::FT_Get_Char_Index(self.face, b as _);
+                    if freetype_sys::FT_Load_Glyph(self.face, gi, 0) != 0 {
+                        continue;
+                    }
+                    let slot = (*self.face).glyph;
+                    if freetype_sys::FT_Render_Glyph(slot, 0) != 0 {
+                        continue;
+                    }
+                    let bm = &(*slot).bitmap;
+                    for y in 0..i64::from(bm.rows) {
+                        for x in 0..i64::from(bm.width) {
+                            let c = *bm.buffer.offset((y * i64::from(bm.width) + x) as isize);
+                            let px = pen + x + i64::from((*slot).bitmap_left);
+                            let py = baseline + y - i64::from((*slot).bitmap_top);
+                            if c != 0 && (0..w).contains(&px) && (0..h).contains(&py) {
+                                let i = ((py * w + px) * 3) as usize;
+                                rgb[i..i + 3].fill(c);
+                            }
+                        }
+                    }
+                    pen += (*slot).advance.x >> 6;
+                }
+            }
+        }
+        rgb
+    }
+}
+
+impl Drop for TextRef {
+    fn drop(&mut self) {
+        unsafe {
+            freetype_sys::FT_Done_Face(self.face);
+            freetype_sys::FT_Done_FreeType(self.lib);
+        }
+    }
+}
+
+/// The sample's screen for the keys held: each key's character (quoted, with C escapes)
+/// or `<keycode N>`, then the modifier and lock names it lists.
+fn keyboard_screen(keys: &[&str], modifiers: &[&str], locks: &[&str]) -> Vec<String> {
+    let mut v = vec!["Pressed keys:".to_owned()];
+    v.extend(keys.iter().map(|k| k.to_string()));
+    v.push("Modifier keys:".into());
+    v.extend(modifiers.iter().map(|k| k.to_string()));
+    v.push("Locked keys:".into());
+    v.extend(locks.iter().map(|k| k.to_string()));
+    v
+}
+
+#[test]
+fn openorbis_keyboard_sample_draws_the_scripted_keys_with_freetype() {
+    assert!(
+        Path::new(DEJAVU).is_file(),
+        "{DEJAVU} is needed by this test: install fonts-dejavu-core"
+    );
+    let eboot = support::shared().join("corpus/homebrew/openorbis-samples/keyboard/pkg/eboot.bin");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let cov = support::build_tree(&eboot, &[], &out);
+    let missing: Vec<_> = cov
+        .iter()
+        .filter(|r| !r.implemented)
+        .map(|r| format!("{}::{}", r.library, r.name.as_deref().unwrap_or("?")))
+        .collect();
+    assert!(missing.is_empty(), "unimplemented imports: {missing:?}");
+    // The sample opens /app0/font.ttf (its package ships a font there).
+    std::fs::copy(DEJAVU, out.join("app0/font.ttf")).unwrap();
+
+    // (first frame, script line, what the sample must draw from that frame on)
+    type Step = (u64, &'static str, Vec<String>);
+    let steps: Vec<Step> = vec![
+        (0, "0 key:-", keyboard_screen(&[], &[], &[])),
+        (10, "10 key:h,i", keyboard_screen(&["'h'", "'i'"], &[], &[])),
+        (
+            20,
+            "20 key:lshift+a+1",
+            keyboard_screen(&["'A'", "'!'"], &["Left Shift"], &[]),
+        ),
+        (
+            30,
+            "30 key:capslock",
+            keyboard_screen(&["<keycode 57>"], &[], &["Caps Lock"]),
+        ),
+        (
+            40,
+            "40 key:q,f1",
+            keyboard_screen(&["'Q'", "<keycode 58>"], &[], &["Caps Lock"]),
+        ),
+        (
+            50,
+            "50 key:rctrl,ralt,enter,backslash,apostrophe,tab",
+            keyboard_screen(
+                &["'\\n'", "'\\\\'", "'\\''", "'\\t'"],
+                &["Right Control", "Right Alt"],
+                &["Caps Lock"],
+            ),
+        ),
+        (
+            60,
+            "60 key:capslock,numlock",
+            keyboard_screen(&["<keycode 57>", "<keycode 83>"], &[], &["Num Lock"]),
+        ),
+        (
+            70,
+            "70 key:kp7",
+            keyboard_screen(&["'7'"], &[], &["Num Lock"]),
+        ),
+        // text: one character every two frames: H at 80, released at 81, i at 82...
+        (
+            80,
+            "80 text:\"Hi\"",
+            keyboard_screen(&["'H'"], &["Left Shift"], &["Num Lock"]),
+        ),
+        (81, "", keyboard_screen(&[], &[], &["Num Lock"])),
+        (82, "", keyboard_screen(&["'i'"], &[], &["Num Lock"])),
+        (83, "", keyboard_screen(&[], &[], &["Num Lock"])),
+    ];
+    let mut script = String::from("# frame  keyboard\n");
+    for (_, line, _) in &steps {
+        if !line.is_empty() {
+            script.push_str(line);
+            script.push('\n');
+        }
+    }
+    let script_path = tmp.path().join("keys.txt");
+    std::fs::write(&script_path, &script).unwrap();
+    let dir = tmp.path().join("frames");
+    let total_frames = 90;
+    let env = [
+        ("APS5_FRAMES_DIR".to_owned(), dir.display().to_string()),
+        ("APS5_MAX_FRAMES".to_owned(), total_frames.to_string()),
+        (
+            "APS5_INPUT_SCRIPT".to_owned(),
+            script_path.display().to_string(),
+        ),
+    ];
+    let run = support::run(&out, &[], &env, Duration::from_secs(180));
+    assert_eq!(run.status, Some(0), "{run:?}");
+    let files = frames(&dir);
+    assert_eq!(files.len(), total_frames, "{run:?}");
+
+    let reference = TextRef::new();
+    let mut expected_screens = Vec::new();
+    let (mut frames_checked, mut pixels_ok, mut pixels_total) = (0, 0usize, 0usize);
+    for (i, (first, _, lines)) in steps.iter().enumerate() {
+        let end = steps.get(i + 1).map_or(total_frames as u64, |s| s.0);
+        let want = reference.frame(lines);
+        // The reference is not degenerate: text has ink, and each step's screen differs
+        // from the previous one.
+        let ink = want.chunks_exact(3).filter(|p| p[0] != 0).count();
+        assert!(ink > 500, "reference for {lines:?} has {ink} ink pixels");
+        if let Some(prev) = expected_screens.last() {
+            assert_ne!(prev, &want, "step {i} draws the same as the step before");
+        }
+        // Check the first, a middle and the last frame of the step.
+        let mut check = vec![*first, (*first + end - 1) / 2, end - 1];
+        check.dedup();
+        for n in check {
+            let (w, h, got) = read_png(&files[n as usize]);
+            assert_eq!((w, h), (1920, 1080));
+            let same = got
+                .chunks_exact(3)
+                .zip(want.chunks_exact(3))
+                .filter(|(a, b)| a == b)
+                .count();
+            pixels_ok += same;
+            pixels_total += (w * h) as usize;
+            frames_checked += 1;
+            if same != (w * h) as usize {
+                let first_bad = got
+                    .chunks_exact(3)
+                    .zip(want.chunks_exact(3))
+                    .position(|(a, b)| a != b)
+                    .unwrap();
+                panic!(
+                    "frame {n}: {same}/{} pixels as expected for {lines:?}; first difference at \
+                     ({}, {})\nstdout: {}\nstderr: {}",
+                    w * h,
+                    first_bad % 1920,
+                    first_bad / 1920,
+                    run.stdout,
+                    run.stderr
+                );
+            }
+        }
+        expected_screens.push(want);
+    }
+    eprintln!(
+        "{frames_checked} frames of {} scripted keyboard states: {pixels_ok}/{pixels_total} pixels \
+         equal the reference text rendering",
+        steps.len()
+    );
+}
