@@ -747,6 +747,64 @@ mod tests {
         assert!(s.push_text(200, r#""a\q""#).unwrap_err().contains("escape"));
     }
 
+    /// The exported functions, in the order a program calls them (the only test of this
+    /// binary that touches the library's global state).
+    #[test]
+    fn exported_calls_check_their_arguments_and_report_host_keys() {
+        let mut d = KeyboardData::default();
+        unsafe {
+            assert_eq!(sce_keyboard_open(1, 0, 0, 0), ERROR_NOT_INITIALIZED);
+            assert_eq!(sce_keyboard_read_state(1, &mut d), ERROR_NOT_INITIALIZED);
+            assert_eq!(sce_keyboard_init(), 0);
+            assert_eq!(sce_keyboard_open(1, 1, 0, 0), ERROR_INVALID_ARG);
+            assert_eq!(sce_keyboard_open(1, 0, 1, 0), ERROR_INVALID_PORT);
+            assert_eq!(
+                sce_keyboard_read_state(HANDLE, &mut d),
+                ERROR_INVALID_HANDLE
+            );
+            let h = sce_keyboard_open(1, 0, 0, 0);
+            assert_eq!(h, HANDLE);
+            assert_eq!(sce_keyboard_open(1, 0, 0, 0), ERROR_ALREADY_OPENED);
+            assert_eq!(
+                sce_keyboard_read_state(h, std::ptr::null_mut()),
+                ERROR_INVALID_ARG
+            );
+
+            assert_eq!(sce_keyboard_read_state(h, &mut d), 0);
+            assert_eq!((d.connected, d.length, d.led, d.modifier_key), (1, 0, 0, 0));
+            // Shift down, then x typed (pressed and released before the next read).
+            push_host_key(0xE1, true, 0x02);
+            push_host_key(0x1B, true, 0x02);
+            push_host_key(0x1B, false, 0x02);
+            assert_eq!(sce_keyboard_read_state(h, &mut d), 0);
+            assert_eq!((d.length, d.key_code[0], d.modifier_key), (1, 0x1B, 0x02));
+            let mut c = CharData::default();
+            assert_eq!(
+                sce_keyboard_get_key2char(h, 0, d.led, d.modifier_key, d.key_code[0], &mut c),
+                0
+            );
+            assert_eq!(
+                (c.processed, c.length, c.char_code),
+                (1, 1, u32::from(b'X'))
+            );
+            assert_eq!(sce_keyboard_read(h, &mut d, 4), 1);
+            assert_eq!(
+                (d.length, d.modifier_key),
+                (0, 0x02),
+                "x released, Shift held"
+            );
+            assert_eq!(sce_keyboard_get_key2char(h, 0, 0, 0, 0x3A, &mut c), 0);
+            assert_eq!(c, CharData::default(), "F1 gives no character");
+            assert_eq!(
+                sce_keyboard_get_key2char(h, 0, 0, 0, 4, std::ptr::null_mut()),
+                ERROR_INVALID_ARG
+            );
+            assert_eq!(sce_keyboard_close(h), 0);
+            assert_eq!(sce_keyboard_close(h), ERROR_INVALID_HANDLE);
+            assert_eq!(sce_keyboard_read(h, &mut d, 1), ERROR_INVALID_HANDLE);
+        }
+    }
+
     #[test]
     fn host_presses_between_reads_are_not_lost() {
         let mut h = Host::default();

@@ -242,7 +242,23 @@ fn guest_open(path: *const c_char) -> i32 {
 /// the descriptor is closed on drop (FreeType keeps its own mapping of the file).
 struct GuestFile {
     fd: i32,
-    host_name: std::ffi::CString,
+    host_name: &'static CStr,
+}
+
+/// `/proc/self/fd/N`, kept for the life of the process: FreeType stores the name's pointer
+/// in the face's stream (`face->stream->pathname`), so it must stay valid after the call.
+/// One string per descriptor number, so this stays as small as the descriptor table.
+fn fd_name(fd: i32) -> &'static CStr {
+    static NAMES: std::sync::Mutex<Vec<Option<&'static CStr>>> = std::sync::Mutex::new(Vec::new());
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    let i = fd as usize;
+    if names.len() <= i {
+        names.resize(i + 1, None);
+    }
+    *names[i].get_or_insert_with(|| {
+        let s = std::ffi::CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL");
+        Box::leak(s.into_boxed_c_str())
+    })
 }
 
 impl GuestFile {
@@ -255,9 +271,10 @@ impl GuestFile {
         if fd < 0 {
             return Err(FT_ERR_CANNOT_OPEN_RESOURCE);
         }
-        let host_name =
-            std::ffi::CString::new(format!("/proc/self/fd/{fd}")).expect("a number has no NUL");
-        Ok(GuestFile { fd, host_name })
+        Ok(GuestFile {
+            fd,
+            host_name: fd_name(fd),
+        })
     }
 }
 

@@ -98,6 +98,13 @@ fn guest_calls_render_what_the_host_freetype_renders() {
         let path = c"/app0/fonts/font.ttf";
         assert_eq!(new_face(lib, path.as_ptr(), 0, &mut face), 0);
         assert!(!face.is_null());
+        // FreeType keeps the name it opened in face->stream->pathname: still valid.
+        let stream = (*(face as freetype_sys::FT_Face)).stream;
+        let name = std::ffi::CStr::from_ptr((*stream).pathname as *const c_char);
+        assert!(
+            name.to_str().unwrap().starts_with("/proc/self/fd/"),
+            "{name:?}"
+        );
 
         // The host library, called directly on the host file, is the reference.
         let mut hlib: freetype_sys::FT_Library = std::ptr::null_mut();
