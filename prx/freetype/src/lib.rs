@@ -255,7 +255,7 @@ fn fd_name(fd: i32) -> &'static CStr {
     if names.len() <= i {
         names.resize(i + 1, None);
     }
-    *names[i].get_or_insert_with(|| {
+    names[i].get_or_insert_with(|| {
         let s = std::ffi::CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL");
         Box::leak(s.into_boxed_c_str())
     })
