@@ -211,3 +211,187 @@ fn every_forwarded_function_is_exported_under_its_nid() {
     }
     eprintln!("{} forwarded + 4 wrapped functions resolve", names.len());
 }
+
+#[repr(C)]
+struct OutlineFuncs {
+    move_to: extern "C" fn(*const [i64; 2], *mut c_void) -> i32,
+    line_to: extern "C" fn(*const [i64; 2], *mut c_void) -> i32,
+    conic_to: extern "C" fn(*const [i64; 2], *const [i64; 2], *mut c_void) -> i32,
+    cubic_to: extern "C" fn(*const [i64; 2], *const [i64; 2], *const [i64; 2], *mut c_void) -> i32,
+    shift: i32,
+    delta: i64,
+}
+
+/// What FT_Outline_Decompose reports, recorded by callbacks (guest code in a real
+/// program: the host library calls them directly, same ABI).
+#[derive(Debug, Default, PartialEq)]
+struct Segments(Vec<(char, i64, i64)>);
+
+extern "C" fn move_to(to: *const [i64; 2], user: *mut c_void) -> i32 {
+    let (p, t) = unsafe { (&mut *(user as *mut Segments), *to) };
+    p.0.push(('M', t[0], t[1]));
+    0
+}
+extern "C" fn line_to(to: *const [i64; 2], user: *mut c_void) -> i32 {
+    let (p, t) = unsafe { (&mut *(user as *mut Segments), *to) };
+    p.0.push(('L', t[0], t[1]));
+    0
+}
+extern "C" fn conic_to(_c: *const [i64; 2], to: *const [i64; 2], user: *mut c_void) -> i32 {
+    let (p, t) = unsafe { (&mut *(user as *mut Segments), *to) };
+    p.0.push(('Q', t[0], t[1]));
+    0
+}
+extern "C" fn cubic_to(
+    _c1: *const [i64; 2],
+    _c2: *const [i64; 2],
+    to: *const [i64; 2],
+    user: *mut c_void,
+) -> i32 {
+    let (p, t) = unsafe { (&mut *(user as *mut Segments), *to) };
+    p.0.push(('C', t[0], t[1]));
+    0
+}
+
+/// Outline, glyph-object and transform functions through the NIDs (a memory face, so no
+/// path is involved) give what the host library gives for the same calls.
+#[test]
+fn outline_and_glyph_functions_match_the_host_library() {
+    assert!(
+        Path::new(FONT).is_file(),
+        "{FONT} is needed by this test: install fonts-dejavu-core"
+    );
+    let font = std::fs::read(FONT).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let f = load(dir.path(), "libSceFreeType.prx");
+    let outline_funcs = OutlineFuncs {
+        move_to,
+        line_to,
+        conic_to,
+        cubic_to,
+        shift: 0,
+        delta: 0,
+    };
+    unsafe {
+        let init: extern "C" fn(*mut Ft) -> i32 =
+            std::mem::transmute(sym(f, nid_str!("FT_Init_FreeType")));
+        let new_memory_face: extern "C" fn(Ft, *const u8, i64, i64, *mut Ft) -> i32 =
+            std::mem::transmute(sym(f, nid_str!("FT_New_Memory_Face")));
+        let set_char_size: extern "C" fn(Ft, i64, i64, u32, u32) -> i32 =
+            std::mem::transmute(sym(f, nid_str!("FT_Set_Char_Size")));
+        let set_transform: extern "C" fn(Ft, *const [i64; 4], *const [i64; 2]) =
+            std::mem::transmute(sym(f, nid_str!("FT_Set_Transform")));
+        let load_char: extern "C" fn(Ft, u64, i32) -> i32 =
+            std::mem::transmute(sym(f, nid_str!("FT_Load_Char")));
+        let outline_cbox: extern "C" fn(*const u8, *mut [i64; 4]) =
+            std::mem::transmute(sym(f, nid_str!("FT_Outline_Get_CBox")));
+        let decompose: extern "C" fn(*const u8, *const OutlineFuncs, *mut c_void) -> i32 =
+            std::mem::transmute(sym(f, nid_str!("FT_Outline_Decompose")));
+        let get_glyph: extern "C" fn(*mut u8, *mut Ft) -> i32 =
+            std::mem::transmute(sym(f, nid_str!("FT_Get_Glyph")));
+        let glyph_to_bitmap: extern "C" fn(*mut Ft, u32, *const [i64; 2], u8) -> i32 =
+            std::mem::transmute(sym(f, nid_str!("FT_Glyph_To_Bitmap")));
+        let done_glyph: extern "C" fn(Ft) = std::mem::transmute(sym(f, nid_str!("FT_Done_Glyph")));
+        let done_face: extern "C" fn(Ft) -> i32 =
+            std::mem::transmute(sym(f, nid_str!("FT_Done_Face")));
+        let done: extern "C" fn(Ft) -> i32 =
+            std::mem::transmute(sym(f, nid_str!("FT_Done_FreeType")));
+
+        let mut lib: Ft = std::ptr::null_mut();
+        assert_eq!(init(&mut lib), 0);
+        let mut face: Ft = std::ptr::null_mut();
+        assert_eq!(
+            new_memory_face(lib, font.as_ptr(), font.len() as i64, 0, &mut face),
+            0
+        );
+        let mut hlib: freetype_sys::FT_Library = std::ptr::null_mut();
+        assert_eq!(freetype_sys::FT_Init_FreeType(&mut hlib), 0);
+        let mut hface: freetype_sys::FT_Face = std::ptr::null_mut();
+        assert_eq!(
+            freetype_sys::FT_New_Memory_Face(hlib, font.as_ptr(), font.len() as _, 0, &mut hface),
+            0
+        );
+        // 24 pt at 96 dpi, slanted by a shear matrix (16.16), moved by (64, 0) in 26.6.
+        let shear = [0x10000i64, 0x4000, 0, 0x10000];
+        let delta = [64i64, 0];
+        assert_eq!(set_char_size(face, 0, 24 * 64, 96, 96), 0);
+        set_transform(face, &shear, &delta);
+        freetype_sys::FT_Set_Char_Size(hface, 0, 24 * 64, 96, 96);
+        let hm = freetype_sys::FT_Matrix {
+            xx: shear[0],
+            xy: shear[1],
+            yx: shear[2],
+            yy: shear[3],
+        };
+        let hd = freetype_sys::FT_Vector { x: 64, y: 0 };
+        freetype_sys::FT_Set_Transform(hface, &hm as *const _ as *mut _, &hd as *const _ as *mut _);
+
+        let mut points = 0;
+        for ch in ['g', '&', 'Q'] {
+            // FT_LOAD_NO_BITMAP (8): the outline stays in the slot.
+            assert_eq!(load_char(face, ch as u64, 8), 0);
+            assert_eq!(freetype_sys::FT_Load_Char(hface, ch as _, 8), 0);
+            let slot = *((face as *const u8).add(152) as *const *mut u8);
+            let hslot = (*hface).glyph;
+            // The slot's outline at +200 (FT_GlyphSlotRec.outline, LP64).
+            let outline = slot.add(200);
+            let mut cbox = [0i64; 4];
+            outline_cbox(outline, &mut cbox);
+            let mut hbox = freetype_sys::FT_BBox {
+                xMin: 0,
+                yMin: 0,
+                xMax: 0,
+                yMax: 0,
+            };
+            freetype_sys::FT_Outline_Get_CBox(&(*hslot).outline, &mut hbox);
+            assert_eq!(cbox, [hbox.xMin, hbox.yMin, hbox.xMax, hbox.yMax], "{ch:?}");
+
+            let mut path = Segments::default();
+            assert_eq!(
+                decompose(
+                    outline,
+                    &outline_funcs,
+                    &mut path as *mut Segments as *mut c_void
+                ),
+                0
+            );
+            let mut hpath = Segments::default();
+            freetype_sys::FT_Outline_Decompose(
+                &(*hslot).outline as *const _ as *mut _,
+                &outline_funcs as *const OutlineFuncs as *const freetype_sys::FT_Outline_Funcs,
+                &mut hpath as *mut Segments as *mut c_void,
+            );
+            assert!(path.0.len() > 4, "{ch:?}: {path:?}");
+            assert_eq!(path, hpath, "{ch:?}");
+            points += path.0.len();
+
+            // A glyph object rendered to a bitmap glyph.
+            let mut glyph: Ft = std::ptr::null_mut();
+            assert_eq!(get_glyph(slot, &mut glyph), 0);
+            assert_eq!(glyph_to_bitmap(&mut glyph, 0, std::ptr::null(), 1), 0);
+            let mut hglyph: freetype_sys::FT_Glyph = std::ptr::null_mut();
+            assert_eq!(freetype_sys::FT_Get_Glyph(hslot, &mut hglyph), 0);
+            freetype_sys::FT_Glyph_To_Bitmap(&mut hglyph, 0, std::ptr::null_mut(), 1);
+            let g = &*(glyph as *const freetype_sys::FT_BitmapGlyphRec);
+            let h = &*(hglyph as *const freetype_sys::FT_BitmapGlyphRec);
+            assert_eq!((g.left, g.top), (h.left, h.top), "{ch:?}");
+            assert_eq!(
+                (g.bitmap.rows, g.bitmap.width),
+                (h.bitmap.rows, h.bitmap.width)
+            );
+            let n = g.bitmap.rows as usize * g.bitmap.pitch.unsigned_abs() as usize;
+            assert_eq!(
+                std::slice::from_raw_parts(g.bitmap.buffer, n),
+                std::slice::from_raw_parts(h.bitmap.buffer, n),
+                "{ch:?}"
+            );
+            done_glyph(glyph);
+            freetype_sys::FT_Done_Glyph(hglyph);
+        }
+        eprintln!("3 transformed outlines: {points} path segments equal the host's");
+        assert_eq!(done_face(face), 0);
+        assert_eq!(done(lib), 0);
+        freetype_sys::FT_Done_Face(hface);
+        freetype_sys::FT_Done_FreeType(hlib);
+    }
+}
