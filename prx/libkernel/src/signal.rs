@@ -587,6 +587,37 @@ pub extern "C" fn raise(sig: i32) -> i32 {
     0
 }
 
+/// Sends FreeBSD signal `sig` to one thread: the calling thread (`is_self`) gets it
+/// through [`raise`] (so signals without a host number run their handler too); another
+/// thread through `send(host_signal)`, which returns 0 or a host errno value. Signal 0
+/// only checks that the thread exists. Returns 0 or a FreeBSD errno value; a signal
+/// without a host number cannot reach another thread (`EINVAL`).
+pub fn signal_thread(is_self: bool, sig: i32, send: impl FnOnce(i32) -> i32) -> i32 {
+    if !(0..=FB_NSIG).contains(&sig) {
+        return EINVAL;
+    }
+    if sig != 0 && is_self {
+        return if raise(sig) == 0 {
+            0
+        } else {
+            unsafe { *errno::error() }
+        };
+    }
+    let host = if sig == 0 { Some(0) } else { to_host(sig) };
+    match host {
+        Some(h) => errno::from_host(send(h)),
+        None => EINVAL,
+    }
+}
+
+/// `pthread_kill(thread, sig)` with a FreeBSD signal number; returns 0 or a FreeBSD errno
+/// value (not -1). `pthread_t` is the host's.
+#[nid("pthread_kill")]
+pub extern "C" fn pthread_kill(thread: libc::pthread_t, sig: i32) -> i32 {
+    let is_self = unsafe { libc::pthread_equal(thread, libc::pthread_self()) } != 0;
+    signal_thread(is_self, sig, |h| unsafe { libc::pthread_kill(thread, h) })
+}
+
 /// FreeBSD `_SC_*` -> host `_SC_*` for the names with the same meaning on both.
 fn sc_to_host(name: i32) -> Option<libc::c_int> {
     Some(match name {

@@ -19,6 +19,12 @@ pub const TRAP: [u8; 2] = [0x0F, 0xFF];
 const EOPNOTSUPP: i32 = 45;
 /// FreeBSD `ENOSYS`.
 const ENOSYS: i32 = 78;
+/// FreeBSD `ESRCH`.
+const ESRCH: i32 = 3;
+/// FreeBSD `EFAULT`.
+const EFAULT: i32 = 14;
+/// FreeBSD `EINVAL`.
+const EINVAL: i32 = 22;
 
 /// Libkernel calls follow the C convention (-1 and errno); the FreeBSD kernel ABI wants
 /// the errno value itself.
@@ -74,6 +80,36 @@ pub fn dispatch(nr: u64, a: [u64; 6]) -> Result<u64, i32> {
                 a[1] as *const signal::FbSigaction,
                 a[2] as *mut signal::FbSigaction,
             ))),
+            // thr_self(long *id): thread ids are host thread ids (as pthread_getthreadid_np).
+            432 => {
+                let id = a[0] as *mut i64;
+                if id.is_null() {
+                    return Err(EFAULT);
+                }
+                id.write_unaligned(i64::from(libc::gettid()));
+                Ok(0)
+            }
+            // thr_kill(long id, int sig). id -1 (every thread of the process) is refused.
+            433 => {
+                let Ok(tid) = i32::try_from(a[0] as i64) else {
+                    return Err(ESRCH);
+                };
+                if tid <= 0 {
+                    return Err(if tid == -1 { EINVAL } else { ESRCH });
+                }
+                let is_self = tid == libc::gettid();
+                match signal::signal_thread(is_self, i(1), |h| {
+                    let r = libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, h);
+                    if r == 0 {
+                        0
+                    } else {
+                        std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+                    }
+                }) {
+                    0 => Ok(0),
+                    e => Err(e),
+                }
+            }
             477 => {
                 let p = memory::mmap(a[0] as usize, a[1] as usize, i(2), i(3), i(4), a[5] as i64);
                 if p == usize::MAX {
@@ -174,6 +210,44 @@ mod tests {
         assert_eq!(&buf[..msg.len()], msg);
         assert_eq!(trap(6, p[0] as u64, 0, 0), (0, false));
         assert_eq!(trap(6, p[1] as u64, 0, 0), (0, false));
+    }
+
+    #[test]
+    fn thr_self_and_thr_kill_use_host_thread_ids() {
+        let mut id = 0i64;
+        assert_eq!(trap(432, (&raw mut id) as u64, 0, 0), (0, false));
+        assert_eq!(id, i64::from(unsafe { libc::gettid() }));
+        assert_eq!(trap(432, 0, 0, 0), (14, true), "EFAULT");
+        // Signal 0 checks the thread; SIGURG (16 on both) is ignored by default.
+        assert_eq!(trap(433, id as u64, 0, 0), (0, false));
+        assert_eq!(trap(433, id as u64, 16, 0), (0, false));
+        assert_eq!(trap(433, id as u64, 200, 0), (22, true), "EINVAL");
+        assert_eq!(trap(433, -1i64 as u64, 16, 0), (22, true));
+        // Another thread, alive then gone.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            tx.send(unsafe { libc::gettid() }).unwrap();
+            done_rx.recv().unwrap();
+        });
+        let other = rx.recv().unwrap() as u64;
+        assert_eq!(trap(433, other, 16, 0), (0, false));
+        let pt = {
+            use std::os::unix::thread::JoinHandleExt;
+            t.as_pthread_t()
+        };
+        assert_eq!(signal::pthread_kill(pt, 0), 0);
+        assert_eq!(signal::pthread_kill(pt, 16), 0);
+        assert_eq!(signal::pthread_kill(pt, 999), 22);
+        done_tx.send(()).unwrap();
+        t.join().unwrap();
+        assert_eq!(
+            trap(433, other, 0, 0),
+            (3, true),
+            "ESRCH once it has exited"
+        );
+        assert_eq!(signal::pthread_kill(unsafe { libc::pthread_self() }, 0), 0);
+        assert_eq!(signal::pthread_kill(unsafe { libc::pthread_self() }, 16), 0);
     }
 
     #[test]
