@@ -2,7 +2,7 @@
 //! precision (also from `*`), length modifiers (hh h l ll j z t L q) and positional
 //! arguments (`%n$`, `*m$`). Integer, string, character and pointer conversions are
 //! formatted here; floating-point conversions (f F e E g G a A) are formatted one value at
-//! a time (see [`float`]).
+//! a time (`float`).
 //!
 //! Positional arguments follow FreeBSD's `vfprintf`: when a format uses `n$` anywhere, the
 //! whole format is first walked to learn the type class of every argument (integer/pointer,

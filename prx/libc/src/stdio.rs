@@ -257,6 +257,10 @@ pub(crate) fn put(f: *mut GuestFile, b: &[u8]) -> bool {
         return false;
     };
     let mut g = st.lock();
+    // A byte write orients an unoriented stream (wide writes have oriented it already).
+    if g.orient == 0 {
+        g.orient = -1;
+    }
     match g.mode {
         Buffering::None => {
             let ok = flush_locked(st.fd(), &mut g) && write_all(st.fd(), b);
@@ -455,6 +459,10 @@ pub unsafe extern "C" fn fflush(f: *mut GuestFile) -> i32 {
 
 /// Fills the read buffer; false at end of file or error.
 fn fill(st: &FileState, g: &mut Inner) -> bool {
+    // A byte read orients an unoriented stream (wide reads have oriented it already).
+    if g.orient == 0 {
+        g.orient = -1;
+    }
     if g.rpos < g.rbuf.len() {
         return true;
     }

@@ -9,8 +9,9 @@
 //! the character of the same value (`MB_CUR_MAX` 1); characters above 0xFF have no
 //! multibyte form (`EILSEQ`, 86). Surrogate units are characters like any other.
 //!
-//! Wide stdio writes and reads the multibyte form; `fwide` records a stream's orientation
-//! when asked (byte functions do not set it). Wide printf takes the conversions of the
+//! Wide stdio writes and reads the multibyte form. The first read or write orients a
+//! stream (wide or byte, reported by `fwide`); as on FreeBSD, a call of the other kind
+//! still works on it. Wide printf takes the conversions of the
 //! narrow engine (`printf.rs`); `%s` there is a multibyte string, `%ls` a wide one,
 //! `%c` an `int` byte, `%lc` a `wint_t`. Positional arguments are not supported in wide
 //! formats (the directive is printed as is). The wide scanf family is not provided.
