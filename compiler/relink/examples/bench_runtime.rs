@@ -5,7 +5,8 @@
 //!   median wall time of 30 runs each, and their ratio;
 //! - micro-benchmarks (`benches-src/microbench/main.c`): ns per malloc/free, snprintf and
 //!   mutex lock+unlock, ported vs native, and the ratios (ported / native; 1.0 = parity);
-//! - `mutex_ratio_per_run`: the two mutex ratios of each of the three runs (their spread).
+//! - `mutex_ratio_per_run`: the mutex ratios of each of the three runs (their spread);
+//!   the `_threaded` mutex figures are taken after the program has had a second thread.
 //!
 //! Needs clang-14 and ld.lld-14. Run: `cargo run --release -p aps5-relink --example bench_runtime`.
 
@@ -147,7 +148,12 @@ fn main() {
             micro(ported_cmd(&micro_out)),
         );
         let mut run = serde_json::Map::new();
-        for k in ["mutex_lock_unlock", "mutex_errorcheck_lock_unlock"] {
+        for k in [
+            "mutex_lock_unlock",
+            "mutex_errorcheck_lock_unlock",
+            "mutex_lock_unlock_threaded",
+            "mutex_errorcheck_lock_unlock_threaded",
+        ] {
             if let (Some(pv), Some(nv)) = (pr.get(k), nr.get(k)) {
                 run.insert(k.to_owned(), serde_json::json!(pv / nv));
             }

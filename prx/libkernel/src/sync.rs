@@ -273,6 +273,21 @@ pub(crate) fn me() -> u64 {
     v
 }
 
+unsafe extern "C" {
+    /// glibc (2.32+): non-zero until the process first creates a thread; never set again.
+    static __libc_single_threaded: u8;
+}
+
+/// True while the process has only ever had one thread. Then nobody else can hold, wait
+/// for or look at a mutex, so lock and unlock need no locked instructions: glibc's own
+/// lock does the same (it skips the `lock` prefix while single-threaded), and a locked
+/// instruction costs more than the rest of a lock+unlock.
+#[inline(always)]
+fn single_threaded() -> bool {
+    // Written only by this thread (in `pthread_create`), so a plain load is exact.
+    unsafe { std::ptr::read_volatile(&raw const __libc_single_threaded) != 0 }
+}
+
 /// What a guest mutex word points at.
 #[repr(C)]
 pub struct GuestMutex {
@@ -368,11 +383,18 @@ impl GuestMutex {
     #[inline(always)]
     fn lock(&self, deadline: Option<&Deadline>) -> i32 {
         let me = me();
-        if self
-            .state
-            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
+        let took = if single_threaded() {
+            // No other thread exists: a held mutex is held by this one (lock_slow decides).
+            self.state.load(Ordering::Relaxed) == 0 && {
+                self.state.store(1, Ordering::Relaxed);
+                true
+            }
+        } else {
+            self.state
+                .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        };
+        if took {
             self.took(me);
             return 0;
         }
@@ -392,7 +414,10 @@ impl GuestMutex {
             }
         }
         self.owner.store(0, Ordering::Relaxed);
-        if self.state.swap(0, Ordering::Release) == 2 {
+        if single_threaded() {
+            // Nobody can be waiting.
+            self.state.store(0, Ordering::Relaxed);
+        } else if self.state.swap(0, Ordering::Release) == 2 {
             futex::wake(&self.state, 1, false);
         }
         0
