@@ -372,7 +372,10 @@ mod tests {
         let w = std::thread::spawn(move || unsafe {
             sce_kernel_wait_event_flag(ef, 1, WAIT_OR, std::ptr::null_mut(), std::ptr::null_mut())
         });
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        // The second wait must find the first queued.
+        while lock(&FLAGS.get(ef).unwrap().state).queue.is_empty() {
+            std::thread::yield_now();
+        }
         unsafe {
             assert_eq!(
                 sce_kernel_wait_event_flag(

@@ -580,7 +580,10 @@ mod tests {
         let w = std::thread::spawn(move || unsafe {
             sce_kernel_wait_sema(id, 1, std::ptr::null_mut())
         });
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        // Deletion must find it queued (else its wait would see no semaphore: ESRCH).
+        while lock(&sema(id).unwrap().state).queue.is_empty() {
+            std::thread::yield_now();
+        }
         assert_eq!(sce_kernel_delete_sema(id), 0);
         assert_eq!(w.join().unwrap(), sce_error(EACCES));
         assert_eq!(sce_kernel_signal_sema(id, 1), sce_error(ESRCH));

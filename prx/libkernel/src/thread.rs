@@ -582,3 +582,89 @@ pub unsafe extern "C" fn sce_pthread_attr_getstacksize(
     };
     0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    static LOG: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+    static READY: AtomicU32 = AtomicU32::new(0);
+    static SEMA: AtomicU32 = AtomicU32::new(0);
+
+    unsafe extern "C-unwind" fn note(arg: *mut u8) {
+        LOG.lock().unwrap().push(arg as usize as u8);
+    }
+
+    /// The same for the other test (tests run in parallel).
+    static LOG2: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+    unsafe extern "C-unwind" fn note2(arg: *mut u8) {
+        LOG2.lock().unwrap().push(arg as usize as u8);
+    }
+
+    /// A thread that registers two cleanup handlers (storage on its stack, as FreeBSD's
+    /// macros put it) and blocks in a libkernel wait.
+    extern "C-unwind" fn blocked(_: *mut libc::c_void) -> *mut libc::c_void {
+        let mut info = [[0u64; 8]; 2];
+        unsafe {
+            pthread_cleanup_push_imp(note, b'A' as usize as *mut u8, info[0].as_mut_ptr().cast());
+            pthread_cleanup_push_imp(note, b'B' as usize as *mut u8, info[1].as_mut_ptr().cast());
+        }
+        READY.store(1, Ordering::Release);
+        let id = u64::from(SEMA.load(Ordering::Acquire));
+        unsafe { crate::sema::sce_kernel_wait_sema(id, 1, ptr::null_mut()) };
+        LOG.lock().unwrap().push(b'R'); // not reached
+        unsafe {
+            pthread_cleanup_pop_imp(0);
+            pthread_cleanup_pop_imp(0);
+        }
+        std::hint::black_box(&mut info);
+        ptr::null_mut()
+    }
+
+    #[test]
+    fn cleanup_handlers_pop_in_order() {
+        let mut info = [[0u64; 8]; 3];
+        unsafe {
+            pthread_cleanup_push_imp(note2, b'x' as usize as *mut u8, info[0].as_mut_ptr().cast());
+            pthread_cleanup_push_imp(note2, b'y' as usize as *mut u8, info[1].as_mut_ptr().cast());
+            pthread_cleanup_pop_imp(0);
+            pthread_cleanup_push_imp(note2, b'z' as usize as *mut u8, info[2].as_mut_ptr().cast());
+            pthread_cleanup_pop_imp(1);
+            pthread_cleanup_pop_imp(1);
+        }
+        assert_eq!(LOG2.lock().unwrap().as_slice(), b"zx");
+    }
+
+    #[test]
+    fn cancelling_a_thread_in_a_sema_wait_runs_its_handlers() {
+        let mut id = 0;
+        let r = unsafe {
+            crate::sema::sce_kernel_create_sema(&mut id, c"t".as_ptr(), 1, 0, 1, ptr::null())
+        };
+        assert_eq!(r, 0);
+        SEMA.store(id as u32, Ordering::Release);
+        let mut t: libc::pthread_t = 0;
+        // The start routine may be unwound by cancellation, hence `C-unwind`; the host's
+        // prototype says `C`, which is the same calling convention.
+        let start: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void =
+            unsafe { std::mem::transmute(blocked as extern "C-unwind" fn(_) -> _) };
+        assert_eq!(
+            unsafe { libc::pthread_create(&mut t, ptr::null(), start, ptr::null_mut()) },
+            0
+        );
+        while READY.load(Ordering::Acquire) == 0 {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(pthread_cancel(t), 0);
+        let mut v: *mut u8 = ptr::null_mut();
+        assert_eq!(unsafe { pthread_join(t, &mut v) }, 0);
+        assert_eq!(v as usize, PTHREAD_CANCELED);
+        assert_eq!(LOG.lock().unwrap().as_slice(), b"BA");
+        // The cancelled waiter left the queue: a signal stays available for a poll.
+        assert_eq!(crate::sema::sce_kernel_signal_sema(id as u64, 1), 0);
+        assert_eq!(crate::sema::sce_kernel_poll_sema(id as u64, 1), 0);
+    }
+}
