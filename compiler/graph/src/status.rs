@@ -72,6 +72,8 @@ pub struct LibraryCoverage {
     pub implemented: usize,
     /// Names (or NIDs) of the imports bound to "unimplemented" stubs.
     pub stubbed: Vec<String>,
+    /// Names (or NIDs) of weak imports nothing implements (the loader resolves them to 0).
+    pub weak_unresolved: Vec<String>,
 }
 
 /// Scans the dump (cheap when unchanged) and reads every module through the graph.
@@ -141,14 +143,17 @@ pub fn status(project: &Project, progress: &dyn Progress) -> Result<Status, Buil
                 library: row.library.clone(),
                 implemented: 0,
                 stubbed: Vec::new(),
+                weak_unresolved: Vec::new(),
             });
         }
         let c = coverage.last_mut().expect("pushed");
+        let name = || row.name.clone().unwrap_or_else(|| row.nid.clone());
         if row.implemented {
             c.implemented += 1;
+        } else if row.weak {
+            c.weak_unresolved.push(name());
         } else {
-            c.stubbed
-                .push(row.name.clone().unwrap_or_else(|| row.nid.clone()));
+            c.stubbed.push(name());
         }
     }
     Ok(Status {
@@ -212,6 +217,9 @@ impl Status {
                 );
                 if !c.stubbed.is_empty() {
                     let _ = write!(s, ": {}", c.stubbed.join(" "));
+                }
+                if !c.weak_unresolved.is_empty() {
+                    let _ = write!(s, "; weak, resolved to 0: {}", c.weak_unresolved.join(" "));
                 }
                 s.push('\n');
             }

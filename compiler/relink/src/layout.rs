@@ -65,6 +65,9 @@ struct Orig<'a> {
 }
 
 /// How an original symbol is bound in the output.
+/// `STB_WEAK`.
+const STB_WEAK: u8 = 2;
+
 #[derive(Debug, Clone, Copy)]
 enum Bind {
     /// An undefined dynamic symbol (index in the new dynsym).
@@ -73,6 +76,8 @@ enum Bind {
     Stub(u64),
     /// Defined in this module at this base-relative address.
     Local(u64),
+    /// A weak import nothing implements: address 0.
+    Zero,
 }
 
 pub(crate) fn relink(
@@ -131,6 +136,7 @@ pub(crate) fn relink(
         Dyn(u32),
         Stub(usize),
         Local(u64),
+        Zero,
     }
     let mut pending: Vec<Option<Pending>> = Vec::with_capacity(module.symbols.len());
 
@@ -187,21 +193,20 @@ pub(crate) fn relink(
                 info,
             );
             let key = (library.clone(), nid.clone());
-            let file = bound.map(|_| {
-                prx.find(&library, &nid)
-                    .expect("found above")
-                    .file_name
-                    .clone()
-            });
+            let file = prx.find(&library, &nid).map(|l| l.file_name.clone());
             coverage.entry(key.clone()).or_insert(CoverageRow {
                 library,
                 nid,
                 name,
-                implemented: bound.is_some(),
+                implemented: file.is_some(),
+                weak: bound.is_none() && s.binding == STB_WEAK,
                 file,
             });
             pending.push(Some(match bound {
                 Some(i) => Pending::Dyn(i),
+                // A weak import nothing implements is 0, as the console's loader makes it:
+                // code testing its address sees it missing (no stub, no lookup by name).
+                None if s.binding == STB_WEAK => Pending::Zero,
                 None => {
                     let n = stub_list.len();
                     Pending::Stub(*stub_of.entry(key.clone()).or_insert_with(|| {
@@ -482,6 +487,7 @@ pub(crate) fn relink(
                 Some(Some(Pending::Dyn(i))) => Some(Bind::Dyn(*i)),
                 Some(Some(Pending::Stub(n))) => Some(Bind::Stub(*n as u64)),
                 Some(Some(Pending::Local(v))) => Some(Bind::Local(*v)),
+                Some(Some(Pending::Zero)) => Some(Bind::Zero),
                 // A local undefined symbol (e.g. the null section symbol) has value 0: the
                 // same as symbol 0.
                 Some(None) if module.symbols[r.symbol as usize].binding == 0 => None,
@@ -551,6 +557,12 @@ pub(crate) fn relink(
             }
             (R_64 | R_GLOB_DAT | R_JUMP_SLOT, Some(Bind::Local(v))) => {
                 push(R_RELATIVE, Target::None, v as i64 + r.addend, false);
+                true
+            }
+            // S = 0: R_X86_64_64 stores the addend, the GOT forms store 0.
+            (R_64 | R_GLOB_DAT | R_JUMP_SLOT, Some(Bind::Zero)) => {
+                let addend = if r.r_type == R_64 { r.addend } else { 0 };
+                push(R_64, Target::None, addend, false);
                 true
             }
             (R_64 | R_GLOB_DAT | R_JUMP_SLOT, Some(Bind::Stub(n))) => {
@@ -1347,7 +1359,10 @@ pub(crate) fn relink(
             "{trapped_syscalls} raw `syscall` instruction(s) rewritten to the libkernel trap (UD0): FreeBSD system calls libkernel does not implement fail with ENOSYS"
         ));
     }
-    let unimplemented = coverage.values().filter(|r| !r.implemented).count();
+    let unimplemented = coverage
+        .values()
+        .filter(|r| !r.implemented && !r.weak)
+        .count();
     if unimplemented > 0 {
         warnings.push(format!(
             "{unimplemented} import(s) are not implemented by the PRX set and abort when called"

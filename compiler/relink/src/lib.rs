@@ -157,6 +157,10 @@ pub struct CoverageRow {
     pub implemented: bool,
     /// The file providing it, when implemented.
     pub file: Option<String>,
+    /// A weak import nothing implements: left undefined, so the loader resolves it to 0 (as
+    /// the console's loader does) instead of binding it to a stub.
+    #[serde(default)]
+    pub weak: bool,
 }
 
 /// A relinked executable or module.
@@ -241,10 +245,12 @@ pub fn relink_module(
 pub fn coverage_table(rows: &[CoverageRow]) -> String {
     let mut out = String::new();
     let done = rows.iter().filter(|r| r.implemented).count();
+    let weak = rows.iter().filter(|r| r.weak).count();
     out.push_str(&format!(
-        "imports: {} implemented, {} stubbed\n",
+        "imports: {} implemented, {} stubbed, {} weak and unresolved (0)\n",
         done,
-        rows.len() - done
+        rows.len() - done - weak,
+        weak
     ));
     let mut sorted: Vec<&CoverageRow> = rows.iter().collect();
     sorted.sort_by_key(|r| {
@@ -258,7 +264,11 @@ pub fn coverage_table(rows: &[CoverageRow]) -> String {
     for r in sorted {
         out.push_str(&format!(
             "{:<5} {:<24} {:<11} {}\n",
-            if r.implemented { "ok" } else { "STUB" },
+            match (r.implemented, r.weak) {
+                (true, _) => "ok",
+                (false, true) => "WEAK",
+                (false, false) => "STUB",
+            },
             r.library,
             r.nid,
             r.name.as_deref().unwrap_or("?")

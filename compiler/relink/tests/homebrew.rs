@@ -338,3 +338,50 @@ fn loading_a_module_the_host_set_replaces() {
         "libc handle valid=yes res=0\ndlsym snprintf=0 out=[dlsym-007]\nlibkernel.sprx handle valid=yes\nmissing module: ENOENT\n"
     );
 }
+
+/// Weak imports nothing implements are 0, as on the console, not stubs: OpenOrbis' stand-in
+/// libc (in PS4-2048) imports `module_start`/`module_stop` weakly by plain name. The relinked
+/// module must neither bind them to an "unimplemented" stub nor look them up by name (that
+/// would find another module's `module_start`).
+#[test]
+fn weak_imports_nothing_implements_are_zero() {
+    let path = shared().join("corpus/homebrew/ps4-2048/sce_module/libc.prx");
+    let bytes = std::fs::read(&path).unwrap();
+    let m = aps5_elf::parse(&bytes).unwrap();
+    let prx = aps5_relink::PrxSet::installed().unwrap();
+    let r = aps5_relink::relink_module(&bytes, &m, &prx, &Default::default()).unwrap();
+    let weak: Vec<&str> = r
+        .coverage
+        .iter()
+        .filter(|c| c.weak)
+        .map(|c| c.nid.as_str())
+        .collect();
+    assert_eq!(weak, ["module_start", "module_stop"], "{:?}", r.coverage);
+    assert!(r.coverage.iter().all(|c| !c.implemented));
+    assert!(
+        r.warnings.iter().all(|w| !w.contains("not implemented")),
+        "{:?}",
+        r.warnings
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("libc.prx");
+    std::fs::write(&file, &r.elf).unwrap();
+    // The system's readelf: no dynamic symbol by those names (nothing to look up).
+    let (syms, err, ok) = tool("readelf", &["--dyn-syms", "-W", file.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(
+        !syms.contains("module_start") || syms.contains("__aps5_module_start"),
+        "{syms}"
+    );
+    for line in syms.lines() {
+        assert!(
+            !(line.contains(" UND ") && line.trim_end().ends_with("module_start")),
+            "{line}"
+        );
+        assert!(
+            !(line.contains(" UND ") && line.trim_end().ends_with("module_stop")),
+            "{line}"
+        );
+    }
+    assert!(aps5_relink::coverage_table(&r.coverage).contains("2 weak and unresolved (0)"));
+}
