@@ -60,14 +60,51 @@ impl Input for StrInput {
     }
 }
 
-/// An [`Input`] that counts what it consumed (for `%n`).
+/// A character source in code units: bytes of an [`Input`], or 16-bit wide characters.
+trait Units {
+    fn get(&mut self) -> Option<u32>;
+    fn unget(&mut self, c: u32);
+}
+
+impl Units for &mut dyn Input {
+    fn get(&mut self) -> Option<u32> {
+        (**self).get().map(u32::from)
+    }
+
+    fn unget(&mut self, c: u32) {
+        (**self).unget(c as u8)
+    }
+}
+
+/// Reads a NUL-terminated wide (2-byte) string.
+struct WideInput {
+    p: *const u16,
+    pos: usize,
+}
+
+impl Units for WideInput {
+    fn get(&mut self) -> Option<u32> {
+        let c = unsafe { self.p.add(self.pos).read_unaligned() };
+        if c == 0 {
+            return None;
+        }
+        self.pos += 1;
+        Some(u32::from(c))
+    }
+
+    fn unget(&mut self, _c: u32) {
+        self.pos -= 1;
+    }
+}
+
+/// A source that counts what it consumed (for `%n`).
 struct Counted<'a> {
-    inp: &'a mut dyn Input,
+    inp: &'a mut dyn Units,
     count: usize,
 }
 
 impl Counted<'_> {
-    fn get(&mut self) -> Option<u8> {
+    fn get(&mut self) -> Option<u32> {
         let c = self.inp.get();
         if c.is_some() {
             self.count += 1;
@@ -75,19 +112,19 @@ impl Counted<'_> {
         c
     }
 
-    fn unget(&mut self, c: u8) {
+    fn unget(&mut self, c: u32) {
         self.inp.unget(c);
         self.count -= 1;
     }
 
-    /// Pushes back `bytes` (which were read in this order).
-    fn unget_all(&mut self, bytes: &[u8]) {
-        for &b in bytes.iter().rev() {
+    /// Pushes back `units` (which were read in this order).
+    fn unget_all(&mut self, units: &[u32]) {
+        for &b in units.iter().rev() {
             self.unget(b);
         }
     }
 
-    fn peek(&mut self) -> Option<u8> {
+    fn peek(&mut self) -> Option<u32> {
         let c = self.get()?;
         self.unget(c);
         Some(c)
@@ -108,8 +145,13 @@ impl Counted<'_> {
     }
 }
 
-fn is_space(c: u8) -> bool {
-    matches!(c, b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r')
+fn is_space(c: u32) -> bool {
+    matches!(c, 0x20 | 0x09 | 0x0A | 0x0B | 0x0C | 0x0D)
+}
+
+/// `c` as the ASCII byte it is, if it is one.
+fn ascii(c: u32) -> Option<u8> {
+    u8::try_from(c).ok().filter(u8::is_ascii)
 }
 
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -138,11 +180,52 @@ enum Fail {
 /// `fmt` must be NUL-terminated and every argument a valid pointer of the type its
 /// conversion names.
 pub unsafe fn scan(fmt: *const u8, inp: &mut dyn Input, args: &mut dyn Args) -> i32 {
+    let f = unsafe { std::ffi::CStr::from_ptr(fmt.cast()) }.to_bytes();
+    let f: Vec<u32> = f.iter().map(|&b| u32::from(b)).collect();
+    let mut units = inp;
+    unsafe { scan_units(&f, &mut units, args, false) }
+}
+
+unsafe fn wide_units(fmt: *const u16) -> Vec<u32> {
+    let mut n = 0;
+    while unsafe { fmt.add(n).read_unaligned() } != 0 {
+        n += 1;
+    }
+    (0..n)
+        .map(|i| u32::from(unsafe { fmt.add(i).read_unaligned() }))
+        .collect()
+}
+
+/// The wide scanf family on a wide string: a 2-byte `wchar_t` format and input.
+///
+/// # Safety
+/// As [`scan`]; `fmt` and `s` are NUL-terminated wide strings.
+pub unsafe fn scan_wide(fmt: *const u16, s: *const u16, args: &mut dyn Args) -> i32 {
+    let f = unsafe { wide_units(fmt) };
+    let mut inp = WideInput { p: s, pos: 0 };
+    unsafe { scan_units(&f, &mut inp, args, true) }
+}
+
+/// The wide scanf family on a byte source (a stream: each byte is the character of the
+/// same value in the C locale).
+///
+/// # Safety
+/// As [`scan_wide`].
+pub unsafe fn scan_wide_bytes(fmt: *const u16, inp: &mut dyn Input, args: &mut dyn Args) -> i32 {
+    let f = unsafe { wide_units(fmt) };
+    let mut units = inp;
+    unsafe { scan_units(&f, &mut units, args, true) }
+}
+
+/// The engine over code units (bytes, or the wide family's 16-bit characters). In both
+/// families `%s`, `%c` and `%[` store bytes (the C locale's multibyte form; a character
+/// above 0xFF is a matching failure) and `%ls`, `%lc`, `%l[` wide characters.
+unsafe fn scan_units(fmt: &[u32], inp: &mut dyn Units, args: &mut dyn Args, _wide: bool) -> i32 {
     let mut inp = Counted { inp, count: 0 };
-    let mut f = fmt;
+    let mut f = 0usize;
     let mut assigned = 0i32;
     let mut conversions = 0u32;
-    let at = |f: *const u8| unsafe { *f };
+    let at = |f: usize| fmt.get(f).copied().unwrap_or(0);
     macro_rules! input_failure {
         () => {
             return if conversions != 0 { assigned } else { -1 }
@@ -153,15 +236,15 @@ pub unsafe fn scan(fmt: *const u8, inp: &mut dyn Input, args: &mut dyn Args) -> 
         if c == 0 {
             return assigned;
         }
-        f = unsafe { f.add(1) };
+        f += 1;
         if is_space(c) {
             while is_space(at(f)) {
-                f = unsafe { f.add(1) };
+                f += 1;
             }
             inp.skip_space();
             continue;
         }
-        if c != b'%' {
+        if c != u32::from(b'%') {
             match inp.get() {
                 None => input_failure!(),
                 Some(x) if x == c => continue,
@@ -173,22 +256,22 @@ pub unsafe fn scan(fmt: *const u8, inp: &mut dyn Input, args: &mut dyn Args) -> 
         }
         // A directive.
         let mut suppress = false;
-        if at(f) == b'*' {
+        if at(f) == u32::from(b'*') {
             suppress = true;
-            f = unsafe { f.add(1) };
+            f += 1;
         }
         let mut width: usize = 0;
-        while at(f).is_ascii_digit() {
+        while let Some(d @ b'0'..=b'9') = ascii(at(f)) {
             width = width
                 .saturating_mul(10)
-                .saturating_add(usize::from(at(f) - b'0'));
-            f = unsafe { f.add(1) };
+                .saturating_add(usize::from(d - b'0'));
+            f += 1;
         }
         // Width 0 means no limit (as FreeBSD).
         let width = if width == 0 { usize::MAX } else { width };
         let mut len = Len::None;
         loop {
-            len = match (at(f), len) {
+            len = match (ascii(at(f)).unwrap_or(0), len) {
                 (b'h', Len::H) => Len::Hh,
                 (b'h', _) => Len::H,
                 (b'l', Len::L) => Len::Ll,
@@ -197,21 +280,23 @@ pub unsafe fn scan(fmt: *const u8, inp: &mut dyn Input, args: &mut dyn Args) -> 
                 (b'L', _) => Len::BigL,
                 _ => break,
             };
-            f = unsafe { f.add(1) };
+            f += 1;
         }
         let conv = at(f);
-        if conv == 0 {
+        if f >= fmt.len() {
             // The format ends inside a directive.
             return -1;
         }
-        f = unsafe { f.add(1) };
+        f += 1;
+        // A conversion letter is ASCII; anything else is an unknown conversion.
+        let conv = ascii(conv).unwrap_or(0xFF);
         let result = match conv {
             b'%' => {
                 if !inp.skip_space() {
                     input_failure!();
                 }
                 match inp.get() {
-                    Some(b'%') => continue,
+                    Some(0x25) => continue,
                     Some(x) => {
                         inp.unget(x);
                         return assigned;
@@ -234,16 +319,16 @@ pub unsafe fn scan(fmt: *const u8, inp: &mut dyn Input, args: &mut dyn Args) -> 
                 if !inp.skip_space() {
                     input_failure!();
                 }
-                let set = |c: u8| !is_space(c);
+                let set = |c: u32| !is_space(c);
                 unsafe { run(&mut inp, width, &set, suppress, len == Len::L, args) }
             }
             b'[' => {
-                let Some((set, rest)) = (unsafe { scanset(f) }) else {
+                let Some((set, rest)) = scanset(fmt, f) else {
                     // No closing bracket: an invalid format.
                     return if conversions != 0 { assigned } else { -1 };
                 };
                 f = rest;
-                let set = |c: u8| set[usize::from(c)];
+                let set = |c: u32| set.contains(c);
                 unsafe { run(&mut inp, width, &set, suppress, len == Len::L, args) }
             }
             b'd' | b'i' | b'o' | b'u' | b'x' | b'X' | b'p' => {
@@ -312,30 +397,36 @@ unsafe fn chars(
     let mut n = 0usize;
     while n < w {
         let Some(c) = inp.get() else { break };
-        if !suppress {
-            unsafe { put(dst, n, c, wide) };
+        if !suppress && !unsafe { put(dst, n, c, wide) } {
+            inp.unget(c);
+            return Err(Fail::Matching);
         }
         n += 1;
     }
     if n == 0 { Err(Fail::Input) } else { Ok(()) }
 }
 
-/// Stores character `i` of a `%c`/`%s`/`%[` destination.
-unsafe fn put(dst: u64, i: usize, c: u8, wide: bool) {
+/// Stores character `i` of a `%c`/`%s`/`%[` destination: a 2-byte `wchar_t`, or one byte
+/// (false if the character has none: only possible in the wide family).
+unsafe fn put(dst: u64, i: usize, c: u32, wide: bool) -> bool {
     unsafe {
         if wide {
-            (dst as *mut u16).add(i).write_unaligned(u16::from(c));
+            (dst as *mut u16).add(i).write_unaligned(c as u16);
         } else {
-            *(dst as *mut u8).add(i) = c;
+            let Ok(b) = u8::try_from(c) else {
+                return false;
+            };
+            *(dst as *mut u8).add(i) = b;
         }
     }
+    true
 }
 
 /// `%s` and `%[`: the longest run (at most `width`) of characters in `set`, then a NUL.
 unsafe fn run(
     inp: &mut Counted,
     width: usize,
-    set: &dyn Fn(u8) -> bool,
+    set: &dyn Fn(u32) -> bool,
     suppress: bool,
     wide: bool,
     args: &mut dyn Args,
@@ -350,8 +441,9 @@ unsafe fn run(
                 break;
             }
             Some(c) if set(c) => {
-                if !suppress {
-                    unsafe { put(dst, n, c, wide) };
+                if !suppress && !unsafe { put(dst, n, c, wide) } {
+                    inp.unget(c);
+                    return Err(Fail::Matching);
                 }
                 n += 1;
             }
@@ -370,50 +462,60 @@ unsafe fn run(
     Ok(())
 }
 
-/// Parses a scanset after `[`: `^` negates, `]` first is a member, `a-z` is a range (a `-`
-/// first, last, or before a smaller character is itself a member). Returns the set and
-/// the format after the closing `]`, or None if there is none.
-unsafe fn scanset(mut f: *const u8) -> Option<([bool; 256], *const u8)> {
-    let at = |f: *const u8| unsafe { *f };
-    let mut set = [false; 256];
-    let negate = at(f) == b'^';
-    if negate {
-        f = unsafe { f.add(1) };
+/// A scanset: inclusive ranges of characters, possibly negated.
+struct Scanset {
+    ranges: Vec<(u32, u32)>,
+    negate: bool,
+}
+
+impl Scanset {
+    fn contains(&self, c: u32) -> bool {
+        self.ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != self.negate
+    }
+}
+
+/// Parses a scanset starting at `fmt[f]` (after `[`): `^` negates, `]` first is a member,
+/// `a-z` is a range (a `-` first, last, or before a smaller character is itself a member).
+/// Returns the set and the index after the closing `]`, or None if there is none.
+fn scanset(fmt: &[u32], mut f: usize) -> Option<(Scanset, usize)> {
+    let at = |f: usize| fmt.get(f).copied().unwrap_or(0);
+    let close = u32::from(b']');
+    let mut set = Scanset {
+        ranges: Vec::new(),
+        negate: at(f) == u32::from(b'^'),
+    };
+    if set.negate {
+        f += 1;
     }
     let mut first = true;
-    let mut prev: Option<u8> = None;
+    let mut prev: Option<u32> = None;
     loop {
         let c = at(f);
         if c == 0 {
             return None;
         }
-        f = unsafe { f.add(1) };
-        if c == b']' && !first {
+        f += 1;
+        if c == close && !first {
             break;
         }
         first = false;
         let hi = at(f);
-        if let Some(lo) = prev.filter(|&lo| c == b'-' && hi != b']' && hi != 0 && hi >= lo) {
-            for x in lo..=hi {
-                set[usize::from(x)] = true;
-            }
-            f = unsafe { f.add(1) };
+        if let Some(lo) =
+            prev.filter(|&lo| c == u32::from(b'-') && hi != close && hi != 0 && hi >= lo)
+        {
+            set.ranges.push((lo, hi));
+            f += 1;
             prev = None;
             continue;
         }
-        set[usize::from(c)] = true;
+        set.ranges.push((c, c));
         prev = Some(c);
-    }
-    if negate {
-        for b in set.iter_mut() {
-            *b = !*b;
-        }
     }
     Some((set, f))
 }
 
-fn digit(c: u8, base: u32) -> Option<u32> {
-    (c as char).to_digit(base)
+fn digit(c: u32, base: u32) -> Option<u32> {
+    char::from_u32(c)?.to_digit(base)
 }
 
 /// An integer field: optional sign, `0x` prefix (bases 16 and 0), `0` prefix (base 0:
@@ -424,11 +526,11 @@ fn integer(inp: &mut Counted, width: usize, mut base: u32, signed: bool) -> Opti
         text: Vec::new(),
         left: width,
     };
-    let neg = r.accept(inp, |c| c == b'+' || c == b'-') && r.text[0] == b'-';
+    let neg = r.accept(inp, |c| c == 0x2B || c == 0x2D) && r.text[0] == 0x2D;
     let sign_len = r.text.len();
     let mut digits_at = sign_len;
-    if (base == 0 || base == 16) && r.accept(inp, |c| c == b'0') {
-        if r.accept(inp, |c| c == b'x' || c == b'X') {
+    if (base == 0 || base == 16) && r.accept(inp, |c| c == 0x30) {
+        if r.accept(inp, |c| c == 0x78 || c == 0x58) {
             base = 16;
             digits_at = r.text.len();
         } else if base == 0 {
@@ -445,7 +547,7 @@ fn integer(inp: &mut Counted, width: usize, mut base: u32, signed: bool) -> Opti
         // No digit after the prefix: "0x" counts as the number 0 followed by "x"; a lone
         // sign is no number.
         if digits_at > sign_len {
-            inp.unget(text.pop().unwrap_or(b'x'));
+            inp.unget(text.pop().unwrap_or(0x78));
         } else {
             inp.unget_all(&text);
             return None;
@@ -500,14 +602,14 @@ unsafe fn store_int(p: u64, len: Len, v: u64) {
 /// number as `strtod` reads it (decimal or hex, optional exponent, `inf`, `infinity`,
 /// `nan`, `nan(chars)`); what was read past it is pushed back. None if there is none.
 fn float_text(inp: &mut Counted, width: usize) -> Option<Vec<u8>> {
+    let lower = |c: u32| ascii(c).map_or(0, |b| b.to_ascii_lowercase());
     let mut r = Field {
         text: Vec::new(),
         left: width,
     };
     // Length of the longest valid prefix so far.
     let mut commit = 0usize;
-    let lower = |c: u8| c.to_ascii_lowercase();
-    r.accept(inp, |c| c == b'+' || c == b'-');
+    r.accept(inp, |c| c == 0x2B || c == 0x2D);
     let start = r.text.len();
     'parse: {
         match inp.peek() {
@@ -528,16 +630,18 @@ fn float_text(inp: &mut Counted, width: usize) -> Option<Vec<u8>> {
                     }
                 }
                 commit = r.text.len();
-                if r.accept(inp, |c| c == b'(') {
-                    while r.accept(inp, |c| c.is_ascii_alphanumeric() || c == b'_') {}
-                    if r.accept(inp, |c| c == b')') {
+                if r.accept(inp, |c| c == 0x28) {
+                    while r.accept(inp, |c| {
+                        ascii(c).is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
+                    }) {}
+                    if r.accept(inp, |c| c == 0x29) {
                         commit = r.text.len();
                     }
                 }
             }
             _ => {
                 let mut hex = false;
-                if r.accept(inp, |c| c == b'0') {
+                if r.accept(inp, |c| c == 0x30) {
                     commit = r.text.len();
                     hex = r.accept(inp, |c| lower(c) == b'x');
                 }
@@ -548,7 +652,7 @@ fn float_text(inp: &mut Counted, width: usize) -> Option<Vec<u8>> {
                     commit = r.text.len();
                     any = true;
                 }
-                if r.accept(inp, |c| c == b'.') {
+                if r.accept(inp, |c| c == 0x2E) {
                     if any {
                         commit = r.text.len();
                     }
@@ -562,33 +666,33 @@ fn float_text(inp: &mut Counted, width: usize) -> Option<Vec<u8>> {
                 }
                 let e = if hex { b'p' } else { b'e' };
                 if r.accept(inp, |c| lower(c) == e) {
-                    r.accept(inp, |c| c == b'+' || c == b'-');
-                    while r.accept(inp, |c| c.is_ascii_digit()) {
+                    r.accept(inp, |c| c == 0x2B || c == 0x2D);
+                    while r.accept(inp, |c| digit(c, 10).is_some()) {
                         commit = r.text.len();
                     }
                 }
             }
         }
     }
-    let mut text = r.text;
+    let text = r.text;
     if commit == 0 {
         inp.unget_all(&text);
         return None;
     }
     inp.unget_all(&text[commit..]);
-    text.truncate(commit);
-    Some(text)
+    // What was committed is ASCII (digits, signs, letters of inf/nan/hex, dot, parens).
+    Some(text[..commit].iter().map(|&c| c as u8).collect())
 }
 
 /// The characters of a field read so far, and how many more the width allows.
 struct Field {
-    text: Vec<u8>,
+    text: Vec<u32>,
     left: usize,
 }
 
 impl Field {
     /// Reads one character if the width allows and `ok` accepts it (else puts it back).
-    fn accept(&mut self, inp: &mut Counted, ok: impl Fn(u8) -> bool) -> bool {
+    fn accept(&mut self, inp: &mut Counted, ok: impl Fn(u32) -> bool) -> bool {
         if self.left == 0 {
             return false;
         }

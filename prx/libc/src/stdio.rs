@@ -827,22 +827,32 @@ impl Drop for FileInput<'_> {
 }
 
 fn scan_file(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    if fmt.is_null() {
+        return -1;
+    }
+    scan_stream(f, &mut |inp| unsafe {
+        scanf::scan(fmt, inp, &mut VaArgs(ap))
+    })
+}
+
+/// Runs a scanner on a stream, holding its lock; the stream's pending output is written
+/// first (a read of an update stream).
+pub(crate) fn scan_stream(
+    f: *mut GuestFile,
+    scan: &mut dyn FnMut(&mut dyn scanf::Input) -> i32,
+) -> i32 {
     let Some(st) = (unsafe { state(f) }) else {
         kernel::set_errno(9);
         return -1;
     };
-    if fmt.is_null() {
-        return -1;
-    }
     let mut g = st.lock();
-    // Output waiting on the same stream goes first (a read of an update stream).
     flush_locked(st.fd(), &mut g);
     let mut inp = FileInput {
         st,
         g,
         back: Vec::new(),
     };
-    unsafe { scanf::scan(fmt, &mut inp, &mut VaArgs(ap)) }
+    scan(&mut inp)
 }
 
 unsafe extern "C" fn scanf_impl(fmt: *const u8, ap: *mut VaListRaw) -> i32 {

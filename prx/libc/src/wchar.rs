@@ -14,7 +14,8 @@
 //! still works on it. Wide printf takes the conversions of the
 //! narrow engine (`printf.rs`); `%s` there is a multibyte string, `%ls` a wide one,
 //! `%c` an `int` byte, `%lc` a `wint_t`. Positional arguments are not supported in wide
-//! formats (the directive is printed as is). The wide scanf family is not provided.
+//! formats (the directive is printed as is). The wide scanf family runs the scanf engine
+//! (`scanf.rs`) on 16-bit characters.
 
 use aps5_prx_macros::{nid, variadic};
 
@@ -889,3 +890,50 @@ unsafe extern "C" fn swprintf_impl(
     unsafe { vswprintf(buf, n, fmt, ap) }
 }
 variadic!("swprintf", 3, swprintf_impl);
+
+/// `vswscanf`: the scanf engine on a wide string with a wide format.
+#[nid("vswscanf")]
+pub unsafe extern "C" fn vswscanf(s: *const WChar, fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
+    if s.is_null() || fmt.is_null() {
+        return -1;
+    }
+    unsafe { crate::scanf::scan_wide(fmt, s, &mut VaArgs(ap)) }
+}
+
+unsafe extern "C" fn swscanf_impl(s: *const WChar, fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
+    unsafe { vswscanf(s, fmt, ap) }
+}
+variadic!("swscanf", 2, swscanf_impl);
+
+fn wscan_stream(f: *mut GuestFile, fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
+    if fmt.is_null() {
+        return -1;
+    }
+    stdio::orient(f, 1);
+    stdio::scan_stream(f, &mut |inp| unsafe {
+        crate::scanf::scan_wide_bytes(fmt, inp, &mut VaArgs(ap))
+    })
+}
+
+/// `vfwscanf`.
+#[nid("vfwscanf")]
+pub unsafe extern "C" fn vfwscanf(f: *mut GuestFile, fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
+    wscan_stream(f, fmt, ap)
+}
+
+/// `vwscanf`.
+#[nid("vwscanf")]
+pub unsafe extern "C" fn vwscanf(fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
+    unsafe { stdio::fflush(stdio::STDOUTP) };
+    wscan_stream(unsafe { stdio::STDINP }, fmt, ap)
+}
+
+unsafe extern "C" fn fwscanf_impl(f: *mut GuestFile, fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
+    wscan_stream(f, fmt, ap)
+}
+variadic!("fwscanf", 2, fwscanf_impl);
+
+unsafe extern "C" fn wscanf_impl(fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
+    unsafe { vwscanf(fmt, ap) }
+}
+variadic!("wscanf", 1, wscanf_impl);
