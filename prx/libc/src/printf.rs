@@ -127,6 +127,14 @@ pub unsafe fn format(fmt: *const u8, args: &mut dyn Args, out: &mut Vec<u8>) {
         unsafe { run(fmt, &mut Source::Sequential(args), out) };
         return;
     }
+    let vals = unsafe { table(fmt, args) };
+    let mut table = Source::Table { vals, next: 1 };
+    unsafe { run(fmt, &mut table, out) };
+}
+
+/// The argument table of a positional format: every argument up to the highest index
+/// named, read in order, each the way its class says (index 0 unused).
+unsafe fn table(fmt: *const u8, args: &mut dyn Args) -> Vec<Val> {
     let mut collect = Source::Collect {
         classes: Vec::new(),
         next: 1,
@@ -136,7 +144,6 @@ pub unsafe fn format(fmt: *const u8, args: &mut dyn Args, out: &mut Vec<u8>) {
     let Source::Collect { classes, .. } = collect else {
         unreachable!()
     };
-    // Read every argument up to the highest index, in order, each the way its class says.
     let vals = classes
         .iter()
         .skip(1)
@@ -146,12 +153,55 @@ pub unsafe fn format(fmt: *const u8, args: &mut dyn Args, out: &mut Vec<u8>) {
             Some(Class::LongDouble) => Val::Float(args.long_double()),
         })
         .collect::<Vec<_>>();
-    // Index 0 is unused (positions are 1-based).
-    let mut table = Source::Table {
-        vals: std::iter::once(Val::Int(0)).chain(vals).collect(),
-        next: 1,
-    };
-    unsafe { run(fmt, &mut table, out) };
+    std::iter::once(Val::Int(0)).chain(vals).collect()
+}
+
+/// An argument read for a positional format (see [`positional_table`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Arg {
+    /// An integer or pointer.
+    Int(u64),
+    /// A `double` or `long double` (as the nearest `double`).
+    Float(f64),
+}
+
+/// The arguments of a positional format (`n$`, `*m$`) as FreeBSD's `vfprintf` reads them
+/// (see the module comment); index 0 is unused. For the wide printf family, which walks
+/// its own format and needs the values by position.
+///
+/// # Safety
+/// `fmt` must be NUL-terminated.
+pub unsafe fn positional_table(fmt: *const u8, args: &mut dyn Args) -> Vec<Arg> {
+    unsafe { table(fmt, args) }
+        .into_iter()
+        .map(|v| match v {
+            Val::Int(x) => Arg::Int(x),
+            Val::Float(x) => Arg::Float(x),
+        })
+        .collect()
+}
+
+/// Replays a queue of arguments as [`Args`] (whatever class is asked, the queued value).
+pub struct Replay(pub std::collections::VecDeque<Arg>);
+
+impl Args for Replay {
+    fn int(&mut self) -> u64 {
+        match self.0.pop_front() {
+            Some(Arg::Int(v)) => v,
+            _ => 0,
+        }
+    }
+
+    fn double(&mut self) -> f64 {
+        match self.0.pop_front() {
+            Some(Arg::Float(v)) => v,
+            _ => 0.0,
+        }
+    }
+
+    fn long_double(&mut self) -> f64 {
+        self.double()
+    }
 }
 
 /// Whether `fmt` has a directive with `n$` (on the conversion or a `*`).

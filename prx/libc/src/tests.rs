@@ -1371,6 +1371,49 @@ fn swprintf_matches_host() {
         assert_eq!(o16, b32[..=r2 as usize].to_vec(), "{fmt:?}");
         assert_eq!(n1, n2);
     }
+    // Positional arguments (and a literal `$` in a plain format) as the host reads them.
+    for fmt in [
+        "%3$s|%1$5d|%2$-6ls|%1$x|%4$.2f|%2$.*1$ls",
+        "\u{3042}%2$*1$ls\u{30a2}%4$+e %3$.3s",
+        "cost $%d %s",
+    ] {
+        let (f16, f32_) = (w16(fmt), w32(fmt));
+        let mut b16 = [0x5555u16; 128];
+        let mut b32 = [0x5555u32; 128];
+        let (r1, r2) = unsafe {
+            if fmt.starts_with("cost") {
+                (
+                    ours_swprintf(b16.as_mut_ptr(), 128, f16.as_ptr(), 5, c"x".as_ptr()),
+                    swprintf(b32.as_mut_ptr(), 128, f32_.as_ptr(), 5, c"x".as_ptr()),
+                )
+            } else {
+                (
+                    ours_swprintf(
+                        b16.as_mut_ptr(),
+                        128,
+                        f16.as_ptr(),
+                        3,
+                        t16.as_ptr(),
+                        c"narrow".as_ptr(),
+                        2.5f64,
+                    ),
+                    swprintf(
+                        b32.as_mut_ptr(),
+                        128,
+                        f32_.as_ptr(),
+                        3,
+                        t32.as_ptr(),
+                        c"narrow".as_ptr(),
+                        2.5f64,
+                    ),
+                )
+            }
+        };
+        assert!(r2 > 0, "{fmt:?}");
+        assert_eq!(r1, r2, "{fmt:?}");
+        let o16: Vec<u32> = b16[..=r1 as usize].iter().map(|&c| u32::from(c)).collect();
+        assert_eq!(o16, b32[..=r2 as usize].to_vec(), "{fmt:?}");
+    }
     // Too small a buffer: -1, the output cut and terminated (C99).
     let f = w16("%s");
     let mut b = [0x5555u16; 8];

@@ -13,9 +13,9 @@
 //! stream (wide or byte, reported by `fwide`); as on FreeBSD, a call of the other kind
 //! still works on it. Wide printf takes the conversions of the
 //! narrow engine (`printf.rs`); `%s` there is a multibyte string, `%ls` a wide one,
-//! `%c` an `int` byte, `%lc` a `wint_t`. Positional arguments are not supported in wide
-//! formats (the directive is printed as is). The wide scanf family runs the scanf engine
-//! (`scanf.rs`) on 16-bit characters.
+//! `%c` an `int` byte, `%lc` a `wint_t`; positional arguments (`%2$ls`, `*1$`) follow the
+//! narrow engine's FreeBSD rules. The wide scanf family runs the scanf engine (`scanf.rs`)
+//! on 16-bit characters.
 
 use aps5_prx_macros::{nid, variadic};
 
@@ -659,6 +659,22 @@ pub unsafe extern "C" fn fwide(f: *mut GuestFile, mode: i32) -> i32 {
 /// argument's text or a `%ls` character cannot be represented.
 unsafe fn wformat(fmt: *const WChar, args: &mut dyn Args, out: &mut Vec<WChar>) -> bool {
     let f = unsafe { wslice(fmt) };
+    // A format with `$` anywhere is read FreeBSD's positional way: the argument table is
+    // built from the format's ASCII projection (other characters are literal text; 0x01 is
+    // no conversion), then each directive takes its values from the table by position.
+    let mut table = if f.contains(&u16::from(b'$')) {
+        let proj: Vec<u8> = f
+            .iter()
+            .map(|&c| if c < 0x80 { c as u8 } else { 1 })
+            .chain([0])
+            .collect();
+        Some((
+            unsafe { crate::printf::positional_table(proj.as_ptr(), args) },
+            1usize,
+        ))
+    } else {
+        None
+    };
     let mut i = 0;
     while i < f.len() {
         if f[i] != u16::from(b'%') {
@@ -678,31 +694,121 @@ unsafe fn wformat(fmt: *const WChar, args: &mut dyn Args, out: &mut Vec<WChar>) 
         }
         i += 1;
         let dir: Vec<u8> = f[start..i].iter().map(|&c| c as u8).collect();
-        let conv = *dir.last().unwrap_or(&0);
-        if dir.contains(&b'$') {
-            out.extend_from_slice(&f[start..i]);
-            continue;
+        let ok = match &mut table {
+            None => unsafe { emit(&dir, args, out) },
+            Some((vals, next)) => match unposition(&dir, vals, next) {
+                Some((plain, queue)) => unsafe {
+                    emit(&plain, &mut crate::printf::Replay(queue), out)
+                },
+                None => {
+                    out.extend_from_slice(&f[start..i]);
+                    true
+                }
+            },
+        };
+        if !ok {
+            kernel::set_errno(EILSEQ);
+            return false;
         }
-        let long = dir.contains(&b'l');
-        if matches!(conv, b's' | b'c' | b'S' | b'C') {
-            if !unsafe { wide_text(&dir, conv, long, args, out) } {
-                kernel::set_errno(EILSEQ);
-                return false;
+    }
+    true
+}
+
+/// A positional directive (`%2$*1$.*3$d`) as a plain one (`%*.*d`) and the values it
+/// takes, in order, from the table (FreeBSD: the conversion's `n$` moves the next
+/// position to n + 1, `*m$` does not move it). None for an index outside the table.
+fn unposition(
+    dir: &[u8],
+    vals: &[crate::printf::Arg],
+    next: &mut usize,
+) -> Option<(Vec<u8>, std::collections::VecDeque<crate::printf::Arg>)> {
+    let mut plain = vec![b'%'];
+    let mut queue = std::collections::VecDeque::new();
+    let mut k = 1;
+    // A number followed by `$`, or None (k unchanged).
+    let position = |k: &mut usize| -> Option<usize> {
+        let s = *k;
+        let mut e = s;
+        while e < dir.len() && dir[e].is_ascii_digit() {
+            e += 1;
+        }
+        if e > s && e < dir.len() && dir[e] == b'$' {
+            *k = e + 1;
+            std::str::from_utf8(&dir[s..e]).ok()?.parse().ok()
+        } else {
+            None
+        }
+    };
+    let mut conv_pos = None;
+    loop {
+        while k < dir.len() && b"-+ #0'".contains(&dir[k]) {
+            plain.push(dir[k]);
+            k += 1;
+        }
+        match position(&mut k) {
+            Some(p) if conv_pos.is_none() => conv_pos = Some(p),
+            Some(_) => return None,
+            None => break,
+        }
+    }
+    let take = |p: usize| vals.get(p).copied();
+    for star_prefix in [&b""[..], &b"."[..]] {
+        if !star_prefix.is_empty() {
+            if dir.get(k) != Some(&b'.') {
+                continue;
             }
-            continue;
+            plain.push(b'.');
+            k += 1;
         }
-        // Numbers and %n: the narrow engine on this one directive (ASCII output). %n counts
-        // wide characters: give it the count so far through a prefix of that length.
-        let mut z = dir.clone();
-        z.push(0);
-        let mut narrow = Vec::new();
-        if conv == b'n' {
-            narrow.resize(out.len(), b' ');
+        if dir.get(k) == Some(&b'*') {
+            k += 1;
+            plain.push(b'*');
+            match position(&mut k) {
+                Some(m) => queue.push_back(take(m)?),
+                None => {
+                    queue.push_back(take(*next)?);
+                    *next += 1;
+                }
+            }
+        } else {
+            while k < dir.len() && dir[k].is_ascii_digit() {
+                plain.push(dir[k]);
+                k += 1;
+            }
         }
-        unsafe { crate::printf::format(z.as_ptr(), args, &mut narrow) };
-        if conv != b'n' {
-            out.extend(narrow.iter().map(|&b| WChar::from(b)));
-        }
+    }
+    plain.extend_from_slice(&dir[k..]);
+    if dir.last() != Some(&b'%') {
+        let p = conv_pos.unwrap_or(*next);
+        queue.push_back(take(p)?);
+        *next = p + 1;
+    }
+    Some((plain, queue))
+}
+
+/// One directive without positions: text conversions here, numbers and `%n` by the
+/// narrow engine. False if a character cannot be represented.
+unsafe fn emit(dir: &[u8], args: &mut dyn Args, out: &mut Vec<WChar>) -> bool {
+    let conv = *dir.last().unwrap_or(&0);
+    if dir.contains(&b'$') {
+        out.extend(dir.iter().map(|&b| WChar::from(b)));
+        return true;
+    }
+    let long = dir.contains(&b'l');
+    if matches!(conv, b's' | b'c' | b'S' | b'C') {
+        return unsafe { wide_text(dir, conv, long, args, out) };
+    }
+    // Numbers and %n: the narrow engine on this one directive (ASCII output). %n counts
+    // wide characters: give it the count so far through a prefix of that length.
+    let mut z = dir.to_vec();
+    z.push(0);
+    let mut narrow = Vec::new();
+    if conv == b'n' {
+        narrow.resize(out.len(), b' ');
+    }
+    unsafe { crate::printf::format(z.as_ptr(), args, &mut narrow) };
+    if conv != b'n' {
+        out.extend(narrow.iter().map(|&b| WChar::from(b)));
     }
     true
 }
