@@ -453,6 +453,9 @@ unsafe fn directive(p: &mut *const u8, args: &mut Source, out: &mut Vec<u8>) -> 
             let ptr = raw as *const u8;
             let wide = len == Len::L || conv == b'S';
             let mut buf = Vec::new();
+            if ptr.is_null() && CHECKED.with(|c| c.get()) {
+                VIOLATION.with(|v| v.set(true));
+            }
             if ptr.is_null() {
                 buf.extend_from_slice(b"(null)");
                 if let Some(pr) = s.precision {
@@ -489,6 +492,10 @@ unsafe fn directive(p: &mut *const u8, args: &mut Source, out: &mut Vec<u8>) -> 
                 return Ok(());
             }
             pad(out, &s, &buf, false);
+        }
+        b'n' if CHECKED.with(|c| c.get()) => {
+            // Annex K: %n is a runtime-constraint violation; nothing is stored.
+            VIOLATION.with(|v| v.set(true));
         }
         b'n' => {
             let ptr = raw;
@@ -574,6 +581,40 @@ fn pad(out: &mut Vec<u8>, s: &Spec, body: &[u8], _zero: bool) {
 thread_local! {
     /// Set when a wide character has no single-byte form (the call then fails, EILSEQ).
     static ILLEGAL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Annex K mode (`printf_s`...): `%n` and NULL `%s` arguments are violations.
+    static CHECKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Set in Annex K mode when the format broke a runtime constraint.
+    static VIOLATION: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// How an Annex K format went.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Checked {
+    /// Formatted.
+    Done,
+    /// A wide character had no single-byte form (errno EILSEQ).
+    Encoding,
+    /// A runtime constraint was broken: `%n`, or a NULL `%s` argument.
+    Violation,
+}
+
+/// The `printf_s` family's formatting: as [`format_checked`], but `%n` stores nothing
+/// and it or a NULL `%s` argument is reported as a violation (C11 K.3.5.3).
+///
+/// # Safety
+/// As [`format`].
+pub unsafe fn format_annex_k(fmt: *const u8, args: &mut dyn Args, out: &mut Vec<u8>) -> Checked {
+    CHECKED.with(|c| c.set(true));
+    VIOLATION.with(|v| v.set(false));
+    let ok = unsafe { format_checked(fmt, args, out) };
+    CHECKED.with(|c| c.set(false));
+    if VIOLATION.with(|v| v.replace(false)) {
+        Checked::Violation
+    } else if ok {
+        Checked::Done
+    } else {
+        Checked::Encoding
+    }
 }
 
 /// A wide character as the C locale's single-byte encoding writes it (FreeBSD's "NONE"

@@ -1239,3 +1239,131 @@ pub(crate) fn orient(f: *mut GuestFile, mode: i32) -> i32 {
     }
     g.orient
 }
+
+// C11 Annex K printf family: runtime constraints (NULL format, `%n`, NULL `%s` argument,
+// bad sizes) call the constraint handler (`strings::violation`) and fail.
+
+fn printf_s_to(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    if fmt.is_null() {
+        return -crate::strings::violation(c"printf_s: NULL format", 22).abs();
+    }
+    let mut out = Vec::with_capacity(128);
+    match unsafe { printf::format_annex_k(fmt, &mut VaArgs(ap), &mut out) } {
+        printf::Checked::Violation => {
+            -crate::strings::violation(c"printf_s: %n or NULL %s argument", 22)
+        }
+        printf::Checked::Encoding => -1,
+        printf::Checked::Done => eof_or(out.len(), put(f, &out)),
+    }
+}
+
+unsafe extern "C" fn printf_s_impl(fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    printf_s_to(unsafe { STDOUTP }, fmt, ap)
+}
+variadic!("printf_s", 1, printf_s_impl);
+
+unsafe extern "C" fn fprintf_s_impl(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    printf_s_to(f, fmt, ap)
+}
+variadic!("fprintf_s", 2, fprintf_s_impl);
+
+/// `vprintf_s`.
+#[nid("vprintf_s")]
+pub unsafe extern "C" fn vprintf_s(fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    printf_s_to(unsafe { STDOUTP }, fmt, ap)
+}
+
+/// `vfprintf_s`.
+#[nid("vfprintf_s")]
+pub unsafe extern "C" fn vfprintf_s(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    printf_s_to(f, fmt, ap)
+}
+
+/// `sprintf_s`/`snprintf_s` into `buf` of `n` bytes. `truncate`: snprintf_s (the output
+/// may be cut; returns the full length), else sprintf_s (output that does not fit is a
+/// violation: `buf[0] = 0`, returns 0). Other violations clear `buf[0]` where possible
+/// and return a negative value.
+unsafe fn sprintf_s_to(
+    buf: *mut u8,
+    n: usize,
+    fmt: *const u8,
+    ap: *mut VaListRaw,
+    truncate: bool,
+) -> i32 {
+    let usable = !buf.is_null() && n != 0 && n <= crate::strings::RSIZE_MAX;
+    let clear = || {
+        if usable {
+            unsafe { *buf = 0 };
+        }
+    };
+    if !usable || fmt.is_null() {
+        clear();
+        return -crate::strings::violation(c"sprintf_s: bad buffer or format", 22);
+    }
+    let mut out = Vec::with_capacity(128);
+    match unsafe { printf::format_annex_k(fmt, &mut VaArgs(ap), &mut out) } {
+        printf::Checked::Violation => {
+            clear();
+            -crate::strings::violation(c"sprintf_s: %n or NULL %s argument", 22)
+        }
+        printf::Checked::Encoding => {
+            clear();
+            -1
+        }
+        printf::Checked::Done if out.len() >= n && !truncate => {
+            clear();
+            crate::strings::violation(c"sprintf_s: buffer too small", 34);
+            0
+        }
+        printf::Checked::Done => {
+            let copy = out.len().min(n - 1);
+            unsafe {
+                ptr::copy_nonoverlapping(out.as_ptr(), buf, copy);
+                *buf.add(copy) = 0;
+            }
+            out.len() as i32
+        }
+    }
+}
+
+unsafe extern "C" fn sprintf_s_impl(
+    buf: *mut u8,
+    n: usize,
+    fmt: *const u8,
+    ap: *mut VaListRaw,
+) -> i32 {
+    unsafe { sprintf_s_to(buf, n, fmt, ap, false) }
+}
+variadic!("sprintf_s", 3, sprintf_s_impl);
+
+unsafe extern "C" fn snprintf_s_impl(
+    buf: *mut u8,
+    n: usize,
+    fmt: *const u8,
+    ap: *mut VaListRaw,
+) -> i32 {
+    unsafe { sprintf_s_to(buf, n, fmt, ap, true) }
+}
+variadic!("snprintf_s", 3, snprintf_s_impl);
+
+/// `vsprintf_s`.
+#[nid("vsprintf_s")]
+pub unsafe extern "C" fn vsprintf_s(
+    buf: *mut u8,
+    n: usize,
+    fmt: *const u8,
+    ap: *mut VaListRaw,
+) -> i32 {
+    unsafe { sprintf_s_to(buf, n, fmt, ap, false) }
+}
+
+/// `vsnprintf_s`.
+#[nid("vsnprintf_s")]
+pub unsafe extern "C" fn vsnprintf_s(
+    buf: *mut u8,
+    n: usize,
+    fmt: *const u8,
+    ap: *mut VaListRaw,
+) -> i32 {
+    unsafe { sprintf_s_to(buf, n, fmt, ap, true) }
+}

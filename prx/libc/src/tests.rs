@@ -1577,3 +1577,155 @@ fn swscanf_matches_host_on_generated_pairs() {
     let r = unsafe { ours_swscanf(inp.as_ptr(), f.as_ptr(), w.as_mut_ptr(), b.as_mut_ptr()) };
     assert_eq!((r, w, b[0]), (1, [0x3042, 0x62, 0, 0], 0xAA));
 }
+
+static VIOLATIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+unsafe extern "C" fn count_violation(_m: *const libc::c_char, _p: *mut libc::c_void, _e: i32) {
+    VIOLATIONS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// C11 Annex K: the printf_s family formats as the host's snprintf where no constraint is
+/// broken; `%n`, NULL `%s` arguments and a too small sprintf_s buffer are violations
+/// (handler called, `buf[0]` cleared, the standard's return values); and the string
+/// functions copy as strcpy/strcat do, or fail as K.3.7 says.
+#[test]
+fn annex_k_functions() {
+    use crate::strings as st;
+    unsafe extern "C" {
+        #[link_name = trampoline_str!("sprintf_s")]
+        fn ours_sprintf_s(b: *mut u8, n: usize, f: *const u8, ...) -> i32;
+        #[link_name = trampoline_str!("snprintf_s")]
+        fn ours_snprintf_s(b: *mut u8, n: usize, f: *const u8, ...) -> i32;
+    }
+    let old = st::set_constraint_handler_s(Some(count_violation));
+    assert!(old.is_none(), "the default handler is reported as NULL");
+    let before = VIOLATIONS.load(std::sync::atomic::Ordering::SeqCst);
+    let fmt = c"%s|%5d|%-6.2f|%x".as_ptr();
+    let mut ours = [0xAAu8; 64];
+    let mut host = [0xAAu8; 64];
+    unsafe {
+        let r1 = ours_sprintf_s(
+            ours.as_mut_ptr(),
+            64,
+            fmt.cast(),
+            c"abc".as_ptr(),
+            42,
+            2.5,
+            255,
+        );
+        let r2 = libc::snprintf(
+            host.as_mut_ptr().cast(),
+            64,
+            fmt,
+            c"abc".as_ptr(),
+            42,
+            2.5,
+            255,
+        );
+        assert_eq!((r1, &ours[..]), (r2, &host[..]));
+        for n in [1usize, 5, 12, 64] {
+            let mut a = [0xAAu8; 64];
+            let mut b = [0xAAu8; 64];
+            let r1 = ours_snprintf_s(a.as_mut_ptr(), n, fmt.cast(), c"abc".as_ptr(), 42, 2.5, 255);
+            let r2 = libc::snprintf(b.as_mut_ptr().cast(), n, fmt, c"abc".as_ptr(), 42, 2.5, 255);
+            assert_eq!((r1, &a[..]), (r2, &b[..]), "snprintf_s n={n}");
+        }
+    }
+    assert_eq!(VIOLATIONS.load(std::sync::atomic::Ordering::SeqCst), before);
+    unsafe {
+        // Too small for sprintf_s: 0, buf[0] cleared.
+        let mut b = [0xAAu8; 8];
+        assert_eq!(
+            ours_sprintf_s(
+                b.as_mut_ptr(),
+                4,
+                c"%s".as_ptr().cast(),
+                c"toolong".as_ptr()
+            ),
+            0
+        );
+        assert_eq!(b[0], 0);
+        // %n: negative, nothing stored.
+        let mut n = -7i32;
+        b[0] = 0xAA;
+        assert!(ours_sprintf_s(b.as_mut_ptr(), 8, c"ab%n".as_ptr().cast(), &mut n) < 0);
+        assert_eq!((n, b[0]), (-7, 0));
+        // NULL %s argument.
+        assert!(
+            ours_snprintf_s(
+                b.as_mut_ptr(),
+                8,
+                c"%s".as_ptr().cast(),
+                std::ptr::null::<u8>()
+            ) < 0
+        );
+    }
+    assert_eq!(
+        VIOLATIONS.load(std::sync::atomic::Ordering::SeqCst),
+        before + 3
+    );
+
+    unsafe {
+        // Copies that fit: as strcpy/strcat/strncpy (checked against the host's).
+        let mut a = [0x55 as libc::c_char; 16];
+        let mut h = [0x55 as libc::c_char; 16];
+        assert_eq!(st::strcpy_s(a.as_mut_ptr(), 16, c"hello".as_ptr()), 0);
+        libc::strcpy(h.as_mut_ptr(), c"hello".as_ptr());
+        assert_eq!(st::strcat_s(a.as_mut_ptr(), 16, c", you".as_ptr()), 0);
+        libc::strcat(h.as_mut_ptr(), c", you".as_ptr());
+        assert_eq!(libc::strcmp(a.as_ptr(), h.as_ptr()), 0);
+        assert_eq!(st::strncat_s(a.as_mut_ptr(), 16, c"!!!!".as_ptr(), 2), 0);
+        libc::strncat(h.as_mut_ptr(), c"!!!!".as_ptr(), 2);
+        assert_eq!(libc::strcmp(a.as_ptr(), h.as_ptr()), 0);
+        assert_eq!(st::strncpy_s(a.as_mut_ptr(), 16, c"abcdef".as_ptr(), 3), 0);
+        assert_eq!(std::ffi::CStr::from_ptr(a.as_ptr()), c"abc");
+        // Violations: destination cleared, nonzero result.
+        assert_ne!(st::strcpy_s(a.as_mut_ptr(), 4, c"toolong".as_ptr()), 0);
+        assert_eq!(a[0], 0);
+        st::strcpy_s(a.as_mut_ptr(), 16, c"0123456789".as_ptr());
+        assert_ne!(st::strcat_s(a.as_mut_ptr(), 12, c"abc".as_ptr()), 0);
+        assert_eq!(a[0], 0);
+        assert_ne!(st::strcpy_s(a.as_mut_ptr(), 16, std::ptr::null()), 0);
+        assert_ne!(st::strcpy_s(std::ptr::null_mut(), 16, c"x".as_ptr()), 0);
+        assert_eq!(st::strnlen_s(std::ptr::null(), 5), 0);
+        assert_eq!(st::strnlen_s(c"abcdef".as_ptr(), 4), 4);
+        // memcpy_s: too large a copy zeroes the destination.
+        let mut d = [7u8; 8];
+        assert_ne!(
+            st::memcpy_s(d.as_mut_ptr().cast(), 4, c"abcdefg".as_ptr().cast(), 6),
+            0
+        );
+        assert_eq!(d, [0, 0, 0, 0, 7, 7, 7, 7]);
+        assert_eq!(
+            st::memmove_s(d.as_mut_ptr().add(1).cast(), 7, d.as_ptr().cast(), 4),
+            0
+        );
+        // memset_s: FreeBSD's errors; the whole smax is set on EOVERFLOW.
+        let mut m = [0u8; 8];
+        assert_eq!(st::memset_s(m.as_mut_ptr().cast(), 4, 0x41, 9), 84);
+        assert_eq!(m, [0x41, 0x41, 0x41, 0x41, 0, 0, 0, 0]);
+        assert_eq!(st::memset_s(std::ptr::null_mut(), 4, 0, 1), 22);
+        assert_eq!(st::memset_s(m.as_mut_ptr().cast(), 8, 0x42, 8), 0);
+        // strerror_s: cut with "..." when it does not fit.
+        let mut e = [0 as libc::c_char; 8];
+        assert_eq!(st::strerror_s(e.as_mut_ptr(), 8, 2), 34);
+        assert_eq!(std::ffi::CStr::from_ptr(e.as_ptr()).to_bytes(), b"No s...");
+        // strtok_s.
+        let mut text = *b"a,b,,c\0";
+        let mut left = 7usize;
+        let mut save = std::ptr::null_mut();
+        let mut toks = Vec::new();
+        let mut p = st::strtok_s(
+            text.as_mut_ptr().cast(),
+            &mut left,
+            c",".as_ptr(),
+            &mut save,
+        );
+        while !p.is_null() {
+            toks.push(std::ffi::CStr::from_ptr(p).to_bytes().to_vec());
+            p = st::strtok_s(std::ptr::null_mut(), &mut left, c",".as_ptr(), &mut save);
+        }
+        assert_eq!(toks, [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+    }
+    st::set_constraint_handler_s(None);
+}
