@@ -180,10 +180,24 @@ enum Fail {
 /// `fmt` must be NUL-terminated and every argument a valid pointer of the type its
 /// conversion names.
 pub unsafe fn scan(fmt: *const u8, inp: &mut dyn Input, args: &mut dyn Args) -> i32 {
+    unsafe { scan_bytes(fmt, inp, args, false) }
+}
+
+/// The Annex K `scanf_s` family: as [`scan`], but each `%c`, `%s` and `%[` pointer is
+/// followed by an `rsize_t` element count. Input that does not fit (with its NUL for `%s`
+/// and `%[`) is a matching failure and clears the first element.
+///
+/// # Safety
+/// As [`scan`].
+pub unsafe fn scan_s(fmt: *const u8, inp: &mut dyn Input, args: &mut dyn Args) -> i32 {
+    unsafe { scan_bytes(fmt, inp, args, true) }
+}
+
+unsafe fn scan_bytes(fmt: *const u8, inp: &mut dyn Input, args: &mut dyn Args, sized: bool) -> i32 {
     let f = unsafe { std::ffi::CStr::from_ptr(fmt.cast()) }.to_bytes();
     let f: Vec<u32> = f.iter().map(|&b| u32::from(b)).collect();
     let mut units = inp;
-    unsafe { scan_units(&f, &mut units, args, false) }
+    unsafe { scan_units(&f, &mut units, args, sized) }
 }
 
 unsafe fn wide_units(fmt: *const u16) -> Vec<u32> {
@@ -203,7 +217,7 @@ unsafe fn wide_units(fmt: *const u16) -> Vec<u32> {
 pub unsafe fn scan_wide(fmt: *const u16, s: *const u16, args: &mut dyn Args) -> i32 {
     let f = unsafe { wide_units(fmt) };
     let mut inp = WideInput { p: s, pos: 0 };
-    unsafe { scan_units(&f, &mut inp, args, true) }
+    unsafe { scan_units(&f, &mut inp, args, false) }
 }
 
 /// The wide scanf family on a byte source (a stream: each byte is the character of the
@@ -214,13 +228,14 @@ pub unsafe fn scan_wide(fmt: *const u16, s: *const u16, args: &mut dyn Args) -> 
 pub unsafe fn scan_wide_bytes(fmt: *const u16, inp: &mut dyn Input, args: &mut dyn Args) -> i32 {
     let f = unsafe { wide_units(fmt) };
     let mut units = inp;
-    unsafe { scan_units(&f, &mut units, args, true) }
+    unsafe { scan_units(&f, &mut units, args, false) }
 }
 
-/// The engine over code units (bytes, or the wide family's 16-bit characters). In both
+/// The engine over code units (bytes, or the wide family's 16-bit characters); `sized`:
+/// the Annex K form (see [`scan_s`]). In both
 /// families `%s`, `%c` and `%[` store bytes (the C locale's multibyte form; a character
 /// above 0xFF is a matching failure) and `%ls`, `%lc`, `%l[` wide characters.
-unsafe fn scan_units(fmt: &[u32], inp: &mut dyn Units, args: &mut dyn Args, _wide: bool) -> i32 {
+unsafe fn scan_units(fmt: &[u32], inp: &mut dyn Units, args: &mut dyn Args, sized: bool) -> i32 {
     let mut inp = Counted { inp, count: 0 };
     let mut f = 0usize;
     let mut assigned = 0i32;
@@ -313,14 +328,14 @@ unsafe fn scan_units(fmt: &[u32], inp: &mut dyn Units, args: &mut dyn Args, _wid
             }
             b'c' => {
                 let w = if width == usize::MAX { 1 } else { width };
-                unsafe { chars(&mut inp, w, suppress, len == Len::L, args) }
+                unsafe { chars(&mut inp, w, suppress, len == Len::L, sized, args) }
             }
             b's' => {
                 if !inp.skip_space() {
                     input_failure!();
                 }
                 let set = |c: u32| !is_space(c);
-                unsafe { run(&mut inp, width, &set, suppress, len == Len::L, args) }
+                unsafe { run(&mut inp, width, &set, suppress, len == Len::L, sized, args) }
             }
             b'[' => {
                 let Some((set, rest)) = scanset(fmt, f) else {
@@ -329,7 +344,7 @@ unsafe fn scan_units(fmt: &[u32], inp: &mut dyn Units, args: &mut dyn Args, _wid
                 };
                 f = rest;
                 let set = |c: u32| set.contains(c);
-                unsafe { run(&mut inp, width, &set, suppress, len == Len::L, args) }
+                unsafe { run(&mut inp, width, &set, suppress, len == Len::L, sized, args) }
             }
             b'd' | b'i' | b'o' | b'u' | b'x' | b'X' | b'p' => {
                 if !inp.skip_space() {
@@ -391,12 +406,21 @@ unsafe fn chars(
     w: usize,
     suppress: bool,
     wide: bool,
+    sized: bool,
     args: &mut dyn Args,
 ) -> Result<(), Fail> {
     let dst = if suppress { 0 } else { args.int() };
+    let room = if sized && !suppress {
+        args.int() as usize
+    } else {
+        usize::MAX
+    };
     let mut n = 0usize;
     while n < w {
         let Some(c) = inp.get() else { break };
+        if !suppress && n >= room {
+            return Err(Fail::Matching);
+        }
         if !suppress && !unsafe { put(dst, n, c, wide) } {
             inp.unget(c);
             return Err(Fail::Matching);
@@ -429,9 +453,15 @@ unsafe fn run(
     set: &dyn Fn(u32) -> bool,
     suppress: bool,
     wide: bool,
+    sized: bool,
     args: &mut dyn Args,
 ) -> Result<(), Fail> {
     let dst = if suppress { 0 } else { args.int() };
+    let room = if sized && !suppress {
+        args.int() as usize
+    } else {
+        usize::MAX
+    };
     let mut n = 0usize;
     let mut ended = false;
     while n < width {
@@ -441,6 +471,13 @@ unsafe fn run(
                 break;
             }
             Some(c) if set(c) => {
+                if !suppress && n + 1 >= room {
+                    // No room for it and the NUL (Annex K): a matching failure.
+                    if room > 0 {
+                        unsafe { put(dst, 0, 0, wide) };
+                    }
+                    return Err(Fail::Matching);
+                }
                 if !suppress && !unsafe { put(dst, n, c, wide) } {
                     inp.unget(c);
                     return Err(Fail::Matching);
@@ -756,6 +793,22 @@ unsafe fn store_float(p: u64, len: Len, text: &[u8]) {
             _ => (p as *mut f32).write_unaligned(libc::strtof(s, std::ptr::null_mut())),
         }
     }
+}
+
+unsafe extern "C" fn sscanf_s_impl(s: *const u8, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    unsafe { vsscanf_s(s, fmt, ap) }
+}
+variadic!("sscanf_s", 2, sscanf_s_impl);
+
+/// `vsscanf_s` (Annex K: sizes after `%c`/`%s`/`%[` pointers; NULL arguments are
+/// violations).
+#[nid("vsscanf_s")]
+pub unsafe extern "C" fn vsscanf_s(s: *const u8, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    if s.is_null() || fmt.is_null() {
+        crate::strings::violation(c"sscanf_s: NULL argument", 22);
+        return -1;
+    }
+    unsafe { scan_s(fmt, &mut StrInput::new(s), &mut VaArgs(ap)) }
 }
 
 unsafe extern "C" fn sscanf_impl(s: *const u8, fmt: *const u8, ap: *mut VaListRaw) -> i32 {

@@ -1367,3 +1367,38 @@ pub unsafe extern "C" fn vsnprintf_s(
 ) -> i32 {
     unsafe { sprintf_s_to(buf, n, fmt, ap, true) }
 }
+
+fn scan_file_s(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    if fmt.is_null() {
+        crate::strings::violation(c"fscanf_s: NULL format", 22);
+        return -1;
+    }
+    scan_stream(f, &mut |inp| unsafe {
+        scanf::scan_s(fmt, inp, &mut VaArgs(ap))
+    })
+}
+
+unsafe extern "C" fn scanf_s_impl(fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    unsafe { vscanf_s(fmt, ap) }
+}
+variadic!("scanf_s", 1, scanf_s_impl);
+
+unsafe extern "C" fn fscanf_s_impl(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    scan_file_s(f, fmt, ap)
+}
+variadic!("fscanf_s", 2, fscanf_s_impl);
+
+/// `vscanf_s`.
+#[nid("vscanf_s")]
+pub unsafe extern "C" fn vscanf_s(fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    unsafe {
+        flush(STDOUTP);
+        scan_file_s(STDINP, fmt, ap)
+    }
+}
+
+/// `vfscanf_s`.
+#[nid("vfscanf_s")]
+pub unsafe extern "C" fn vfscanf_s(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
+    scan_file_s(f, fmt, ap)
+}

@@ -1729,3 +1729,75 @@ fn annex_k_functions() {
     }
     st::set_constraint_handler_s(None);
 }
+
+/// sscanf_s: with room enough, the same as the host's sscanf (the sizes are extra
+/// arguments); input that does not fit is a matching failure that clears the array.
+#[test]
+fn sscanf_s_sizes() {
+    unsafe extern "C" {
+        #[link_name = trampoline_str!("sscanf_s")]
+        fn ours_sscanf_s(s: *const u8, f: *const u8, ...) -> i32;
+    }
+    let input = c"  -17 word x abcxyz9 tail".as_ptr();
+    let fmt = c"%d %s %c %[a-z]%n".as_ptr();
+    let (mut i1, mut i2) = (0i32, 0i32);
+    let (mut s1, mut s2) = ([0xAAu8; 16], [0xAAu8; 16]);
+    let (mut c1, mut c2) = (0u8, 0u8);
+    let (mut k1, mut k2) = ([0xAAu8; 16], [0xAAu8; 16]);
+    let (mut n1, mut n2) = (0i32, 0i32);
+    let r1 = unsafe {
+        ours_sscanf_s(
+            input.cast(),
+            fmt.cast(),
+            &mut i1,
+            s1.as_mut_ptr(),
+            16usize,
+            &mut c1,
+            1usize,
+            k1.as_mut_ptr(),
+            16usize,
+            &mut n1,
+        )
+    };
+    let r2 = unsafe {
+        libc::sscanf(
+            input,
+            fmt,
+            &mut i2,
+            s2.as_mut_ptr(),
+            &mut c2,
+            k2.as_mut_ptr(),
+            &mut n2,
+        )
+    };
+    assert_eq!((r1, i1, s1, c1, k1, n1), (r2, i2, s2, c2, k2, n2));
+    // "word" and its NUL need 5 elements.
+    let mut small = [0xAAu8; 8];
+    let r = unsafe {
+        ours_sscanf_s(
+            c"word".as_ptr().cast(),
+            c"%s".as_ptr().cast(),
+            small.as_mut_ptr(),
+            4usize,
+        )
+    };
+    assert_eq!((r, small[0]), (0, 0));
+    let r = unsafe {
+        ours_sscanf_s(
+            c"word".as_ptr().cast(),
+            c"%s".as_ptr().cast(),
+            small.as_mut_ptr(),
+            5usize,
+        )
+    };
+    assert_eq!((r, &small[..5]), (1, &b"word\0"[..]));
+    let r = unsafe {
+        ours_sscanf_s(
+            c"abc".as_ptr().cast(),
+            c"%3c".as_ptr().cast(),
+            small.as_mut_ptr(),
+            2usize,
+        )
+    };
+    assert_eq!(r, 0);
+}
