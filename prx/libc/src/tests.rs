@@ -1801,3 +1801,32 @@ fn sscanf_s_sizes() {
     };
     assert_eq!(r, 0);
 }
+
+/// wcsftime against the host's wcsftime (4-byte wchar_t) on the same time and format.
+#[test]
+fn wcsftime_matches_host() {
+    unsafe extern "C" {
+        fn wcsftime(s: *mut u32, max: usize, f: *const u32, tm: *const libc::tm) -> usize;
+    }
+    let t: i64 = 1_700_000_000;
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    unsafe { libc::gmtime_r(&t, &mut tm) };
+    for (fmt, max) in [
+        ("%Y-%m-%d %H:%M:%S %a %b %j", 64),
+        ("[%A]", 64),
+        ("%Y%m%d", 5),
+        ("", 4),
+    ] {
+        let f16: Vec<u16> = fmt.encode_utf16().chain([0]).collect();
+        let f32_: Vec<u32> = fmt.chars().map(|c| c as u32).chain([0]).collect();
+        let mut a = [0x5555u16; 64];
+        let mut b = [0x5555u32; 64];
+        let r1 = unsafe { crate::wchar::wcsftime(a.as_mut_ptr(), max, f16.as_ptr(), &tm) };
+        let r2 = unsafe { wcsftime(b.as_mut_ptr(), max, f32_.as_ptr(), &tm) };
+        assert_eq!(r1, r2, "{fmt:?}");
+        if r1 > 0 {
+            let wa: Vec<u32> = a[..=r1].iter().map(|&c| u32::from(c)).collect();
+            assert_eq!(wa, b[..=r2].to_vec(), "{fmt:?}");
+        }
+    }
+}

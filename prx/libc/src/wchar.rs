@@ -1043,3 +1043,47 @@ unsafe extern "C" fn wscanf_impl(fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
     unsafe { vwscanf(fmt, ap) }
 }
 variadic!("wscanf", 1, wscanf_impl);
+
+/// `wcsftime`: `strftime` on the format's single-byte form, widened (the C locale's names
+/// are ASCII). 0 if the result and its terminator do not fit in `max` characters, or the
+/// format has a character above 0xFF.
+#[nid("wcsftime")]
+pub unsafe extern "C" fn wcsftime(
+    s: *mut WChar,
+    max: usize,
+    fmt: *const WChar,
+    tm: *const libc::tm,
+) -> usize {
+    let mut f = Vec::new();
+    for &c in unsafe { wslice(fmt) } {
+        match u8::try_from(c) {
+            Ok(b) => f.push(b),
+            Err(_) => {
+                kernel::set_errno(EILSEQ);
+                return 0;
+            }
+        }
+    }
+    f.push(0);
+    // Format into a roomy byte buffer, then check the length against `max`.
+    let mut out = vec![0u8; max.saturating_mul(4).clamp(64, 1 << 20)];
+    let n = unsafe { libc::strftime(out.as_mut_ptr().cast(), out.len(), f.as_ptr().cast(), tm) };
+    if n >= max {
+        return 0;
+    }
+    for (i, &b) in out[..n].iter().enumerate() {
+        unsafe { *s.add(i) = WChar::from(b) };
+    }
+    unsafe { *s.add(n) = 0 };
+    n
+}
+
+/// `wcsxfrm` (the C locale: a copy; returns the length).
+#[nid("wcsxfrm")]
+pub unsafe extern "C" fn wcsxfrm(d: *mut WChar, s: *const WChar, n: usize) -> usize {
+    let len = unsafe { wlen(s) };
+    if len < n {
+        unsafe { std::ptr::copy_nonoverlapping(s, d, len + 1) };
+    }
+    len
+}
