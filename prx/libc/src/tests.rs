@@ -1830,3 +1830,41 @@ fn wcsftime_matches_host() {
         }
     }
 }
+
+/// scanf and getchar on the standard input (descriptor 0 replaced by a pipe), compared
+/// with the host's scanf on the same text through a second pipe.
+#[test]
+fn scanf_reads_stdin() {
+    unsafe extern "C" {
+        #[link_name = trampoline_str!("scanf")]
+        fn ours_scanf(f: *const u8, ...) -> i32;
+    }
+    let text = b"  42 words 2.5e1\nrest of line\n";
+    let feed = || unsafe {
+        let mut p = [0i32; 2];
+        assert_eq!(libc::pipe(p.as_mut_ptr()), 0);
+        libc::write(p[1], text.as_ptr().cast(), text.len());
+        libc::close(p[1]);
+        p[0]
+    };
+    let saved = unsafe { libc::dup(0) };
+    let (mut i1, mut s1, mut d1) = (0i32, [0u8; 16], 0f64);
+    let (mut i2, mut s2, mut d2) = (0i32, [0u8; 16], 0f64);
+    let fmt = c"%d %15s %lf";
+    unsafe {
+        let r = feed();
+        libc::dup2(r, 0);
+        libc::close(r);
+        let r1 = ours_scanf(fmt.as_ptr().cast(), &mut i1, s1.as_mut_ptr(), &mut d1);
+        let next1: Vec<i32> = (0..3).map(|_| crate::stdio::getchar()).collect();
+        let r = feed();
+        libc::dup2(r, 0);
+        libc::close(r);
+        let r2 = libc::scanf(fmt.as_ptr(), &mut i2, s2.as_mut_ptr(), &mut d2);
+        let next2: Vec<i32> = (0..3).map(|_| libc::getchar()).collect();
+        libc::dup2(saved, 0);
+        libc::close(saved);
+        assert_eq!((r1, i1, s1, d1, next1), (r2, i2, s2, d2, next2));
+        assert_eq!(r1, 3);
+    }
+}
