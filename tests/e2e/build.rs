@@ -348,3 +348,43 @@ fn bundled_system_modules_are_replaced_by_the_prx_set() {
         "app0/sce_module/samplelib.prx"
     );
 }
+
+#[test]
+fn bundled_modules_importing_from_each_other_run() {
+    // The fixture SDK's module_chain: the eboot and bundled modules import from other bundled
+    // modules (one loaded at run time). `aps5 build` relinks each module against its siblings,
+    // and `aps5 run` prints exactly what the fixture expects, in both layouts.
+    let fixture = repo_root().join("tests/fixtures/module_chain");
+    let expected = std::fs::read_to_string(fixture.join("expect.stdout")).unwrap();
+    for ps4 in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dump = tmp.path().join("chain");
+        aps5_sdk::build_dump(&fixture, &dump, &aps5_sdk::DumpOptions { ps4 })
+            .expect("fixture SDK (needs clang-14, ld.lld-14)");
+        ok(&dump, &["-q", "init"]);
+        let cfg = dump.join("aps5.toml");
+        let text = std::fs::read_to_string(&cfg)
+            .unwrap()
+            .replace("cache_dir = \"\"", "cache_dir = \"../cache\"");
+        std::fs::write(&cfg, text).unwrap();
+        ok(&dump, &["-q", "build"]);
+        let status: serde_json::Value =
+            serde_json::from_str(&ok(&dump, &["status", "--json"])).unwrap();
+        assert!(
+            status["coverage"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|c| c["stubbed"].as_array().unwrap().is_empty()),
+            "{status}"
+        );
+        let out = run(&dump, &["run"]);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            expected,
+            "ps4={ps4}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(0));
+    }
+}

@@ -16,7 +16,8 @@ use aps5_relink::{CoverageRow, PrxLibrary, PrxSet, RelinkOptions};
 pub const QUERY_VERSIONS: &[(&str, &str)] = &[
     ("module", "1"),
     ("module_index", "1"),
-    ("guest_module", "1"),
+    // 2: links against the sibling bundled modules too.
+    ("guest_module", "2"),
     // 2: bundled modules the host PRX set replaces no longer join the executable's link set.
     ("app_elf", "2"),
 ];
@@ -374,6 +375,12 @@ pub fn replacing_host_file(db: &dyn Db, file: SourceFile) -> Option<String> {
     prx.files.iter().any(|(f, _, _)| *f == host).then_some(host)
 }
 
+/// A dump file's name (`sce_module/libfoo.prx` -> `libfoo.prx`): what the loader finds a
+/// relinked module under.
+fn file_name(db: &dyn Db, file: SourceFile) -> &str {
+    file.rel(db).rsplit('/').next().unwrap_or_default()
+}
+
 fn relink_error(db: &dyn Db, file: SourceFile, e: aps5_relink::RelinkError) -> QueryError {
     QueryError {
         path: file.abs(db).clone(),
@@ -382,6 +389,9 @@ fn relink_error(db: &dyn Db, file: SourceFile, e: aps5_relink::RelinkError) -> Q
 }
 
 /// A bundled module relinked into a Linux shared object (exports named by NID), memoized.
+/// It links against the host PRX set and its sibling bundled modules (an import from a sibling
+/// becomes a `DT_NEEDED` on the sibling's relinked file), so the key holds the siblings' paths
+/// and hashes too.
 #[salsa::tracked(returns(ref))]
 pub fn guest_module(db: &dyn Db, dump: Dump, file: SourceFile) -> Result<Arc<Vec<u8>>, QueryError> {
     let HostPrx {
@@ -392,22 +402,44 @@ pub fn guest_module(db: &dyn Db, dump: Dump, file: SourceFile) -> Result<Arc<Vec
     let opts = RelinkOptions {
         allow_syscalls: dump.allow_syscalls(db),
     };
+    let siblings: Vec<SourceFile> = guest_module_files(db, dump)
+        .iter()
+        .copied()
+        .filter(|&g| g != file)
+        .collect();
+    let mut inputs = vec![file.hash(db), *prx_hash];
+    let mut names = vec![opts.allow_syscalls as u8];
+    for &g in &siblings {
+        inputs.push(g.hash(db));
+        names.extend_from_slice(g.rel(db).as_bytes());
+        names.push(0);
+    }
+    let mut deps = vec![file.rel(db)];
+    deps.extend(siblings.iter().map(|g| g.rel(db)));
     memoized(
         db,
         "guest_module",
         file.rel(db),
-        &[file.rel(db)],
+        &deps,
         MemoKey::new(
             "guest_module",
             &query_version("guest_module"),
-            &[file.hash(db), *prx_hash],
-            &[opts.allow_syscalls as u8],
+            &inputs,
+            &names,
         ),
         |bytes| Some(Arc::new(bytes.to_vec())),
         || {
             let m = module(db, file).as_ref().map_err(Clone::clone)?;
+            let parsed = siblings
+                .iter()
+                .map(|&g| {
+                    let sm = module(db, g).as_ref().map_err(Clone::clone)?;
+                    Ok((file_name(db, g), sm.as_ref()))
+                })
+                .collect::<Result<Vec<_>, QueryError>>()?;
+            let set = prx.with_guest_modules(parsed);
             let bytes = read_verified(db, file)?;
-            let r = aps5_relink::relink_module(&bytes, m, prx, &opts)
+            let r = aps5_relink::relink_module(&bytes, m, &set, &opts)
                 .map_err(|e| relink_error(db, file, e))?;
             for w in &r.warnings {
                 tracing::warn!("{}: {w}", file.rel(db));
@@ -489,9 +521,8 @@ pub fn app_elf(db: &dyn Db, dump: Dump) -> Result<AppElf, QueryError> {
                     .map_err(Clone::clone)?
                     .clone();
                 let m = module(db, g).as_ref().map_err(Clone::clone)?;
-                let file_name = g.rel(db).rsplit('/').next().unwrap_or_default();
                 set.libraries
-                    .extend(PrxLibrary::from_guest_module(m, file_name, relinked));
+                    .extend(PrxLibrary::from_guest_module(m, file_name(db, g), relinked));
             }
             let m = module(db, exe).as_ref().map_err(Clone::clone)?;
             let bytes = read_verified(db, exe)?;
