@@ -587,6 +587,25 @@ thread_local! {
     static VIOLATION: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// Runs `f` in Annex K mode (`%n` and NULL `%s` arguments are violations, `%n` stores
+/// nothing); returns its result and whether a violation happened. For the wide family.
+pub(crate) fn annex_k<R>(f: impl FnOnce() -> R) -> (R, bool) {
+    CHECKED.with(|c| c.set(true));
+    VIOLATION.with(|v| v.set(false));
+    let r = f();
+    CHECKED.with(|c| c.set(false));
+    (r, VIOLATION.with(|v| v.replace(false)))
+}
+
+/// In Annex K mode, records a violation and returns true.
+pub(crate) fn annex_k_violation() -> bool {
+    let on = CHECKED.with(|c| c.get());
+    if on {
+        VIOLATION.with(|v| v.set(true));
+    }
+    on
+}
+
 /// How an Annex K format went.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Checked {

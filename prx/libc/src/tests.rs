@@ -1578,10 +1578,13 @@ fn swscanf_matches_host_on_generated_pairs() {
     assert_eq!((r, w, b[0]), (1, [0x3042, 0x62, 0, 0], 0xAA));
 }
 
-static VIOLATIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+thread_local! {
+    // Per thread: the handler runs on the violating thread, and tests run in parallel.
+    static VIOLATIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 
 unsafe extern "C" fn count_violation(_m: *const libc::c_char, _p: *mut libc::c_void, _e: i32) {
-    VIOLATIONS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    VIOLATIONS.with(|v| v.set(v.get() + 1));
 }
 
 /// C11 Annex K: the printf_s family formats as the host's snprintf where no constraint is
@@ -1598,8 +1601,9 @@ fn annex_k_functions() {
         fn ours_snprintf_s(b: *mut u8, n: usize, f: *const u8, ...) -> i32;
     }
     let old = st::set_constraint_handler_s(Some(count_violation));
+    // Only this test installs a handler (once per process).
     assert!(old.is_none(), "the default handler is reported as NULL");
-    let before = VIOLATIONS.load(std::sync::atomic::Ordering::SeqCst);
+    let before = VIOLATIONS.with(|v| v.get());
     let fmt = c"%s|%5d|%-6.2f|%x".as_ptr();
     let mut ours = [0xAAu8; 64];
     let mut host = [0xAAu8; 64];
@@ -1631,7 +1635,7 @@ fn annex_k_functions() {
             assert_eq!((r1, &a[..]), (r2, &b[..]), "snprintf_s n={n}");
         }
     }
-    assert_eq!(VIOLATIONS.load(std::sync::atomic::Ordering::SeqCst), before);
+    assert_eq!(VIOLATIONS.with(|v| v.get()), before);
     unsafe {
         // Too small for sprintf_s: 0, buf[0] cleared.
         let mut b = [0xAAu8; 8];
@@ -1661,7 +1665,7 @@ fn annex_k_functions() {
         );
     }
     assert_eq!(
-        VIOLATIONS.load(std::sync::atomic::Ordering::SeqCst),
+        VIOLATIONS.with(|v| v.get()),
         before + 3
     );
 
@@ -1727,7 +1731,7 @@ fn annex_k_functions() {
         }
         assert_eq!(toks, [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
     }
-    st::set_constraint_handler_s(None);
+    // The counting handler stays installed: resetting it could race with other tests.
 }
 
 /// sscanf_s: with room enough, the same as the host's sscanf (the sizes are extra
@@ -1866,5 +1870,83 @@ fn scanf_reads_stdin() {
         libc::close(saved);
         assert_eq!((r1, i1, s1, d1, next1), (r2, i2, s2, d2, next2));
         assert_eq!(r1, 3);
+    }
+}
+
+/// Wide Annex K: swprintf_s/snwprintf_s format as the host's swprintf where nothing is
+/// broken; too small a buffer, `%n` and NULL `%ls` are violations; wcscpy_s/wcscat_s copy
+/// as wcscpy/wcscat or clear the destination.
+#[test]
+fn wide_annex_k() {
+    use crate::wchar as w;
+    unsafe extern "C" {
+        #[link_name = trampoline_str!("swprintf_s")]
+        fn ours_swprintf_s(b: *mut u16, n: usize, f: *const u16, ...) -> i32;
+        #[link_name = trampoline_str!("snwprintf_s")]
+        fn ours_snwprintf_s(b: *mut u16, n: usize, f: *const u16, ...) -> i32;
+        fn swprintf(b: *mut u32, n: usize, f: *const u32, ...) -> i32;
+    }
+    let w16 = |s: &str| -> Vec<u16> { s.encode_utf16().chain([0]).collect() };
+    let w32 = |s: &str| -> Vec<u32> { s.chars().map(|c| c as u32).chain([0]).collect() };
+    let fmt = "%ls=%04d|%-5s|%2$x";
+    let (t16, t32) = (w16("k\u{e9}y"), w32("k\u{e9}y"));
+    let mut a = [0x5555u16; 32];
+    let mut b = [0x5555u32; 32];
+    unsafe {
+        let f16 = w16("%1$ls=%2$04d|%3$-5s|%2$x");
+        let f32_ = w32("%1$ls=%2$04d|%3$-5s|%2$x");
+        let r1 = ours_swprintf_s(
+            a.as_mut_ptr(),
+            32,
+            f16.as_ptr(),
+            t16.as_ptr(),
+            42,
+            c"ab".as_ptr(),
+        );
+        let r2 = swprintf(
+            b.as_mut_ptr(),
+            32,
+            f32_.as_ptr(),
+            t32.as_ptr(),
+            42,
+            c"ab".as_ptr(),
+        );
+        assert_eq!(r1, r2, "{fmt}");
+        let wa: Vec<u32> = a[..=r1 as usize].iter().map(|&c| u32::from(c)).collect();
+        assert_eq!(wa, b[..=r2 as usize].to_vec());
+        // Too small: swprintf_s clears and fails; snwprintf_s truncates.
+        let f = w16("%s");
+        assert!(ours_swprintf_s(a.as_mut_ptr(), 3, f.as_ptr(), c"abcd".as_ptr()) < 0);
+        assert_eq!(a[0], 0);
+        assert_eq!(
+            ours_snwprintf_s(a.as_mut_ptr(), 3, f.as_ptr(), c"abcd".as_ptr()),
+            4
+        );
+        assert_eq!(&a[..3], &[97, 98, 0]);
+        // %n and NULL %ls.
+        let mut n = -5i32;
+        assert!(ours_swprintf_s(a.as_mut_ptr(), 8, w16("x%n").as_ptr(), &mut n) < 0);
+        assert_eq!(n, -5);
+        assert!(
+            ours_swprintf_s(
+                a.as_mut_ptr(),
+                8,
+                w16("%ls").as_ptr(),
+                std::ptr::null::<u16>()
+            ) < 0
+        );
+        // wcscpy_s / wcscat_s.
+        let mut d = [0x5555u16; 8];
+        assert_eq!(w::wcscpy_s(d.as_mut_ptr(), 8, w16("abc").as_ptr()), 0);
+        assert_eq!(w::wcscat_s(d.as_mut_ptr(), 8, w16("de").as_ptr()), 0);
+        assert_eq!(&d[..6], &w16("abcde")[..]);
+        assert_ne!(w::wcscat_s(d.as_mut_ptr(), 8, w16("xyz").as_ptr()), 0);
+        assert_eq!(d[0], 0);
+        assert_eq!(
+            w::wcsncpy_s(d.as_mut_ptr(), 8, w16("abcdefgh").as_ptr(), 3),
+            0
+        );
+        assert_eq!(&d[..4], &w16("abc")[..]);
+        assert_eq!(w::wcsnlen_s(d.as_ptr(), 2), 2);
     }
 }

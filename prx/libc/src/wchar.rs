@@ -867,6 +867,7 @@ unsafe fn wide_text(
         _ => {
             let limit = precision.map_or(usize::MAX, |p| p as usize);
             if raw == 0 {
+                crate::printf::annex_k_violation();
                 text.extend(b"(null)".iter().take(limit).map(|&b| WChar::from(b)));
             } else if wide {
                 let p = raw as *const WChar;
@@ -1087,3 +1088,287 @@ pub unsafe extern "C" fn wcsxfrm(d: *mut WChar, s: *const WChar, n: usize) -> us
     }
     len
 }
+
+// C11 Annex K wide functions (see `strings.rs` for the constraint handler).
+
+use crate::strings::{RSIZE_MAX, violation};
+
+unsafe fn wnlen(s: *const WChar, max: usize) -> usize {
+    let mut n = 0;
+    while n < max && unsafe { s.add(n).read_unaligned() } != 0 {
+        n += 1;
+    }
+    n
+}
+
+/// `wcsnlen_s`: 0 for NULL.
+#[nid("wcsnlen_s")]
+pub unsafe extern "C" fn wcsnlen_s(s: *const WChar, max: usize) -> usize {
+    if s.is_null() {
+        0
+    } else {
+        unsafe { wnlen(s, max) }
+    }
+}
+
+/// `wcscpy_s`, `wcsncpy_s`, `wcscat_s`, `wcsncat_s`: copy at most `n` characters of `s2`
+/// to `s1` at offset `at` (the current length for the cat forms); `s1[0]` cleared on a
+/// violation.
+unsafe fn wcopy_s(
+    s1: *mut WChar,
+    s1max: usize,
+    s2: *const WChar,
+    n: Option<usize>,
+    cat: bool,
+    msg: &std::ffi::CStr,
+) -> i32 {
+    if s1.is_null() {
+        return violation(msg, 22);
+    }
+    if s1max == 0 || s1max > RSIZE_MAX {
+        return violation(msg, 34);
+    }
+    let fail = |e| {
+        unsafe { *s1 = 0 };
+        violation(msg, e)
+    };
+    if s2.is_null() {
+        return fail(22);
+    }
+    if n.is_some_and(|n| n > RSIZE_MAX) {
+        return fail(34);
+    }
+    let n = n.unwrap_or(usize::MAX);
+    let at = if cat { unsafe { wnlen(s1, s1max) } } else { 0 };
+    let room = s1max - at;
+    if room == 0 {
+        return fail(34);
+    }
+    let len = unsafe { wnlen(s2, n.min(room)) };
+    if len >= room {
+        return fail(34);
+    }
+    unsafe {
+        std::ptr::copy(s2, s1.add(at), len);
+        *s1.add(at + len) = 0;
+    }
+    0
+}
+
+/// `wcscpy_s`.
+#[nid("wcscpy_s")]
+pub unsafe extern "C" fn wcscpy_s(s1: *mut WChar, s1max: usize, s2: *const WChar) -> i32 {
+    unsafe { wcopy_s(s1, s1max, s2, None, false, c"wcscpy_s: bad arguments") }
+}
+
+/// `wcsncpy_s`.
+#[nid("wcsncpy_s")]
+pub unsafe extern "C" fn wcsncpy_s(
+    s1: *mut WChar,
+    s1max: usize,
+    s2: *const WChar,
+    n: usize,
+) -> i32 {
+    unsafe { wcopy_s(s1, s1max, s2, Some(n), false, c"wcsncpy_s: bad arguments") }
+}
+
+/// `wcscat_s`.
+#[nid("wcscat_s")]
+pub unsafe extern "C" fn wcscat_s(s1: *mut WChar, s1max: usize, s2: *const WChar) -> i32 {
+    unsafe { wcopy_s(s1, s1max, s2, None, true, c"wcscat_s: bad arguments") }
+}
+
+/// `wcsncat_s`.
+#[nid("wcsncat_s")]
+pub unsafe extern "C" fn wcsncat_s(
+    s1: *mut WChar,
+    s1max: usize,
+    s2: *const WChar,
+    n: usize,
+) -> i32 {
+    unsafe { wcopy_s(s1, s1max, s2, Some(n), true, c"wcsncat_s: bad arguments") }
+}
+
+/// `wmemcpy_s`/`wmemmove_s`: as `memcpy_s` in wide characters.
+unsafe fn wmem_s(s1: *mut WChar, s1max: usize, s2: *const WChar, n: usize) -> i32 {
+    unsafe {
+        crate::strings::memmove_s(
+            s1.cast(),
+            s1max.saturating_mul(2),
+            s2.cast(),
+            n.saturating_mul(2),
+        )
+    }
+}
+
+/// `wmemcpy_s`.
+#[nid("wmemcpy_s")]
+pub unsafe extern "C" fn wmemcpy_s(
+    s1: *mut WChar,
+    s1max: usize,
+    s2: *const WChar,
+    n: usize,
+) -> i32 {
+    unsafe { wmem_s(s1, s1max, s2, n) }
+}
+
+/// `wmemmove_s`.
+#[nid("wmemmove_s")]
+pub unsafe extern "C" fn wmemmove_s(
+    s1: *mut WChar,
+    s1max: usize,
+    s2: *const WChar,
+    n: usize,
+) -> i32 {
+    unsafe { wmem_s(s1, s1max, s2, n) }
+}
+
+/// The wide `printf_s` forms into a buffer: `truncate` (snwprintf_s) cuts and returns
+/// the full length; otherwise (swprintf_s) a result that does not fit is a violation
+/// (`s[0]` cleared, negative result). `%n` and NULL `%s`/`%ls` are violations.
+unsafe fn swprintf_s_to(
+    s: *mut WChar,
+    n: usize,
+    fmt: *const WChar,
+    ap: *mut VaListRaw,
+    truncate: bool,
+) -> i32 {
+    let usable = !s.is_null() && n != 0 && n <= RSIZE_MAX;
+    let clear = || {
+        if usable {
+            unsafe { *s = 0 };
+        }
+    };
+    if !usable || fmt.is_null() {
+        clear();
+        return -violation(c"swprintf_s: bad buffer or format", 22);
+    }
+    let mut out = Vec::new();
+    let (ok, violated) =
+        crate::printf::annex_k(|| unsafe { wformat(fmt, &mut VaArgs(ap), &mut out) });
+    if violated {
+        clear();
+        return -violation(c"swprintf_s: %n or NULL %s argument", 22);
+    }
+    if !ok {
+        clear();
+        return -1;
+    }
+    if out.len() >= n && !truncate {
+        clear();
+        return -violation(c"swprintf_s: buffer too small", 34);
+    }
+    let copy = out.len().min(n - 1);
+    unsafe {
+        std::ptr::copy_nonoverlapping(out.as_ptr(), s, copy);
+        *s.add(copy) = 0;
+    }
+    out.len() as i32
+}
+
+/// `vswprintf_s`.
+#[nid("vswprintf_s")]
+pub unsafe extern "C" fn vswprintf_s(
+    s: *mut WChar,
+    n: usize,
+    fmt: *const WChar,
+    ap: *mut VaListRaw,
+) -> i32 {
+    unsafe { swprintf_s_to(s, n, fmt, ap, false) }
+}
+
+/// `vsnwprintf_s`.
+#[nid("vsnwprintf_s")]
+pub unsafe extern "C" fn vsnwprintf_s(
+    s: *mut WChar,
+    n: usize,
+    fmt: *const WChar,
+    ap: *mut VaListRaw,
+) -> i32 {
+    unsafe { swprintf_s_to(s, n, fmt, ap, true) }
+}
+
+unsafe extern "C" fn swprintf_s_impl(
+    s: *mut WChar,
+    n: usize,
+    fmt: *const WChar,
+    ap: *mut VaListRaw,
+) -> i32 {
+    unsafe { swprintf_s_to(s, n, fmt, ap, false) }
+}
+variadic!("swprintf_s", 3, swprintf_s_impl);
+
+unsafe extern "C" fn snwprintf_s_impl(
+    s: *mut WChar,
+    n: usize,
+    fmt: *const WChar,
+    ap: *mut VaListRaw,
+) -> i32 {
+    unsafe { swprintf_s_to(s, n, fmt, ap, true) }
+}
+variadic!("snwprintf_s", 3, snwprintf_s_impl);
+
+fn wprint_s_to(f: *mut GuestFile, fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
+    if fmt.is_null() {
+        return -violation(c"wprintf_s: NULL format", 22);
+    }
+    let (r, violated) = crate::printf::annex_k(|| {
+        // Format first, write only if no constraint was broken.
+        let mut out = Vec::new();
+        let ok = unsafe { wformat(fmt, &mut VaArgs(ap), &mut out) };
+        (ok, out)
+    });
+    if violated {
+        return -violation(c"wprintf_s: %n or NULL %s argument", 22);
+    }
+    let (ok, out) = r;
+    if !ok {
+        return -1;
+    }
+    stdio::orient(f, 1);
+    let mut bytes = Vec::with_capacity(out.len());
+    for &w in &out {
+        match u8::try_from(w) {
+            Ok(b) => bytes.push(b),
+            Err(_) => {
+                kernel::set_errno(EILSEQ);
+                return -1;
+            }
+        }
+    }
+    if stdio::put(f, &bytes) {
+        out.len() as i32
+    } else {
+        -1
+    }
+}
+
+/// `vfwprintf_s`.
+#[nid("vfwprintf_s")]
+pub unsafe extern "C" fn vfwprintf_s(
+    f: *mut GuestFile,
+    fmt: *const WChar,
+    ap: *mut VaListRaw,
+) -> i32 {
+    wprint_s_to(f, fmt, ap)
+}
+
+/// `vwprintf_s`.
+#[nid("vwprintf_s")]
+pub unsafe extern "C" fn vwprintf_s(fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
+    wprint_s_to(unsafe { stdio::STDOUTP }, fmt, ap)
+}
+
+unsafe extern "C" fn fwprintf_s_impl(
+    f: *mut GuestFile,
+    fmt: *const WChar,
+    ap: *mut VaListRaw,
+) -> i32 {
+    wprint_s_to(f, fmt, ap)
+}
+variadic!("fwprintf_s", 2, fwprintf_s_impl);
+
+unsafe extern "C" fn wprintf_s_impl(fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
+    wprint_s_to(unsafe { stdio::STDOUTP }, fmt, ap)
+}
+variadic!("wprintf_s", 1, wprintf_s_impl);
