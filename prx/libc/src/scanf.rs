@@ -210,14 +210,15 @@ unsafe fn wide_units(fmt: *const u16) -> Vec<u32> {
         .collect()
 }
 
-/// The wide scanf family on a wide string: a 2-byte `wchar_t` format and input.
+/// The wide scanf family on a wide string: a 2-byte `wchar_t` format and input;
+/// `sized`: the Annex K form (see [`scan_s`]).
 ///
 /// # Safety
 /// As [`scan`]; `fmt` and `s` are NUL-terminated wide strings.
-pub unsafe fn scan_wide(fmt: *const u16, s: *const u16, args: &mut dyn Args) -> i32 {
+pub unsafe fn scan_wide(fmt: *const u16, s: *const u16, args: &mut dyn Args, sized: bool) -> i32 {
     let f = unsafe { wide_units(fmt) };
     let mut inp = WideInput { p: s, pos: 0 };
-    unsafe { scan_units(&f, &mut inp, args, false) }
+    unsafe { scan_units(&f, &mut inp, args, sized) }
 }
 
 /// The wide scanf family on a byte source (a stream: each byte is the character of the
@@ -225,10 +226,15 @@ pub unsafe fn scan_wide(fmt: *const u16, s: *const u16, args: &mut dyn Args) -> 
 ///
 /// # Safety
 /// As [`scan_wide`].
-pub unsafe fn scan_wide_bytes(fmt: *const u16, inp: &mut dyn Input, args: &mut dyn Args) -> i32 {
+pub unsafe fn scan_wide_bytes(
+    fmt: *const u16,
+    inp: &mut dyn Input,
+    args: &mut dyn Args,
+    sized: bool,
+) -> i32 {
     let f = unsafe { wide_units(fmt) };
     let mut units = inp;
-    unsafe { scan_units(&f, &mut units, args, false) }
+    unsafe { scan_units(&f, &mut units, args, sized) }
 }
 
 /// The engine over code units (bytes, or the wide family's 16-bit characters); `sized`:

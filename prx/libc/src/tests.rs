@@ -1664,10 +1664,7 @@ fn annex_k_functions() {
             ) < 0
         );
     }
-    assert_eq!(
-        VIOLATIONS.with(|v| v.get()),
-        before + 3
-    );
+    assert_eq!(VIOLATIONS.with(|v| v.get()), before + 3);
 
     unsafe {
         // Copies that fit: as strcpy/strcat/strncpy (checked against the host's).
@@ -1884,6 +1881,8 @@ fn wide_annex_k() {
         fn ours_swprintf_s(b: *mut u16, n: usize, f: *const u16, ...) -> i32;
         #[link_name = trampoline_str!("snwprintf_s")]
         fn ours_snwprintf_s(b: *mut u16, n: usize, f: *const u16, ...) -> i32;
+        #[link_name = trampoline_str!("swscanf_s")]
+        fn ours_swscanf_s(s: *const u16, f: *const u16, ...) -> i32;
         fn swprintf(b: *mut u32, n: usize, f: *const u32, ...) -> i32;
     }
     let w16 = |s: &str| -> Vec<u16> { s.encode_utf16().chain([0]).collect() };
@@ -1948,5 +1947,19 @@ fn wide_annex_k() {
         );
         assert_eq!(&d[..4], &w16("abc")[..]);
         assert_eq!(w::wcsnlen_s(d.as_ptr(), 2), 2);
+        // swscanf_s: counts after %ls/%s; too long is a matching failure.
+        let mut ws = [0x5555u16; 8];
+        let mut nb = [0xAAu8; 8];
+        let mut v = 0i32;
+        let r = ours_swscanf_s(
+            w16("12 word xy").as_ptr(),
+            w16("%d %ls %s").as_ptr(),
+            &mut v,
+            ws.as_mut_ptr(),
+            8usize,
+            nb.as_mut_ptr(),
+            2usize,
+        );
+        assert_eq!((r, v, &ws[..5], nb[0]), (2, 12, &w16("word")[..], 0));
     }
 }

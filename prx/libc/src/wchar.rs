@@ -1004,7 +1004,7 @@ pub unsafe extern "C" fn vswscanf(s: *const WChar, fmt: *const WChar, ap: *mut V
     if s.is_null() || fmt.is_null() {
         return -1;
     }
-    unsafe { crate::scanf::scan_wide(fmt, s, &mut VaArgs(ap)) }
+    unsafe { crate::scanf::scan_wide(fmt, s, &mut VaArgs(ap), false) }
 }
 
 unsafe extern "C" fn swscanf_impl(s: *const WChar, fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
@@ -1013,12 +1013,16 @@ unsafe extern "C" fn swscanf_impl(s: *const WChar, fmt: *const WChar, ap: *mut V
 variadic!("swscanf", 2, swscanf_impl);
 
 fn wscan_stream(f: *mut GuestFile, fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
+    wscan_stream_as(f, fmt, ap, false)
+}
+
+fn wscan_stream_as(f: *mut GuestFile, fmt: *const WChar, ap: *mut VaListRaw, sized: bool) -> i32 {
     if fmt.is_null() {
         return -1;
     }
     stdio::orient(f, 1);
     stdio::scan_stream(f, &mut |inp| unsafe {
-        crate::scanf::scan_wide_bytes(fmt, inp, &mut VaArgs(ap))
+        crate::scanf::scan_wide_bytes(fmt, inp, &mut VaArgs(ap), sized)
     })
 }
 
@@ -1372,3 +1376,49 @@ unsafe extern "C" fn wprintf_s_impl(fmt: *const WChar, ap: *mut VaListRaw) -> i3
     wprint_s_to(unsafe { stdio::STDOUTP }, fmt, ap)
 }
 variadic!("wprintf_s", 1, wprintf_s_impl);
+
+/// `vswscanf_s` (Annex K: an `rsize_t` count after each `%c`/`%s`/`%[` pointer).
+#[nid("vswscanf_s")]
+pub unsafe extern "C" fn vswscanf_s(s: *const WChar, fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
+    if s.is_null() || fmt.is_null() {
+        violation(c"swscanf_s: NULL argument", 22);
+        return -1;
+    }
+    unsafe { crate::scanf::scan_wide(fmt, s, &mut VaArgs(ap), true) }
+}
+
+unsafe extern "C" fn swscanf_s_impl(s: *const WChar, fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
+    unsafe { vswscanf_s(s, fmt, ap) }
+}
+variadic!("swscanf_s", 2, swscanf_s_impl);
+
+/// `vfwscanf_s`.
+#[nid("vfwscanf_s")]
+pub unsafe extern "C" fn vfwscanf_s(
+    f: *mut GuestFile,
+    fmt: *const WChar,
+    ap: *mut VaListRaw,
+) -> i32 {
+    wscan_stream_as(f, fmt, ap, true)
+}
+
+/// `vwscanf_s`.
+#[nid("vwscanf_s")]
+pub unsafe extern "C" fn vwscanf_s(fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
+    unsafe { stdio::fflush(stdio::STDOUTP) };
+    wscan_stream_as(unsafe { stdio::STDINP }, fmt, ap, true)
+}
+
+unsafe extern "C" fn fwscanf_s_impl(
+    f: *mut GuestFile,
+    fmt: *const WChar,
+    ap: *mut VaListRaw,
+) -> i32 {
+    wscan_stream_as(f, fmt, ap, true)
+}
+variadic!("fwscanf_s", 2, fwscanf_s_impl);
+
+unsafe extern "C" fn wscanf_s_impl(fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
+    unsafe { vwscanf_s(fmt, ap) }
+}
+variadic!("wscanf_s", 1, wscanf_s_impl);
