@@ -128,7 +128,17 @@ fn run_program(dir: &Path, args: &[String]) -> Result<ExitCode> {
     std::fs::create_dir_all(data).with_context(|| format!("cannot create {}", data.display()))?;
     // exec: the program takes this process over, so it receives every signal sent to `aps5 run`
     // and its exit status is ours.
-    let err = aps5_relink::run_command(out, data, args).exec();
+    // The window's title and its key mapping (libSceDevices.prx, docs/HOMEBREW.md).
+    let t = &project.config.title;
+    let title = [&t.name, &t.id, &project.config.project.executable]
+        .into_iter()
+        .find(|s| !s.is_empty())
+        .cloned()
+        .unwrap_or_default();
+    let err = aps5_relink::run_command(out, data, args)
+        .env("APS5_TITLE", title)
+        .env("APS5_KEYMAP", project.config.input.to_env())
+        .exec();
     bail!("cannot start {}: {err}", out.join("app.elf").display())
 }
 

@@ -23,6 +23,8 @@ pub struct Config {
     pub build: BuildSection,
     #[serde(default)]
     pub run: RunSection,
+    #[serde(default)]
+    pub input: InputSection,
 }
 
 /// Where things are.
@@ -109,6 +111,103 @@ fn default_data_dir() -> String {
     "aps5-data".into()
 }
 
+// The key and button names libSceDevices.prx accepts, shared so that `[input]` is checked
+// here with the PRX's own rules (the file has no dependencies).
+#[allow(dead_code)]
+#[path = "../../../prx/devices/src/keymap.rs"]
+mod keymap;
+
+/// Which keyboard keys press each pad button in the program's window (`[input]`): key
+/// names are X11 keysym names (`Up`, `Return`, `x`, `F1`, ...; case-insensitive). `aps5
+/// run` passes the mapping to the program in `APS5_KEYMAP`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InputSection {
+    pub up: Vec<String>,
+    pub down: Vec<String>,
+    pub left: Vec<String>,
+    pub right: Vec<String>,
+    pub cross: Vec<String>,
+    pub circle: Vec<String>,
+    pub square: Vec<String>,
+    pub triangle: Vec<String>,
+    pub l1: Vec<String>,
+    pub r1: Vec<String>,
+    pub l2: Vec<String>,
+    pub r2: Vec<String>,
+    pub l3: Vec<String>,
+    pub r3: Vec<String>,
+    pub options: Vec<String>,
+    pub touchpad: Vec<String>,
+}
+
+impl Default for InputSection {
+    fn default() -> Self {
+        let keys = |button: &str| -> Vec<String> {
+            keymap::DEFAULT
+                .iter()
+                .find(|(b, _)| *b == button)
+                .map(|(_, k)| k.iter().map(|k| k.to_string()).collect())
+                .unwrap_or_default()
+        };
+        InputSection {
+            up: keys("up"),
+            down: keys("down"),
+            left: keys("left"),
+            right: keys("right"),
+            cross: keys("cross"),
+            circle: keys("circle"),
+            square: keys("square"),
+            triangle: keys("triangle"),
+            l1: keys("l1"),
+            r1: keys("r1"),
+            l2: keys("l2"),
+            r2: keys("r2"),
+            l3: keys("l3"),
+            r3: keys("r3"),
+            options: keys("options"),
+            touchpad: keys("touchpad"),
+        }
+    }
+}
+
+impl InputSection {
+    /// Each button and its keys.
+    pub fn entries(&self) -> [(&'static str, &[String]); 16] {
+        [
+            ("up", &self.up),
+            ("down", &self.down),
+            ("left", &self.left),
+            ("right", &self.right),
+            ("cross", &self.cross),
+            ("circle", &self.circle),
+            ("square", &self.square),
+            ("triangle", &self.triangle),
+            ("l1", &self.l1),
+            ("r1", &self.r1),
+            ("l2", &self.l2),
+            ("r2", &self.r2),
+            ("l3", &self.l3),
+            ("r3", &self.r3),
+            ("options", &self.options),
+            ("touchpad", &self.touchpad),
+        ]
+    }
+
+    /// The mapping as the `APS5_KEYMAP` value libSceDevices.prx reads.
+    pub fn to_env(&self) -> String {
+        keymap::to_env(self.entries())
+    }
+
+    /// Checks every key name; the error names the `input.<button>` key and the bad name.
+    pub fn check(&self) -> Result<(), String> {
+        for (button, keys) in self.entries() {
+            keymap::check_entry(button, keys).map_err(|e| format!("input.{e}"))?;
+        }
+        Ok(())
+    }
+}
+
 /// How a game file is carried into the output tree.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -150,6 +249,7 @@ impl Config {
             title,
             build: BuildSection::default(),
             run: RunSection::default(),
+            input: InputSection::default(),
         }
     }
 
@@ -204,6 +304,7 @@ impl Config {
                 )));
             }
         }
+        self.input.check().map_err(bad)?;
         if self.project.out_dir.trim_matches(['.', '/']).is_empty() {
             return Err(bad(
                 "project.out_dir must name a folder below the project".into()
@@ -261,5 +362,43 @@ impl Layout {
             dump_dir,
             cache_dir,
         })
+    }
+}
+
+#[cfg(test)]
+mod input_tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<Config, BuildError> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(CONFIG_FILE), text).unwrap();
+        Config::load(dir.path())
+    }
+
+    #[test]
+    fn input_overrides_keep_the_other_defaults_and_reach_the_env_text() {
+        let c = load("[project]\n[input]\ncross = [\"space\"]\ncircle = []\n").unwrap();
+        assert_eq!(c.input.cross, ["space"]);
+        assert!(c.input.circle.is_empty());
+        assert_eq!(c.input.up, ["Up"]);
+        let env = c.input.to_env();
+        assert!(env.contains("cross=space;circle=;"), "{env}");
+        assert!(env.starts_with("up=Up;down=Down;"), "{env}");
+        // The PRX's parser accepts exactly what is written.
+        let m = keymap::Keymap::parse(&env).unwrap();
+        assert_eq!(m.buttons(&[0x20]), 0x4000);
+        assert_eq!(m.buttons(&[0xff0d]), 0);
+    }
+
+    #[test]
+    fn bad_input_keys_are_refused_naming_the_key() {
+        let e = load("[project]\n[input]\ncross = [\"Retrun\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("input.cross: unknown key `Retrun`"), "{e}");
+        let e = load("[project]\n[input]\njump = [\"x\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("jump"), "{e}");
     }
 }

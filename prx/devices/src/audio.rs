@@ -1,18 +1,25 @@
-//! `libSceAudioOut`: output ports with the console's blocking timing and no host audio
-//! device. `sceAudioOutOutput` blocks until the previously queued buffer has played (one
-//! buffer in flight, `len / freq` seconds each, on the host monotonic clock). When
-//! `APS5_AUDIO_WAV` is set the samples of the first port opened go to that WAV file
-//! (later ports to `<name>-<handle>.wav`); otherwise they are dropped.
+//! `libSceAudioOut`: output ports with the console's blocking timing.
+//!
+//! Samples go to the host's sound output when there is one ([`crate::host_audio`]: ALSA,
+//! loaded at run time, which reaches PulseAudio/PipeWire through their ALSA plugins), and
+//! to `APS5_AUDIO_WAV` when that is set (the first port opened to that file, later ports
+//! to `<name>-<handle>.wav`); with neither they are dropped.
+//!
+//! `sceAudioOutOutput` returns once the previously queued buffer has played (one buffer in
+//! flight, `len / freq` seconds each, on the host monotonic clock), and additionally
+//! blocks while the host device's buffer (about four port buffers) is full, so a device
+//! that plays slower than the host clock sets the pace.
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aps5_prx_macros::nid;
 
 use crate::diag;
+use crate::host_audio::Pcm;
 
 /// `SCE_AUDIO_OUT_ERROR_NOT_OPENED`.
 pub const ERROR_NOT_OPENED: i32 = 0x8026_0001_u32 as i32;
@@ -71,6 +78,8 @@ struct Port {
     float: bool,
     next: Option<Instant>,
     wav: Option<(File, u32)>,
+    /// The host device; written outside the ports' lock (it blocks).
+    host: Option<Arc<Mutex<Pcm>>>,
 }
 
 impl Port {
@@ -139,6 +148,10 @@ pub extern "C" fn sce_audio_out_open(
             }
         }
     });
+    // About four buffers of device latency: room for the scheduling jitter of the
+    // program's audio thread.
+    let latency_us = (u64::from(len) * 4 * 1_000_000 / u64::from(freq)) as u32;
+    let host = Pcm::open(channels, float, freq, latency_us).map(|p| Arc::new(Mutex::new(p)));
     ports[slot] = Some(Port {
         len,
         freq,
@@ -146,6 +159,7 @@ pub extern "C" fn sce_audio_out_open(
         float,
         next: None,
         wav,
+        host,
     });
     handle
 }
@@ -154,7 +168,7 @@ pub extern "C" fn sce_audio_out_open(
 /// waits) and returns once the previous one has played.
 #[nid("sceAudioOutOutput")]
 pub unsafe extern "C-unwind" fn sce_audio_out_output(handle: i32, ptr: *const u8) -> i32 {
-    let wait_until = {
+    let (wait_until, host, n) = {
         let mut ports = PORTS_STATE.lock().unwrap_or_else(|e| e.into_inner());
         let Some(p) = (handle >= 1)
             .then(|| ports.get_mut(handle as usize - 1))
@@ -185,8 +199,20 @@ pub unsafe extern "C-unwind" fn sce_audio_out_output(handle: i32, ptr: *const u8
         let dur = Duration::from_nanos(u64::from(p.len) * 1_000_000_000 / u64::from(p.freq));
         let prev = p.next.filter(|&t| t > now);
         p.next = Some(prev.unwrap_or(now) + dur);
-        prev
+        (prev, p.host.clone().filter(|_| !ptr.is_null()), n)
     };
+    if let Some(host) = host {
+        // SAFETY: as above.
+        let data = unsafe { std::slice::from_raw_parts(ptr, n) };
+        let mut pcm = host.lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(e) = pcm.write(data) {
+            diag(&format!(
+                "sceAudioOutOutput: host audio failed ({e}); port {handle} is silent from here on"
+            ));
+            drop(pcm);
+            drop_host(handle);
+        }
+    }
     if let Some(t) = wait_until {
         let now = Instant::now();
         if t > now {
@@ -194,6 +220,13 @@ pub unsafe extern "C-unwind" fn sce_audio_out_output(handle: i32, ptr: *const u8
         }
     }
     0
+}
+
+fn drop_host(handle: i32) {
+    let mut ports = PORTS_STATE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = ports[handle as usize - 1].as_mut() {
+        p.host = None;
+    }
 }
 
 /// `sceAudioOutClose(handle)`.
@@ -236,7 +269,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("aps5-audio-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let wav = dir.join("out.wav");
-        unsafe { std::env::set_var("APS5_AUDIO_WAV", &wav) };
+        unsafe {
+            std::env::set_var("APS5_AUDIO_WAV", &wav);
+            // No host device here: only the clock and the WAV file are checked.
+            std::env::set_var("APS5_AUDIO_DEVICE", "none");
+        }
         assert_eq!(
             sce_audio_out_open(1, 0, 0, 100, 48000, 1),
             ERROR_INVALID_SIZE

@@ -1,12 +1,14 @@
-//! Host PRX `libSceDevices.prx`: the PS4 device libraries a CPU-drawn homebrew needs, run
-//! headless.
+//! Host PRX `libSceDevices.prx`: the PS4 device libraries a CPU-drawn homebrew needs, in a
+//! window with host sound when the machine has them, headless otherwise.
 //!
 //! - `libSceVideoOut` ([`video`]): display buffers in guest (direct) memory; every flip is
-//!   written as a PNG to `$APS5_FRAMES_DIR/frame-NNNNN.png`, paced at the flip rate, and
-//!   `APS5_MAX_FRAMES=N` ends the process (exit status 0) after N flips. Flip events are
-//!   posted to libkernel's event queues through its `__aps5_equeue_*` hooks.
+//!   shown in an X11 window ([`window`]) when a display is available, written as a PNG to
+//!   `$APS5_FRAMES_DIR/frame-NNNNN.png`, paced at the flip rate, and `APS5_MAX_FRAMES=N`
+//!   (or closing the window) ends the process with exit status 0. Flip events are posted
+//!   to libkernel's event queues through its `__aps5_equeue_*` hooks.
 //! - `libScePad` ([`pad`]): one connected pad whose buttons follow the script in
-//!   `$APS5_INPUT_SCRIPT`, indexed by VideoOut's flip counter.
+//!   `$APS5_INPUT_SCRIPT` (indexed by VideoOut's flip counter) and the window's keys
+//!   ([`keymap`]).
 //! - `libSceKeyboard` ([`keyboard`]): one USB keyboard whose keys follow the `key:` /
 //!   `text:` lines of the same script and the host's key events ([`keyboard::push_host_key`]).
 //! - `libSceUserService`, `libSceSysmodule` ([`system`]): one logged-in user, module
@@ -14,7 +16,7 @@
 //! - `libSceSystemService` ([`system_service`]): system settings from the host locale and
 //!   clock, no system UI and no system events.
 //! - `libSceAudioOut` ([`audio`]): ports whose `Output` blocks for the buffer's duration;
-//!   samples go to `$APS5_AUDIO_WAV` when set.
+//!   samples go to the host's ALSA output ([`host_audio`]) and to `$APS5_AUDIO_WAV`.
 //!
 //! See docs/HOMEBREW.md.
 
@@ -23,12 +25,15 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod audio;
+pub mod host_audio;
 pub mod kernel;
 pub mod keyboard;
+pub mod keymap;
 pub mod pad;
 pub mod system;
 pub mod system_service;
 pub mod video;
+pub mod window;
 
 /// Writes a diagnostic straight to the host stderr.
 pub(crate) fn diag(msg: &str) {

@@ -233,7 +233,8 @@ fn state() -> std::sync::MutexGuard<'static, State> {
 
 /// The pad's state now.
 pub fn current() -> PadData {
-    let buttons = script().buttons_at(video::flip_count());
+    // The script's buttons and those held through the window's keys (window.rs).
+    let buttons = script().buttons_at(video::flip_count()) | crate::window::pad_buttons();
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -1,9 +1,10 @@
-//! `libSceVideoOut` for CPU-drawn frames, headless.
+//! `libSceVideoOut` for CPU-drawn frames.
 //!
 //! Display buffers live in guest memory (direct memory mapped by the guest); a flip makes
-//! the named buffer the displayed one. There is no window: every flip is written as a PNG
-//! to `$APS5_FRAMES_DIR/frame-NNNNN.png` (NNNNN counts flips from 0) when that variable is
-//! set, and `APS5_MAX_FRAMES=N` ends the process with status 0 after the N-th flip.
+//! the named buffer the displayed one. Every flip is shown in the window when there is one
+//! ([`crate::window`]) and written as a PNG to `$APS5_FRAMES_DIR/frame-NNNNN.png` (NNNNN
+//! counts flips from 0) when that variable is set; `APS5_MAX_FRAMES=N` ends the process
+//! with status 0 after the N-th flip, and so does closing the window.
 //!
 //! A flip is carried out inside `sceVideoOutSubmitFlip` at the next vblank of the flip
 //! rate (60, 30 or 20 Hz, paced on the host monotonic clock); so when it returns the flip
@@ -19,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use aps5_prx_macros::nid;
 
-use crate::{diag, kernel};
+use crate::{diag, kernel, window};
 
 /// `SCE_VIDEO_OUT_ERROR_INVALID_VALUE`.
 pub const ERROR_INVALID_VALUE: i32 = 0x8029_0001_u32 as i32;
@@ -191,6 +192,7 @@ pub extern "C" fn sce_video_out_open(_user: i32, bus: i32, index: i32, _param: u
         return ERROR_INVALID_VALUE;
     }
     config();
+    window::open();
     *PORT.lock().unwrap_or_else(|e| e.into_inner()) = Some(Port {
         rate: 0,
         buffers: [None; SLOTS],
@@ -413,6 +415,9 @@ pub extern "C-unwind" fn sce_video_out_submit_flip(
             ));
         }
     }
+    if window::open() {
+        window::present(frame(buffer.as_ref()));
+    }
     let now = Instant::now();
     p.last_flip = Some(now);
     p.status.count = n + 1;
@@ -431,8 +436,9 @@ pub extern "C-unwind" fn sce_video_out_submit_flip(
     for ((eq, udata), id) in events {
         kernel::equeue_trigger(eq, id, EVFILT_VIDEO_OUT, flip_arg, udata);
     }
-    if config().max_frames.is_some_and(|m| n + 1 >= m) {
-        kernel::exit(0);
+    // Closing the window ends the program like APS5_MAX_FRAMES, on the guest's thread.
+    if config().max_frames.is_some_and(|m| n + 1 >= m) || window::close_requested() {
+        window::exit(0);
     }
     0
 }
@@ -540,16 +546,43 @@ pub fn to_rgb(pixels: &[u8], attr: &BufferAttribute) -> Vec<u8> {
     rgb
 }
 
+/// The guest memory of a registered buffer (`pitch` x `height` pixels, the last row
+/// `width` long).
+fn pixels(b: &Buffer) -> &[u8] {
+    let a = &b.attr;
+    let len = (a.pitch as usize * (a.height as usize - 1) + a.width as usize) * 4;
+    // SAFETY: the guest registered this buffer as pitch*height pixels of its memory.
+    unsafe { std::slice::from_raw_parts(b.addr as *const u8, len) }
+}
+
+/// A copy of the displayed buffer for the window (black 1920x1080 for none).
+fn frame(b: Option<&Buffer>) -> window::Frame {
+    let Some(b) = b else {
+        return window::Frame {
+            width: 1920,
+            height: 1080,
+            rgba: false,
+            pixels: vec![0; 1920 * 1080 * 4],
+        };
+    };
+    let (a, px) = (&b.attr, pixels(b));
+    let (w, pitch) = (a.width as usize, a.pitch as usize);
+    let mut out = Vec::with_capacity(w * a.height as usize * 4);
+    for y in 0..a.height as usize {
+        out.extend_from_slice(&px[y * pitch * 4..][..w * 4]);
+    }
+    window::Frame {
+        width: a.width,
+        height: a.height,
+        rgba: a.format == PIXEL_FORMAT_A8B8G8R8_SRGB,
+        pixels: out,
+    }
+}
+
 /// Writes the displayed buffer (black 1920x1080 for none) as an 8-bit RGB PNG.
 fn write_png(path: &std::path::Path, b: Option<&Buffer>) -> Result<(), String> {
     let (w, h, rgb) = match b {
-        Some(b) => {
-            let a = &b.attr;
-            let len = (a.pitch as usize * (a.height as usize - 1) + a.width as usize) * 4;
-            // SAFETY: the guest registered this buffer as pitch*height pixels of its memory.
-            let pixels = unsafe { std::slice::from_raw_parts(b.addr as *const u8, len) };
-            (a.width, a.height, to_rgb(pixels, a))
-        }
+        Some(b) => (b.attr.width, b.attr.height, to_rgb(pixels(b), &b.attr)),
         None => (1920, 1080, vec![0; 1920 * 1080 * 3]),
     };
     let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
