@@ -6,3 +6,4 @@ mod common;
 mod bad_input;
 mod build;
 mod crash;
+mod homebrew;
