@@ -355,26 +355,10 @@ fn keys_typed_into_the_window_play_ps4_2048() {
     conn.set_input_focus(InputFocus::PARENT, win, x11rb::CURRENT_TIME)
         .unwrap();
     conn.flush().unwrap();
-    let setup = conn.setup();
-    let (min, max) = (setup.min_keycode, setup.max_keycode);
-    let map = conn
-        .get_keyboard_mapping(min, max - min + 1)
-        .unwrap()
-        .reply()
-        .unwrap();
-    let per = usize::from(map.keysyms_per_keycode);
-    let keycode = |sym: u32| {
-        let i = map
-            .keysyms
-            .chunks(per)
-            .position(|c| c[0] == sym)
-            .unwrap_or_else(|| panic!("Xvfb's keymap has no keysym {sym:#x}"));
-        min + i as u8
-    };
     let root = conn.setup().roots[0].root;
     // Press and hold for a few flips, then release and let the game settle.
     let press = |sym: u32| {
-        let kc = keycode(sym);
+        let kc = keycode(&conn, sym);
         for kind in [
             x11rb::protocol::xproto::KEY_PRESS_EVENT,
             x11rb::protocol::xproto::KEY_RELEASE_EVENT,
@@ -431,4 +415,138 @@ fn keys_typed_into_the_window_play_ps4_2048() {
         "only {changed} of {} moves changed the board",
         marks.len() - 1
     );
+}
+
+/// Xvfb's keycode for a keysym (first column of the keyboard mapping).
+fn keycode(conn: &RustConnection, sym: u32) -> u8 {
+    let setup = conn.setup();
+    let (min, max) = (setup.min_keycode, setup.max_keycode);
+    let map = conn
+        .get_keyboard_mapping(min, max - min + 1)
+        .unwrap()
+        .reply()
+        .unwrap();
+    let per = usize::from(map.keysyms_per_keycode);
+    let i = map
+        .keysyms
+        .chunks(per)
+        .position(|c| c[0] == sym)
+        .unwrap_or_else(|| panic!("Xvfb's keymap has no keysym {sym:#x}"));
+    min + i as u8
+}
+
+const DEJAVU: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+#[test]
+fn keys_typed_into_the_window_reach_libscekeyboard() {
+    assert!(
+        Path::new(DEJAVU).is_file(),
+        "{DEJAVU} is needed by this test: install fonts-dejavu-core"
+    );
+    let Some(x) = xvfb(2560, 1440) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    build(
+        "corpus/homebrew/openorbis-samples/keyboard/pkg/eboot.bin",
+        &[],
+        &out,
+    );
+    // The sample draws the keys held with the font its package ships as /app0/font.ttf.
+    std::fs::copy(DEJAVU, out.join("app0/font.ttf")).unwrap();
+
+    // The oracle: the same program, headless, with Left Shift + H held by the input
+    // script (libSceKeyboard's own path): what it draws then is what typing must draw.
+    let script = tmp.path().join("keys.txt");
+    std::fs::write(&script, "0 key:lshift+h\n").unwrap();
+    let ref_dir = tmp.path().join("ref");
+    let run = support::run(
+        &out,
+        &[],
+        &[
+            ("APS5_HEADLESS".to_owned(), "1".to_owned()),
+            ("APS5_FRAMES_DIR".to_owned(), ref_dir.display().to_string()),
+            ("APS5_MAX_FRAMES".to_owned(), "4".to_owned()),
+            ("APS5_INPUT_SCRIPT".to_owned(), script.display().to_string()),
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(run.status, Some(0), "{run:?}");
+    let want = read_png(&ref_dir.join("frame-00003.png"));
+
+    let dir = tmp.path().join("frames");
+    let title = "Keyboard (aps5 window test)";
+    let prog = start(
+        &out,
+        &[
+            ("DISPLAY", x.display.clone()),
+            ("APS5_TITLE", title.to_owned()),
+            ("APS5_FRAMES_DIR", dir.display().to_string()),
+            ("APS5_MAX_FRAMES", "100000".to_owned()),
+        ],
+    );
+    let (conn, _) = RustConnection::connect(Some(&x.display)).unwrap();
+    let win = find_window(&conn, title);
+    conn.set_input_focus(InputFocus::PARENT, win, x11rb::CURRENT_TIME)
+        .unwrap();
+    let root = conn.setup().roots[0].root;
+    let fake = |kind: u8, sym: u32| {
+        x11rb::protocol::xtest::fake_input(&conn, kind, keycode(&conn, sym), 0, root, 0, 0, 0)
+            .unwrap();
+        conn.get_input_focus().unwrap().reply().unwrap();
+    };
+    use x11rb::protocol::xproto::{KEY_PRESS_EVENT, KEY_RELEASE_EVENT};
+    let before = wait_frame(&dir, 5);
+    // Shift_L, then h, held for a moment.
+    fake(KEY_PRESS_EVENT, 0xffe1);
+    fake(KEY_PRESS_EVENT, u32::from(b'h'));
+    std::thread::sleep(Duration::from_millis(700));
+    let held = frame_count(&dir) as u32 - 2;
+    fake(KEY_RELEASE_EVENT, u32::from(b'h'));
+    fake(KEY_RELEASE_EVENT, 0xffe1);
+    std::thread::sleep(Duration::from_millis(300));
+    let ev = ClientMessageEvent::new(
+        32,
+        win,
+        conn.intern_atom(false, b"WM_PROTOCOLS")
+            .unwrap()
+            .reply()
+            .unwrap()
+            .atom,
+        [
+            conn.intern_atom(false, b"WM_DELETE_WINDOW")
+                .unwrap()
+                .reply()
+                .unwrap()
+                .atom,
+            0,
+            0,
+            0,
+            0,
+        ],
+    );
+    conn.send_event(false, win, EventMask::NO_EVENT, ev)
+        .unwrap();
+    conn.get_input_focus().unwrap().reply().unwrap();
+    let (status, stderr) = prog.wait(Duration::from_secs(30));
+    assert_eq!(status, 0, "{stderr}");
+
+    let got = read_png(&dir.join(format!("frame-{held:05}.png")));
+    let same = got
+        .2
+        .chunks_exact(3)
+        .zip(want.2.chunks_exact(3))
+        .filter(|(a, b)| a == b)
+        .count();
+    eprintln!(
+        "frame {held} (Shift+H typed in the window): {same}/{} pixels equal the scripted \
+         Shift+H frame",
+        want.0 * want.1
+    );
+    assert_eq!((got.0, got.1), (want.0, want.1));
+    assert_ne!(
+        read_png(&before).2,
+        want.2,
+        "the reference does not differ from the screen with no key"
+    );
+    assert_eq!(same, (want.0 * want.1) as usize);
 }
