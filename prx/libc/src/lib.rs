@@ -10,6 +10,8 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod cxx;
+pub mod dirent;
+pub mod extra;
 pub mod kernel;
 pub mod locale;
 pub mod math;

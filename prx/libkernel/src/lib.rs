@@ -16,6 +16,7 @@
 pub mod equeue;
 pub mod errno;
 pub mod event_flag;
+pub mod files;
 pub mod fs;
 pub mod memory;
 pub mod module;

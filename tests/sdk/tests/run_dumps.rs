@@ -39,6 +39,11 @@ const SKIP: &[(&str, &str)] = &[
         "needs libkernel's FreeBSD cancellation and cleanup handlers",
     ),
     ("sync_stress", "needs libkernel's FreeBSD mutex types"),
+    // The host's getdents/readdir return Linux records, not FreeBSD's struct dirent.
+    (
+        "kernel_files",
+        "needs libkernel's FreeBSD dirent records and confined guest paths",
+    ),
     // glibc has neither FreeBSD's/Dinkumware's ctype data objects nor a 2-byte wchar_t.
     (
         "locale_ctype",
