@@ -84,12 +84,20 @@ pub fn initial_size(screen_w: u16, screen_h: u16) -> (u16, u16) {
 /// Opens the window once per process when a display is available; `true` when frames
 /// go to a window. Failures are reported and leave the program headless.
 pub fn open() -> bool {
+    if let Some(w) = WINDOW.get() {
+        return w.is_some();
+    }
+    let display = std::env::var("DISPLAY")
+        .ok()
+        .filter(|d| !d.is_empty())
+        .filter(|_| !std::env::var_os("APS5_HEADLESS").is_some_and(|v| v != "0" && !v.is_empty()));
+    if display.is_some() {
+        // A bad APS5_KEYMAP exits here, outside the OnceLock initialisation (atexit
+        // handlers that reach this library again must not find it half done).
+        keymap();
+    }
     WINDOW
         .get_or_init(|| {
-            if std::env::var_os("APS5_HEADLESS").is_some_and(|v| v != "0" && !v.is_empty()) {
-                return None;
-            }
-            let display = std::env::var("DISPLAY").ok().filter(|d| !d.is_empty());
             let display = display?;
             match start(&display) {
                 Ok(w) => Some(w),
