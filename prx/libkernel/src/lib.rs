@@ -22,11 +22,13 @@ pub mod memory;
 pub mod module;
 pub mod net;
 pub mod nid;
+pub mod query;
 pub mod sema;
 pub mod signal;
 pub mod sync;
 pub mod syscall;
 pub mod thread;
+pub mod thread_attr;
 pub mod time;
 
 use aps5_prx_macros::nid;

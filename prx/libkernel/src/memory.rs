@@ -175,6 +175,47 @@ fn ret(r: Result<(), i32>) -> i32 {
     }
 }
 
+/// The direct memory allocations (start, len), sorted by start (empty if the backing
+/// file could not be made).
+pub(crate) fn direct_allocations() -> Vec<(u64, u64)> {
+    match direct().lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        Ok(d) => d.used.clone(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Largest free range of direct memory inside [start, end) whose start is aligned to
+/// `align`: (aligned start, length), or None.
+pub(crate) fn largest_free(
+    used: &[(u64, u64)],
+    start: u64,
+    end: u64,
+    align: u64,
+) -> Option<(u64, u64)> {
+    let align = align.max(0x4000);
+    let end = end.min(DIRECT_MEMORY_SIZE);
+    let mut best: Option<(u64, u64)> = None;
+    let mut gap_start = start;
+    let consider = |from: u64, to: u64, best: &mut Option<(u64, u64)>| {
+        let at = from.div_ceil(align) * align;
+        if at < to && best.is_none_or(|(_, l)| to - at > l) {
+            *best = Some((at, to - at));
+        }
+    };
+    for &(s, l) in used {
+        if s + l <= gap_start {
+            continue;
+        }
+        if s >= end {
+            break;
+        }
+        consider(gap_start, s.min(end), &mut best);
+        gap_start = gap_start.max(s + l);
+    }
+    consider(gap_start, end, &mut best);
+    best
+}
+
 /// `sceKernelGetDirectMemorySize`.
 #[nid("sceKernelGetDirectMemorySize")]
 pub extern "C" fn sce_kernel_get_direct_memory_size() -> u64 {

@@ -18,14 +18,36 @@ pub struct Attr {
     pub stack_size: usize,
     /// PTHREAD_CREATE_DETACHED (FreeBSD value 1).
     pub detached: bool,
+    /// Guard size in bytes (FreeBSD default: one page).
+    pub guard_size: usize,
+    /// Caller-provided stack (`pthread_attr_setstack`), 0 for none.
+    pub stack_addr: usize,
+    /// FreeBSD policy: SCHED_FIFO 1, SCHED_OTHER 2, SCHED_RR 3.
+    pub policy: i32,
+    /// Priority (`sched_param.sched_priority`; PS4/PS5: 256 highest .. 767 lowest).
+    pub priority: i32,
+    /// PTHREAD_INHERIT_SCHED 4 or PTHREAD_EXPLICIT_SCHED 0 (FreeBSD values).
+    pub inherit: i32,
+    /// CPU affinity mask (`scePthreadAttrSetaffinity`).
+    pub affinity: u64,
 }
 
-const DEFAULT_ATTR: Attr = Attr {
+/// A game thread's default priority.
+pub const DEFAULT_PRIORITY: i32 = 700;
+
+/// What a fresh `pthread_attr_t` holds.
+pub const DEFAULT_ATTR: Attr = Attr {
     stack_size: 0,
     detached: false,
+    guard_size: 4096,
+    stack_addr: 0,
+    policy: 2,
+    priority: DEFAULT_PRIORITY,
+    inherit: 4,
+    affinity: 0x7F,
 };
 
-unsafe fn attr_of(p: *const *mut Attr) -> Attr {
+pub(crate) unsafe fn attr_of(p: *const *mut Attr) -> Attr {
     if p.is_null() || unsafe { (*p).is_null() } {
         DEFAULT_ATTR
     } else {
@@ -49,6 +71,12 @@ fn create(out: *mut libc::pthread_t, attr: Attr, entry: Entry, arg: *mut u8) -> 
         if attr.detached {
             libc::pthread_attr_setdetachstate(&mut host, libc::PTHREAD_CREATE_DETACHED);
         }
+        if attr.guard_size != DEFAULT_ATTR.guard_size {
+            libc::pthread_attr_setguardsize(&mut host, attr.guard_size);
+        }
+        if attr.stack_addr != 0 && attr.stack_size >= libc::PTHREAD_STACK_MIN {
+            libc::pthread_attr_setstack(&mut host, attr.stack_addr as *mut _, attr.stack_size);
+        }
         // The guest entry has the host's signature: fn(void *) -> void *.
         let start: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void =
             std::mem::transmute(entry);
@@ -58,7 +86,7 @@ fn create(out: *mut libc::pthread_t, attr: Attr, entry: Entry, arg: *mut u8) -> 
     }
 }
 
-fn sce(r: i32) -> i32 {
+pub(crate) fn sce(r: i32) -> i32 {
     if r == 0 { 0 } else { sce_error(r) }
 }
 
@@ -362,7 +390,7 @@ pub unsafe extern "C" fn sce_pthread_attr_destroy(a: *mut *mut Attr) -> i32 {
     sce(unsafe { pthread_attr_destroy(a) })
 }
 
-unsafe fn with_attr(a: *mut *mut Attr, f: impl FnOnce(&mut Attr)) -> i32 {
+pub(crate) unsafe fn with_attr(a: *mut *mut Attr, f: impl FnOnce(&mut Attr)) -> i32 {
     if a.is_null() || unsafe { (*a).is_null() } {
         return 22;
     }
@@ -538,28 +566,29 @@ pub unsafe extern "C" fn sce_pthread_getprio(_t: libc::pthread_t, prio: *mut i32
     0
 }
 
-/// `scePthreadAttrSetaffinity` (accepted, ignored).
+/// `scePthreadAttrSetaffinity`: recorded (reported back by the getter); the host
+/// scheduler places threads.
 #[nid("scePthreadAttrSetaffinity")]
-pub extern "C" fn sce_pthread_attr_setaffinity(_a: *mut *mut Attr, _mask: u64) -> i32 {
-    0
+pub unsafe extern "C" fn sce_pthread_attr_setaffinity(a: *mut *mut Attr, mask: u64) -> i32 {
+    sce(unsafe { with_attr(a, |x| x.affinity = mask) })
 }
 
-/// `scePthreadAttrSetinheritsched` (accepted, ignored).
+/// `scePthreadAttrSetinheritsched` (recorded).
 #[nid("scePthreadAttrSetinheritsched")]
-pub extern "C" fn sce_pthread_attr_setinheritsched(_a: *mut *mut Attr, _v: i32) -> i32 {
-    0
+pub unsafe extern "C" fn sce_pthread_attr_setinheritsched(a: *mut *mut Attr, v: i32) -> i32 {
+    sce(unsafe { crate::thread_attr::pthread_attr_setinheritsched(a, v) })
 }
 
-/// `scePthreadAttrSetschedparam` (accepted, ignored).
+/// `scePthreadAttrSetschedparam` (recorded; priorities are not applied on the host).
 #[nid("scePthreadAttrSetschedparam")]
-pub extern "C" fn sce_pthread_attr_setschedparam(_a: *mut *mut Attr, _p: *const i32) -> i32 {
-    0
+pub unsafe extern "C" fn sce_pthread_attr_setschedparam(a: *mut *mut Attr, p: *const i32) -> i32 {
+    sce(unsafe { crate::thread_attr::pthread_attr_setschedparam(a, p) })
 }
 
-/// `scePthreadAttrSetschedpolicy` (accepted, ignored).
+/// `scePthreadAttrSetschedpolicy` (recorded).
 #[nid("scePthreadAttrSetschedpolicy")]
-pub extern "C" fn sce_pthread_attr_setschedpolicy(_a: *mut *mut Attr, _p: i32) -> i32 {
-    0
+pub unsafe extern "C" fn sce_pthread_attr_setschedpolicy(a: *mut *mut Attr, p: i32) -> i32 {
+    sce(unsafe { crate::thread_attr::pthread_attr_setschedpolicy(a, p) })
 }
 
 /// `scePthreadAttrGetstacksize`.
