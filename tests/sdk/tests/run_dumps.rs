@@ -44,6 +44,11 @@ const SKIP: &[(&str, &str)] = &[
         "kernel_files",
         "needs libkernel's FreeBSD dirent records and confined guest paths",
     ),
+    ("kernel_memory", "needs libkernel's direct memory and memory queries"),
+    (
+        "kernel_threads",
+        "needs libkernel's FreeBSD thread attribute objects and scePthread* calls",
+    ),
     // glibc has neither FreeBSD's/Dinkumware's ctype data objects nor a 2-byte wchar_t.
     (
         "locale_ctype",
