@@ -26,6 +26,7 @@ pub mod query;
 pub mod sema;
 pub mod signal;
 pub mod sync;
+pub mod sync_extra;
 pub mod syscall;
 pub mod thread;
 pub mod thread_attr;
