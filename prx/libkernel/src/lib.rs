@@ -20,6 +20,7 @@ pub mod files;
 pub mod fs;
 pub mod memory;
 pub mod module;
+pub mod module_info;
 pub mod net;
 pub mod nid;
 pub mod query;

@@ -188,6 +188,41 @@ pub unsafe extern "C" fn sce_kernel_dlsym(
     0
 }
 
+/// The load bias of a host `dlopen` handle (`RTLD_DI_LINKMAP`'s `l_addr`).
+fn base_of_host(h: usize) -> Option<u64> {
+    // struct link_map starts with ElfW(Addr) l_addr.
+    let mut map: *const u64 = std::ptr::null();
+    let r = unsafe {
+        libc::dlinfo(
+            h as *mut libc::c_void,
+            libc::RTLD_DI_LINKMAP,
+            (&raw mut map).cast(),
+        )
+    };
+    (r == 0 && !map.is_null()).then(|| unsafe { *map })
+}
+
+/// The load bias of the module behind a guest handle.
+pub(crate) fn base_of_handle(handle: i32) -> Option<u64> {
+    let h = {
+        let m = MODULES.lock().unwrap_or_else(|e| e.into_inner());
+        *usize::try_from(handle)
+            .ok()?
+            .checked_sub(1)
+            .and_then(|i| m.get(i))?
+    };
+    if h == 0 { None } else { base_of_host(h) }
+}
+
+/// The guest handle of the module loaded at `base`, if it was loaded by
+/// `sceKernelLoadStartModule`.
+pub(crate) fn handle_of_base(base: u64) -> Option<u32> {
+    let m = MODULES.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    m.iter()
+        .position(|&h| h != 0 && base_of_host(h) == Some(base))
+        .map(|i| i as u32 + 1)
+}
+
 /// PT_SCE_PROCPARAM, kept by the relinker in the executable's program headers.
 const PT_SCE_PROCPARAM: u32 = 0x6100_0001;
 
