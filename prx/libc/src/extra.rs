@@ -198,6 +198,58 @@ pub unsafe extern "C" fn getopt(argc: i32, argv: *const *mut c_char, opts: *cons
     }
 }
 
+/// `getcwd(buf, size)`: the guest working directory, kept by libkernel (`chdir`). A NULL
+/// `buf` allocates (`size` bytes, or as many as needed when `size` is 0), as FreeBSD's.
+/// Without libkernel (this crate's unit tests) it is `/app0`.
+#[nid("getcwd")]
+pub unsafe extern "C" fn getcwd(buf: *mut c_char, size: usize) -> *mut c_char {
+    static F: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let f = *F.get_or_init(|| {
+        let c = std::ffi::CString::new(aps5_prx_macros::nid_str!("__aps5_getcwd")).expect("NID");
+        unsafe { libc::dlsym(libc::RTLD_DEFAULT, c.as_ptr()) as usize }
+    });
+    let mut tmp = [0u8; 1024];
+    let len = if f == 0 {
+        tmp[..5].copy_from_slice(b"/app0");
+        5
+    } else {
+        let f: extern "C" fn(*mut u8, usize) -> isize = unsafe { std::mem::transmute(f) };
+        let n = f(tmp.as_mut_ptr(), tmp.len());
+        if n < 0 {
+            crate::kernel::set_errno(34);
+            return std::ptr::null_mut();
+        }
+        n as usize
+    };
+    if !buf.is_null() && size == 0 {
+        crate::kernel::set_errno(22);
+        return std::ptr::null_mut();
+    }
+    let need = len + 1;
+    let (out, cap) = if buf.is_null() {
+        let cap = if size == 0 { need } else { size };
+        (unsafe { libc::malloc(cap) }.cast::<c_char>(), cap)
+    } else {
+        (buf, size)
+    };
+    if out.is_null() {
+        crate::kernel::set_errno(12);
+        return out;
+    }
+    if need > cap {
+        if buf.is_null() {
+            unsafe { libc::free(out.cast()) };
+        }
+        crate::kernel::set_errno(34); // ERANGE
+        return std::ptr::null_mut();
+    }
+    unsafe {
+        std::ptr::copy_nonoverlapping(tmp.as_ptr().cast(), out, len);
+        *out.add(len) = 0;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,6 +358,21 @@ mod tests {
             // dst not terminated inside size: size + strlen(src), nothing written.
             assert_eq!(strlcat(buf.as_mut_ptr(), c"abc".as_ptr(), 3), 6);
             assert_eq!(strlcpy(buf.as_mut_ptr(), c"xyz".as_ptr(), 0), 3);
+        }
+    }
+
+    #[test]
+    fn getcwd_sizes() {
+        let mut b = [0 as c_char; 8];
+        unsafe {
+            let p = getcwd(b.as_mut_ptr(), 8);
+            assert_eq!(CStr::from_ptr(p).to_bytes(), b"/app0");
+            assert!(getcwd(b.as_mut_ptr(), 5).is_null());
+            assert_eq!(*crate::kernel::errno_ptr(), 34);
+            assert!(getcwd(b.as_mut_ptr(), 0).is_null());
+            let m = getcwd(std::ptr::null_mut(), 0);
+            assert_eq!(CStr::from_ptr(m).to_bytes(), b"/app0");
+            libc::free(m.cast());
         }
     }
 

@@ -57,16 +57,35 @@ pub(crate) fn init() {
     });
 }
 
+/// The guest working directory (an absolute guest path); empty means `/app0`, where a
+/// PS4/PS5 process starts.
+static CWD: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+
+/// The guest working directory.
+pub fn cwd() -> String {
+    let c = CWD.lock().unwrap_or_else(|e| e.into_inner());
+    if c.is_empty() {
+        "/app0".to_string()
+    } else {
+        c.clone()
+    }
+}
+
 /// Splits a guest path into (host root fd, path relative to it). Relative guest paths
-/// are relative to `/app0` (the working directory of a PS4/PS5 process).
+/// are relative to the guest working directory ([`cwd`], `/app0` at start).
 pub fn resolve(guest: &[u8]) -> Result<(i32, CString), i32> {
     init();
     let mounts = MOUNTS.get().expect("initialised above");
     let s = std::str::from_utf8(guest).map_err(|_| 2)?;
-    let (mount, rest) = match s.strip_prefix('/') {
-        Some(abs) => abs.split_once('/').unwrap_or((abs, "")),
-        None => ("app0", s),
+    let joined;
+    let s = if s.starts_with('/') {
+        s
+    } else {
+        joined = format!("{}/{s}", cwd());
+        joined.as_str()
     };
+    let abs = s.strip_prefix('/').unwrap_or(s);
+    let (mount, rest) = abs.split_once('/').unwrap_or((abs, ""));
     let fd = mounts
         .roots
         .iter()
@@ -447,6 +466,65 @@ pub unsafe extern "C" fn sce_kernel_rename(
         0 => 0,
         _ => sce_error(unsafe { *errno::error() }),
     }
+}
+
+/// `chdir(path)`: changes the guest working directory (a folder under a mount; `..` is
+/// refused as everywhere). The host process's own working directory is not touched.
+#[nid("chdir")]
+pub unsafe extern "C" fn chdir(path: *const libc::c_char) -> i32 {
+    let r = (|| {
+        let p = unsafe { cstr(path) }?;
+        if p.is_empty() {
+            return Err(2);
+        }
+        let (root, rel) = resolve(p)?;
+        let how = OpenHow {
+            flags: (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+            mode: 0,
+            resolve: libc::RESOLVE_BENEATH,
+        };
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                root,
+                rel.as_ptr(),
+                &how as *const OpenHow,
+                std::mem::size_of::<OpenHow>(),
+            )
+        };
+        host_ret(fd as isize)?;
+        unsafe { libc::close(fd as i32) };
+        let s = std::str::from_utf8(p).map_err(|_| 2)?;
+        let abs = if s.starts_with('/') {
+            s.to_string()
+        } else {
+            format!("{}/{s}", cwd())
+        };
+        // Canonical form: no empty or "." components, no trailing slash.
+        let parts: Vec<&str> = abs
+            .split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .collect();
+        *CWD.lock().unwrap_or_else(|e| e.into_inner()) = format!("/{}", parts.join("/"));
+        Ok(0)
+    })();
+    posix(r, -1)
+}
+
+/// `__aps5_getcwd(buf, size)`: the guest working directory for libc.prx's `getcwd`
+/// (a NID of this name; `getcwd` itself belongs to libSceLibcInternal). Returns the
+/// length written without the NUL, or -ERANGE if it does not fit.
+#[nid("__aps5_getcwd")]
+pub unsafe extern "C" fn aps5_getcwd(buf: *mut u8, size: usize) -> isize {
+    let c = cwd();
+    if buf.is_null() || c.len() + 1 > size {
+        return -34;
+    }
+    unsafe {
+        std::ptr::copy_nonoverlapping(c.as_ptr(), buf, c.len());
+        *buf.add(c.len()) = 0;
+    }
+    c.len() as isize
 }
 
 /// `system`: there is no shell on the console. `system(NULL)` answers 0 (none available);
