@@ -23,6 +23,9 @@ struct Direct {
     fd: i32,
     /// Allocated (start, len), sorted by start.
     used: Vec<(u64, u64)>,
+    /// Memory type of the allocation starting at each key (a partly released allocation
+    /// keeps its type in each remaining piece).
+    types: std::collections::BTreeMap<u64, i32>,
 }
 
 fn direct() -> &'static Mutex<Result<Direct, i32>> {
@@ -35,6 +38,7 @@ fn direct() -> &'static Mutex<Result<Direct, i32>> {
             Ok(Direct {
                 fd,
                 used: Vec::new(),
+                types: std::collections::BTreeMap::new(),
             })
         };
         Mutex::new(r)
@@ -184,6 +188,14 @@ pub(crate) fn direct_allocations() -> Vec<(u64, u64)> {
     }
 }
 
+/// The memory type given when the direct memory at `offset` was allocated.
+pub(crate) fn direct_type(offset: u64) -> i32 {
+    match direct().lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        Ok(d) => d.types.range(..=offset).next_back().map_or(0, |(_, t)| *t),
+        Err(_) => 0,
+    }
+}
+
 /// Largest free range of direct memory inside [start, end) whose start is aligned to
 /// `align`: (aligned start, length), or None.
 pub(crate) fn largest_free(
@@ -244,7 +256,7 @@ pub unsafe extern "C" fn sce_kernel_allocate_direct_memory(
     end: i64,
     len: usize,
     align: usize,
-    _mem_type: i32,
+    mem_type: i32,
     out: *mut i64,
 ) -> i32 {
     if out.is_null()
@@ -265,6 +277,7 @@ pub unsafe extern "C" fn sce_kernel_allocate_direct_memory(
     };
     let pos = d.used.partition_point(|&(s, _)| s < at);
     d.used.insert(pos, (at, len as u64));
+    d.types.insert(at, mem_type);
     unsafe { *out = at as i64 };
     0
 }
@@ -302,9 +315,15 @@ pub extern "C" fn sce_kernel_release_direct_memory(start: i64, len: usize) -> i3
         }
         if b > e {
             next.push((e, b - e));
+            let t = d.types.range(..=a).next_back().map_or(0, |(_, t)| *t);
+            d.types.insert(e, t);
         }
     }
     d.used = next;
+    let gone: Vec<u64> = d.types.range(s..e).map(|(k, _)| *k).collect();
+    for k in gone {
+        d.types.remove(&k);
+    }
     unsafe {
         libc::fallocate(
             d.fd,

@@ -10,7 +10,7 @@
 
 use aps5_prx_macros::nid;
 
-use crate::memory::{direct_allocations, largest_free};
+use crate::memory::{direct_allocations, direct_type, largest_free};
 use crate::sce_error;
 
 const EINVAL: i32 = 22;
@@ -103,7 +103,7 @@ pub struct VirtualQueryInfo {
     pub offset: i64,
     /// SCE protection bits (CPU read 1, write 2, exec 4; GPU read 0x10, write 0x20).
     pub protection: i32,
-    /// Memory type (0: write-back Onion; types are not recorded here).
+    /// Memory type given at allocation (direct memory), else 0 (write-back Onion).
     pub memory_type: i32,
     /// Bit 0 flexible, 1 direct, 2 stack, 3 pooled, 4 committed.
     pub flags: u32,
@@ -139,7 +139,7 @@ fn info_of(r: &Region) -> VirtualQueryInfo {
         end: r.end,
         offset: if direct { r.offset as i64 } else { 0 },
         protection,
-        memory_type: 0,
+        memory_type: if direct { direct_type(r.offset) } else { 0 },
         flags,
         name: [0; 32],
     }
@@ -232,7 +232,7 @@ pub struct DirectMemoryQueryInfo {
     pub start: i64,
     /// One past its last offset.
     pub end: i64,
-    /// Memory type (0: not recorded here).
+    /// Memory type given at allocation.
     pub memory_type: i32,
 }
 
@@ -258,7 +258,7 @@ pub unsafe extern "C" fn sce_kernel_direct_memory_query(
                 *info = DirectMemoryQueryInfo {
                     start: s as i64,
                     end: (s + l) as i64,
-                    memory_type: 0,
+                    memory_type: direct_type(s),
                 }
             };
             0
@@ -450,7 +450,7 @@ mod tests {
                 0x2000_0000,
                 0x10000,
                 0x10000,
-                0,
+                3, // SCE_KERNEL_WC_GARLIC
                 &mut a,
             )
         };
@@ -461,7 +461,10 @@ mod tests {
             unsafe { sce_kernel_direct_memory_query(a + 5, 0, &mut info, sz) },
             0
         );
-        assert_eq!((info.start, info.end), (a, a + 0x10000));
+        assert_eq!(
+            (info.start, info.end, info.memory_type),
+            (a, a + 0x10000, 3)
+        );
         // 0x8000 free before the allocation, 0x4000 after it: the larger one wins.
         let (mut at, mut len) = (0i64, 0u64);
         let r = unsafe {
@@ -486,7 +489,7 @@ mod tests {
             unsafe { sce_kernel_virtual_query(addr as u64 + 0x100, 0, &mut vi, 72) },
             0
         );
-        assert_eq!(vi.flags & 2, 2);
+        assert_eq!((vi.flags & 2, vi.memory_type), (2, 3));
         assert_eq!(vi.offset as u64 + (addr as u64 - vi.start), a as u64);
         unsafe { libc::munmap(addr as *mut _, 0x10000) };
         assert_eq!(
@@ -496,6 +499,49 @@ mod tests {
         assert_eq!(
             unsafe { sce_kernel_direct_memory_query(a, 0, &mut info, sz) },
             sce_error(EACCES)
+        );
+    }
+
+    #[test]
+    fn a_partly_released_allocation_keeps_its_type() {
+        let mut a = 0i64;
+        let r = unsafe {
+            crate::memory::sce_kernel_allocate_direct_memory(
+                0x3000_0000,
+                0x4000_0000,
+                0x30000,
+                0x10000,
+                10, // SCE_KERNEL_WB_GARLIC
+                &mut a,
+            )
+        };
+        assert_eq!(r, 0);
+        assert_eq!(
+            crate::memory::sce_kernel_release_direct_memory(a + 0x10000, 0x10000),
+            0
+        );
+        let mut info = DirectMemoryQueryInfo::default();
+        let sz = std::mem::size_of::<DirectMemoryQueryInfo>();
+        // FIND_NEXT from the hole lands on the tail piece, which is still type 10.
+        assert_eq!(
+            unsafe { sce_kernel_direct_memory_query(a + 0x10000, 1, &mut info, sz) },
+            0
+        );
+        assert_eq!(
+            (info.start, info.end, info.memory_type),
+            (a + 0x20000, a + 0x30000, 10)
+        );
+        assert_eq!(
+            unsafe { sce_kernel_direct_memory_query(a, 0, &mut info, sz) },
+            0
+        );
+        assert_eq!(
+            (info.start, info.end, info.memory_type),
+            (a, a + 0x10000, 10)
+        );
+        assert_eq!(
+            crate::memory::sce_kernel_release_direct_memory(a, 0x30000),
+            0
         );
     }
 
