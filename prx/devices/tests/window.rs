@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use x11rb::connection::Connection;
 use x11rb::protocol::xproto::{
-    AtomEnum, ClientMessageEvent, ConnectionExt as _, EventMask, ImageFormat, InputFocus,
+    AtomEnum, ChangeWindowAttributesAux, ClientMessageEvent, ConnectionExt as _, EventMask,
+    ImageFormat, InputFocus,
 };
 use x11rb::rust_connection::RustConnection;
 
@@ -582,4 +583,46 @@ fn a_bad_keymap_stops_the_program_naming_the_key() {
         stderr.contains("APS5_KEYMAP=\"cross=Retrun\": cross: unknown key `Retrun`"),
         "{stderr}"
     );
+}
+
+#[test]
+fn aps5_headless_keeps_the_program_off_the_display() {
+    let Some(x) = xvfb(1600, 900) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    build(GRAPHICS, &[], &out);
+    // Windows made by any client are reported to us (CreateNotify on the root).
+    let (conn, _) = RustConnection::connect(Some(&x.display)).unwrap();
+    let root = conn.setup().roots[0].root;
+    conn.change_window_attributes(
+        root,
+        &ChangeWindowAttributesAux::new().event_mask(EventMask::SUBSTRUCTURE_NOTIFY),
+    )
+    .unwrap();
+    conn.get_input_focus().unwrap().reply().unwrap();
+    let windows_made = |headless: bool| {
+        let dir = tmp.path().join(format!("frames-{headless}"));
+        let mut env = vec![
+            ("DISPLAY", x.display.clone()),
+            ("APS5_FRAMES_DIR", dir.display().to_string()),
+            ("APS5_MAX_FRAMES", "3".to_owned()),
+        ];
+        if headless {
+            env.push(("APS5_HEADLESS", "1".to_owned()));
+        }
+        let (status, stderr) = start(&out, &env).wait(Duration::from_secs(60));
+        assert_eq!(status, 0, "{stderr}");
+        assert_eq!(frame_count(&dir), 3, "{stderr}");
+        conn.get_input_focus().unwrap().reply().unwrap();
+        let mut made = 0;
+        while let Some(ev) = conn.poll_for_event().unwrap() {
+            if matches!(ev, x11rb::protocol::Event::CreateNotify(_)) {
+                made += 1;
+            }
+        }
+        made
+    };
+    assert_eq!(windows_made(true), 0, "APS5_HEADLESS=1 made a window");
+    // The same run without it does make one: the check above can see windows.
+    assert_eq!(windows_made(false), 1);
 }
