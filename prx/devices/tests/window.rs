@@ -218,23 +218,65 @@ fn frame_count(dir: &Path) -> usize {
     std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0)
 }
 
-/// Compares a window grab with a frame scaled the way the window scales it (nearest
-/// source pixel; the window has the frame's aspect ratio here, so no bars).
+/// Compares a window grab with a frame scaled the way the window shows it: the largest
+/// centred rectangle of the frame's aspect ratio, each pixel the frame's pixel it falls
+/// in, black around it. Returns the number of equal pixels.
 fn compare(win: &(u32, u32, Vec<u8>), frame: &(u32, u32, Vec<u8>)) -> usize {
-    let (ww, wh, w) = win;
-    let (fw, fh, f) = frame;
+    let (ww, wh, w) = (win.0 as u64, win.1 as u64, &win.2);
+    let (fw, fh, f) = (frame.0 as u64, frame.1 as u64, &frame.2);
+    let (rw, rh) = if ww * fh <= wh * fw {
+        (ww, ww * fh / fw)
+    } else {
+        (wh * fw / fh, wh)
+    };
+    let (ox, oy) = ((ww - rw) / 2, (wh - rh) / 2);
     let mut same = 0;
-    for y in 0..*wh {
-        for x in 0..*ww {
-            let (sx, sy) = (x * fw / ww, y * fh / wh);
+    for y in 0..wh {
+        for x in 0..ww {
             let a = ((y * ww + x) * 3) as usize;
-            let b = ((sy * fw + sx) * 3) as usize;
-            if w[a..a + 3] == f[b..b + 3] {
+            let want = if (ox..ox + rw).contains(&x) && (oy..oy + rh).contains(&y) {
+                let (sx, sy) = ((x - ox) * fw / rw, (y - oy) * fh / rh);
+                let b = ((sy * fw + sx) * 3) as usize;
+                [f[b], f[b + 1], f[b + 2]]
+            } else {
+                [0, 0, 0]
+            };
+            if w[a..a + 3] == want {
                 same += 1;
             }
         }
     }
     same
+}
+
+/// Resizes the window (as a user or window manager would) and waits until its contents
+/// equal the frame scaled to the new size; returns the equal pixel count.
+fn resized(conn: &RustConnection, win: u32, w: u32, h: u32, frame: &(u32, u32, Vec<u8>)) -> usize {
+    conn.configure_window(
+        win,
+        &x11rb::protocol::xproto::ConfigureWindowAux::new()
+            .width(w)
+            .height(h),
+    )
+    .unwrap();
+    conn.get_input_focus().unwrap().reply().unwrap();
+    let mut best = 0;
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(20) {
+        let g = grab(conn, win);
+        if (g.0, g.1) == (w, h) {
+            best = compare(&g, frame);
+            if best == (w * h) as usize {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    eprintln!(
+        "resized to {w}x{h}: {best}/{} pixels equal the frame scaled with bars",
+        w * h
+    );
+    best
 }
 
 const GRAPHICS: &str = "corpus/homebrew/openorbis-samples/graphics/pkg/eboot.bin";
@@ -284,6 +326,9 @@ fn mandelbrot_in_window(sw: u32, sh: u32, want: (u32, u32), close: impl FnOnce(&
     );
     assert_eq!(grabbed, want, "window size");
     assert_eq!(best, (want.0 * want.1) as usize, "window contents");
+    // A square window: the picture keeps its aspect ratio between black bars.
+    let (w, h) = (want.1 * 2 / 3, want.1 * 2 / 3);
+    assert_eq!(resized(&conn, win, w, h, &frame), (w * h) as usize);
     let before = frame_count(&dir);
     close(&mut x, win);
     let (status, stderr) = prog.wait(Duration::from_secs(30));
