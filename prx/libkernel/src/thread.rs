@@ -80,7 +80,13 @@ fn create(out: *mut libc::pthread_t, attr: Attr, entry: Entry, arg: *mut u8) -> 
         // The guest entry has the host's signature: fn(void *) -> void *.
         let start: extern "C" fn(*mut libc::c_void) -> *mut libc::c_void =
             std::mem::transmute(entry);
-        let r = libc::pthread_create(out, &host, start, arg.cast());
+        // The new thread's recorded scheduling values are its attributes' (replacing those
+        // of an exited thread that had the same pthread_t); the record is made before the
+        // thread can look at it.
+        let r = crate::thread_attr::while_recording(attr.policy, attr.priority, || {
+            let r = libc::pthread_create(out, &host, start, arg.cast());
+            (r, (r == 0).then(|| *out))
+        });
         libc::pthread_attr_destroy(&mut host);
         from_host(r)
     }
@@ -550,19 +556,21 @@ pub unsafe extern "C" fn sce_pthread_getaffinity(_t: libc::pthread_t, mask: *mut
     0
 }
 
-/// `scePthreadSetprio` (accepted, ignored).
+/// `scePthreadSetprio`: 256 (highest) ..= 767 (lowest), recorded for `scePthreadGetprio`
+/// and not applied (the host scheduler decides).
 #[nid("scePthreadSetprio")]
-pub extern "C" fn sce_pthread_setprio(_t: libc::pthread_t, _prio: i32) -> i32 {
-    0
+pub extern "C" fn sce_pthread_setprio(t: libc::pthread_t, prio: i32) -> i32 {
+    sce(crate::thread_attr::set_priority(t, prio))
 }
 
-/// `scePthreadGetprio`: the default priority of a game thread (700).
+/// `scePthreadGetprio`: what `scePthreadSetprio` recorded, else the default priority of a
+/// game thread (700).
 #[nid("scePthreadGetprio")]
-pub unsafe extern "C" fn sce_pthread_getprio(_t: libc::pthread_t, prio: *mut i32) -> i32 {
+pub unsafe extern "C" fn sce_pthread_getprio(t: libc::pthread_t, prio: *mut i32) -> i32 {
     if prio.is_null() {
         return sce_error(22);
     }
-    unsafe { *prio = 700 };
+    unsafe { *prio = crate::thread_attr::priority_of(t) };
     0
 }
 

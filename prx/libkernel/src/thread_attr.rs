@@ -292,35 +292,131 @@ pub unsafe extern "C" fn pthread_setname_np(t: libc::pthread_t, name: *const lib
     0
 }
 
-/// `scePthreadGetschedparam(thread, policy, param)`: SCHED_OTHER and the default game
-/// priority (priorities are not applied on the host).
-#[nid("scePthreadGetschedparam")]
-pub unsafe extern "C" fn sce_pthread_getschedparam(
-    _t: libc::pthread_t,
+/// Recorded (policy, priority) per thread (`pthread_t`), set by `scePthreadSetprio` and
+/// the `setschedparam` calls.
+static SCHED: std::sync::Mutex<Vec<(libc::pthread_t, i32, i32)>> =
+    std::sync::Mutex::new(Vec::new());
+
+fn sched_of(t: libc::pthread_t) -> (i32, i32) {
+    let v = SCHED.lock().unwrap_or_else(|e| e.into_inner());
+    v.iter()
+        .find(|e| e.0 == t)
+        .map_or((2, DEFAULT_PRIORITY), |e| (e.1, e.2))
+}
+
+fn put(v: &mut Vec<(libc::pthread_t, i32, i32)>, t: libc::pthread_t, policy: i32, prio: i32) {
+    match v.iter_mut().find(|e| e.0 == t) {
+        Some(e) => (e.1, e.2) = (policy, prio),
+        None => v.push((t, policy, prio)),
+    }
+}
+
+fn record(t: libc::pthread_t, policy: i32, prio: i32) {
+    put(
+        &mut SCHED.lock().unwrap_or_else(|e| e.into_inner()),
+        t,
+        policy,
+        prio,
+    );
+}
+
+/// Runs `create` (which makes a thread and returns its result and, on success, its
+/// `pthread_t`) with the table locked, and records `(policy, prio)` for the new thread
+/// before unlocking, so the thread never sees a stale entry of an exited thread with the
+/// same `pthread_t`.
+pub(crate) fn while_recording(
+    policy: i32,
+    prio: i32,
+    create: impl FnOnce() -> (i32, Option<libc::pthread_t>),
+) -> i32 {
+    let mut v = SCHED.lock().unwrap_or_else(|e| e.into_inner());
+    let (r, t) = create();
+    if let Some(t) = t {
+        put(&mut v, t, policy, prio);
+    }
+    r
+}
+
+/// The recorded priority of thread `t` (700 if none was set).
+pub fn priority_of(t: libc::pthread_t) -> i32 {
+    sched_of(t).1
+}
+
+/// Records a priority for `t`: EINVAL outside 256..=767, the PS4/PS5 range; ESRCH for
+/// a thread that does not exist.
+pub fn set_priority(t: libc::pthread_t, prio: i32) -> i32 {
+    if !(256..=767).contains(&prio) {
+        return EINVAL;
+    }
+    if unsafe { libc::pthread_kill(t, 0) } != 0 {
+        return ESRCH;
+    }
+    let policy = sched_of(t).0;
+    record(t, policy, prio);
+    0
+}
+
+/// `pthread_getschedparam(thread, policy, param)`: the recorded policy and priority
+/// (SCHED_OTHER and 700 by default).
+#[nid("pthread_getschedparam")]
+pub unsafe extern "C" fn pthread_getschedparam(
+    t: libc::pthread_t,
     policy: *mut i32,
     param: *mut i32,
 ) -> i32 {
     if policy.is_null() || param.is_null() {
-        return crate::sce_error(EINVAL);
+        return EINVAL;
     }
+    if unsafe { libc::pthread_kill(t, 0) } != 0 {
+        return ESRCH;
+    }
+    let (p, prio) = sched_of(t);
     unsafe {
-        *policy = 2;
-        *param = DEFAULT_PRIORITY;
+        *policy = p;
+        *param = prio;
     }
     0
 }
 
-/// `scePthreadSetschedparam` (accepted; see the module comment).
-#[nid("scePthreadSetschedparam")]
-pub unsafe extern "C" fn sce_pthread_setschedparam(
-    _t: libc::pthread_t,
+/// `pthread_setschedparam(thread, policy, param)`: recorded, not applied.
+#[nid("pthread_setschedparam")]
+pub unsafe extern "C" fn pthread_setschedparam(
+    t: libc::pthread_t,
     policy: i32,
     param: *const i32,
 ) -> i32 {
     if param.is_null() || !(1..=3).contains(&policy) {
-        return crate::sce_error(EINVAL);
+        return EINVAL;
     }
+    let prio = unsafe { *param };
+    if !(256..=767).contains(&prio) {
+        return EINVAL;
+    }
+    if unsafe { libc::pthread_kill(t, 0) } != 0 {
+        return ESRCH;
+    }
+    record(t, policy, prio);
     0
+}
+
+/// `scePthreadGetschedparam(thread, policy, param)`.
+#[nid("scePthreadGetschedparam")]
+pub unsafe extern "C" fn sce_pthread_getschedparam(
+    t: libc::pthread_t,
+    policy: *mut i32,
+    param: *mut i32,
+) -> i32 {
+    sce(unsafe { pthread_getschedparam(t, policy, param) })
+}
+
+/// `scePthreadSetschedparam`.
+#[nid("scePthreadSetschedparam")]
+pub unsafe extern "C" fn sce_pthread_setschedparam(
+    t: libc::pthread_t,
+    policy: i32,
+    param: *const i32,
+) -> i32 {
+    sce(unsafe { pthread_setschedparam(t, policy, param) })
 }
 
 #[cfg(test)]
@@ -388,6 +484,46 @@ mod tests {
             assert_eq!(out[1..], [3 * 4096, 1]);
             assert_eq!(crate::thread::pthread_attr_destroy(&mut a), 0);
         }
+    }
+
+    #[test]
+    fn priorities_are_recorded_per_thread() {
+        let me = unsafe { libc::pthread_self() };
+        let (mut pol, mut prio) = (0, 0);
+        unsafe {
+            assert_eq!(
+                crate::thread::sce_pthread_setprio(me, 100),
+                crate::sce_error(EINVAL)
+            );
+            assert_eq!(crate::thread::sce_pthread_setprio(me, 300), 0);
+            assert_eq!(crate::thread::sce_pthread_getprio(me, &mut prio), 0);
+            assert_eq!(prio, 300);
+            assert_eq!(pthread_setschedparam(me, 1, &450), 0);
+            assert_eq!(sce_pthread_getschedparam(me, &mut pol, &mut prio), 0);
+            assert_eq!((pol, prio), (1, 450));
+            assert_eq!(pthread_setschedparam(me, 9, &450), EINVAL);
+        }
+        // A thread created by this library starts with its attributes' priority (the
+        // default 700 here), whatever an exited thread with the same pthread_t had.
+        extern "C" fn report(out: *mut u8) -> *mut u8 {
+            unsafe { crate::thread::sce_pthread_getprio(libc::pthread_self(), out.cast()) };
+            std::ptr::null_mut()
+        }
+        let mut p = 0i32;
+        let mut t: libc::pthread_t = 0;
+        unsafe {
+            assert_eq!(
+                crate::thread::pthread_create(
+                    &mut t,
+                    std::ptr::null(),
+                    report,
+                    (&raw mut p).cast()
+                ),
+                0
+            );
+            assert_eq!(crate::thread::pthread_join(t, std::ptr::null_mut()), 0);
+        }
+        assert_eq!(p, 700);
     }
 
     #[test]
