@@ -279,13 +279,12 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), String> {
     std::thread::Builder::new()
         .name(name.to_owned())
         .spawn(move || {
-            // A write to a dead X server raises SIGPIPE in the writing thread; blocked
-            // here, the write fails with EPIPE instead and the guest's own SIGPIPE
-            // disposition is left alone.
+            // Every signal blocked: process-directed ones go to the guest's threads (its
+            // handlers expect them), and a write to a dead X server fails with EPIPE
+            // instead of raising SIGPIPE here.
             unsafe {
                 let mut set: libc::sigset_t = std::mem::zeroed();
-                libc::sigemptyset(&mut set);
-                libc::sigaddset(&mut set, libc::SIGPIPE);
+                libc::sigfillset(&mut set);
                 libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
             }
             f()
