@@ -188,6 +188,13 @@ pub unsafe extern "C" fn sce_kernel_dlsym(
     0
 }
 
+/// Adds a host `dlopen` handle to the table; returns its guest handle.
+pub(crate) fn register(h: usize) -> i32 {
+    let mut m = MODULES.lock().unwrap_or_else(|e| e.into_inner());
+    m.push(h);
+    m.len() as i32
+}
+
 /// The load bias of a host `dlopen` handle (`RTLD_DI_LINKMAP`'s `l_addr`).
 fn base_of_host(h: usize) -> Option<u64> {
     // struct link_map starts with ElfW(Addr) l_addr.

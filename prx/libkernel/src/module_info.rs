@@ -93,6 +93,11 @@ const _: () = assert!(std::mem::size_of::<ModuleInfoEx>() == 0x1A8);
 pub struct Object {
     /// File name (without folders).
     pub name: Vec<u8>,
+    /// Path as the loader reports it (empty for the main program).
+    pub path: Vec<u8>,
+    /// Whether it is a relinked guest module (it keeps `PT_SCE_PROCPARAM` or
+    /// `PT_SCE_MODULE_PARAM`).
+    pub guest: bool,
     /// Load bias.
     pub base: u64,
     /// (vaddr + base, memsz, SCE prot) of each PT_LOAD.
@@ -135,6 +140,7 @@ unsafe extern "C" fn collect(
             .to_bytes()
             .to_vec()
     };
+    let loader_path = path.clone();
     let path = if path.is_empty() && out.is_empty() {
         // The main program has no name in the list.
         std::fs::read_link("/proc/self/exe")
@@ -146,6 +152,10 @@ unsafe extern "C" fn collect(
     let name = path.rsplit(|&b| b == b'/').next().unwrap_or(&[]).to_vec();
     let mut o = Object {
         name,
+        path: loader_path,
+        guest: phdrs
+            .iter()
+            .any(|p| p.p_type == 0x6100_0001 || p.p_type == 0x6100_0002),
         base,
         loads: Vec::new(),
         tls: None,
@@ -273,6 +283,51 @@ pub unsafe extern "C" fn sce_kernel_get_module_info(handle: i32, info: *mut Modu
     0
 }
 
+/// `sceKernelGetModuleList(handles, num, actual)`: the handles of the loaded guest
+/// modules (the program first). Modules the host loader loaded at start get a handle on
+/// first listing (a `dlopen` reference of the loaded object), usable with
+/// `sceKernelGetModuleInfo` and `sceKernelDlsym`. At most `num` handles are written;
+/// `*actual` is the number of modules.
+#[nid("sceKernelGetModuleList")]
+pub unsafe extern "C" fn sce_kernel_get_module_list(
+    handles: *mut i32,
+    num: usize,
+    actual: *mut usize,
+) -> i32 {
+    if actual.is_null() || (handles.is_null() && num != 0) {
+        return sce_error(EFAULT);
+    }
+    let mut out = Vec::new();
+    for (i, o) in objects().iter().enumerate() {
+        if !o.guest {
+            continue;
+        }
+        let h = match crate::module::handle_of_base(o.base) {
+            Some(h) => h as i32,
+            None => {
+                let host = if i == 0 {
+                    unsafe { libc::dlopen(std::ptr::null(), libc::RTLD_NOW) }
+                } else {
+                    let Ok(c) = std::ffi::CString::new(o.path.clone()) else {
+                        continue;
+                    };
+                    unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) }
+                };
+                if host.is_null() {
+                    continue;
+                }
+                crate::module::register(host as usize)
+            }
+        };
+        out.push(h);
+    }
+    for (k, h) in out.iter().take(num).enumerate() {
+        unsafe { *handles.add(k) = *h };
+    }
+    unsafe { *actual = out.len() };
+    0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,5 +366,12 @@ mod tests {
             unsafe { sce_kernel_get_module_info_from_addr(8, 0, &mut info) },
             sce_error(ESRCH)
         );
+        // The test binary and host libraries are not guest modules.
+        let mut n = 9usize;
+        assert_eq!(
+            unsafe { sce_kernel_get_module_list(std::ptr::null_mut(), 0, &mut n) },
+            0
+        );
+        assert_eq!(n, 0);
     }
 }
