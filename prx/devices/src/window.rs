@@ -87,10 +87,11 @@ pub fn open() -> bool {
     if let Some(w) = WINDOW.get() {
         return w.is_some();
     }
+    let headless = std::env::var_os("APS5_HEADLESS").is_some_and(|v| v != "0" && !v.is_empty());
     let display = std::env::var("DISPLAY")
         .ok()
         .filter(|d| !d.is_empty())
-        .filter(|_| !std::env::var_os("APS5_HEADLESS").is_some_and(|v| v != "0" && !v.is_empty()));
+        .filter(|_| !headless);
     if display.is_some() {
         // A bad APS5_KEYMAP exits here, outside the OnceLock initialisation (atexit
         // handlers that reach this library again must not find it half done).
@@ -98,6 +99,15 @@ pub fn open() -> bool {
     }
     WINDOW
         .get_or_init(|| {
+            if display.is_none()
+                && !headless
+                && std::env::var_os("WAYLAND_DISPLAY").is_some_and(|v| !v.is_empty())
+            {
+                diag(
+                    "WAYLAND_DISPLAY is set but DISPLAY is not: the window needs XWayland \
+                     (no native Wayland client); running headless",
+                );
+            }
             let display = display?;
             match start(&display) {
                 Ok(w) => Some(w),
