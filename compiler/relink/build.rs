@@ -16,7 +16,27 @@ const PRX: &[(&str, &str, &str, &[&str])] = &[
         "aps5-prx-libkernel",
         "libaps5_prx_libkernel.so",
         "libkernel.prx",
-        &["libkernel", "libScePosix", "libkernel_unity"],
+        // libkernel.sprx exports the same functions under these library names too (a game may
+        // import sceKernelIsProspero from libkernel_cpumode_platform, say); PS5 adds _sys/_web.
+        &[
+            "libkernel",
+            "libScePosix",
+            "libkernel_unity",
+            "libkernel_avlfmem",
+            "libkernel_cpumode",
+            "libkernel_cpumode_platform",
+            "libkernel_dmem_aliasing",
+            "libkernel_exception",
+            "libkernel_jvm",
+            "libkernel_module_info",
+            "libkernel_module_load_check",
+            "libkernel_pre",
+            "libkernel_psmkit",
+            "libkernel_qadisc",
+            "libkernel_sysc_se",
+            "libkernel_sys",
+            "libkernel_web",
+        ],
     ),
     (
         "aps5-prx-libc",
