@@ -199,7 +199,8 @@ pub fn ci(install: bool, fuzz_seconds: u64) -> Result<bool> {
         )
     });
     run_step(&mut steps, "cargo test (workspace)", || {
-        cargo(&["test", "--workspace", "--locked"], &[])
+        // Every test binary runs even after one fails, so one CI run reports every failure.
+        cargo(&["test", "--workspace", "--locked", "--no-fail-fast"], &[])
     });
     run_step(&mut steps, "fuzz smoke: reader", || {
         fuzz_smoke("reader", fuzz_seconds, &homebrew_seeds())
