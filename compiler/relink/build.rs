@@ -64,6 +64,12 @@ const PRX: &[(&str, &str, &str, &[&str])] = &[
         "libSceFreeType.prx",
         &["libSceFreeType"],
     ),
+    (
+        "aps5-prx-net",
+        "libaps5_prx_net.so",
+        "libSceNet.prx",
+        &["libSceNet", "libSceNetCtl"],
+    ),
 ];
 
 fn main() {
