@@ -55,6 +55,8 @@ const SKIP: &[(&str, &str)] = &[
         "needs libc.prx's FreeBSD and Dinkumware ctype objects",
     ),
     ("wide_stdio", "needs libc.prx's 2-byte wchar_t functions"),
+    // sceNet* calls and FreeBSD sockaddrs have no host-libc counterpart to bind to.
+    ("sce_net", "needs libSceNet.prx's sceNet* calls and SCE error codes"),
 ];
 
 unsafe extern "C" {
