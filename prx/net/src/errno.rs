@@ -12,6 +12,8 @@ pub const SCE_NET_ERROR_BASE: u32 = 0x8041_0100;
 
 /// SCE net errno values used by name here (FreeBSD's numbers).
 pub mod code {
+    /// Interrupted (a call on an aborted socket).
+    pub const EINTR: i32 = 4;
     /// Bad descriptor / unknown id.
     pub const EBADF: i32 = 9;
     /// Bad pointer.

@@ -2,6 +2,9 @@
 //! byte, one-byte family), passed to libkernel unchanged.
 
 use aps5_prx_macros::nid;
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::errno::{self, code, fail, sce};
 use crate::kernel;
@@ -41,24 +44,72 @@ pub extern "C" fn sce_net_socket(
     ty: i32,
     proto: i32,
 ) -> i32 {
-    sce(kernel::socket(family, socket_type(ty), proto))
+    fresh(kernel::socket(family, socket_type(ty), proto))
 }
 
 /// `sceNetSocketClose`.
 #[nid("sceNetSocketClose")]
 pub extern "C" fn sce_net_socket_close(s: i32) -> i32 {
+    if ANY_ABORTED.load(Ordering::Relaxed) {
+        aborted_set(|a| a.remove(&s));
+    }
     sce(kernel::close(s))
 }
 
-/// `sceNetSocketAbort(s, flags)`: wakes every thread blocked on `s`. Done with
-/// `shutdown(SHUT_RDWR)`, so the socket stays unusable afterwards (the console's
-/// "preservation" flags, which keep one direction usable, are not honoured).
+/// Sockets aborted by `sceNetSocketAbort` (until closed); `ANY_ABORTED` keeps the lookup
+/// off the common path.
+static ABORTED: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
+static ANY_ABORTED: AtomicBool = AtomicBool::new(false);
+
+fn aborted_set<R>(f: impl FnOnce(&mut HashSet<i32>) -> R) -> R {
+    let mut g = ABORTED.lock().unwrap_or_else(|p| p.into_inner());
+    let r = f(g.get_or_insert_with(HashSet::new));
+    ANY_ABORTED.store(g.as_ref().is_some_and(|s| !s.is_empty()), Ordering::Relaxed);
+    r
+}
+
+fn is_aborted(s: i32) -> bool {
+    ANY_ABORTED.load(Ordering::Relaxed) && aborted_set(|a| a.contains(&s))
+}
+
+/// A new id (from `socket` or `accept`) is not aborted, whatever an earlier descriptor
+/// with the same number was.
+fn fresh(r: Result<i32, i32>) -> i32 {
+    if let Ok(s) = r
+        && ANY_ABORTED.load(Ordering::Relaxed)
+    {
+        aborted_set(|a| a.remove(&s));
+    }
+    sce(r)
+}
+
+/// Runs a call that may block on `s`: on an aborted socket it (and a call that an abort
+/// woke) fails with `EINTR`, as on the console.
+fn blocking<T: Into<i64>>(s: i32, call: impl FnOnce() -> Result<T, i32>) -> i32 {
+    if is_aborted(s) {
+        return fail(code::EINTR);
+    }
+    let r = call();
+    if is_aborted(s) {
+        return fail(code::EINTR);
+    }
+    sce(r)
+}
+
+/// `sceNetSocketAbort(s, flags)`: wakes the threads blocked on `s`, whose calls (and every
+/// later one until the socket is closed) fail with `SCE_NET_ERROR_EINTR`. The wake-up is a
+/// host `shutdown(SHUT_RDWR)`, so the console's "preservation" flags (keep one direction
+/// usable) are not honoured.
 #[nid("sceNetSocketAbort")]
 pub extern "C" fn sce_net_socket_abort(s: i32, _flags: i32) -> i32 {
+    aborted_set(|a| a.insert(s));
     match kernel::shutdown(s, 2) {
-        // Not connected (a listening or unconnected socket) still wakes accept on Linux.
+        // Not connected (listening or unconnected): Linux still wakes the waiters.
         Ok(_) | Err(57) => 0,
-        Err(e) => fail(e),
+        Err(e) => {
+            aborted_set(|a| a.remove(&s));
+            fail(e)
+        }
     }
 }
 
@@ -77,19 +128,31 @@ pub extern "C" fn sce_net_listen(s: i32, backlog: i32) -> i32 {
 /// `sceNetAccept`: the new socket's id.
 #[nid("sceNetAccept")]
 pub unsafe extern "C-unwind" fn sce_net_accept(s: i32, addr: *mut u8, len: *mut u32) -> i32 {
-    sce(kernel::accept(s, addr, len))
+    if is_aborted(s) {
+        return fail(code::EINTR);
+    }
+    let r = kernel::accept(s, addr, len);
+    if is_aborted(s) {
+        if let Ok(c) = r {
+            let _ = kernel::close(c);
+        }
+        return fail(code::EINTR);
+    }
+    fresh(r)
 }
 
 /// `sceNetConnect` (`APS5_NET_REDIRECT` applies, in libkernel).
 #[nid("sceNetConnect")]
 pub unsafe extern "C-unwind" fn sce_net_connect(s: i32, addr: *const u8, len: u32) -> i32 {
-    sce(kernel::connect(s, addr, len))
+    blocking(s, || kernel::connect(s, addr, len))
 }
 
 /// `sceNetSend`: bytes sent.
 #[nid("sceNetSend")]
 pub unsafe extern "C-unwind" fn sce_net_send(s: i32, buf: *const u8, n: usize, flags: i32) -> i32 {
-    sce(kernel::send(s, buf, n, msg_flags(flags)).map(|v| v as i64))
+    blocking(s, || {
+        kernel::send(s, buf, n, msg_flags(flags)).map(|v| v as i64)
+    })
 }
 
 /// `sceNetSendto`.
@@ -102,13 +165,17 @@ pub unsafe extern "C-unwind" fn sce_net_sendto(
     addr: *const u8,
     len: u32,
 ) -> i32 {
-    sce(kernel::sendto(s, buf, n, msg_flags(flags), addr, len).map(|v| v as i64))
+    blocking(s, || {
+        kernel::sendto(s, buf, n, msg_flags(flags), addr, len).map(|v| v as i64)
+    })
 }
 
 /// `sceNetRecv`: bytes received (0 at end of stream).
 #[nid("sceNetRecv")]
 pub unsafe extern "C-unwind" fn sce_net_recv(s: i32, buf: *mut u8, n: usize, flags: i32) -> i32 {
-    sce(kernel::recv(s, buf, n, msg_flags(flags)).map(|v| v as i64))
+    blocking(s, || {
+        kernel::recv(s, buf, n, msg_flags(flags)).map(|v| v as i64)
+    })
 }
 
 /// `sceNetRecvfrom`.
@@ -121,7 +188,9 @@ pub unsafe extern "C-unwind" fn sce_net_recvfrom(
     addr: *mut u8,
     len: *mut u32,
 ) -> i32 {
-    sce(kernel::recvfrom(s, buf, n, msg_flags(flags), addr, len).map(|v| v as i64))
+    blocking(s, || {
+        kernel::recvfrom(s, buf, n, msg_flags(flags), addr, len).map(|v| v as i64)
+    })
 }
 
 /// FreeBSD's 64-bit `struct msghdr` (`SceNetMsghdr`): `socklen_t` lengths and an `int`
@@ -177,7 +246,9 @@ pub unsafe extern "C-unwind" fn sce_net_sendmsg(s: i32, msg: *const MsgHdr, flag
     } else {
         (m.name as *const u8, m.namelen)
     };
-    sce(kernel::sendto(s, data.as_ptr(), data.len(), msg_flags(flags), addr, len).map(|v| v as i64))
+    blocking(s, || {
+        kernel::sendto(s, data.as_ptr(), data.len(), msg_flags(flags), addr, len).map(|v| v as i64)
+    })
 }
 
 /// `sceNetRecvmsg`: one receive scattered into the iovecs; the sender's address is
@@ -197,10 +268,13 @@ pub unsafe extern "C-unwind" fn sce_net_recvmsg(s: i32, msg: *mut MsgHdr, flags:
     } else {
         (m.name, &raw mut namelen)
     };
-    let n = match kernel::recvfrom(s, data.as_mut_ptr(), total, msg_flags(flags), addr, len) {
-        Ok(n) => n as usize,
-        Err(e) => return fail(e),
-    };
+    let n = blocking(s, || {
+        kernel::recvfrom(s, data.as_mut_ptr(), total, msg_flags(flags), addr, len).map(|v| v as i64)
+    });
+    if n < 0 {
+        return n;
+    }
+    let n = n as usize;
     let mut off = 0;
     for v in iov {
         let k = v.iov_len.min(n - off);

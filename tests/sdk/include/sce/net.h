@@ -123,6 +123,7 @@ typedef union SceNetCtlInfo {
 #define SCE_NET_RESOLVER_HOSTNAME_LEN_MAX 255
 
 /* sce_net_errno values (FreeBSD's) and the matching error codes. */
+#define SCE_NET_EINTR 4
 #define SCE_NET_EBADF 9
 #define SCE_NET_EFAULT 14
 #define SCE_NET_EINVAL 22
@@ -135,6 +136,7 @@ typedef union SceNetCtlInfo {
 #define SCE_NET_ENOTCONN 57
 #define SCE_NET_ECONNREFUSED 61
 #define SCE_NET_ERROR_BASE ((int)0x80410100)
+#define SCE_NET_ERROR_EINTR ((int)0x80410104)
 #define SCE_NET_ERROR_EBADF ((int)0x80410109)
 #define SCE_NET_ERROR_EINVAL ((int)0x80410116)
 #define SCE_NET_ERROR_EAGAIN ((int)0x80410123)
