@@ -22,6 +22,10 @@ pub struct Event {
     data: u64,
 }
 
+/// Events reported by one wait at most (a huge `max` must not become a huge allocation;
+/// the rest are reported by the next wait).
+const MAX_BATCH: i32 = 1024;
+
 /// (epoll id, socket id) -> the guest's data word.
 static DATA: Mutex<Option<HashMap<(i32, i32), u64>>> = Mutex::new(None);
 
@@ -125,8 +129,8 @@ pub unsafe extern "C-unwind" fn sce_net_epoll_wait(
     } else {
         ((timeout_us as i64 + 999) / 1000) as i32
     };
-    let mut host = vec![libc::epoll_event { events: 0, u64: 0 }; max as usize];
-    let n = unsafe { libc::epoll_wait(eid, host.as_mut_ptr(), max, ms) };
+    let mut host = vec![libc::epoll_event { events: 0, u64: 0 }; max.min(MAX_BATCH) as usize];
+    let n = unsafe { libc::epoll_wait(eid, host.as_mut_ptr(), host.len() as i32, ms) };
     if n < 0 {
         return fail_host();
     }

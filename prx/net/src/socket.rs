@@ -259,7 +259,11 @@ pub unsafe extern "C-unwind" fn sce_net_recvmsg(s: i32, msg: *mut MsgHdr, flags:
         Ok(v) => v,
         Err(e) => return fail(e),
     };
-    let total: usize = iov.iter().map(|v| v.iov_len).sum();
+    // One receive of at most 1 MiB (a short read, as a stream socket may give anyway).
+    let total = iov
+        .iter()
+        .fold(0usize, |t, v| t.saturating_add(v.iov_len))
+        .min(1 << 20);
     let mut data = vec![0u8; total];
     let m = unsafe { &mut *msg };
     let mut namelen = m.namelen;
