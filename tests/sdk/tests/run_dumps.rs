@@ -44,7 +44,10 @@ const SKIP: &[(&str, &str)] = &[
         "kernel_files",
         "needs libkernel's FreeBSD dirent records and confined guest paths",
     ),
-    ("kernel_memory", "needs libkernel's direct memory and memory queries"),
+    (
+        "kernel_memory",
+        "needs libkernel's direct memory and memory queries",
+    ),
     (
         "kernel_threads",
         "needs libkernel's FreeBSD thread attribute objects and scePthread* calls",
@@ -56,7 +59,10 @@ const SKIP: &[(&str, &str)] = &[
     ),
     ("wide_stdio", "needs libc.prx's 2-byte wchar_t functions"),
     // sceNet* calls and FreeBSD sockaddrs have no host-libc counterpart to bind to.
-    ("sce_net", "needs libSceNet.prx's sceNet* calls and SCE error codes"),
+    (
+        "sce_net",
+        "needs libSceNet.prx's sceNet* calls and SCE error codes",
+    ),
 ];
 
 unsafe extern "C" {
