@@ -172,6 +172,58 @@ pub unsafe extern "C" fn sce_net_get_mac_address(addr: *mut [u8; 6], _flags: i32
     0
 }
 
+/// `sceNetEtherNtostr(addr, str, len)`: `xx:xx:xx:xx:xx:xx` (lower case); `len` must hold
+/// the 18 bytes with the terminator.
+#[nid("sceNetEtherNtostr")]
+pub unsafe extern "C" fn sce_net_ether_ntostr(
+    addr: *const [u8; 6],
+    out: *mut u8,
+    len: usize,
+) -> i32 {
+    if addr.is_null() || out.is_null() {
+        return fail(code::EINVAL);
+    }
+    if len < 18 {
+        return fail(code::ENOSPC);
+    }
+    let a = unsafe { *addr };
+    let text = format!(
+        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}\0",
+        a[0], a[1], a[2], a[3], a[4], a[5]
+    );
+    unsafe { std::ptr::copy_nonoverlapping(text.as_ptr(), out, 18) };
+    0
+}
+
+/// `sceNetEtherStrton(str, addr)`: six hexadecimal bytes separated by colons.
+#[nid("sceNetEtherStrton")]
+pub unsafe extern "C" fn sce_net_ether_strton(
+    text: *const libc::c_char,
+    addr: *mut [u8; 6],
+) -> i32 {
+    if text.is_null() || addr.is_null() {
+        return fail(code::EINVAL);
+    }
+    let s = unsafe { std::ffi::CStr::from_ptr(text) }.to_string_lossy();
+    let parts: Vec<Option<u8>> = s
+        .split(':')
+        .map(|p| {
+            (!p.is_empty() && p.len() <= 2)
+                .then(|| u8::from_str_radix(p, 16).ok())
+                .flatten()
+        })
+        .collect();
+    if parts.len() != 6 || parts.iter().any(Option::is_none) {
+        return fail(code::EINVAL);
+    }
+    let mut out = [0u8; 6];
+    for (o, p) in out.iter_mut().zip(parts) {
+        *o = p.unwrap_or(0);
+    }
+    unsafe { *addr = out };
+    0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,6 +243,41 @@ mod tests {
         assert_eq!(crate::errno::get(), code::ENOSPC);
         assert!(unsafe { sce_net_inet_ntop(99, a.as_ptr(), buf.as_mut_ptr(), 16) }.is_null());
         assert_eq!(crate::errno::get(), code::EAFNOSUPPORT);
+    }
+
+    #[test]
+    fn ether_addresses_round_trip_through_text() {
+        let mac = [0x02u8, 0xab, 0, 0x10, 0xff, 0x7];
+        let mut buf = [0u8; 18];
+        assert_eq!(
+            unsafe { sce_net_ether_ntostr(&mac, buf.as_mut_ptr(), 18) },
+            0
+        );
+        assert_eq!(&buf[..17], b"02:ab:00:10:ff:07");
+        assert_eq!(buf[17], 0);
+        assert_eq!(
+            unsafe { sce_net_ether_ntostr(&mac, buf.as_mut_ptr(), 17) } as u32,
+            0x8041_011C
+        );
+        let mut back = [0u8; 6];
+        assert_eq!(
+            unsafe { sce_net_ether_strton(buf.as_ptr().cast(), &mut back) },
+            0
+        );
+        assert_eq!(back, mac);
+        for bad in [
+            c"02:ab:00:10:ff",
+            c"02:ab:00:10:ff:07:01",
+            c"02:ab:00:10:ff:zz",
+            c"02:ab::10:ff:07",
+            c"002:ab:00:10:ff:07",
+        ] {
+            assert_eq!(
+                unsafe { sce_net_ether_strton(bad.as_ptr(), &mut back) } as u32,
+                0x8041_0116,
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

@@ -197,6 +197,8 @@ uint64_t sceNetNtohll(uint64_t);
 int sceNetInetPton(int, const char *, void *);
 const char *sceNetInetNtop(int, const void *, char *, SceNetSocklen_t);
 int sceNetGetMacAddress(SceNetEtherAddr *, int);
+int sceNetEtherNtostr(const SceNetEtherAddr *, char *, __aps5_size_t);
+int sceNetEtherStrton(const char *, SceNetEtherAddr *);
 SceNetId sceNetEpollCreate(const char *, int);
 int sceNetEpollControl(SceNetId, int, SceNetId, SceNetEpollEvent *);
 int sceNetEpollWait(SceNetId, SceNetEpollEvent *, int, int);
