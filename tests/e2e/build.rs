@@ -271,12 +271,7 @@ fn real_homebrew_builds_and_runs() {
         &shared().join("corpus/homebrew/openorbis-samples/hello_world/pkg"),
         &dump,
     );
-    ok(&dump, &["-q", "init"]);
-    let cfg = dump.join("aps5.toml");
-    let text = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace("cache_dir = \"\"", "cache_dir = \"../cache\"");
-    std::fs::write(&cfg, text).unwrap();
+    init_with_cache_beside(&dump);
     ok(&dump, &["-q", "build"]);
     let mut child = aps5()
         .arg("-C")
@@ -303,12 +298,7 @@ fn bundled_system_modules_are_replaced_by_the_prx_set() {
     let tmp = tempfile::tempdir().unwrap();
     let dump = tmp.path().join("2048");
     copy_tree(&shared().join("corpus/homebrew/ps4-2048"), &dump);
-    ok(&dump, &["-q", "init"]);
-    let cfg = dump.join("aps5.toml");
-    let text = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace("cache_dir = \"\"", "cache_dir = \"../cache\"");
-    std::fs::write(&cfg, text).unwrap();
+    init_with_cache_beside(&dump);
     ok(&dump, &["-q", "build"]);
     let out = dump.join("aps5-out");
     assert!(out.join("libs/libc.prx").is_file());
@@ -361,12 +351,7 @@ fn bundled_modules_importing_from_each_other_run() {
         let dump = tmp.path().join("chain");
         aps5_sdk::build_dump(&fixture, &dump, &aps5_sdk::DumpOptions { ps4 })
             .expect("fixture SDK (needs clang-14, ld.lld-14)");
-        ok(&dump, &["-q", "init"]);
-        let cfg = dump.join("aps5.toml");
-        let text = std::fs::read_to_string(&cfg)
-            .unwrap()
-            .replace("cache_dir = \"\"", "cache_dir = \"../cache\"");
-        std::fs::write(&cfg, text).unwrap();
+        init_with_cache_beside(&dump);
         ok(&dump, &["-q", "build"]);
         let status: serde_json::Value =
             serde_json::from_str(&ok(&dump, &["status", "--json"])).unwrap();

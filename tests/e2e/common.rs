@@ -33,6 +33,17 @@ pub fn ok(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// `aps5 init` in `dump`, with the cache beside the dump (`../cache`) so the test leaves nothing
+/// in the user's cache.
+pub fn init_with_cache_beside(dump: &Path) {
+    ok(dump, &["-q", "init"]);
+    let cfg = dump.join("aps5.toml");
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("cache_dir = \"\"", "cache_dir = \"../cache\"");
+    std::fs::write(&cfg, text).unwrap();
+}
+
 /// Runs aps5, asserts exit status `code`; returns stderr.
 pub fn fails(dir: &Path, args: &[&str], code: i32) -> String {
     let out = run(dir, args);

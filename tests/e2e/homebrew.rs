@@ -12,12 +12,7 @@ use crate::common::*;
 fn port(corpus: &str, tmp: &Path) -> PathBuf {
     let dump = tmp.join("dump");
     copy_tree(&shared().join("corpus/homebrew").join(corpus), &dump);
-    ok(&dump, &["-q", "init"]);
-    let cfg = dump.join("aps5.toml");
-    let text = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace("cache_dir = \"\"", "cache_dir = \"../cache\"");
-    std::fs::write(&cfg, text).unwrap();
+    init_with_cache_beside(&dump);
     ok(&dump, &["-q", "build"]);
     dump
 }
@@ -110,7 +105,7 @@ fn keyboard_sample_runs_through_the_cli() {
         dump.join("font.ttf"),
     )
     .expect("DejaVu Sans (Debian fonts-dejavu-core; .ci/run installs it)");
-    ok(&dump, &["-q", "init"]);
+    init_with_cache_beside(&dump);
     ok(&dump, &["-q", "build"]);
     let status = ok(&dump, &["status"]);
     assert!(
