@@ -26,43 +26,5 @@ pub fn set_from_host() -> i32 {
     v
 }
 
-/// Linux errno -> FreeBSD errno. 1-34 are the same on both except 11 (EAGAIN on Linux,
-/// EDEADLK on FreeBSD); the rest differ.
-pub fn from_host(e: i32) -> i32 {
-    match e {
-        libc::EAGAIN => 35,
-        0..=34 => e,
-        libc::EINPROGRESS => 36,
-        libc::EALREADY => 37,
-        libc::ENOTSOCK => 38,
-        libc::EDESTADDRREQ => 39,
-        libc::EMSGSIZE => 40,
-        libc::EPROTOTYPE => 41,
-        libc::ENOPROTOOPT => 42,
-        libc::EPROTONOSUPPORT => 43,
-        libc::EOPNOTSUPP => 45,
-        libc::EAFNOSUPPORT => 47,
-        libc::EADDRINUSE => 48,
-        libc::EADDRNOTAVAIL => 49,
-        libc::ENETDOWN => 50,
-        libc::ENETUNREACH => 51,
-        libc::ECONNABORTED => 53,
-        libc::ECONNRESET => 54,
-        libc::ENOBUFS => 55,
-        libc::EISCONN => 56,
-        libc::ENOTCONN => 57,
-        libc::ETIMEDOUT => 60,
-        libc::ECONNREFUSED => 61,
-        libc::ELOOP => 62,
-        libc::ENAMETOOLONG => 63,
-        libc::EHOSTUNREACH => 65,
-        libc::ENOTEMPTY => 66,
-        libc::EDEADLK => 11,
-        libc::ENOLCK => 77,
-        libc::ENOSYS => 78,
-        libc::EOVERFLOW => 84,
-        libc::ECANCELED => 85,
-        libc::EILSEQ => 86,
-        _ => 5, // EIO: no closer FreeBSD meaning
-    }
-}
+/// Linux errno -> FreeBSD errno (shared with the other PRX crates).
+pub use aps5_prx_abi::errno::from_host;

@@ -56,37 +56,8 @@ pub fn sce<T: Into<i64>>(r: Result<T, i32>) -> i32 {
     }
 }
 
-/// The FreeBSD (= SCE net) errno for a host errno: 1-34 agree except EAGAIN.
-pub fn from_host(e: i32) -> i32 {
-    match e {
-        libc::EAGAIN => 35,
-        libc::EINPROGRESS => 36,
-        libc::EALREADY => 37,
-        libc::ENOTSOCK => 38,
-        libc::EDESTADDRREQ => 39,
-        libc::EMSGSIZE => 40,
-        libc::EPROTOTYPE => 41,
-        libc::ENOPROTOOPT => 42,
-        libc::EPROTONOSUPPORT => 43,
-        libc::EOPNOTSUPP => 45,
-        libc::EAFNOSUPPORT => 47,
-        libc::EADDRINUSE => 48,
-        libc::EADDRNOTAVAIL => 49,
-        libc::ENETDOWN => 50,
-        libc::ENETUNREACH => 51,
-        libc::ECONNABORTED => 53,
-        libc::ECONNRESET => 54,
-        libc::ENOBUFS => 55,
-        libc::EISCONN => 56,
-        libc::ENOTCONN => 57,
-        libc::ETIMEDOUT => 60,
-        libc::ECONNREFUSED => 61,
-        libc::EHOSTUNREACH => 65,
-        libc::ENOSYS => 78,
-        e if (1..=34).contains(&e) => e,
-        _ => code::EINVAL,
-    }
-}
+/// The FreeBSD (= SCE net) errno for a host errno.
+pub use aps5_prx_abi::errno::from_host;
 
 /// Records the host's errno (translated) and returns its SCE error code.
 pub fn fail_host() -> i32 {
