@@ -15,8 +15,8 @@ use aps5_prx_macros::nid;
 
 use crate::sce_error;
 use crate::sema::outcome::*;
-use crate::sema::{Table, check_name, lock, outcome_code, sleep_until_done};
-use crate::sync::futex::{self, Deadline};
+use crate::sema::{Table, check_name, lock, outcome_code, sleep_queued};
+use crate::sync::futex;
 
 const EPERM: i32 = 1;
 const ESRCH: i32 = 3;
@@ -100,23 +100,6 @@ fn finish(w: &Waiter, o: u32, pattern: u64) {
     futex::wake(&w.state, 1, false);
 }
 
-/// Leaves the queue when a wait ends early (timeout, or unwinding by cancellation).
-struct Dequeue<'a> {
-    ef: &'a EventFlag,
-    me: &'a Arc<Waiter>,
-}
-
-impl Drop for Dequeue<'_> {
-    fn drop(&mut self) {
-        let mut st = lock(&self.ef.state);
-        if self.me.state.load(Ordering::Acquire) == WAITING {
-            st.queue.retain(|w| !Arc::ptr_eq(w, self.me));
-            *lock(&self.me.result) = st.pattern;
-            self.me.state.store(TIMED_OUT, Ordering::Release);
-        }
-    }
-}
-
 impl EventFlag {
     fn wait(&self, want: Want, result: *mut u64, timeout: *mut u32, block: bool) -> i32 {
         let me;
@@ -146,22 +129,16 @@ impl EventFlag {
             });
             st.queue.push_back(me.clone());
         }
-        let deadline =
-            (!timeout.is_null()).then(|| Deadline::after_us(u64::from(unsafe { *timeout })));
-        {
-            let _dequeue = Dequeue { ef: self, me: &me };
-            sleep_until_done(&me.state, deadline.as_ref());
-        }
-        let o = me.state.load(Ordering::Acquire);
+        let o = sleep_queued(&me.state, timeout, || {
+            let mut st = lock(&self.state);
+            if me.state.load(Ordering::Acquire) == WAITING {
+                st.queue.retain(|w| !Arc::ptr_eq(w, &me));
+                *lock(&me.result) = st.pattern;
+                me.state.store(TIMED_OUT, Ordering::Release);
+            }
+        });
         if !result.is_null() {
             unsafe { *result = *lock(&me.result) };
-        }
-        if !timeout.is_null() {
-            let left = match (o, deadline) {
-                (GRANTED, Some(d)) => d.remaining_us().min(u64::from(u32::MAX)) as u32,
-                _ => 0,
-            };
-            unsafe { *timeout = left };
         }
         outcome_code(o)
     }

@@ -135,23 +135,6 @@ fn finish(w: &SemaWaiter, o: u32) {
     futex::wake(&w.state, 1, false);
 }
 
-/// Takes a waiter out of its queue when the wait is left early (timeout, or unwinding
-/// by thread cancellation).
-struct Dequeue<'a> {
-    sema: &'a Sema,
-    me: &'a Arc<SemaWaiter>,
-}
-
-impl Drop for Dequeue<'_> {
-    fn drop(&mut self) {
-        let mut st = lock(&self.sema.state);
-        if self.me.state.load(Ordering::Acquire) == WAITING {
-            st.queue.retain(|w| !Arc::ptr_eq(w, self.me));
-            self.me.state.store(TIMED_OUT, Ordering::Release);
-        }
-    }
-}
-
 impl Sema {
     /// Grants queued waiters, in order, while units last.
     fn grant(&self, st: &mut SemaState) {
@@ -190,35 +173,55 @@ impl Sema {
             });
             st.queue.push_back(me.clone());
         }
-        let deadline =
-            (!timeout.is_null()).then(|| Deadline::after_us(u64::from(unsafe { *timeout })));
-        let o = {
-            let _dequeue = Dequeue {
-                sema: self,
-                me: &me,
-            };
-            sleep_until_done(&me.state, deadline.as_ref())
-        };
-        // The drop above settled a timed-out wait; a grant racing the deadline wins.
-        let o = if o == WAITING {
-            me.state.load(Ordering::Acquire)
-        } else {
-            o
-        };
-        if !timeout.is_null() {
-            let left = match (o, deadline) {
-                (GRANTED, Some(d)) => d.remaining_us().min(u64::from(u32::MAX)) as u32,
-                _ => 0,
-            };
-            unsafe { *timeout = left };
-        }
+        let o = sleep_queued(&me.state, timeout, || {
+            let mut st = lock(&self.state);
+            if me.state.load(Ordering::Acquire) == WAITING {
+                st.queue.retain(|w| !Arc::ptr_eq(w, &me));
+                me.state.store(TIMED_OUT, Ordering::Release);
+            }
+        });
         outcome_code(o)
     }
 }
 
+/// Runs its closure when dropped, so a wait left by unwinding (thread cancellation) still
+/// cleans up.
+struct OnDrop<F: FnOnce()>(Option<F>);
+
+impl<F: FnOnce()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
+}
+
+/// The blocking half of every queued wait (semaphores, event flags): sleeps until the
+/// waiter's `state` leaves WAITING or the `timeout` (µs, in/out, may be null) runs out.
+/// `dequeue` always runs afterwards, also when cancellation unwinds; under the object's
+/// lock it must take a still-WAITING waiter out of its queue and mark it TIMED_OUT (a grant
+/// racing the deadline wins). Writes the time left back to `timeout` (0 unless granted)
+/// and returns the settled outcome.
+pub(crate) fn sleep_queued(state: &AtomicU32, timeout: *mut u32, dequeue: impl FnOnce()) -> u32 {
+    let deadline = (!timeout.is_null()).then(|| Deadline::after_us(u64::from(unsafe { *timeout })));
+    {
+        let _dequeue = OnDrop(Some(dequeue));
+        sleep_until_done(state, deadline.as_ref());
+    }
+    let o = state.load(Ordering::Acquire);
+    if !timeout.is_null() {
+        let left = match (o, deadline) {
+            (GRANTED, Some(d)) => d.remaining_us().min(u64::from(u32::MAX)) as u32,
+            _ => 0,
+        };
+        unsafe { *timeout = left };
+    }
+    o
+}
+
 /// Sleeps (a cancellation point) until `state` leaves WAITING or the deadline passes;
 /// returns the outcome, or WAITING on timeout (the caller settles it under its lock).
-pub(crate) fn sleep_until_done(state: &AtomicU32, deadline: Option<&Deadline>) -> u32 {
+fn sleep_until_done(state: &AtomicU32, deadline: Option<&Deadline>) -> u32 {
     loop {
         let o = state.load(Ordering::Acquire);
         if o != WAITING {

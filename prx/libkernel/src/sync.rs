@@ -322,6 +322,18 @@ impl GuestMutex {
         }
     }
 
+    /// Lock, fast path for an unheld mutex (one compare-and-swap); true when taken.
+    fn try_take(&self, me: u64) -> bool {
+        let ok = self
+            .state
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok();
+        if ok {
+            self.took(me);
+        }
+        ok
+    }
+
     /// Lock, slow path: relocking rules, a short spin, then sleep on the futex word.
     /// `try_only`: trylock (never blocks).
     #[cold]
@@ -555,11 +567,7 @@ pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut *mut GuestMutex) -> i32 {
         return EINVAL;
     };
     let me = me();
-    if g.state
-        .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
-        .is_ok()
-    {
-        g.took(me);
+    if g.try_take(me) {
         return 0;
     }
     g.lock_slow(me, None, true)
@@ -581,11 +589,7 @@ pub unsafe extern "C" fn pthread_mutex_timedlock(
         return EINVAL;
     };
     let me = me();
-    if g.state
-        .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
-        .is_ok()
-    {
-        g.took(me);
+    if g.try_take(me) {
         return 0;
     }
     // POSIX: the timeout is only validated when the call would block.
