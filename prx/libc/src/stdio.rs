@@ -288,7 +288,7 @@ pub(crate) fn put(f: *mut GuestFile, b: &[u8]) -> bool {
     }
 }
 
-fn flush(f: *mut GuestFile) -> bool {
+pub(crate) fn flush(f: *mut GuestFile) -> bool {
     match unsafe { state(f) } {
         Some(st) => {
             let mut g = st.lock();
@@ -310,6 +310,51 @@ fn eof_or(n: usize, ok: bool) -> i32 {
     if ok { n as i32 } else { -1 }
 }
 
+/// Defines the four stream entry points of one formatting family over its core
+/// `$core(stream, fmt, ap)`: `$x(fmt, ...)` and `$vx(fmt, ap)` on the standard stream
+/// `$std` (after `$before`: a read of stdin writes pending stdout first), and `$fx(f, fmt, ...)` and `$vfx(f, fmt, ap)` on a given stream. `$ch` is the format's
+/// character type (`u8`, or `WChar` for the wide family).
+macro_rules! stream_entries {
+    (
+        $core:ident($ch:ty), std = $std:ident, before = $before:block;
+        $x:tt $x_impl:ident, $fx:tt $fx_impl:ident, $vx:tt $vx_fn:ident, $vfx:tt $vfx_fn:ident
+    ) => {
+        unsafe extern "C" fn $x_impl(fmt: *const $ch, ap: *mut VaListRaw) -> i32 {
+            unsafe { $vx_fn(fmt, ap) }
+        }
+        variadic!($x, 1, $x_impl);
+
+        unsafe extern "C" fn $fx_impl(
+            f: *mut $crate::stdio::GuestFile,
+            fmt: *const $ch,
+            ap: *mut VaListRaw,
+        ) -> i32 {
+            $core(f, fmt, ap)
+        }
+        variadic!($fx, 2, $fx_impl);
+
+        #[doc = concat!("`", $vx, "`.")]
+        #[nid($vx)]
+        pub unsafe extern "C" fn $vx_fn(fmt: *const $ch, ap: *mut VaListRaw) -> i32 {
+            unsafe {
+                $before
+                $core($crate::stdio::$std, fmt, ap)
+            }
+        }
+
+        #[doc = concat!("`", $vfx, "`.")]
+        #[nid($vfx)]
+        pub unsafe extern "C" fn $vfx_fn(
+            f: *mut $crate::stdio::GuestFile,
+            fmt: *const $ch,
+            ap: *mut VaListRaw,
+        ) -> i32 {
+            $core(f, fmt, ap)
+        }
+    };
+}
+pub(crate) use stream_entries;
+
 fn printf_to(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
     let mut out = Vec::with_capacity(128);
     if !unsafe { printf::format_checked(fmt, &mut VaArgs(ap), &mut out) } {
@@ -318,27 +363,10 @@ fn printf_to(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
     eof_or(out.len(), put(f, &out))
 }
 
-unsafe extern "C" fn printf_impl(fmt: *const u8, ap: *mut VaListRaw) -> i32 {
-    printf_to(unsafe { STDOUTP }, fmt, ap)
-}
-variadic!("printf", 1, printf_impl);
-
-unsafe extern "C" fn fprintf_impl(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
-    printf_to(f, fmt, ap)
-}
-variadic!("fprintf", 2, fprintf_impl);
-
-/// `vprintf`.
-#[nid("vprintf")]
-pub unsafe extern "C" fn vprintf(fmt: *const u8, ap: *mut VaListRaw) -> i32 {
-    printf_to(unsafe { STDOUTP }, fmt, ap)
-}
-
-/// `vfprintf`.
-#[nid("vfprintf")]
-pub unsafe extern "C" fn vfprintf(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
-    printf_to(f, fmt, ap)
-}
+stream_entries!(
+    printf_to(u8), std = STDOUTP, before = {};
+    "printf" printf_impl, "fprintf" fprintf_impl, "vprintf" vprintf, "vfprintf" vfprintf
+);
 
 /// Formats into a caller buffer of `cap` bytes (None: unbounded, for sprintf).
 unsafe fn to_buffer(buf: *mut u8, cap: Option<usize>, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
@@ -855,33 +883,10 @@ pub(crate) fn scan_stream(
     scan(&mut inp)
 }
 
-unsafe extern "C" fn scanf_impl(fmt: *const u8, ap: *mut VaListRaw) -> i32 {
-    unsafe {
-        flush(STDOUTP);
-        scan_file(STDINP, fmt, ap)
-    }
-}
-variadic!("scanf", 1, scanf_impl);
-
-unsafe extern "C" fn fscanf_impl(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
-    scan_file(f, fmt, ap)
-}
-variadic!("fscanf", 2, fscanf_impl);
-
-/// `vscanf`.
-#[nid("vscanf")]
-pub unsafe extern "C" fn vscanf(fmt: *const u8, ap: *mut VaListRaw) -> i32 {
-    unsafe {
-        flush(STDOUTP);
-        scan_file(STDINP, fmt, ap)
-    }
-}
-
-/// `vfscanf`.
-#[nid("vfscanf")]
-pub unsafe extern "C" fn vfscanf(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
-    scan_file(f, fmt, ap)
-}
+stream_entries!(
+    scan_file(u8), std = STDINP, before = { flush(STDOUTP); };
+    "scanf" scanf_impl, "fscanf" fscanf_impl, "vscanf" vscanf, "vfscanf" vfscanf
+);
 
 /// `fdopen(fd, mode)`: a stream on an open descriptor. The mode must not ask for more
 /// than the descriptor allows (EINVAL, as FreeBSD); "a" sets `O_APPEND` on it.
@@ -1257,27 +1262,10 @@ fn printf_s_to(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
     }
 }
 
-unsafe extern "C" fn printf_s_impl(fmt: *const u8, ap: *mut VaListRaw) -> i32 {
-    printf_s_to(unsafe { STDOUTP }, fmt, ap)
-}
-variadic!("printf_s", 1, printf_s_impl);
-
-unsafe extern "C" fn fprintf_s_impl(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
-    printf_s_to(f, fmt, ap)
-}
-variadic!("fprintf_s", 2, fprintf_s_impl);
-
-/// `vprintf_s`.
-#[nid("vprintf_s")]
-pub unsafe extern "C" fn vprintf_s(fmt: *const u8, ap: *mut VaListRaw) -> i32 {
-    printf_s_to(unsafe { STDOUTP }, fmt, ap)
-}
-
-/// `vfprintf_s`.
-#[nid("vfprintf_s")]
-pub unsafe extern "C" fn vfprintf_s(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
-    printf_s_to(f, fmt, ap)
-}
+stream_entries!(
+    printf_s_to(u8), std = STDOUTP, before = {};
+    "printf_s" printf_s_impl, "fprintf_s" fprintf_s_impl, "vprintf_s" vprintf_s, "vfprintf_s" vfprintf_s
+);
 
 /// `sprintf_s`/`snprintf_s` into `buf` of `n` bytes. `truncate`: snprintf_s (the output
 /// may be cut; returns the full length), else sprintf_s (output that does not fit is a
@@ -1378,27 +1366,7 @@ fn scan_file_s(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
     })
 }
 
-unsafe extern "C" fn scanf_s_impl(fmt: *const u8, ap: *mut VaListRaw) -> i32 {
-    unsafe { vscanf_s(fmt, ap) }
-}
-variadic!("scanf_s", 1, scanf_s_impl);
-
-unsafe extern "C" fn fscanf_s_impl(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
-    scan_file_s(f, fmt, ap)
-}
-variadic!("fscanf_s", 2, fscanf_s_impl);
-
-/// `vscanf_s`.
-#[nid("vscanf_s")]
-pub unsafe extern "C" fn vscanf_s(fmt: *const u8, ap: *mut VaListRaw) -> i32 {
-    unsafe {
-        flush(STDOUTP);
-        scan_file_s(STDINP, fmt, ap)
-    }
-}
-
-/// `vfscanf_s`.
-#[nid("vfscanf_s")]
-pub unsafe extern "C" fn vfscanf_s(f: *mut GuestFile, fmt: *const u8, ap: *mut VaListRaw) -> i32 {
-    scan_file_s(f, fmt, ap)
-}
+stream_entries!(
+    scan_file_s(u8), std = STDINP, before = { flush(STDOUTP); };
+    "scanf_s" scanf_s_impl, "fscanf_s" fscanf_s_impl, "vscanf_s" vscanf_s, "vfscanf_s" vfscanf_s
+);

@@ -928,35 +928,10 @@ fn wprint_to(f: *mut GuestFile, fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
     }
 }
 
-unsafe extern "C" fn wprintf_impl(fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
-    wprint_to(unsafe { stdio::STDOUTP }, fmt, ap)
-}
-variadic!("wprintf", 1, wprintf_impl);
-
-unsafe extern "C" fn fwprintf_impl(
-    f: *mut GuestFile,
-    fmt: *const WChar,
-    ap: *mut VaListRaw,
-) -> i32 {
-    wprint_to(f, fmt, ap)
-}
-variadic!("fwprintf", 2, fwprintf_impl);
-
-/// `vwprintf`.
-#[nid("vwprintf")]
-pub unsafe extern "C" fn vwprintf(fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
-    wprint_to(unsafe { stdio::STDOUTP }, fmt, ap)
-}
-
-/// `vfwprintf`.
-#[nid("vfwprintf")]
-pub unsafe extern "C" fn vfwprintf(
-    f: *mut GuestFile,
-    fmt: *const WChar,
-    ap: *mut VaListRaw,
-) -> i32 {
-    wprint_to(f, fmt, ap)
-}
+stdio::stream_entries!(
+    wprint_to(WChar), std = STDOUTP, before = {};
+    "wprintf" wprintf_impl, "fwprintf" fwprintf_impl, "vwprintf" vwprintf, "vfwprintf" vfwprintf
+);
 
 /// `vswprintf(buf, n, fmt, ap)`: the number of wide characters written (without the
 /// terminator), or -1 if they and the terminator do not fit in `n` (C99: the output is
@@ -1026,28 +1001,10 @@ fn wscan_stream_as(f: *mut GuestFile, fmt: *const WChar, ap: *mut VaListRaw, siz
     })
 }
 
-/// `vfwscanf`.
-#[nid("vfwscanf")]
-pub unsafe extern "C" fn vfwscanf(f: *mut GuestFile, fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
-    wscan_stream(f, fmt, ap)
-}
-
-/// `vwscanf`.
-#[nid("vwscanf")]
-pub unsafe extern "C" fn vwscanf(fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
-    unsafe { stdio::fflush(stdio::STDOUTP) };
-    wscan_stream(unsafe { stdio::STDINP }, fmt, ap)
-}
-
-unsafe extern "C" fn fwscanf_impl(f: *mut GuestFile, fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
-    wscan_stream(f, fmt, ap)
-}
-variadic!("fwscanf", 2, fwscanf_impl);
-
-unsafe extern "C" fn wscanf_impl(fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
-    unsafe { vwscanf(fmt, ap) }
-}
-variadic!("wscanf", 1, wscanf_impl);
+stdio::stream_entries!(
+    wscan_stream(WChar), std = STDINP, before = { stdio::fflush(stdio::STDOUTP); };
+    "wscanf" wscanf_impl, "fwscanf" fwscanf_impl, "vwscanf" vwscanf, "vfwscanf" vfwscanf
+);
 
 /// `wcsftime`: `strftime` on the format's single-byte form, widened (the C locale's names
 /// are ASCII). 0 if the result and its terminator do not fit in `max` characters, or the
@@ -1347,35 +1304,11 @@ fn wprint_s_to(f: *mut GuestFile, fmt: *const WChar, ap: *mut VaListRaw) -> i32 
     }
 }
 
-/// `vfwprintf_s`.
-#[nid("vfwprintf_s")]
-pub unsafe extern "C" fn vfwprintf_s(
-    f: *mut GuestFile,
-    fmt: *const WChar,
-    ap: *mut VaListRaw,
-) -> i32 {
-    wprint_s_to(f, fmt, ap)
-}
-
-/// `vwprintf_s`.
-#[nid("vwprintf_s")]
-pub unsafe extern "C" fn vwprintf_s(fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
-    wprint_s_to(unsafe { stdio::STDOUTP }, fmt, ap)
-}
-
-unsafe extern "C" fn fwprintf_s_impl(
-    f: *mut GuestFile,
-    fmt: *const WChar,
-    ap: *mut VaListRaw,
-) -> i32 {
-    wprint_s_to(f, fmt, ap)
-}
-variadic!("fwprintf_s", 2, fwprintf_s_impl);
-
-unsafe extern "C" fn wprintf_s_impl(fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
-    wprint_s_to(unsafe { stdio::STDOUTP }, fmt, ap)
-}
-variadic!("wprintf_s", 1, wprintf_s_impl);
+stdio::stream_entries!(
+    wprint_s_to(WChar), std = STDOUTP, before = {};
+    "wprintf_s" wprintf_s_impl, "fwprintf_s" fwprintf_s_impl,
+    "vwprintf_s" vwprintf_s, "vfwprintf_s" vfwprintf_s
+);
 
 /// `vswscanf_s` (Annex K: an `rsize_t` count after each `%c`/`%s`/`%[` pointer).
 #[nid("vswscanf_s")]
@@ -1392,33 +1325,13 @@ unsafe extern "C" fn swscanf_s_impl(s: *const WChar, fmt: *const WChar, ap: *mut
 }
 variadic!("swscanf_s", 2, swscanf_s_impl);
 
-/// `vfwscanf_s`.
-#[nid("vfwscanf_s")]
-pub unsafe extern "C" fn vfwscanf_s(
-    f: *mut GuestFile,
-    fmt: *const WChar,
-    ap: *mut VaListRaw,
-) -> i32 {
+/// `fwscanf_s` and friends on a stream: Annex K sizes after `%c`/`%s`/`%[`.
+fn wscan_stream_s(f: *mut GuestFile, fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
     wscan_stream_as(f, fmt, ap, true)
 }
 
-/// `vwscanf_s`.
-#[nid("vwscanf_s")]
-pub unsafe extern "C" fn vwscanf_s(fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
-    unsafe { stdio::fflush(stdio::STDOUTP) };
-    wscan_stream_as(unsafe { stdio::STDINP }, fmt, ap, true)
-}
-
-unsafe extern "C" fn fwscanf_s_impl(
-    f: *mut GuestFile,
-    fmt: *const WChar,
-    ap: *mut VaListRaw,
-) -> i32 {
-    wscan_stream_as(f, fmt, ap, true)
-}
-variadic!("fwscanf_s", 2, fwscanf_s_impl);
-
-unsafe extern "C" fn wscanf_s_impl(fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
-    unsafe { vwscanf_s(fmt, ap) }
-}
-variadic!("wscanf_s", 1, wscanf_s_impl);
+stdio::stream_entries!(
+    wscan_stream_s(WChar), std = STDINP, before = { stdio::fflush(stdio::STDOUTP); };
+    "wscanf_s" wscanf_s_impl, "fwscanf_s" fwscanf_s_impl,
+    "vwscanf_s" vwscanf_s, "vfwscanf_s" vfwscanf_s
+);
