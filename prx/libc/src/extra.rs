@@ -255,6 +255,25 @@ mod tests {
     use super::*;
     use std::ffi::{CStr, CString};
 
+    /// One getopt result as compared: the option, `optopt` and the argument.
+    unsafe fn record(c: i32, optarg: *const c_char, optopt: i32, opts: &str) -> String {
+        let a = if optarg.is_null() || !opts.contains(&format!("{}:", c as u8 as char)) {
+            String::new()
+        } else {
+            unsafe { CStr::from_ptr(optarg) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        // optopt is compared only where POSIX defines it (glibc leaves it alone on
+        // success; FreeBSD sets it to the option).
+        let oo = if c == '?' as i32 || c == ':' as i32 {
+            optopt
+        } else {
+            0
+        };
+        format!("{}{}{}", c as u8 as char, oo, a)
+    }
+
     fn run(args: &[&str], opts: &str) -> (Vec<String>, i32) {
         let owned: Vec<CString> = args.iter().map(|a| CString::new(*a).unwrap()).collect();
         let mut argv: Vec<*mut c_char> = owned.iter().map(|c| c.as_ptr().cast_mut()).collect();
@@ -270,20 +289,7 @@ mod tests {
                 if c == -1 {
                     break;
                 }
-                let arg = OPTARG;
-                let a = if arg.is_null() || !opts.contains(&format!("{}:", c as u8 as char)) {
-                    String::new()
-                } else {
-                    CStr::from_ptr(arg).to_string_lossy().into_owned()
-                };
-                // optopt is compared only where POSIX defines it (glibc leaves it alone
-                // on success; FreeBSD sets it to the option).
-                let oo = if c == '?' as i32 || c == ':' as i32 {
-                    OPTOPT
-                } else {
-                    0
-                };
-                out.push(format!("{}{}{}", c as u8 as char, oo, a));
+                out.push(record(c, OPTARG, OPTOPT, opts));
             }
             (out, OPTIND)
         }
@@ -310,17 +316,7 @@ mod tests {
                 if c == -1 {
                     break;
                 }
-                let a = if optarg.is_null() || !opts.contains(&format!("{}:", c as u8 as char)) {
-                    String::new()
-                } else {
-                    CStr::from_ptr(optarg).to_string_lossy().into_owned()
-                };
-                let oo = if c == '?' as i32 || c == ':' as i32 {
-                    optopt
-                } else {
-                    0
-                };
-                out.push(format!("{}{}{}", c as u8 as char, oo, a));
+                out.push(record(c, optarg, optopt, opts));
             }
             (out, optind)
         }

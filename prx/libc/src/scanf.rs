@@ -415,12 +415,7 @@ unsafe fn chars(
     sized: bool,
     args: &mut dyn Args,
 ) -> Result<(), Fail> {
-    let dst = if suppress { 0 } else { args.int() };
-    let room = if sized && !suppress {
-        args.int() as usize
-    } else {
-        usize::MAX
-    };
+    let (dst, room) = destination(suppress, sized, args);
     let mut n = 0usize;
     while n < w {
         let Some(c) = inp.get() else { break };
@@ -434,6 +429,22 @@ unsafe fn chars(
         n += 1;
     }
     if n == 0 { Err(Fail::Input) } else { Ok(()) }
+}
+
+/// Takes a `%c`/`%s`/`%[` destination from the arguments: its address (0 when the
+/// assignment is suppressed) and its room in characters (Annex K `sized`: the `rsize_t`
+/// after the pointer; else unbounded).
+fn destination(suppress: bool, sized: bool, args: &mut dyn Args) -> (u64, usize) {
+    if suppress {
+        return (0, usize::MAX);
+    }
+    let dst = args.int();
+    let room = if sized {
+        args.int() as usize
+    } else {
+        usize::MAX
+    };
+    (dst, room)
 }
 
 /// Stores character `i` of a `%c`/`%s`/`%[` destination: a 2-byte `wchar_t`, or one byte
@@ -462,12 +473,7 @@ unsafe fn run(
     sized: bool,
     args: &mut dyn Args,
 ) -> Result<(), Fail> {
-    let dst = if suppress { 0 } else { args.int() };
-    let room = if sized && !suppress {
-        args.int() as usize
-    } else {
-        usize::MAX
-    };
+    let (dst, room) = destination(suppress, sized, args);
     let mut n = 0usize;
     let mut ended = false;
     while n < width {
