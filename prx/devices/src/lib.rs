@@ -26,6 +26,7 @@
 
 pub mod audio;
 pub mod host_audio;
+pub mod input;
 pub mod kernel;
 pub mod keyboard;
 pub mod keymap;

@@ -4,17 +4,15 @@
 //! FRAME on (VideoOut's flip counter, 0 before the first flip) the pad holds BUTTONS,
 //! until a later line. BUTTONS is `-` (none) or a `,`/`+`-separated list of `up down
 //! left right cross circle square triangle l1 r1 l2 r2 l3 r3 options touchpad` or hex
-//! masks (`0x4000`). The same file drives the keyboard ([`crate::keyboard`]): `FRAME
-//! key:KEYS` holds KEYS from FRAME on, `FRAME text:"TEXT"` types TEXT (two frames a
-//! character). Frames must not decrease; `#` starts a comment (outside quotes). Without
-//! the variable no button or key is ever pressed. See docs/HOMEBREW.md.
+//! masks (`0x4000`). The same file drives the keyboard ([`crate::keyboard`]); the script
+//! is parsed in [`crate::input`]. Without the variable no button is ever pressed. See
+//! docs/HOMEBREW.md.
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use aps5_prx_macros::nid;
 
-use crate::keyboard::KeyScript;
-use crate::{diag, kernel, video};
+use crate::input::{self, script};
 
 /// `SCE_PAD_ERROR_INVALID_ARG`.
 pub const ERROR_INVALID_ARG: i32 = 0x8092_0001_u32 as i32;
@@ -26,26 +24,10 @@ pub const ERROR_NOT_INITIALIZED: i32 = 0x8092_0005_u32 as i32;
 pub const ERROR_DEVICE_NO_HANDLE: i32 = 0x8092_0008_u32 as i32;
 
 const HANDLE: i32 = 1;
+/// Button names and their `SCE_PAD_BUTTON_*` bits (one table with the keymap's).
+pub use crate::keymap::PAD_BUTTONS as BUTTONS;
 
-/// Button names and their `SCE_PAD_BUTTON_*` bits.
-pub const BUTTONS: &[(&str, u32)] = &[
-    ("l3", 0x0002),
-    ("r3", 0x0004),
-    ("options", 0x0008),
-    ("up", 0x0010),
-    ("right", 0x0020),
-    ("down", 0x0040),
-    ("left", 0x0080),
-    ("l2", 0x0100),
-    ("r2", 0x0200),
-    ("l1", 0x0400),
-    ("r1", 0x0800),
-    ("triangle", 0x1000),
-    ("circle", 0x2000),
-    ("cross", 0x4000),
-    ("square", 0x8000),
-    ("touchpad", 0x0010_0000),
-];
+pub use crate::input::Script;
 
 /// `ScePadData` (120 bytes).
 #[repr(C)]
@@ -85,137 +67,6 @@ pub struct PadData {
     pub reserved: [u8; 15],
 }
 
-/// An input script: the pad's steps (first frame, buttons held from it on), sorted by
-/// frame, and the keyboard's (`key:` / `text:` lines, see [`crate::keyboard`]).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Script {
-    /// Pad steps: (first frame, `SCE_PAD_BUTTON_*` bits held from it on).
-    pub pad: Vec<(u64, u32)>,
-    /// Keyboard steps.
-    pub keys: KeyScript,
-}
-
-/// The line without its comment: `#` outside a double-quoted string.
-fn strip_comment(line: &str) -> &str {
-    let (mut quoted, mut escaped) = (false, false);
-    for (i, c) in line.char_indices() {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' if quoted => escaped = true,
-            '"' => quoted = !quoted,
-            '#' if !quoted => return &line[..i],
-            _ => {}
-        }
-    }
-    line
-}
-
-impl Script {
-    /// Parses the script text; errors name the line.
-    ///
-    /// A line is `FRAME BUTTONS` (the pad), `FRAME key:KEYS` or `FRAME text:"TEXT"` (the
-    /// keyboard); frames never decrease. See docs/HOMEBREW.md.
-    pub fn parse(text: &str) -> Result<Script, String> {
-        let mut script = Script::default();
-        let mut last_frame = 0;
-        for (i, line) in text.lines().enumerate() {
-            let line = strip_comment(line).trim();
-            if line.is_empty() {
-                continue;
-            }
-            let at = |e: String| format!("line {}: {e}", i + 1);
-            let (frame_s, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-            let rest = rest.trim();
-            let frame: u64 = frame_s
-                .parse()
-                .map_err(|_| at(format!("{frame_s:?} is not a frame number")))?;
-            if frame < last_frame {
-                return Err(at(format!("frame {frame} is before the previous line's")));
-            }
-            last_frame = frame;
-            if let Some(keys) = rest.strip_prefix("key:") {
-                script.keys.push_keys(frame, keys.trim()).map_err(at)?;
-                continue;
-            }
-            if let Some(quoted) = rest.strip_prefix("text:") {
-                script.keys.push_text(frame, quoted.trim()).map_err(at)?;
-                continue;
-            }
-            let mut it = rest.split_whitespace();
-            let Some(buttons_s) = it.next() else {
-                return Err(at(
-                    "buttons missing after the frame (use - for none, or key:/text: for the keyboard)"
-                        .into(),
-                ));
-            };
-            if let Some(extra) = it.next() {
-                return Err(at(format!(
-                    "unexpected {extra:?} (join buttons with , or +; one pad or keyboard item a line)"
-                )));
-            }
-            let mut bits = 0u32;
-            if buttons_s != "-" {
-                for b in buttons_s.split([',', '+']) {
-                    let b = b.to_ascii_lowercase();
-                    bits |= if let Some(hex) = b.strip_prefix("0x") {
-                        u32::from_str_radix(hex, 16)
-                            .map_err(|_| at(format!("bad button mask {b:?}")))?
-                    } else {
-                        BUTTONS
-                            .iter()
-                            .find(|(n, _)| *n == b)
-                            .map(|&(_, v)| v)
-                            .ok_or_else(|| {
-                                at(format!(
-                                    "unknown button {b:?} (known: {}; keyboard keys go in key: lines)",
-                                    BUTTONS.iter().map(|b| b.0).collect::<Vec<_>>().join(" ")
-                                ))
-                            })?
-                    };
-                }
-            }
-            script.pad.push((frame, bits));
-        }
-        Ok(script)
-    }
-
-    /// The buttons held at flip number `frame`.
-    pub fn buttons_at(&self, frame: u64) -> u32 {
-        self.pad
-            .iter()
-            .take_while(|&&(f, _)| f <= frame)
-            .last()
-            .map_or(0, |&(_, b)| b)
-    }
-}
-
-/// The input script; a bad one stops the program (exit status 2) with a message, outside
-/// the `OnceLock` initialisation.
-pub(crate) fn script() -> &'static Script {
-    static S: OnceLock<Result<Script, String>> = OnceLock::new();
-    let s = S.get_or_init(|| {
-        let Some(path) = std::env::var_os("APS5_INPUT_SCRIPT") else {
-            return Ok(Script::default());
-        };
-        std::fs::read_to_string(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|t| Script::parse(&t))
-            .map_err(|e| {
-                format!(
-                    "APS5_INPUT_SCRIPT {}: {e}",
-                    std::path::Path::new(&path).display()
-                )
-            })
-    });
-    match s {
-        Ok(s) => s,
-        Err(e) => {
-            diag(e);
-            kernel::exit(2)
-        }
-    }
-}
-
 #[derive(Default)]
 struct State {
     init: bool,
@@ -233,8 +84,8 @@ fn state() -> std::sync::MutexGuard<'static, State> {
 
 /// The pad's state now.
 pub fn current() -> PadData {
-    // The script's buttons and those held through the window's keys (window.rs).
-    let buttons = script().buttons_at(video::flip_count()) | crate::window::pad_buttons();
+    // The script's buttons and those held through the host's keys (a window's keymap).
+    let buttons = script().buttons_at(input::flip_count()) | input::host_buttons();
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -371,69 +222,5 @@ mod tests {
         assert_eq!(std::mem::offset_of!(PadData, connected), 76);
         assert_eq!(std::mem::offset_of!(PadData, timestamp), 80);
         assert_eq!(std::mem::offset_of!(PadData, count), 104);
-    }
-
-    #[test]
-    fn script_steps_hold_until_the_next_line() {
-        let s =
-            Script::parse("# demo\n0 -\n10 right\n12 -   # release\n20 down,cross\n30 0x8000+up\n")
-                .unwrap();
-        assert_eq!(s.buttons_at(0), 0);
-        assert_eq!(s.buttons_at(9), 0);
-        assert_eq!(s.buttons_at(10), 0x20);
-        assert_eq!(s.buttons_at(11), 0x20);
-        assert_eq!(s.buttons_at(12), 0);
-        assert_eq!(s.buttons_at(25), 0x40 | 0x4000);
-        assert_eq!(s.buttons_at(1000), 0x8010);
-        assert_eq!(s.keys, KeyScript::default());
-    }
-
-    #[test]
-    fn pad_and_keyboard_lines_mix_and_stay_independent() {
-        let s = Script::parse(
-            "0 cross\n5 key:h,i  # two keys\n6 -\n8 text:\"a #1\" # not part of the text\n20 key:-\n",
-        )
-        .unwrap();
-        assert_eq!(s.buttons_at(5), 0x4000, "a key: line leaves the pad alone");
-        assert_eq!(s.buttons_at(6), 0);
-        assert_eq!(
-            s.keys.state_at(6).keys,
-            [0x0B, 0x0C],
-            "a pad line leaves the keys"
-        );
-        // "a #1": a, space, shift+3, 1 from frame 8, two frames each.
-        let k = |f| s.keys.state_at(f);
-        assert_eq!(k(8).keys, [0x04]);
-        assert_eq!(k(10).keys, [0x2C]);
-        assert_eq!(
-            (k(12).keys.as_slice(), k(12).modifiers),
-            (&[0x20u8][..], 0x02)
-        );
-        assert_eq!(k(14).keys, [0x1E]);
-        assert!(k(15).keys.is_empty() && k(30).keys.is_empty());
-    }
-
-    #[test]
-    fn script_errors_name_the_line() {
-        let e = Script::parse("0 -\n5 jump\n").unwrap_err();
-        assert!(e.starts_with("line 2:") && e.contains("jump"), "{e}");
-        let e = Script::parse("9 up\n5 down\n").unwrap_err();
-        assert!(e.starts_with("line 2:"), "{e}");
-        assert!(Script::parse("x up").unwrap_err().contains("frame number"));
-        assert!(Script::parse("3").unwrap_err().contains("buttons missing"));
-        let e = Script::parse("0 -\n\n4 key:a,bogus\n").unwrap_err();
-        assert!(e.starts_with("line 3: unknown key \"bogus\""), "{e}");
-        let e = Script::parse("0 text:\"abc\"\n3 key:x\n").unwrap_err();
-        assert!(
-            e.starts_with("line 2: frame 3 is inside the previous text"),
-            "{e}"
-        );
-        let e = Script::parse("1 text:abc\n").unwrap_err();
-        assert!(
-            e.starts_with("line 1: text must be in double quotes"),
-            "{e}"
-        );
-        let e = Script::parse("1 text:\"\u{e9}\"\n").unwrap_err();
-        assert!(e.starts_with("line 1:") && e.contains("US layout"), "{e}");
     }
 }

@@ -14,7 +14,7 @@
 
 use std::io::BufWriter;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -123,13 +123,7 @@ static PORT: Mutex<Option<Port>> = Mutex::new(None);
 /// Set after the first frame that could not be written.
 static WRITE_FAILED: AtomicBool = AtomicBool::new(false);
 
-/// Flips done by this process (read by libScePad's input script).
-pub static FLIPS: AtomicU64 = AtomicU64::new(0);
-
-/// Number of flips done so far.
-pub fn flip_count() -> u64 {
-    FLIPS.load(Ordering::Acquire)
-}
+pub use crate::input::{FLIPS, flip_count};
 
 struct Config {
     frames_dir: Option<PathBuf>,

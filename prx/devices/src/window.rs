@@ -26,7 +26,7 @@ use x11rb::rust_connection::RustConnection;
 use x11rb::wrapper::ConnectionExt as _;
 
 use crate::keymap::Keymap;
-use crate::{diag, kernel, video};
+use crate::{diag, input, kernel};
 
 /// One flipped frame: `width` x `height` pixels of 4 bytes, rows packed.
 pub struct Frame {
@@ -56,8 +56,6 @@ struct Window {
 static WINDOW: OnceLock<Option<Window>> = OnceLock::new();
 /// Set when the window was closed (or its X connection lost).
 static CLOSED: AtomicBool = AtomicBool::new(false);
-/// Pad buttons held through window keys.
-static PAD: AtomicU32 = AtomicU32::new(0);
 
 x11rb::atom_manager! {
     Atoms: AtomsCookie {
@@ -138,7 +136,7 @@ pub fn close_requested() -> bool {
 
 /// Pad buttons held through the window's keys.
 pub fn pad_buttons() -> u32 {
-    PAD.load(Ordering::Acquire)
+    input::host_buttons()
 }
 
 fn keymap() -> &'static Keymap {
@@ -311,9 +309,9 @@ fn closed(shared: &Shared, conn: &RustConnection, win: u32) {
     // Gone from the screen at once, whenever the program gets to its next flip.
     let _ = conn.destroy_window(win);
     let _ = conn.flush();
-    let flips = video::flip_count();
+    let flips = input::flip_count();
     std::thread::sleep(Duration::from_secs(2));
-    if video::flip_count() == flips {
+    if input::flip_count() == flips {
         exit(0);
     }
 }
@@ -350,7 +348,7 @@ fn events(
             .unwrap_or(0)
     };
     let mut down: Vec<u32> = Vec::new();
-    let update = |down: &[u32]| PAD.store(map.buttons(down), Ordering::Release);
+    let update = |down: &[u32]| input::set_host_buttons(map.buttons(down));
     loop {
         let ev = match conn.wait_for_event() {
             Ok(ev) => ev,
@@ -469,7 +467,7 @@ fn keyboard_key(keysym: u32, down: bool, held: &[u32]) {
         .map(|&k| hid_usage(k))
         .filter(|u| (0xe0..=0xe7).contains(u))
         .fold(0u8, |m, u| m | 1 << (u - 0xe0));
-    crate::keyboard::push_host_key(hid_usage(keysym), down, modifiers);
+    input::push_host_key(hid_usage(keysym), down, modifiers);
 }
 
 fn redraw(shared: &Shared) {
@@ -576,11 +574,6 @@ mod tests {
         for (sym, usage) in cases {
             assert_eq!(hid_usage(sym), usage, "{sym:#x}");
         }
-    }
-
-    #[test]
-    fn the_keymap_knows_the_pad_buttons_of_the_input_script() {
-        assert_eq!(crate::keymap::PAD_BUTTONS, crate::pad::BUTTONS);
     }
 
     #[test]
