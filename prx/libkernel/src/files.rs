@@ -256,26 +256,12 @@ fn access_guest(p: &[u8], mode: i32) -> Result<i64, i32> {
 }
 
 fn open_path_beneath(root: i32, rel: &CStr) -> Result<i32, i32> {
-    #[repr(C)]
-    struct OpenHow {
-        flags: u64,
-        mode: u64,
-        resolve: u64,
-    }
-    let how = OpenHow {
-        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
-        mode: 0,
-        resolve: libc::RESOLVE_BENEATH,
-    };
-    check(unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            root,
-            rel.as_ptr(),
-            &how as *const OpenHow,
-            std::mem::size_of::<OpenHow>(),
-        )
-    })
+    check(crate::fs::openat2_beneath(
+        root,
+        rel,
+        libc::O_PATH | libc::O_CLOEXEC,
+        0,
+    ))
     .map(|fd| fd as i32)
 }
 

@@ -112,6 +112,25 @@ struct OpenHow {
     resolve: u64,
 }
 
+/// openat2(2) of `rel` under the mount root `root` with `RESOLVE_BENEATH`, so the path
+/// cannot leave its mount; the raw result (an fd, or -1 with the host errno set).
+pub(crate) fn openat2_beneath(root: i32, rel: &CStr, flags: i32, mode: u64) -> i64 {
+    let how = OpenHow {
+        flags: flags as u64,
+        mode,
+        resolve: libc::RESOLVE_BENEATH,
+    };
+    unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            root,
+            rel.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    }
+}
+
 /// FreeBSD `open` flags -> Linux.
 fn host_flags(f: i32) -> i32 {
     let mut h = f & 3; // O_RDONLY / O_WRONLY / O_RDWR are the same
@@ -135,24 +154,12 @@ fn host_flags(f: i32) -> i32 {
 /// Opens a guest path; returns the fd or a FreeBSD errno.
 pub fn open_guest(path: &[u8], flags: i32, mode: u32) -> Result<i32, i32> {
     let (root, rel) = resolve(path)?;
-    let how = OpenHow {
-        flags: (host_flags(flags) | libc::O_CLOEXEC) as u64,
-        mode: if flags & 0x200 != 0 {
-            u64::from(mode & 0o7777)
-        } else {
-            0
-        },
-        resolve: libc::RESOLVE_BENEATH,
+    let mode = if flags & 0x200 != 0 {
+        u64::from(mode & 0o7777)
+    } else {
+        0
     };
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            root,
-            rel.as_ptr(),
-            &how as *const OpenHow,
-            std::mem::size_of::<OpenHow>(),
-        )
-    };
+    let fd = openat2_beneath(root, &rel, host_flags(flags) | libc::O_CLOEXEC, mode);
     if fd < 0 {
         Err(errno::from_host(
             std::io::Error::last_os_error().raw_os_error().unwrap_or(5),
@@ -343,20 +350,7 @@ fn fstat_host(fd: i32) -> Result<GuestStat, i32> {
 fn stat_guest(path: &[u8]) -> Result<GuestStat, i32> {
     let (root, rel) = resolve(path)?;
     // O_PATH opens without read permission; RESOLVE_BENEATH keeps it confined.
-    let how = OpenHow {
-        flags: (libc::O_PATH | libc::O_CLOEXEC) as u64,
-        mode: 0,
-        resolve: libc::RESOLVE_BENEATH,
-    };
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            root,
-            rel.as_ptr(),
-            &how as *const OpenHow,
-            std::mem::size_of::<OpenHow>(),
-        )
-    };
+    let fd = openat2_beneath(root, &rel, libc::O_PATH | libc::O_CLOEXEC, 0);
     let fd = host_ret(fd as isize)? as i32;
     let r = fstat_host(fd);
     unsafe { libc::close(fd) };
@@ -478,20 +472,12 @@ pub unsafe extern "C" fn chdir(path: *const libc::c_char) -> i32 {
             return Err(2);
         }
         let (root, rel) = resolve(p)?;
-        let how = OpenHow {
-            flags: (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
-            mode: 0,
-            resolve: libc::RESOLVE_BENEATH,
-        };
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_openat2,
-                root,
-                rel.as_ptr(),
-                &how as *const OpenHow,
-                std::mem::size_of::<OpenHow>(),
-            )
-        };
+        let fd = openat2_beneath(
+            root,
+            &rel,
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            0,
+        );
         host_ret(fd as isize)?;
         unsafe { libc::close(fd as i32) };
         let s = std::str::from_utf8(p).map_err(|_| 2)?;
