@@ -430,6 +430,20 @@ pub unsafe extern "C" fn mbsrtowcs(
     n: usize,
     _ps: *mut u8,
 ) -> usize {
+    unsafe { convert_string(dst, src, n, |b: u8| Some(WChar::from(b))) }
+}
+
+/// The string conversions (`mbsrtowcs`, `wcsrtombs`) in the C locale, one character to
+/// one: converts `*src` up to its terminator into `dst`, at most `n` characters (a null
+/// `dst` only counts, without limit). `*src` is then left after the last one converted,
+/// or NULL if the terminator was. A character `conv` cannot map is -1 with `EILSEQ`
+/// (`*src` then points at it).
+unsafe fn convert_string<S: Copy + Into<u32>, D>(
+    dst: *mut D,
+    src: *mut *const S,
+    n: usize,
+    conv: impl Fn(S) -> Option<D>,
+) -> usize {
     let s = unsafe { *src };
     let mut i = 0;
     loop {
@@ -437,11 +451,18 @@ pub unsafe extern "C" fn mbsrtowcs(
             unsafe { *src = s.add(i) };
             return i;
         }
-        let b = unsafe { *s.add(i) };
+        let c = unsafe { *s.add(i) };
+        let Some(d) = conv(c) else {
+            if !dst.is_null() {
+                unsafe { *src = s.add(i) };
+            }
+            kernel::set_errno(EILSEQ);
+            return usize::MAX;
+        };
         if !dst.is_null() {
-            unsafe { *dst.add(i) = WChar::from(b) };
+            unsafe { *dst.add(i) = d };
         }
-        if b == 0 {
+        if c.into() == 0 {
             if !dst.is_null() {
                 unsafe { *src = std::ptr::null() };
             }
@@ -467,32 +488,7 @@ pub unsafe extern "C" fn wcsrtombs(
     n: usize,
     _ps: *mut u8,
 ) -> usize {
-    let s = unsafe { *src };
-    let mut i = 0;
-    loop {
-        if !dst.is_null() && i == n {
-            unsafe { *src = s.add(i) };
-            return i;
-        }
-        let w = unsafe { *s.add(i) };
-        let Ok(b) = u8::try_from(w) else {
-            if !dst.is_null() {
-                unsafe { *src = s.add(i) };
-            }
-            kernel::set_errno(EILSEQ);
-            return usize::MAX;
-        };
-        if !dst.is_null() {
-            unsafe { *dst.add(i) = b };
-        }
-        if b == 0 {
-            if !dst.is_null() {
-                unsafe { *src = std::ptr::null() };
-            }
-            return i;
-        }
-        i += 1;
-    }
+    unsafe { convert_string(dst, src, n, |w: WChar| u8::try_from(w).ok()) }
 }
 
 /// `wcstombs`.
@@ -905,14 +901,12 @@ unsafe fn wide_text(
     true
 }
 
-fn wprint_to(f: *mut GuestFile, fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
-    stdio::orient(f, 1);
-    let mut out = Vec::new();
-    if !unsafe { wformat(fmt, &mut VaArgs(ap), &mut out) } {
-        return -1;
-    }
+/// Writes formatted wide output to a stream in the C locale (one byte a character):
+/// the count of wide characters, or -1 (`EILSEQ` for a character above 0xFF, nothing
+/// written).
+fn put_wide(f: *mut GuestFile, out: &[WChar]) -> i32 {
     let mut bytes = Vec::with_capacity(out.len());
-    for &w in &out {
+    for &w in out {
         match u8::try_from(w) {
             Ok(b) => bytes.push(b),
             Err(_) => {
@@ -926,6 +920,15 @@ fn wprint_to(f: *mut GuestFile, fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
     } else {
         -1
     }
+}
+
+fn wprint_to(f: *mut GuestFile, fmt: *const WChar, ap: *mut VaListRaw) -> i32 {
+    stdio::orient(f, 1);
+    let mut out = Vec::new();
+    if !unsafe { wformat(fmt, &mut VaArgs(ap), &mut out) } {
+        return -1;
+    }
+    put_wide(f, &out)
 }
 
 stdio::stream_entries!(
@@ -1287,21 +1290,7 @@ fn wprint_s_to(f: *mut GuestFile, fmt: *const WChar, ap: *mut VaListRaw) -> i32 
         return -1;
     }
     stdio::orient(f, 1);
-    let mut bytes = Vec::with_capacity(out.len());
-    for &w in &out {
-        match u8::try_from(w) {
-            Ok(b) => bytes.push(b),
-            Err(_) => {
-                kernel::set_errno(EILSEQ);
-                return -1;
-            }
-        }
-    }
-    if stdio::put(f, &bytes) {
-        out.len() as i32
-    } else {
-        -1
-    }
+    put_wide(f, &out)
 }
 
 stdio::stream_entries!(
