@@ -441,20 +441,20 @@ mod tests {
         assert_eq!(info_of(&r[1]).flags, 4 | 16);
     }
 
-    #[test]
-    fn direct_memory_queries_follow_allocations() {
+    /// Allocates direct memory of `len` bytes (64 KiB aligned) in `[lo, hi)` with the
+    /// memory type `ty`; returns its physical address.
+    fn allocate(lo: i64, hi: i64, len: usize, ty: i32) -> i64 {
         let mut a = 0i64;
         let r = unsafe {
-            crate::memory::sce_kernel_allocate_direct_memory(
-                0x1000_0000,
-                0x2000_0000,
-                0x10000,
-                0x10000,
-                3, // SCE_KERNEL_WC_GARLIC
-                &mut a,
-            )
+            crate::memory::sce_kernel_allocate_direct_memory(lo, hi, len, 0x10000, ty, &mut a)
         };
         assert_eq!(r, 0);
+        a
+    }
+
+    #[test]
+    fn direct_memory_queries_follow_allocations() {
+        let a = allocate(0x1000_0000, 0x2000_0000, 0x10000, 3); // SCE_KERNEL_WC_GARLIC
         let mut info = DirectMemoryQueryInfo::default();
         let sz = std::mem::size_of::<DirectMemoryQueryInfo>();
         assert_eq!(
@@ -504,18 +504,7 @@ mod tests {
 
     #[test]
     fn a_partly_released_allocation_keeps_its_type() {
-        let mut a = 0i64;
-        let r = unsafe {
-            crate::memory::sce_kernel_allocate_direct_memory(
-                0x3000_0000,
-                0x4000_0000,
-                0x30000,
-                0x10000,
-                10, // SCE_KERNEL_WB_GARLIC
-                &mut a,
-            )
-        };
-        assert_eq!(r, 0);
+        let a = allocate(0x3000_0000, 0x4000_0000, 0x30000, 10); // SCE_KERNEL_WB_GARLIC
         assert_eq!(
             crate::memory::sce_kernel_release_direct_memory(a + 0x10000, 0x10000),
             0
