@@ -5,43 +5,13 @@
 //!
 //! Needs libasound.so.2 (CI installs libasound2-dev); without it the tests fail saying so.
 
+mod common;
+
 #[path = "../../../compiler/relink/tests/support/mod.rs"]
 mod support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// 16-bit stereo 48 kHz WAV of `frames` sample frames of a 440 Hz tone, and its samples.
-fn tone_wav(frames: usize) -> (Vec<u8>, Vec<i16>) {
-    let samples: Vec<i16> = (0..frames)
-        .flat_map(|i| {
-            let v =
-                (8000.0 * (2.0 * std::f64::consts::PI * 440.0 * i as f64 / 48000.0).sin()) as i16;
-            // Left and right differ, so swapped channels would show.
-            [v, v / 2]
-        })
-        .collect();
-    let data: Vec<u8> = samples.iter().flat_map(|s| s.to_le_bytes()).collect();
-    let mut wav = Vec::new();
-    wav.extend_from_slice(b"RIFF");
-    wav.extend_from_slice(&(36 + data.len() as u32).to_le_bytes());
-    wav.extend_from_slice(b"WAVEfmt ");
-    for v in [16u32, 0x0002_0001, 48000, 48000 * 4, 0x0010_0004] {
-        wav.extend_from_slice(&v.to_le_bytes());
-    }
-    wav.extend_from_slice(b"data");
-    wav.extend_from_slice(&(data.len() as u32).to_le_bytes());
-    wav.extend_from_slice(&data);
-    (wav, samples)
-}
-
-fn libasound_present() {
-    let ok = unsafe { !libc::dlopen(c"libasound.so.2".as_ptr(), libc::RTLD_NOW).is_null() };
-    assert!(
-        ok,
-        "libasound.so.2 is needed by this test (apt-get install libasound2-dev / libasound2)"
-    );
-}
 
 /// Builds PS4-2048 with 3 s of tone as its music into `out`; returns the music's samples.
 fn build_2048_with_music(out: &Path) -> Vec<i16> {
@@ -51,7 +21,8 @@ fn build_2048_with_music(out: &Path) -> Vec<i16> {
         &[root.join("sce_module/libc.prx")],
         out,
     );
-    let (wav, samples) = tone_wav(3 * 48000);
+    // Left and right differ, so swapped channels would show.
+    let (wav, samples) = common::tone_wav(3 * 48000, 2);
     std::fs::create_dir_all(out.join("app0/assets/audio")).unwrap();
     std::fs::write(out.join("app0/assets/audio/bg.wav"), wav).unwrap();
     samples
@@ -65,7 +36,7 @@ fn le16(b: &[u8]) -> Vec<i16> {
 
 #[test]
 fn music_reaches_the_alsa_device_sample_for_sample_in_real_time() {
-    libasound_present();
+    common::libasound_present();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     let samples = build_2048_with_music(&out);
@@ -118,7 +89,7 @@ fn music_reaches_the_alsa_device_sample_for_sample_in_real_time() {
 
 #[test]
 fn a_named_device_that_fails_is_reported_and_the_program_runs_on() {
-    libasound_present();
+    common::libasound_present();
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     build_2048_with_music(&out);

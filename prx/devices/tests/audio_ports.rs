@@ -4,18 +4,12 @@
 //!
 //! Needs libasound.so.2 (CI installs libasound2-dev); without it the test fails saying so.
 
-fn libasound_present() {
-    let ok = unsafe { !libc::dlopen(c"libasound.so.2".as_ptr(), libc::RTLD_NOW).is_null() };
-    assert!(
-        ok,
-        "libasound.so.2 is needed by this test (apt-get install libasound2-dev / libasound2)"
-    );
-}
-
 /// Float and 8-channel ports: what reaches ALSA is exactly what was output.
+mod common;
+
 #[test]
 fn float_and_eight_channel_ports_reach_alsa_unchanged() {
-    libasound_present();
+    common::libasound_present();
     use aps5_prx_devices::audio::{sce_audio_out_close, sce_audio_out_open, sce_audio_out_output};
     let tmp = tempfile::tempdir().unwrap();
     let conf = tmp.path().join("asound.conf");

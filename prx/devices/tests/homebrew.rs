@@ -1,25 +1,13 @@
 //! Real OpenOrbis homebrew (shared/corpus/homebrew), relinked and run headless: the frames
 //! it flips are checked against what its source draws.
 
+mod common;
+
 #[path = "../../../compiler/relink/tests/support/mod.rs"]
 mod support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-/// Decodes a PNG written by libSceVideoOut: (width, height, RGB bytes).
-fn read_png(p: &Path) -> (u32, u32, Vec<u8>) {
-    let file = std::fs::File::open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    let mut dec = png::Decoder::new(std::io::BufReader::new(file))
-        .read_info()
-        .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    let mut buf = vec![0; dec.output_buffer_size().expect("frame size fits memory")];
-    let info = dec.next_frame(&mut buf).unwrap();
-    assert_eq!(info.color_type, png::ColorType::Rgb, "{}", p.display());
-    assert_eq!(info.bit_depth, png::BitDepth::Eight, "{}", p.display());
-    buf.truncate(info.buffer_size());
-    (info.width, info.height, buf)
-}
 
 fn frames(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -80,7 +68,7 @@ fn openorbis_graphics_sample_flips_its_mandelbrot() {
         .collect();
     assert_eq!(names, ["frame-00000.png", "frame-00001.png"], "{run:?}");
     for f in &files {
-        let (w, h, rgb) = read_png(f);
+        let (w, h, rgb) = common::read_png(f);
         assert_eq!((w, h), (1920, 1080));
         let mut wrong = Vec::new();
         for y in 0..h {
@@ -110,21 +98,6 @@ fn openorbis_graphics_sample_flips_its_mandelbrot() {
     assert_eq!(mandelbrot_rgb(1200, 540), [0, 0, 0]);
     assert_eq!(mandelbrot_rgb(0, 0), [0, 0, 12]);
     assert_ne!(mandelbrot_rgb(500, 540), mandelbrot_rgb(500, 300));
-}
-
-/// The 4x4 board of PS4-2048 (grid cell centres in a 1920x1080 frame, from its frames):
-/// an RGB sample per cell.
-fn board(rgb: &[u8], w: u32) -> Vec<[u8; 3]> {
-    let mut cells = Vec::new();
-    for row in 0..4u32 {
-        for col in 0..4u32 {
-            // Cell centres: x = 635 + 170*col, y = 315 + 170*row; sample off the digits.
-            let (x, y) = (635 + 170 * col - 50, 315 + 170 * row - 50);
-            let i = ((y * w + x) * 3) as usize;
-            cells.push([rgb[i], rgb[i + 1], rgb[i + 2]]);
-        }
-    }
-    cells
 }
 
 #[test]
@@ -166,7 +139,7 @@ fn ps4_2048_plays_a_scripted_game_headless() {
     assert_eq!(files.len(), 600, "{run:?}");
     assert!(files[599].ends_with("frame-00599.png"));
 
-    let frame = |n: usize| read_png(&files[n]);
+    let frame = |n: usize| common::read_png(&files[n]);
     // The menu (before cross) and the game are not blank: many colours each.
     for n in [30, 70, 599] {
         let (w, h, rgb) = frame(n);
@@ -199,7 +172,7 @@ fn ps4_2048_plays_a_scripted_game_headless() {
             frame(before - 10).2,
             "board changed without input before move {i}"
         );
-        if board(&a, w) != board(&b, w) {
+        if common::board(&a, w) != common::board(&b, w) {
             changed += 1;
         }
     }
@@ -246,29 +219,6 @@ fn bad_headless_settings_stop_the_program_with_a_clear_message() {
     );
 }
 
-/// 16-bit stereo 48 kHz WAV of `frames` sample frames of a 440 Hz tone (both channels).
-fn tone_wav(frames: usize) -> (Vec<u8>, Vec<i16>) {
-    let samples: Vec<i16> = (0..frames)
-        .flat_map(|i| {
-            let v =
-                (8000.0 * (2.0 * std::f64::consts::PI * 440.0 * i as f64 / 48000.0).sin()) as i16;
-            [v, v]
-        })
-        .collect();
-    let data: Vec<u8> = samples.iter().flat_map(|s| s.to_le_bytes()).collect();
-    let mut wav = Vec::new();
-    wav.extend_from_slice(b"RIFF");
-    wav.extend_from_slice(&(36 + data.len() as u32).to_le_bytes());
-    wav.extend_from_slice(b"WAVEfmt ");
-    for v in [16u32, 0x0002_0001, 48000, 48000 * 4, 0x0010_0004] {
-        wav.extend_from_slice(&v.to_le_bytes());
-    }
-    wav.extend_from_slice(b"data");
-    wav.extend_from_slice(&(data.len() as u32).to_le_bytes());
-    wav.extend_from_slice(&data);
-    (wav, samples)
-}
-
 #[test]
 fn ps4_2048_music_plays_through_audio_out_in_real_time() {
     let root = support::shared().join("corpus/homebrew/ps4-2048");
@@ -280,7 +230,7 @@ fn ps4_2048_music_plays_through_audio_out_in_real_time() {
         &out,
     );
     // The game streams /app0/assets/audio/bg.wav (not in the corpus): give it 3 s of tone.
-    let (wav, samples) = tone_wav(3 * 48000);
+    let (wav, samples) = common::tone_wav(3 * 48000, 1);
     std::fs::create_dir_all(out.join("app0/assets/audio")).unwrap();
     std::fs::write(out.join("app0/assets/audio/bg.wav"), wav).unwrap();
     let captured = tmp.path().join("audio.wav");
@@ -324,9 +274,6 @@ fn ps4_2048_music_plays_through_audio_out_in_real_time() {
     );
 }
 
-/// The system font the keyboard test gives the sample as its `/app0/font.ttf`.
-const DEJAVU: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
-
 /// What the OpenOrbis keyboard sample (samples/keyboard, 2021-03) draws for a list of text
 /// lines, rendered independently with the host FreeType from the sample's description: a
 /// black 1920x1080 frame; line n drawn with the font at 30 pixels, pen starting at x 0 on
@@ -340,7 +287,7 @@ struct TextRef {
 
 impl TextRef {
     fn new() -> TextRef {
-        let path = std::ffi::CString::new(DEJAVU).unwrap();
+        let path = std::ffi::CString::new(common::DEJAVU).unwrap();
         unsafe {
             let mut lib = std::ptr::null_mut();
             assert_eq!(freetype_sys::FT_Init_FreeType(&mut lib), 0);
@@ -414,8 +361,9 @@ fn keyboard_screen(keys: &[&str], modifiers: &[&str], locks: &[&str]) -> Vec<Str
 #[test]
 fn openorbis_keyboard_sample_draws_the_scripted_keys_with_freetype() {
     assert!(
-        Path::new(DEJAVU).is_file(),
-        "{DEJAVU} is needed by this test: install fonts-dejavu-core"
+        Path::new(common::DEJAVU).is_file(),
+        "{} is needed by this test: install fonts-dejavu-core",
+        common::DEJAVU
     );
     let eboot = support::shared().join("corpus/homebrew/openorbis-samples/keyboard/pkg/eboot.bin");
     let tmp = tempfile::tempdir().unwrap();
@@ -428,7 +376,7 @@ fn openorbis_keyboard_sample_draws_the_scripted_keys_with_freetype() {
         .collect();
     assert!(missing.is_empty(), "unimplemented imports: {missing:?}");
     // The sample opens /app0/font.ttf (its package ships a font there).
-    std::fs::copy(DEJAVU, out.join("app0/font.ttf")).unwrap();
+    std::fs::copy(common::DEJAVU, out.join("app0/font.ttf")).unwrap();
 
     // (first frame, script line, what the sample must draw from that frame on)
     type Step = (u64, &'static str, Vec<String>);
@@ -520,7 +468,7 @@ fn openorbis_keyboard_sample_draws_the_scripted_keys_with_freetype() {
         let mut check = vec![*first, (*first + end - 1) / 2, end - 1];
         check.dedup();
         for n in check {
-            let (w, h, got) = read_png(&files[n as usize]);
+            let (w, h, got) = common::read_png(&files[n as usize]);
             assert_eq!((w, h), (1920, 1080));
             let same = got
                 .chunks_exact(3)

@@ -6,6 +6,8 @@
 //!
 //! Needs `Xvfb` (CI installs it); without it each test says so and passes.
 
+mod common;
+
 #[path = "../../../compiler/relink/tests/support/mod.rs"]
 mod support;
 
@@ -191,17 +193,6 @@ fn grab(conn: &RustConnection, win: u32) -> (u32, u32, Vec<u8>) {
     (u32::from(g.width), u32::from(g.height), rgb)
 }
 
-fn read_png(p: &Path) -> (u32, u32, Vec<u8>) {
-    let file = std::fs::File::open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    let mut dec = png::Decoder::new(std::io::BufReader::new(file))
-        .read_info()
-        .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    let mut buf = vec![0; dec.output_buffer_size().unwrap()];
-    let info = dec.next_frame(&mut buf).unwrap();
-    buf.truncate(info.buffer_size());
-    (info.width, info.height, buf)
-}
-
 /// Waits until `dir/frame-NNNNN.png` for flip `n` exists (and the next, so it is complete).
 fn wait_frame(dir: &Path, n: u32) -> PathBuf {
     let t = Instant::now();
@@ -303,7 +294,7 @@ fn mandelbrot_in_window(sw: u32, sh: u32, want: (u32, u32), close: impl FnOnce(&
     let win = find_window(&conn, title);
     let png = wait_frame(&dir, 3);
     // The frame reaches the server a little after the flip: retry for a while.
-    let frame = read_png(&png);
+    let frame = common::read_png(&png);
     let mut best = 0;
     let mut grabbed = (0, 0);
     let t = Instant::now();
@@ -360,19 +351,6 @@ fn the_window_scales_to_a_small_screen_and_a_lost_x_server_ends_the_program() {
         let _ = x.child.kill();
         let _ = x.child.wait();
     });
-}
-
-/// PS4-2048's board cells (see tests/homebrew.rs).
-fn board(rgb: &[u8], w: u32) -> Vec<[u8; 3]> {
-    let mut cells = Vec::new();
-    for row in 0..4u32 {
-        for col in 0..4u32 {
-            let (x, y) = (635 + 170 * col - 50, 315 + 170 * row - 50);
-            let i = ((y * w + x) * 3) as usize;
-            cells.push([rgb[i], rgb[i + 1], rgb[i + 2]]);
-        }
-    }
-    cells
 }
 
 #[test]
@@ -443,7 +421,7 @@ fn keys_typed_into_the_window_play_ps4_2048() {
     let (status, stderr) = prog.wait(Duration::from_secs(30));
     assert_eq!(status, 0, "{stderr}");
 
-    let png = |n: u32| read_png(&dir.join(format!("frame-{n:05}.png")));
+    let png = |n: u32| common::read_png(&dir.join(format!("frame-{n:05}.png")));
     assert_eq!(
         png(menu).2,
         png(after_return).2,
@@ -458,7 +436,7 @@ fn keys_typed_into_the_window_play_ps4_2048() {
     for pair in marks.windows(2) {
         let (w, _, a) = png(pair[0]);
         let (_, _, b) = png(pair[1]);
-        if board(&a, w) != board(&b, w) {
+        if common::board(&a, w) != common::board(&b, w) {
             changed += 1;
         }
     }
@@ -493,13 +471,12 @@ fn keycode(conn: &RustConnection, sym: u32) -> u8 {
     min + i as u8
 }
 
-const DEJAVU: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
-
 #[test]
 fn keys_typed_into_the_window_reach_libscekeyboard() {
     assert!(
-        Path::new(DEJAVU).is_file(),
-        "{DEJAVU} is needed by this test: install fonts-dejavu-core"
+        Path::new(common::DEJAVU).is_file(),
+        "{} is needed by this test: install fonts-dejavu-core",
+        common::DEJAVU
     );
     let Some(x) = xvfb(2560, 1440) else { return };
     let tmp = tempfile::tempdir().unwrap();
@@ -510,7 +487,7 @@ fn keys_typed_into_the_window_reach_libscekeyboard() {
         &out,
     );
     // The sample draws the keys held with the font its package ships as /app0/font.ttf.
-    std::fs::copy(DEJAVU, out.join("app0/font.ttf")).unwrap();
+    std::fs::copy(common::DEJAVU, out.join("app0/font.ttf")).unwrap();
 
     // The oracle: the same program, headless, with Left Shift + H held by the input
     // script (libSceKeyboard's own path): what it draws then is what typing must draw.
@@ -529,7 +506,7 @@ fn keys_typed_into_the_window_reach_libscekeyboard() {
         Duration::from_secs(120),
     );
     assert_eq!(run.status, Some(0), "{run:?}");
-    let want = read_png(&ref_dir.join("frame-00003.png"));
+    let want = common::read_png(&ref_dir.join("frame-00003.png"));
 
     let dir = tmp.path().join("frames");
     let title = "Keyboard (aps5 window test)";
@@ -588,7 +565,7 @@ fn keys_typed_into_the_window_reach_libscekeyboard() {
     let (status, stderr) = prog.wait(Duration::from_secs(30));
     assert_eq!(status, 0, "{stderr}");
 
-    let got = read_png(&dir.join(format!("frame-{held:05}.png")));
+    let got = common::read_png(&dir.join(format!("frame-{held:05}.png")));
     let same = got
         .2
         .chunks_exact(3)
@@ -602,7 +579,7 @@ fn keys_typed_into_the_window_reach_libscekeyboard() {
     );
     assert_eq!((got.0, got.1), (want.0, want.1));
     assert_ne!(
-        read_png(&before).2,
+        common::read_png(&before).2,
         want.2,
         "the reference does not differ from the screen with no key"
     );
