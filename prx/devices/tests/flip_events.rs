@@ -43,6 +43,9 @@ fn sym(h: *mut c_void, nid: &str) -> *mut c_void {
 #[test]
 fn a_flip_triggers_the_guest_flip_event_once() {
     use aps5_prx_macros::nid_str;
+    // No window on a developer's desktop: the PRX reads this at sceVideoOutOpen.
+    // SAFETY: the only test of this binary: no other thread reads or writes the environment.
+    unsafe { std::env::set_var("APS5_HEADLESS", "1") };
     let dir = tempfile::tempdir().unwrap();
     let k = load(dir.path(), "libkernel.prx");
     let d = load(dir.path(), "libSceDevices.prx");

@@ -9,6 +9,14 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Runs the relinked program with `APS5_HEADLESS=1`: these tests check frames, files and
+/// messages, and must not open a window or play sound on a developer's desktop.
+fn run_headless(out: &Path, env: &[(String, String)], limit: Duration) -> support::Run {
+    let mut env = env.to_vec();
+    env.push(("APS5_HEADLESS".to_owned(), "1".to_owned()));
+    support::run(out, &[], &env, limit)
+}
+
 fn frames(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
@@ -59,7 +67,7 @@ fn openorbis_graphics_sample_flips_its_mandelbrot() {
         ("APS5_FRAMES_DIR".to_owned(), dir.display().to_string()),
         ("APS5_MAX_FRAMES".to_owned(), "2".to_owned()),
     ];
-    let run = support::run(&out, &[], &env, Duration::from_secs(120));
+    let run = run_headless(&out, &env, Duration::from_secs(120));
     assert_eq!(run.status, Some(0), "{run:?}");
     let files = frames(&dir);
     let names: Vec<_> = files
@@ -133,7 +141,7 @@ fn ps4_2048_plays_a_scripted_game_headless() {
         ("APS5_MAX_FRAMES".to_owned(), "600".to_owned()),
         ("APS5_INPUT_SCRIPT".to_owned(), script.display().to_string()),
     ];
-    let run = support::run(&out, &[], &env, Duration::from_secs(300));
+    let run = run_headless(&out, &env, Duration::from_secs(300));
     assert_eq!(run.status, Some(0), "{run:?}");
     let files = frames(&dir);
     assert_eq!(files.len(), 600, "{run:?}");
@@ -200,7 +208,7 @@ fn bad_headless_settings_stop_the_program_with_a_clear_message() {
         ("APS5_INPUT_SCRIPT".to_owned(), script.display().to_string()),
         ("APS5_MAX_FRAMES".to_owned(), "5".to_owned()),
     ];
-    let run = support::run(&out, &[], &env, Duration::from_secs(60));
+    let run = run_headless(&out, &env, Duration::from_secs(60));
     assert_eq!(run.status, Some(2), "{run:?}");
     assert!(
         run.stderr
@@ -209,7 +217,7 @@ fn bad_headless_settings_stop_the_program_with_a_clear_message() {
         run.stderr
     );
     let env = [("APS5_MAX_FRAMES".to_owned(), "0".to_owned())];
-    let run = support::run(&out, &[], &env, Duration::from_secs(60));
+    let run = run_headless(&out, &env, Duration::from_secs(60));
     assert_eq!(run.status, Some(2), "{run:?}");
     assert!(
         run.stderr
@@ -239,7 +247,7 @@ fn ps4_2048_music_plays_through_audio_out_in_real_time() {
         ("APS5_AUDIO_WAV".to_owned(), captured.display().to_string()),
     ];
     let t = std::time::Instant::now();
-    let run = support::run(&out, &[], &env, Duration::from_secs(120));
+    let run = run_headless(&out, &env, Duration::from_secs(120));
     let wall = t.elapsed();
     assert_eq!(run.status, Some(0), "{run:?}");
     let bytes = std::fs::read(&captured).unwrap();
@@ -446,7 +454,7 @@ fn openorbis_keyboard_sample_draws_the_scripted_keys_with_freetype() {
             script_path.display().to_string(),
         ),
     ];
-    let run = support::run(&out, &[], &env, Duration::from_secs(180));
+    let run = run_headless(&out, &env, Duration::from_secs(180));
     assert_eq!(run.status, Some(0), "{run:?}");
     let files = frames(&dir);
     assert_eq!(files.len(), total_frames, "{run:?}");
