@@ -30,6 +30,36 @@ pub fn flip_count() -> u64 {
     FLIPS.load(Ordering::Acquire)
 }
 
+/// Microseconds of the host's monotonic clock: the time stamp of pad and keyboard samples.
+pub(crate) fn now_us() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000
+}
+
+/// The read path the pad and the keyboard share: the handle's check, then one sample
+/// written to `data`. `num` is `None` for `*ReadState` (returns 0) and the caller's buffer
+/// length for `*Read` (returns the samples written: 1).
+pub(crate) unsafe fn read_sample<T>(
+    checked: Result<(), i32>,
+    data: *mut T,
+    num: Option<i32>,
+    invalid_arg: i32,
+    sample: impl FnOnce() -> T,
+) -> i32 {
+    if let Err(e) = checked {
+        return e;
+    }
+    if data.is_null() || num.is_some_and(|n| n < 1) {
+        return invalid_arg;
+    }
+    unsafe { data.write_unaligned(sample()) };
+    i32::from(num.is_some())
+}
+
 /// Pad buttons held through the host's keys (a window sets them through its keymap).
 static HOST_BUTTONS: AtomicU32 = AtomicU32::new(0);
 

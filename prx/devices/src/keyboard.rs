@@ -131,7 +131,7 @@ pub fn current() -> KeyboardData {
     }
     keys.truncate(MAX_KEYS);
     let mut data = KeyboardData {
-        timestamp: now_us(),
+        timestamp: input::now_us(),
         connected: 1,
         length: keys.len() as i32,
         led: script.led ^ host.led,
@@ -142,15 +142,6 @@ pub fn current() -> KeyboardData {
         *slot = u16::from(k);
     }
     data
-}
-
-fn now_us() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000
 }
 
 /// `sceKeyboardInit()`.
@@ -207,27 +198,13 @@ fn check(handle: i32) -> Result<(), i32> {
 /// `sceKeyboardReadState(handle, data)`.
 #[nid("sceKeyboardReadState")]
 pub unsafe extern "C" fn sce_keyboard_read_state(handle: i32, data: *mut KeyboardData) -> i32 {
-    if let Err(e) = check(handle) {
-        return e;
-    }
-    if data.is_null() {
-        return ERROR_INVALID_ARG;
-    }
-    unsafe { data.write_unaligned(current()) };
-    0
+    unsafe { input::read_sample(check(handle), data, None, ERROR_INVALID_ARG, current) }
 }
 
 /// `sceKeyboardRead(handle, data, num)`: one sample (the state now); returns the count.
 #[nid("sceKeyboardRead")]
 pub unsafe extern "C" fn sce_keyboard_read(handle: i32, data: *mut KeyboardData, num: i32) -> i32 {
-    if let Err(e) = check(handle) {
-        return e;
-    }
-    if data.is_null() || num < 1 {
-        return ERROR_INVALID_ARG;
-    }
-    unsafe { data.write_unaligned(current()) };
-    1
+    unsafe { input::read_sample(check(handle), data, Some(num), ERROR_INVALID_ARG, current) }
 }
 
 /// `sceKeyboardGetKey2Char(handle, arrangement, led, modifierKey, keyCode, charData)`:

@@ -86,11 +86,6 @@ fn state() -> std::sync::MutexGuard<'static, State> {
 pub fn current() -> PadData {
     // The script's buttons and those held through the host's keys (a window's keymap).
     let buttons = script().buttons_at(input::flip_count()) | input::host_buttons();
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     PadData {
         buttons,
         left_stick: [0x80, 0x80],
@@ -101,7 +96,7 @@ pub fn current() -> PadData {
         ],
         orientation: [0.0, 0.0, 0.0, 1.0],
         connected: 1,
-        timestamp: ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000,
+        timestamp: input::now_us(),
         count: 1,
         ..PadData::default()
     }
@@ -165,27 +160,13 @@ fn check(handle: i32) -> Result<(), i32> {
 /// `scePadReadState(handle, data)`.
 #[nid("scePadReadState")]
 pub unsafe extern "C" fn sce_pad_read_state(handle: i32, data: *mut PadData) -> i32 {
-    if let Err(e) = check(handle) {
-        return e;
-    }
-    if data.is_null() {
-        return ERROR_INVALID_ARG;
-    }
-    unsafe { data.write_unaligned(current()) };
-    0
+    unsafe { input::read_sample(check(handle), data, None, ERROR_INVALID_ARG, current) }
 }
 
 /// `scePadRead(handle, data, num)`: one sample (the state now); returns the count.
 #[nid("scePadRead")]
 pub unsafe extern "C" fn sce_pad_read(handle: i32, data: *mut PadData, num: i32) -> i32 {
-    if let Err(e) = check(handle) {
-        return e;
-    }
-    if data.is_null() || num < 1 {
-        return ERROR_INVALID_ARG;
-    }
-    unsafe { data.write_unaligned(current()) };
-    1
+    unsafe { input::read_sample(check(handle), data, Some(num), ERROR_INVALID_ARG, current) }
 }
 
 /// `scePadSetLightBar(handle, color)`: accepted (no light bar here).
