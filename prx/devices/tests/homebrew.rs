@@ -368,11 +368,7 @@ fn keyboard_screen(keys: &[&str], modifiers: &[&str], locks: &[&str]) -> Vec<Str
 
 #[test]
 fn openorbis_keyboard_sample_draws_the_scripted_keys_with_freetype() {
-    assert!(
-        Path::new(common::DEJAVU).is_file(),
-        "{} is needed by this test: install fonts-dejavu-core",
-        common::DEJAVU
-    );
+    common::dejavu_present();
     let eboot = support::shared().join("corpus/homebrew/openorbis-samples/keyboard/pkg/eboot.bin");
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");

@@ -147,6 +147,25 @@ impl Program {
     }
 }
 
+/// Starts the program in a window titled `title` on `display`, its frames written to
+/// `dir`, running until the test ends it; `extra` adds variables.
+fn start_windowed(
+    out: &Path,
+    display: &str,
+    title: &str,
+    dir: &Path,
+    extra: &[(&str, String)],
+) -> Program {
+    let mut env = vec![
+        ("DISPLAY", display.to_owned()),
+        ("APS5_TITLE", title.to_owned()),
+        ("APS5_FRAMES_DIR", dir.display().to_string()),
+        ("APS5_MAX_FRAMES", "100000".to_owned()),
+    ];
+    env.extend_from_slice(extra);
+    start(out, &env)
+}
+
 /// Finds the top-level window titled `title` (WM_NAME), waiting up to 60 s.
 fn find_window(conn: &RustConnection, title: &str) -> u32 {
     let root = conn.setup().roots[0].root;
@@ -281,15 +300,7 @@ fn mandelbrot_in_window(sw: u32, sh: u32, want: (u32, u32), close: impl FnOnce(&
     build(GRAPHICS, &[], &out);
     let dir = tmp.path().join("frames");
     let title = "Mandelbrot (aps5 window test)";
-    let prog = start(
-        &out,
-        &[
-            ("DISPLAY", x.display.clone()),
-            ("APS5_TITLE", title.to_owned()),
-            ("APS5_FRAMES_DIR", dir.display().to_string()),
-            ("APS5_MAX_FRAMES", "100000".to_owned()),
-        ],
-    );
+    let prog = start_windowed(&out, &x.display, title, &dir, &[]);
     let (conn, _) = RustConnection::connect(Some(&x.display)).unwrap();
     let win = find_window(&conn, title);
     let png = wait_frame(&dir, 3);
@@ -365,18 +376,10 @@ fn keys_typed_into_the_window_play_ps4_2048() {
     );
     let dir = tmp.path().join("frames");
     let title = "PS4 2048 (aps5 window test)";
-    let prog = start(
-        &out,
-        &[
-            ("DISPLAY", x.display.clone()),
-            ("APS5_TITLE", title.to_owned()),
-            ("APS5_FRAMES_DIR", dir.display().to_string()),
-            ("APS5_MAX_FRAMES", "100000".to_owned()),
-            // What `aps5 run` passes for `[input] cross = ["space"]`: space replaces the
-            // default Return and X; the arrows keep their defaults.
-            ("APS5_KEYMAP", "cross=space".to_owned()),
-        ],
-    );
+    // What `aps5 run` passes for `[input] cross = ["space"]`: space replaces the default
+    // Return and X; the arrows keep their defaults.
+    let keymap = [("APS5_KEYMAP", "cross=space".to_owned())];
+    let prog = start_windowed(&out, &x.display, title, &dir, &keymap);
     let (conn, _) = RustConnection::connect(Some(&x.display)).unwrap();
     let win = find_window(&conn, title);
     conn.set_input_focus(InputFocus::PARENT, win, x11rb::CURRENT_TIME)
@@ -473,11 +476,7 @@ fn keycode(conn: &RustConnection, sym: u32) -> u8 {
 
 #[test]
 fn keys_typed_into_the_window_reach_libscekeyboard() {
-    assert!(
-        Path::new(common::DEJAVU).is_file(),
-        "{} is needed by this test: install fonts-dejavu-core",
-        common::DEJAVU
-    );
+    common::dejavu_present();
     let Some(x) = xvfb(2560, 1440) else { return };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
@@ -510,15 +509,7 @@ fn keys_typed_into_the_window_reach_libscekeyboard() {
 
     let dir = tmp.path().join("frames");
     let title = "Keyboard (aps5 window test)";
-    let prog = start(
-        &out,
-        &[
-            ("DISPLAY", x.display.clone()),
-            ("APS5_TITLE", title.to_owned()),
-            ("APS5_FRAMES_DIR", dir.display().to_string()),
-            ("APS5_MAX_FRAMES", "100000".to_owned()),
-        ],
-    );
+    let prog = start_windowed(&out, &x.display, title, &dir, &[]);
     let (conn, _) = RustConnection::connect(Some(&x.display)).unwrap();
     let win = find_window(&conn, title);
     conn.set_input_focus(InputFocus::PARENT, win, x11rb::CURRENT_TIME)

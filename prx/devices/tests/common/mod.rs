@@ -8,6 +8,14 @@ use std::path::Path;
 /// The system font the keyboard tests give the sample as its `/app0/font.ttf`.
 pub const DEJAVU: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 
+/// Fails the test, saying what to install, when [`DEJAVU`] is missing.
+pub fn dejavu_present() {
+    assert!(
+        Path::new(DEJAVU).is_file(),
+        "{DEJAVU} is needed by this test: install fonts-dejavu-core"
+    );
+}
+
 /// Decodes a PNG written by libSceVideoOut: (width, height, RGB bytes).
 pub fn read_png(p: &Path) -> (u32, u32, Vec<u8>) {
     let file = std::fs::File::open(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
