@@ -8,10 +8,14 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 
-/// Copies a corpus folder to a temporary dump, runs `aps5 init` and `aps5 build` in it.
-fn port(corpus: &str, tmp: &Path) -> PathBuf {
+/// Copies a corpus folder to a temporary dump, adds `extra` files (name in the dump, source),
+/// runs `aps5 init` and `aps5 build` in it.
+fn port(corpus: &str, tmp: &Path, extra: &[(&str, &Path)]) -> PathBuf {
     let dump = tmp.join("dump");
     copy_tree(&shared().join("corpus/homebrew").join(corpus), &dump);
+    for (name, src) in extra {
+        std::fs::copy(src, dump.join(name)).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+    }
     init_with_cache_beside(&dump);
     ok(&dump, &["-q", "build"]);
     dump
@@ -56,7 +60,7 @@ fn pngs(dir: &Path) -> usize {
 #[test]
 fn graphics_sample_runs_through_the_cli() {
     let tmp = tempfile::tempdir().unwrap();
-    let dump = port("openorbis-samples/graphics/pkg", tmp.path());
+    let dump = port("openorbis-samples/graphics/pkg", tmp.path(), &[]);
     let frames = tmp.path().join("frames");
     let (code, _, err) = run_for(
         &dump,
@@ -73,7 +77,7 @@ fn graphics_sample_runs_through_the_cli() {
 #[test]
 fn ps4_2048_runs_through_the_cli() {
     let tmp = tempfile::tempdir().unwrap();
-    let dump = port("ps4-2048", tmp.path());
+    let dump = port("ps4-2048", tmp.path(), &[]);
     let frames = tmp.path().join("frames");
     let script = tmp.path().join("moves.txt");
     std::fs::write(&script, "0 -\n10 cross\n14 -\n20 left\n24 -\n").unwrap();
@@ -94,19 +98,17 @@ fn ps4_2048_runs_through_the_cli() {
 fn keyboard_sample_runs_through_the_cli() {
     // The sample opens /app0/font.ttf, which its package does not ship: the user adds one to
     // the dump, and the build carries it to app0/.
-    let tmp = tempfile::tempdir().unwrap();
-    let dump = tmp.path().join("kb");
-    copy_tree(
-        &shared().join("corpus/homebrew/openorbis-samples/keyboard/pkg"),
-        &dump,
+    let font = Path::new("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf");
+    assert!(
+        font.is_file(),
+        "DejaVu Sans is missing (Debian fonts-dejavu-core; .ci/run installs it)"
     );
-    std::fs::copy(
-        "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-        dump.join("font.ttf"),
-    )
-    .expect("DejaVu Sans (Debian fonts-dejavu-core; .ci/run installs it)");
-    init_with_cache_beside(&dump);
-    ok(&dump, &["-q", "build"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let dump = port(
+        "openorbis-samples/keyboard/pkg",
+        tmp.path(),
+        &[("font.ttf", font)],
+    );
     let status = ok(&dump, &["status"]);
     assert!(
         status.contains("0 bound to unimplemented stubs"),
@@ -135,7 +137,7 @@ fn keyboard_sample_runs_through_the_cli() {
 #[test]
 fn pthread_sample_runs_through_the_cli() {
     let tmp = tempfile::tempdir().unwrap();
-    let dump = port("openorbis-samples/pthread/pkg", tmp.path());
+    let dump = port("openorbis-samples/pthread/pkg", tmp.path(), &[]);
     let (code, out, err) = run_for(&dump, &[], Duration::from_secs(60));
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(!out.is_empty(), "{err}");

@@ -15,12 +15,7 @@ use std::time::{Duration, Instant};
 
 /// Builds PS4-2048 with 3 s of tone as its music into `out`; returns the music's samples.
 fn build_2048_with_music(out: &Path) -> Vec<i16> {
-    let root = support::shared().join("corpus/homebrew/ps4-2048");
-    support::build_tree(
-        &root.join("eboot.bin"),
-        &[root.join("sce_module/libc.prx")],
-        out,
-    );
+    support::build_ps4_2048(out);
     // Left and right differ, so swapped channels would show.
     let (wav, samples) = common::tone_wav(3 * 48000, 2);
     std::fs::create_dir_all(out.join("app0/assets/audio")).unwrap();

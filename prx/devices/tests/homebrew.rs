@@ -110,14 +110,9 @@ fn openorbis_graphics_sample_flips_its_mandelbrot() {
 
 #[test]
 fn ps4_2048_plays_a_scripted_game_headless() {
-    let root = support::shared().join("corpus/homebrew/ps4-2048");
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
-    let cov = support::build_tree(
-        &root.join("eboot.bin"),
-        &[root.join("sce_module/libc.prx")],
-        &out,
-    );
+    let cov = support::build_ps4_2048(&out);
     for r in cov.iter().filter(|r| !r.implemented) {
         eprintln!(
             "not implemented (must not be called): {}::{} ({})",
@@ -194,14 +189,9 @@ fn ps4_2048_plays_a_scripted_game_headless() {
 
 #[test]
 fn bad_headless_settings_stop_the_program_with_a_clear_message() {
-    let root = support::shared().join("corpus/homebrew/ps4-2048");
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
-    support::build_tree(
-        &root.join("eboot.bin"),
-        &[root.join("sce_module/libc.prx")],
-        &out,
-    );
+    support::build_ps4_2048(&out);
     let script = tmp.path().join("bad.txt");
     std::fs::write(&script, "0 -\n10 jump\n").unwrap();
     let env = [
@@ -229,14 +219,9 @@ fn bad_headless_settings_stop_the_program_with_a_clear_message() {
 
 #[test]
 fn ps4_2048_music_plays_through_audio_out_in_real_time() {
-    let root = support::shared().join("corpus/homebrew/ps4-2048");
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
-    support::build_tree(
-        &root.join("eboot.bin"),
-        &[root.join("sce_module/libc.prx")],
-        &out,
-    );
+    support::build_ps4_2048(&out);
     // The game streams /app0/assets/audio/bg.wav (not in the corpus): give it 3 s of tone.
     let (wav, samples) = common::tone_wav(3 * 48000, 1);
     std::fs::create_dir_all(out.join("app0/assets/audio")).unwrap();

@@ -144,35 +144,34 @@ pub fn set_from_host(host: &libc::sigset_t) -> FbSigset {
     out
 }
 
-/// FreeBSD `sa_flags` -> host `sa_flags` (without `SA_SIGINFO`, which the host handler
-/// always needs and the caller adds).
+/// FreeBSD `sa_flags` bits and their host counterparts (`SA_SIGINFO` apart: see below).
+const SA_FLAG_PAIRS: [(i32, i32); 6] = [
+    (fb_sa::ONSTACK, libc::SA_ONSTACK),
+    (fb_sa::RESTART, libc::SA_RESTART),
+    (fb_sa::RESETHAND, libc::SA_RESETHAND),
+    (fb_sa::NOCLDSTOP, libc::SA_NOCLDSTOP),
+    (fb_sa::NODEFER, libc::SA_NODEFER),
+    (fb_sa::NOCLDWAIT, libc::SA_NOCLDWAIT),
+];
+
+/// FreeBSD `sa_flags` -> host `sa_flags`. The host handler always needs `SA_SIGINFO`, which
+/// the caller adds; a guest `SA_SIGINFO` is passed on too.
 pub fn flags_to_host(fb: i32) -> i32 {
-    let pairs = [
-        (fb_sa::ONSTACK, libc::SA_ONSTACK),
-        (fb_sa::RESTART, libc::SA_RESTART),
-        (fb_sa::RESETHAND, libc::SA_RESETHAND),
-        (fb_sa::NOCLDSTOP, libc::SA_NOCLDSTOP),
-        (fb_sa::NODEFER, libc::SA_NODEFER),
-        (fb_sa::NOCLDWAIT, libc::SA_NOCLDWAIT),
-        (fb_sa::SIGINFO, libc::SA_SIGINFO),
-    ];
-    pairs
+    let siginfo = if fb & fb_sa::SIGINFO != 0 {
+        libc::SA_SIGINFO
+    } else {
+        0
+    };
+    SA_FLAG_PAIRS
         .iter()
         .filter(|(f, _)| fb & f != 0)
-        .fold(0, |acc, (_, h)| acc | h)
+        .fold(siginfo, |acc, (_, h)| acc | h)
 }
 
-/// Host `sa_flags` -> FreeBSD `sa_flags`.
+/// Host `sa_flags` -> FreeBSD `sa_flags` (`SA_SIGINFO` is the host handler's own, not the
+/// guest's).
 pub fn flags_from_host(h: i32) -> i32 {
-    let pairs = [
-        (fb_sa::ONSTACK, libc::SA_ONSTACK),
-        (fb_sa::RESTART, libc::SA_RESTART),
-        (fb_sa::RESETHAND, libc::SA_RESETHAND),
-        (fb_sa::NOCLDSTOP, libc::SA_NOCLDSTOP),
-        (fb_sa::NODEFER, libc::SA_NODEFER),
-        (fb_sa::NOCLDWAIT, libc::SA_NOCLDWAIT),
-    ];
-    pairs
+    SA_FLAG_PAIRS
         .iter()
         .filter(|(_, x)| h & x != 0)
         .fold(0, |acc, (f, _)| acc | f)

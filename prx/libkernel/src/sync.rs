@@ -942,49 +942,46 @@ pub unsafe extern "C" fn pthread_rwlock_destroy(l: *mut *mut libc::pthread_rwloc
     0
 }
 
+/// Runs a host rwlock operation on the guest's lock (created on first use); EINVAL (22) for
+/// a NULL lock, host errors as FreeBSD errnos.
+unsafe fn with_rwlock(
+    l: *mut *mut libc::pthread_rwlock_t,
+    op: unsafe extern "C" fn(*mut libc::pthread_rwlock_t) -> libc::c_int,
+) -> i32 {
+    match unsafe { rwlock_of(l) } {
+        Some(h) => from_host(unsafe { op(h) }),
+        None => 22,
+    }
+}
+
 /// `pthread_rwlock_rdlock`.
 #[nid("pthread_rwlock_rdlock")]
 pub unsafe extern "C" fn pthread_rwlock_rdlock(l: *mut *mut libc::pthread_rwlock_t) -> i32 {
-    match unsafe { rwlock_of(l) } {
-        Some(h) => from_host(unsafe { libc::pthread_rwlock_rdlock(h) }),
-        None => 22,
-    }
+    unsafe { with_rwlock(l, libc::pthread_rwlock_rdlock) }
 }
 
 /// `pthread_rwlock_wrlock`.
 #[nid("pthread_rwlock_wrlock")]
 pub unsafe extern "C" fn pthread_rwlock_wrlock(l: *mut *mut libc::pthread_rwlock_t) -> i32 {
-    match unsafe { rwlock_of(l) } {
-        Some(h) => from_host(unsafe { libc::pthread_rwlock_wrlock(h) }),
-        None => 22,
-    }
+    unsafe { with_rwlock(l, libc::pthread_rwlock_wrlock) }
 }
 
 /// `pthread_rwlock_tryrdlock`.
 #[nid("pthread_rwlock_tryrdlock")]
 pub unsafe extern "C" fn pthread_rwlock_tryrdlock(l: *mut *mut libc::pthread_rwlock_t) -> i32 {
-    match unsafe { rwlock_of(l) } {
-        Some(h) => from_host(unsafe { libc::pthread_rwlock_tryrdlock(h) }),
-        None => 22,
-    }
+    unsafe { with_rwlock(l, libc::pthread_rwlock_tryrdlock) }
 }
 
 /// `pthread_rwlock_trywrlock`.
 #[nid("pthread_rwlock_trywrlock")]
 pub unsafe extern "C" fn pthread_rwlock_trywrlock(l: *mut *mut libc::pthread_rwlock_t) -> i32 {
-    match unsafe { rwlock_of(l) } {
-        Some(h) => from_host(unsafe { libc::pthread_rwlock_trywrlock(h) }),
-        None => 22,
-    }
+    unsafe { with_rwlock(l, libc::pthread_rwlock_trywrlock) }
 }
 
 /// `pthread_rwlock_unlock`.
 #[nid("pthread_rwlock_unlock")]
 pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut *mut libc::pthread_rwlock_t) -> i32 {
-    match unsafe { rwlock_of(l) } {
-        Some(h) => from_host(unsafe { libc::pthread_rwlock_unlock(h) }),
-        None => 22,
-    }
+    unsafe { with_rwlock(l, libc::pthread_rwlock_unlock) }
 }
 
 #[cfg(test)]

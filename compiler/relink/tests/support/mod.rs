@@ -75,6 +75,16 @@ pub fn build_tree(eboot: &Path, modules: &[PathBuf], out: &Path) -> Vec<Coverage
     r.coverage
 }
 
+/// The PS4-2048 dump of the corpus (its eboot and bundled libc.prx), laid out in `out`.
+pub fn build_ps4_2048(out: &Path) -> Vec<CoverageRow> {
+    let root = shared().join("corpus/homebrew/ps4-2048");
+    build_tree(
+        &root.join("eboot.bin"),
+        &[root.join("sce_module/libc.prx")],
+        out,
+    )
+}
+
 /// What a run produced.
 #[derive(Debug)]
 pub struct Run {
