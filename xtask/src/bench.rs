@@ -4,7 +4,7 @@
 //! - `graph`: a generated dump (10,000 files / 2 GB; `--quick`: 1,000 / 200 MB) through the real
 //!   `aps5` binary: cold build, no-op rebuild against stat()ing every file, rebuild after changing one
 //!   file, peak RSS, and blake3 throughput against a plain read loop.
-//! - `elf`, `shader`, `cache`: each crate's `examples/bench.rs`, which prints one JSON object.
+//! - `elf`, `shader`, `cache`: each crate's `examples/bench_<name>.rs`, which prints one JSON object.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -38,7 +38,7 @@ pub fn bench(quick: bool, only: &[String]) -> Result<bool> {
                 "-p",
                 krate,
                 "--example",
-                "bench",
+                &format!("bench_{name}"),
             ])
             .current_dir(root())
             .stderr(Stdio::inherit())

@@ -6,43 +6,31 @@ use std::time::Instant;
 
 use anyhow::{Result, bail};
 
-use crate::util::{cargo, cargo_bin, have, root};
+use crate::util::{cargo, cargo_bin, root};
 
-/// System programs the suites need, and the Debian package that provides each (TESTING.md).
-const TOOLS: &[(&str, &str)] = &[
-    ("clang-14", "clang-14"),
-    ("ld.lld-14", "lld-14"),
-    ("llvm-mc-14", "llvm-14"),
-    ("llvm-readelf-14", "llvm-14"),
-    ("llvm-nm-14", "llvm-14"),
-    ("spirv-val", "spirv-tools"),
-    ("glslangValidator", "glslang-tools"),
-    ("vulkaninfo", "vulkan-tools"),
-];
-/// Packages that provide no program to look for.
-const FILES: &[(&str, &str)] = &[
-    ("/usr/include/vulkan/vulkan.h", "libvulkan-dev"),
-    (
-        "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
-        "mesa-vulkan-drivers",
-    ),
-];
+/// The Debian packages the suites need: one list, shared with `.ci/run` (TESTING.md).
+const PACKAGES: &str = include_str!("../system-packages.txt");
+
+/// The package names of `system-packages.txt` (comments and blank lines dropped).
+pub fn packages() -> Vec<&'static str> {
+    PACKAGES
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// Whether dpkg has `package` installed.
+fn installed(package: &str) -> bool {
+    Command::new("dpkg-query")
+        .args(["-W", "-f=${Status}", package])
+        .output()
+        .is_ok_and(|o| o.status.success() && o.stdout.ends_with(b"install ok installed"))
+}
 
 /// Installs the missing system packages (as root, with apt-get), or says which are missing.
 pub fn ensure_packages() -> Result<()> {
-    let mut missing: Vec<&str> = TOOLS
-        .iter()
-        .filter(|(t, _)| !have(t))
-        .map(|(_, p)| *p)
-        .collect();
-    missing.extend(
-        FILES
-            .iter()
-            .filter(|(f, _)| !std::path::Path::new(f).exists())
-            .map(|(_, p)| *p),
-    );
-    missing.sort();
-    missing.dedup();
+    let missing: Vec<&str> = packages().into_iter().filter(|p| !installed(p)).collect();
     if missing.is_empty() {
         return Ok(());
     }
@@ -239,4 +227,22 @@ pub fn ci(install: bool, fuzz_seconds: u64) -> Result<bool> {
     let failed = steps.iter().filter(|s| !s.ok).count();
     println!("{} passed, {} failed", steps.len() - failed, failed);
     Ok(failed == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ci_run_installs_the_one_package_list() {
+        // .ci/run must take its packages from system-packages.txt, not a list of its own.
+        let run = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+        assert!(run.contains("xtask/system-packages.txt"), "{run}");
+        for p in packages() {
+            assert!(!run.contains(p), ".ci/run names {p} itself: {run}");
+        }
+        for needed in ["clang-14", "spirv-tools", "xvfb", "mesa-vulkan-drivers"] {
+            assert!(packages().contains(&needed), "{needed}");
+        }
+    }
 }

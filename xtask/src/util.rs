@@ -25,10 +25,3 @@ pub fn cargo(args: &[&str], env: &[(&str, &str)]) -> anyhow::Result<bool> {
         .status()?;
     Ok(status.success())
 }
-
-/// Whether `program` is on PATH.
-pub fn have(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
-        .unwrap_or(false)
-}

@@ -14,9 +14,10 @@ pub struct Cli {
     /// Only errors.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
-    /// Run as if started in DIR.
+    /// Run as if started in DIR. (Its id is `chdir`, so it never collides with a verb's own
+    /// argument: with the id `dir`, `aps5 init DIR` filled both and joined DIR twice.)
     #[arg(short = 'C', value_name = "DIR", global = true)]
-    pub dir: Option<PathBuf>,
+    pub chdir: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -158,6 +159,34 @@ mod tests {
         assert!(parse_size("12X").is_err());
         assert!(parse_size("G").is_err());
         assert!(parse_size("99999999999T").is_err());
+    }
+
+    /// A verb's argument with the id of a global option is filled by both (with the id `dir`,
+    /// `aps5 init mygame` set `-C mygame` too and joined the path twice): no id may be shared.
+    #[test]
+    fn no_argument_shares_a_global_options_id() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        let globals: Vec<String> = cli
+            .get_arguments()
+            .filter(|a| a.is_global_set())
+            .map(|a| a.get_id().to_string())
+            .collect();
+        assert!(globals.contains(&"chdir".to_string()), "{globals:?}");
+        fn walk(cmd: &clap::Command, globals: &[String], path: &str) {
+            for sub in cmd.get_subcommands() {
+                let path = format!("{path} {}", sub.get_name());
+                for a in sub.get_arguments().filter(|a| !a.is_global_set()) {
+                    assert!(
+                        !globals.contains(&a.get_id().to_string()),
+                        "`{path}` has an argument `{}` with a global option's id",
+                        a.get_id()
+                    );
+                }
+                walk(sub, globals, &path);
+            }
+        }
+        walk(&cli, &globals, "aps5");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::cli::{BuildArgs, CacheCommand, Cli, Command, ShaderCommand};
 use crate::progress::Bars;
 
 pub fn run(cli: &Cli) -> Result<ExitCode> {
-    let here = cli.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let here = cli.chdir.clone().unwrap_or_else(|| PathBuf::from("."));
     match &cli.command {
         Command::Init { dir, force } => {
             let dir = dir.as_ref().map(|d| here.join(d)).unwrap_or(here);
@@ -49,7 +49,9 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
         }
         Command::Nid { names, reverse } => return Ok(nid(names, *reverse)),
         Command::Shader { command } => shader(&here, command)?,
-        Command::Demo { keep } => crate::demo::demo(keep.as_deref(), cli.quiet)?,
+        Command::Demo { keep } => {
+            crate::demo::demo(keep.as_ref().map(|k| here.join(k)).as_deref(), cli.quiet)?
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,7 +2,7 @@
 //! dynamic tags holding base-relative vaddrs, SCE module/library tags 0x6100004x, no
 //! DYNLIBDATA, PT_GNU_RELRO. The corpus has no PS5 binaries, so this is the only PS5 input;
 //! every layout decision here is written out explicitly rather than derived from the reader.
-//! Shared by the tests and `examples/bench.rs` (via `#[path]`).
+//! Shared by the tests and `examples/bench_elf.rs` (via `#[path]`).
 #![allow(dead_code)]
 
 /// What to put in the module.

@@ -7,7 +7,7 @@
 //! executable: a 48 MiB code segment (its real code repeated, so the syscall scan decodes
 //! real instructions), a 16 MiB data segment, 20,000 imports (half implemented by the PRX
 //! set, half stubbed) and 1,000,000 relocations (RELATIVE, GLOB_DAT, JUMP_SLOT, R_64).
-//! Run: `cargo run --release -p aps5-relink --example bench`.
+//! Run: `cargo run --release -p aps5-relink --example bench_relink`.
 
 use std::time::Instant;
 

@@ -4,7 +4,7 @@
 //! imports, then times `aps5_elf::parse` on the plain ELF and on the same ELF wrapped in
 //! an fSELF (read in place through its data entries, no copy), beside a plain memory scan
 //! (summing the bytes as u64s) of the same input as the physical limit. Prints one JSON
-//! object. Run: `cargo run --release -p aps5-elf --example bench`.
+//! object. Run: `cargo run --release -p aps5-elf --example bench_elf`.
 
 #[path = "../tests/common/ps5.rs"]
 mod ps5;

@@ -1,4 +1,4 @@
-//! Cache benchmark: `cargo run --release -p aps5-cache --example bench` prints one JSON object.
+//! Cache benchmark: `cargo run --release -p aps5-cache --example bench_cache` prints one JSON object.
 //!
 //! Each figure comes with the physical limit measured in the same run:
 //! - `hash_file` on a large file vs a plain read loop of the same file (the I/O limit, from

@@ -1,7 +1,7 @@
 //! Decode and disassembly throughput on a large buffer of real GFX10 encodings (the LLVM MC
 //! corpus, repeated), against a memcpy of the same bytes. Prints one JSON object.
 //!
-//! Usage: `cargo run --release -p aps5-shader --example bench`
+//! Usage: `cargo run --release -p aps5-shader --example bench_shader`
 
 use std::path::Path;
 use std::time::Instant;
