@@ -8,3 +8,4 @@ mod build;
 mod crash;
 mod homebrew;
 mod paths;
+mod reliability;

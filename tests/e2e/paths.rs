@@ -51,7 +51,10 @@ fn init_takes_a_relative_or_absolute_dump_folder() {
         std::fs::remove_file(dump.join("aps5.toml")).unwrap();
         let parent = tmp.path().display().to_string();
         ok_in(Path::new("/"), &cache, &["-q", "-C", &parent, "init", &arg]);
-        assert!(dump.join("aps5.toml").is_file(), "{how} under -C: no aps5.toml");
+        assert!(
+            dump.join("aps5.toml").is_file(),
+            "{how} under -C: no aps5.toml"
+        );
     }
     // A folder that does not exist is named once, with one OS error text.
     let out = run_in(tmp.path(), &cache, &["init", "nowhere"]);
@@ -105,8 +108,15 @@ fn file_arguments_are_relative_to_the_working_folder_or_dash_c() {
         };
         let text = ok_in(cwd, &cache, &[pre.as_slice(), &["inspect", e]].concat());
         assert!(text.contains("ELF") || text.contains("PS"), "{text}");
-        let text = ok_in(cwd, &cache, &[pre.as_slice(), &["shader", "disasm", c]].concat());
-        assert_eq!(text, "\tv_mov_b32_e32 v0, 0\n\ts_endpgm\n", "{cwd:?} {pre:?}");
+        let text = ok_in(
+            cwd,
+            &cache,
+            &[pre.as_slice(), &["shader", "disasm", c]].concat(),
+        );
+        assert_eq!(
+            text, "\tv_mov_b32_e32 v0, 0\n\ts_endpgm\n",
+            "{cwd:?} {pre:?}"
+        );
     }
 }
 

@@ -122,7 +122,10 @@ pub fn print_build(report: &BuildReport, args: &BuildArgs, quiet: bool) {
 fn run_program(dir: &Path, args: &[String]) -> Result<ExitCode> {
     use std::os::unix::process::CommandExt;
     let project = Project::open(dir)?;
-    let out = &project.layout.out_dir;
+    // The generation aps5-out points at now: a build finishing while the program runs switches
+    // aps5-out, not the files this program reads (that generation is kept one build longer).
+    let out = &std::fs::canonicalize(&project.layout.out_dir)
+        .unwrap_or_else(|_| project.layout.out_dir.clone());
     if !out.join("app.elf").is_file() {
         bail!("{} has no app.elf: run `aps5 build` first", out.display());
     }
@@ -146,27 +149,11 @@ fn run_program(dir: &Path, args: &[String]) -> Result<ExitCode> {
 
 fn clean(dir: &Path, quiet: bool) -> Result<()> {
     let project = Project::open(dir)?;
-    let out = &project.layout.out_dir;
-    if out.exists() {
-        // Only a folder aps5 made is removed wholesale.
-        if !out.join(aps5_graph::emit::MANIFEST).exists()
-            && std::fs::read_dir(out)?.next().is_some()
-        {
-            bail!(
-                "{} has no manifest.json, so it was not made by aps5; not removing it (check project.out_dir in aps5.toml)",
-                out.display()
-            );
-        }
-        std::fs::remove_dir_all(out).with_context(|| format!("cannot remove {}", out.display()))?;
-    }
-    if project.layout.state_dir.exists() {
-        std::fs::remove_dir_all(&project.layout.state_dir)
-            .with_context(|| format!("cannot remove {}", project.layout.state_dir.display()))?;
-    }
+    project.clean()?;
     if !quiet {
         println!(
             "removed {} (the cache {} is kept)",
-            out.display(),
+            project.layout.out_dir.display(),
             project.layout.cache_dir.display()
         );
     }

@@ -13,6 +13,7 @@ use crate::db::{self, Database, Db, Dump, QueryRun, SourceFile};
 use crate::dump::{self, Scan};
 use crate::emit::{self, Output, Source};
 use crate::error::BuildError;
+use crate::outtree::{self, OutTree};
 
 /// How to report progress of long phases (the CLI draws bars; tests pass a no-op).
 pub trait Progress: Sync {
@@ -110,12 +111,7 @@ impl Project {
 
     /// Scans the dump (restoring known hashes) and loads it into a fresh database.
     pub fn load(&self, progress: &dyn Progress) -> Result<(Database, Dump, Scan), BuildError> {
-        let jobs = match self.config.build.jobs {
-            0 => std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1),
-            n => n,
-        };
+        let jobs = self.config.build.threads();
         let scan = dump::scan(
             &self.layout.dump_dir,
             &self.skipped_names(),
@@ -143,9 +139,29 @@ impl Project {
         Ok((db, dump, scan))
     }
 
+    /// Takes the project's lock: one build (or clean) of a project at a time; a second one waits.
+    pub fn lock(&self) -> Result<outtree::ProjectLock, BuildError> {
+        outtree::lock(&self.layout.state_dir, &|msg| tracing::warn!("{msg}"))
+    }
+
+    /// Removes the output tree, its generations and the build state (`aps5 clean`).
+    pub fn clean(&self) -> Result<(), BuildError> {
+        let _lock = self.lock()?;
+        let tree = OutTree::open(
+            &self.layout.project_dir,
+            &self.config.project.out_dir,
+            &self.layout.state_dir,
+        )?;
+        tree.remove()?;
+        let state = &self.layout.state_dir;
+        // The lock file goes last, with the folder (the lock is held through its open fd).
+        std::fs::remove_dir_all(state).map_err(|e| BuildError::io("remove", state, e))
+    }
+
     /// Runs a build.
     pub fn build(&self, progress: &dyn Progress) -> Result<BuildReport, BuildError> {
         let start = Instant::now();
+        let _lock = self.lock()?;
         let (db, dump, scan) = self.load(progress)?;
         tracing::debug!("scanned {} files: {:?}", scan.files.len(), start.elapsed());
 
@@ -225,12 +241,18 @@ impl Project {
         let previous_manifest = emit::read_manifest(&self.layout.out_dir);
         let previous = previous_manifest
             .as_ref()
-            .map(|m| m.paths())
+            .map(|m| m.hashes.keys().cloned().collect())
             .unwrap_or_default();
         let first_build = previous_manifest.is_none();
         let previous_hashes = previous_manifest.map(|m| m.hashes).unwrap_or_default();
         progress.update("writing", 0, outputs.len() as u64);
+        let mut tree = OutTree::open(
+            &self.layout.project_dir,
+            &self.config.project.out_dir,
+            &self.layout.state_dir,
+        )?;
         let emitted = emit::emit(
+            &mut tree,
             &self.layout.out_dir,
             &outputs,
             &manifest,

@@ -71,13 +71,28 @@ pub struct BuildSection {
     /// How the game's files reach `aps5-out/app0/`.
     #[serde(default)]
     pub link_mode: LinkMode,
-    /// Worker threads for hashing and emitting; 0 means one per CPU.
+    /// Worker threads for hashing and emitting; 0 means one per CPU; at most [`MAX_JOBS`].
     #[serde(default)]
     pub jobs: usize,
     /// Copy raw system-call instructions unchanged instead of trapping `syscall` into libkernel
     /// and refusing `int 0x80` / `sysenter` (they would reach Linux with FreeBSD numbers).
     #[serde(default)]
     pub allow_syscalls: bool,
+}
+
+/// The most worker threads `build.jobs` gives: more only cost memory (a thread per file made
+/// 640 MB on 10,000 files and aborted on 40,000).
+pub const MAX_JOBS: usize = 256;
+
+impl BuildSection {
+    /// The worker threads to use: `jobs`, or one per CPU for 0, never more than [`MAX_JOBS`].
+    pub fn threads(&self) -> usize {
+        let n = match self.jobs {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        n.clamp(1, MAX_JOBS)
+    }
 }
 
 impl Default for BuildSection {
@@ -354,15 +369,74 @@ impl Layout {
         } else {
             project_dir.join(&config.project.cache_dir)
         };
-        Ok(Layout {
+        let layout = Layout {
             out_dir: project_dir.join(&config.project.out_dir),
             state_dir: project_dir.join(".aps5"),
             data_dir: project_dir.join(&config.run.data_dir),
             project_dir,
             dump_dir,
             cache_dir,
-        })
+        };
+        layout.check_outside_dump_folders()?;
+        Ok(layout)
     }
+
+    /// The build skips the top-level entry of the dump that holds `out_dir` (and `data_dir`), so
+    /// one inside a folder of the dump (`sce_module`, `data/out`) would silently drop that
+    /// folder from the port: refused. A top-level folder of its own is fine.
+    fn check_outside_dump_folders(&self) -> Result<(), BuildError> {
+        for (key, dir) in [
+            ("project.out_dir", &self.out_dir),
+            ("run.data_dir", &self.data_dir),
+        ] {
+            let Ok(rel) = dir.strip_prefix(&self.dump_dir) else {
+                continue;
+            };
+            let parts: Vec<_> = rel
+                .components()
+                .filter(|c| matches!(c, Component::Normal(_)))
+                .collect();
+            // Each folder on the way must hold nothing but the next folder of the path; the last
+            // one (the folder itself) must be aps5's: the output tree is checked when opened
+            // (outtree.rs), the data folder holds only the game's writable mounts.
+            let mut dir = self.dump_dir.clone();
+            for (i, part) in parts.iter().enumerate() {
+                dir.push(part);
+                let next = parts.get(i + 1).map(|p| p.as_os_str());
+                let foreign = match next {
+                    Some(next) => holds_other_than(&dir, &|name| name == next),
+                    None if key == "run.data_dir" => holds_other_than(&dir, &|name| {
+                        matches!(name.to_str(), Some("savedata0" | "temp0" | "download0"))
+                    }),
+                    None => false,
+                };
+                if foreign {
+                    return Err(BuildError::BadConfig {
+                        path: self.project_dir.join(CONFIG_FILE),
+                        message: format!(
+                            "{key} = \"{}\" is inside the dump's folder {}, which the build would then leave out of the port; choose a folder of its own (e.g. \"{}\")",
+                            rel.display(),
+                            dir.strip_prefix(&self.dump_dir).unwrap_or(&dir).display(),
+                            if key == "run.data_dir" {
+                                "aps5-data"
+                            } else {
+                                "aps5-out"
+                            }
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether the folder `dir` (not followed if a link) holds an entry `ours` does not accept.
+fn holds_other_than(dir: &Path, ours: &dyn Fn(&std::ffi::OsStr) -> bool) -> bool {
+    let is_dir = std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir());
+    is_dir
+        && std::fs::read_dir(dir)
+            .is_ok_and(|entries| entries.flatten().any(|e| !ours(&e.file_name())))
 }
 
 #[cfg(test)]

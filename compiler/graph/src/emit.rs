@@ -1,21 +1,23 @@
-//! Writing `aps5-out/`: every changed output is staged first, then renamed into place, and
-//! `manifest.json` is written last. A failure while staging (no space, unreadable file) removes the
-//! staging folder and leaves the previous output tree as it was.
+//! Writing `aps5-out/`: a build that changes anything writes a new generation of the tree and
+//! switches to it in one rename (outtree.rs); a failure while writing it (no space, unreadable
+//! file) removes it and leaves the previous output tree as it was.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use aps5_cache::{Cache, ContentHash, FileStamp};
+use rustix::fs::{Mode, OFlags};
 
 use crate::config::LinkMode;
 use crate::error::BuildError;
+use crate::outtree::{self, NewGeneration, OutTree};
 
 /// The manifest's file name inside the output folder.
 pub const MANIFEST: &str = "manifest.json";
-const STAGING: &str = ".aps5-staging";
 
 /// Where an output's bytes come from.
 #[derive(Clone, Debug)]
@@ -67,7 +69,7 @@ pub struct PreviousManifest {
 }
 
 /// The manifest of a previous build, if there is a readable one (typed, so a no-op build of
-/// 10,000 files does not build a JSON tree first).
+/// 10,000 files does not build a JSON tree first). Read without following links in the tree.
 pub fn read_manifest(out_dir: &Path) -> Option<PreviousManifest> {
     #[derive(serde::Deserialize)]
     struct File {
@@ -78,23 +80,11 @@ pub fn read_manifest(out_dir: &Path) -> Option<PreviousManifest> {
     struct Manifest {
         files: Vec<File>,
     }
-    let bytes = std::fs::read(out_dir.join(MANIFEST)).ok()?;
+    let bytes = outtree::read_manifest_bytes(out_dir)?;
     let m: Manifest = serde_json::from_slice(&bytes).ok()?;
     Some(PreviousManifest {
         hashes: m.files.into_iter().map(|f| (f.path, f.blake3)).collect(),
     })
-}
-
-impl PreviousManifest {
-    /// The output paths it lists that stay inside the output folder: a doctored manifest must
-    /// not make the stale-output cleanup delete anything else.
-    pub fn paths(&self) -> BTreeSet<String> {
-        self.hashes
-            .keys()
-            .filter(|p| crate::config::is_confined(p))
-            .cloned()
-            .collect()
-    }
 }
 
 /// Renders the manifest: every output with blake3 and size, sorted, plus the toolchain identity.
@@ -135,8 +125,11 @@ pub fn render_manifest(
     bytes
 }
 
-/// Brings `out_dir` to exactly `outputs` (+ the manifest), touching only what changed.
+/// Brings the output tree to exactly `outputs` (+ the manifest). When anything differs, a new
+/// generation is written (unchanged files hard-linked from the current one) and switched in with
+/// one rename (outtree.rs); a build that changes nothing touches nothing.
 pub fn emit(
+    tree: &mut OutTree,
     out_dir: &Path,
     outputs: &[Output],
     manifest: &[u8],
@@ -144,89 +137,103 @@ pub fn emit(
     link_mode: LinkMode,
     cache: &Cache,
 ) -> Result<Emitted, BuildError> {
-    std::fs::create_dir_all(out_dir).map_err(|e| BuildError::io("create", out_dir, e))?;
-    let staging = out_dir.join(STAGING);
-    if staging.exists() {
-        // Left by a killed build: nothing in it was ever renamed into place.
-        std::fs::remove_dir_all(&staging).map_err(|e| BuildError::io("remove", &staging, e))?;
-    }
     let prefix = format!("{}/", out_dir.display());
     let known = cache.file_hashes_under(&prefix)?;
-    let links = linked_inodes(out_dir);
+    let links = tree.current().map(linked_inodes).unwrap_or_default();
 
+    // What the current tree already holds.
     let mut result = Emitted::default();
-    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
-    let mut stamps: Vec<(String, FileStamp, ContentHash)> = Vec::new();
-    let stage =
-        |result: &mut Emitted, staged: &mut Vec<(PathBuf, PathBuf)>| -> Result<(), BuildError> {
-            std::fs::create_dir_all(&staging).map_err(|e| BuildError::io("create", &staging, e))?;
-            for (n, o) in outputs.iter().enumerate() {
-                let dest = out_dir.join(&o.rel);
-                if is_hard_link_to_source(o, &links) {
-                    result.untouched += 1;
+    let mut carried = vec![false; outputs.len()];
+    for (n, o) in outputs.iter().enumerate() {
+        let why = if is_hard_link_to_source(o, &links) {
+            Ok(())
+        } else {
+            match tree.current() {
+                Some(cur) => up_to_date(cur, o, known.get(&format!("{prefix}{}", o.rel))),
+                None => Err("output missing"),
+            }
+        };
+        match why {
+            Ok(()) => carried[n] = true,
+            Err(why) => result.written.push((o.rel.clone(), why)),
+        }
+    }
+    let manifest_same = tree
+        .current()
+        .and_then(|cur| outtree::read_beneath(cur, MANIFEST, manifest.len() as u64).ok())
+        .is_some_and(|m| m == manifest);
+    if result.written.is_empty() && manifest_same && tree.is_generation() {
+        result.untouched = outputs.len();
+        record_stamps(out_dir, tree, outputs, &result, &known, &links, cache)?;
+        return Ok(result);
+    }
+
+    // A new generation: nothing below is visible until the switch.
+    let mut next_gen = tree.begin()?;
+    let staged = (|| -> Result<(), BuildError> {
+        for (n, o) in outputs.iter().enumerate() {
+            if carried[n] {
+                result.untouched += 1;
+                let linked = match (&o.source, tree.current()) {
+                    // Still the dump file: link it again from the dump (one path lookup).
+                    (Source::File { abs, .. }, _) if is_hard_link_to_source(o, &links) => {
+                        next_gen.link_path(abs, &o.rel)
+                    }
+                    (_, Some(cur)) => next_gen.link_from(cur, &o.rel),
+                    (_, None) => Err(std::io::ErrorKind::NotFound.into()),
+                };
+                if linked.is_ok() {
                     continue;
                 }
-                let why = match up_to_date(&dest, o, known.get(&format!("{prefix}{}", o.rel))) {
-                    Ok(()) => {
-                        result.untouched += 1;
-                        continue;
-                    }
-                    Err(why) => why,
-                };
-                let tmp = staging.join(n.to_string());
-                write_one(&tmp, o, link_mode)?;
-                staged.push((tmp, dest));
-                result.written.push((o.rel.clone(), why));
+                // The current file could not be linked (a file system without links): write it.
             }
-            Ok(())
-        };
-    if let Err(e) = stage(&mut result, &mut staged) {
-        let _ = std::fs::remove_dir_all(&staging);
+            write_one(&mut next_gen, o, link_mode)?;
+        }
+        let mut f = next_gen.create(MANIFEST, false)?;
+        write_all(&mut f, manifest, &next_gen.path_of(MANIFEST))?;
+        Ok(())
+    })();
+    let gen_name = next_gen.name.clone();
+    if let Err(e) = staged {
+        drop(next_gen);
+        let _ = tree.discard(&gen_name);
         return Err(e);
     }
-
-    // Point of no return: renames do not fail for lack of space.
-    for (tmp, dest) in &staged {
-        if let Some(parent) = dest.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| BuildError::io("create", parent, e))?;
-        }
-        if dest.is_dir() {
-            std::fs::remove_dir_all(dest).map_err(|e| BuildError::io("replace", dest, e))?;
-        }
-        std::fs::rename(tmp, dest).map_err(|e| BuildError::io("move into place", dest, e))?;
-    }
-
-    let current: BTreeSet<&str> = outputs.iter().map(|o| o.rel.as_str()).collect();
-    for old in previous {
-        if !current.contains(old.as_str()) && old != MANIFEST {
-            let path = out_dir.join(old);
-            match std::fs::remove_file(&path) {
-                Ok(()) => result.removed.push(old.clone()),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(BuildError::io("remove the stale output", &path, e)),
-            }
-            prune_empty_parents(out_dir, &path);
-        }
-    }
-
-    let manifest_path = out_dir.join(MANIFEST);
-    if std::fs::read(&manifest_path).ok().as_deref() != Some(manifest) {
-        // Staged like every output, so a killed build leaves no temporary file in the tree.
-        std::fs::create_dir_all(&staging).map_err(|e| BuildError::io("create", &staging, e))?;
-        let tmp = staging.join(MANIFEST);
-        write_file(&tmp, manifest)?;
-        std::fs::rename(&tmp, &manifest_path)
-            .map_err(|e| BuildError::io("move into place", &manifest_path, e))?;
+    if !manifest_same {
         result.written.push((MANIFEST.into(), "changed output"));
     }
-    let _ = std::fs::remove_dir_all(&staging);
+    tree.switch(next_gen)?;
 
-    // Remember the stamps of outputs written now (or not yet remembered), so the next build
-    // checks them with one stat each. Hard links to their dump file need none: their inode says.
+    let current: BTreeSet<&str> = outputs.iter().map(|o| o.rel.as_str()).collect();
+    result.removed = previous
+        .iter()
+        .filter(|p| !current.contains(p.as_str()) && p.as_str() != MANIFEST)
+        .cloned()
+        .collect();
+    record_stamps(out_dir, tree, outputs, &result, &known, &links, cache)?;
+    Ok(result)
+}
+
+/// Remembers the stamps of outputs written now (or not yet remembered), so the next build checks
+/// them with one stat each. Hard links to their dump file need none: their inode says.
+fn record_stamps(
+    out_dir: &Path,
+    tree: &OutTree,
+    outputs: &[Output],
+    result: &Emitted,
+    known: &std::collections::HashMap<String, (FileStamp, ContentHash)>,
+    links: &LinkedInodes,
+    cache: &Cache,
+) -> Result<(), BuildError> {
+    let Some(cur) = tree.current() else {
+        return Ok(());
+    };
+    let prefix = format!("{}/", out_dir.display());
     let written: BTreeSet<&str> = result.written.iter().map(|(r, _)| r.as_str()).collect();
+    let mut stamps: Vec<(String, FileStamp, ContentHash)> = Vec::new();
     for o in outputs {
         let is_written = written.contains(o.rel.as_str());
-        if !is_written && is_hard_link_to_source(o, &links) {
+        if !is_written && is_hard_link_to_source(o, links) {
             continue;
         }
         let key = format!("{prefix}{}", o.rel);
@@ -234,7 +241,7 @@ pub fn emit(
         if remembered && !is_written {
             continue;
         }
-        if let Ok(meta) = std::fs::metadata(out_dir.join(&o.rel)) {
+        if let Ok(meta) = stat_beneath(cur, &o.rel) {
             if let Source::File { inode, .. } = o.source
                 && meta.ino() == inode
             {
@@ -244,39 +251,54 @@ pub fn emit(
         }
     }
     cache.record_file_hashes(&stamps)?;
-    Ok(result)
+    Ok(())
 }
 
-/// The inode of every file under `out_dir/app0/` as the directory entries give it (no stat per
-/// file), and the output's device: what a no-op build needs to see that a hard-linked output is
+/// The metadata of `rel` below `dir`, with no symlink followed anywhere on the way.
+fn stat_beneath(dir: BorrowedFd, rel: &str) -> std::io::Result<std::fs::Metadata> {
+    let fd = outtree::open_beneath(dir, rel, OFlags::PATH, Mode::empty())?;
+    std::fs::File::from(fd).metadata()
+}
+
+/// The inode of every file under the tree's `app0/` as the directory entries give it (no stat per
+/// file), and the tree's device: what a no-op build needs to see that a hard-linked output is
 /// still the very dump file, at the cost of reading directories instead of stat()ing each file.
+/// Folders are opened confined; a symlink in the tree is never entered.
+#[derive(Default)]
 struct LinkedInodes {
     dev: Option<u64>,
     inodes: std::collections::HashMap<String, u64>,
 }
 
-fn linked_inodes(out_dir: &Path) -> LinkedInodes {
-    use std::os::unix::fs::DirEntryExt;
+fn linked_inodes(root: BorrowedFd) -> LinkedInodes {
     let mut inodes = std::collections::HashMap::new();
-    let app0 = out_dir.join("app0");
-    let dev = std::fs::symlink_metadata(&app0)
-        .ok()
-        .filter(|m| m.is_dir())
-        .map(|m| m.dev());
+    let Ok(app0) = outtree::open_dir_beneath(root, "app0") else {
+        return LinkedInodes::default();
+    };
+    let dev = rustix::fs::fstat(&app0).ok().map(|st| st.st_dev);
     let mut stack = vec![(app0, "app0".to_string())];
     while let Some((dir, rel)) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+        let Ok(entries) = rustix::fs::Dir::read_from(&dir) else {
             continue;
         };
         for e in entries.flatten() {
-            let (Ok(ft), Ok(name)) = (e.file_type(), e.file_name().into_string()) else {
+            let Ok(name) = e.file_name().to_str() else {
                 continue;
             };
+            if name == "." || name == ".." {
+                continue;
+            }
             let child = format!("{rel}/{name}");
-            if ft.is_dir() {
-                stack.push((e.path(), child));
-            } else if ft.is_file() {
-                inodes.insert(child, e.ino());
+            match e.file_type() {
+                rustix::fs::FileType::Directory => {
+                    if let Ok(fd) = outtree::open_dir_beneath(dir.as_fd(), name) {
+                        stack.push((fd, child));
+                    }
+                }
+                rustix::fs::FileType::RegularFile => {
+                    inodes.insert(child, e.ino());
+                }
+                _ => {}
             }
         }
     }
@@ -294,16 +316,18 @@ fn is_hard_link_to_source(o: &Output, links: &LinkedInodes) -> bool {
     }
 }
 
-/// Whether `dest` already holds `o`; if not, why it must be written.
+/// Whether the tree `cur` already holds `o`; if not, why it must be written.
 fn up_to_date(
-    dest: &Path,
+    cur: BorrowedFd,
     o: &Output,
     known: Option<&(FileStamp, ContentHash)>,
 ) -> Result<(), &'static str> {
-    let meta = match std::fs::symlink_metadata(dest) {
+    let meta = match stat_beneath(cur, &o.rel) {
         Ok(m) if m.is_file() && (!o.executable || m.permissions().mode() & 0o111 == 0o111) => m,
         Ok(_) => return Err("output replaced"),
-        Err(_) => return Err("output missing"),
+        // A symlink on the way (ELOOP/EXDEV from openat2) counts as replaced, not missing.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err("output missing"),
+        Err(_) => return Err("output replaced"),
     };
     if let Source::File { dev, inode, .. } = o.source {
         // A hard link to the very input file holds its bytes by definition.
@@ -320,33 +344,43 @@ fn up_to_date(
             }
         }
         // Unknown state (first build here, or a build that was killed): check the bytes.
-        _ if meta.len() == o.size => match aps5_cache::hash_file(dest) {
-            Ok((h, _)) if h == o.hash => Ok(()),
+        _ if meta.len() == o.size => match outtree::read_beneath(cur, &o.rel, o.size) {
+            Ok(bytes) if ContentHash::of(&bytes) == o.hash => Ok(()),
             _ => Err("changed input"),
         },
         _ => Err("changed input"),
     }
 }
 
-fn write_one(tmp: &Path, o: &Output, link_mode: LinkMode) -> Result<(), BuildError> {
+fn write_one(
+    next_gen: &mut NewGeneration,
+    o: &Output,
+    link_mode: LinkMode,
+) -> Result<(), BuildError> {
+    let dest = next_gen.path_of(&o.rel);
     match &o.source {
         Source::File { abs, .. } => {
-            if link_mode == LinkMode::Hardlink && std::fs::hard_link(abs, tmp).is_ok() {
+            if link_mode == LinkMode::Hardlink && next_gen.link_path(abs, &o.rel).is_ok() {
                 return Ok(());
             }
-            // Another file system, or links not allowed: copy (the kernel copies in place where it can).
-            std::fs::copy(abs, tmp).map_err(|e| {
+            // Another file system, or links not allowed: copy into a file created new (O_EXCL).
+            let mut from = std::fs::File::open(abs).map_err(|e| {
                 if e.kind() == std::io::ErrorKind::NotFound {
                     BuildError::Vanished { path: abs.clone() }
                 } else {
-                    BuildError::io("copy", abs, e)
+                    BuildError::io("read", abs, e)
                 }
             })?;
-            let f = std::fs::File::open(tmp).map_err(|e| BuildError::io("open", tmp, e))?;
-            f.sync_all().map_err(|e| BuildError::io("write", tmp, e))?;
+            let mut to = next_gen.create(&o.rel, o.executable)?;
+            std::io::copy(&mut from, &mut to).map_err(|e| BuildError::io("copy", abs, e))?;
+            to.sync_all()
+                .map_err(|e| BuildError::io("write", &dest, e))?;
+            drop(to);
             // The copy must still be what was hashed: the file may have changed since the scan.
-            let (h, _) = aps5_cache::hash_file(tmp).map_err(|e| BuildError::io("read", tmp, e))?;
-            if h != o.hash {
+            let copied =
+                outtree::read_beneath(next_gen.fd.as_fd(), &o.rel, o.size.saturating_add(1))
+                    .map_err(|e| BuildError::io("read", &dest, e))?;
+            if ContentHash::of(&copied) != o.hash {
                 return Err(BuildError::ChangedDuringBuild {
                     path: abs.clone(),
                     expected: o.size,
@@ -356,21 +390,27 @@ fn write_one(tmp: &Path, o: &Output, link_mode: LinkMode) -> Result<(), BuildErr
             Ok(())
         }
         Source::Bytes(bytes) => {
-            write_file(tmp, bytes)?;
-            if o.executable {
-                std::fs::set_permissions(tmp, std::fs::Permissions::from_mode(0o755))
-                    .map_err(|e| BuildError::io("make executable", tmp, e))?;
-            }
-            Ok(())
+            let mut f = next_gen.create(&o.rel, o.executable)?;
+            write_all(&mut f, bytes, &dest)
         }
     }
 }
 
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), BuildError> {
-    let mut f = std::fs::File::create(path).map_err(|e| BuildError::io("create", path, e))?;
+fn write_all(f: &mut std::fs::File, bytes: &[u8], path: &Path) -> Result<(), BuildError> {
     f.write_all(bytes)
         .map_err(|e| BuildError::io("write", path, e))?;
     f.sync_all().map_err(|e| BuildError::io("write", path, e))
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), BuildError> {
+    // A new file only: never opens (and truncates) an existing one, which may be a hard link.
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| BuildError::io("create", path, e))?;
+    write_all(&mut f, bytes, path)
 }
 
 /// Writes `path` through a temporary file and a rename, so readers see the old or the new bytes.
@@ -382,19 +422,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), BuildError> {
         path.file_name().and_then(|n| n.to_str()).unwrap_or("out"),
         std::process::id()
     ));
+    // Left by a killed process with the same pid: a name only, never opened for writing.
+    let _ = std::fs::remove_file(&tmp);
     if let Err(e) = write_file(&tmp, bytes) {
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
     std::fs::rename(&tmp, path).map_err(|e| BuildError::io("move into place", path, e))
-}
-
-fn prune_empty_parents(root: &Path, path: &Path) {
-    let mut dir = path.parent();
-    while let Some(d) = dir {
-        if d == root || std::fs::remove_dir(d).is_err() {
-            break;
-        }
-        dir = d.parent();
-    }
 }

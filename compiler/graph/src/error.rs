@@ -56,6 +56,12 @@ pub enum BuildError {
         source: aps5_elf::Error,
     },
 
+    #[error(
+        "{path} is {what}, so aps5 did not make it; aps5 never writes through it: remove or rename it, \
+         or set project.out_dir in aps5.toml to another folder"
+    )]
+    ForeignOutput { path: PathBuf, what: String },
+
     #[error(transparent)]
     Cache(#[from] aps5_cache::CacheError),
 

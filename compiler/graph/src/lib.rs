@@ -10,6 +10,7 @@ pub mod dump;
 pub mod emit;
 pub mod error;
 pub mod init;
+pub mod outtree;
 pub mod status;
 
 pub use build::{BuildReport, NoProgress, Progress, Project, Recomputed};
