@@ -4,6 +4,10 @@
 //! - `graph`: a generated dump (10,000 files / 2 GB; `--quick`: 1,000 / 200 MB) through the real
 //!   `aps5` binary: cold build, no-op rebuild against stat()ing every file, rebuild after changing one
 //!   file, peak RSS, and blake3 throughput against a plain read loop.
+//! - `build`: a cold `aps5 build` (empty cache, no output tree) of a dump whose eboot.bin is a
+//!   game-sized executable (48 MiB of real x86-64 code, 1,000,000 relocations; `--quick`: a
+//!   quarter), made by the fixture SDK with clang/lld: MB/s end to end, bytes written to the
+//!   cache over the input's size, and where the time goes (the `-vv` phase timings).
 //! - `elf`, `shader`, `cache`: each crate's `examples/bench_<name>.rs`, which prints one JSON object.
 
 use std::path::{Path, PathBuf};
@@ -51,6 +55,12 @@ pub fn bench(quick: bool, only: &[String]) -> Result<bool> {
         write_json(&out.join(format!("{name}.json")), &figures)?;
         all.insert(name.into(), figures);
     }
+    if want("build") {
+        println!("== bench build");
+        let figures = cold_build(quick)?;
+        write_json(&out.join("build.json"), &figures)?;
+        all.insert("build".into(), figures);
+    }
     if want("graph") {
         println!("== bench graph");
         let figures = graph(quick)?;
@@ -72,12 +82,26 @@ fn write_json(path: &Path, v: &serde_json::Value) -> Result<()> {
 
 /// Runs `aps5 ARGS` in `dir`; returns (wall seconds, peak RSS in KiB, stdout).
 fn run_aps5(aps5: &Path, dir: &Path, args: &[&str]) -> Result<(f64, u64, String)> {
+    run_aps5_logged(aps5, dir, args, None)
+}
+
+/// [`run_aps5`], with stderr written to LOG instead of this process's stderr.
+fn run_aps5_logged(
+    aps5: &Path,
+    dir: &Path,
+    args: &[&str],
+    log: Option<&Path>,
+) -> Result<(f64, u64, String)> {
+    let stderr = match log {
+        Some(p) => Stdio::from(std::fs::File::create(p)?),
+        None => Stdio::inherit(),
+    };
     let t = Instant::now();
     let child = Command::new(aps5)
         .args(["-C", dir.to_str().unwrap()])
         .args(args)
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(stderr)
         .spawn()?;
     let pid = child.id() as libc::pid_t;
     let stdout = child.stdout.expect("piped");
@@ -90,7 +114,13 @@ fn run_aps5(aps5: &Path, dir: &Path, args: &[&str]) -> Result<(f64, u64, String)
     let secs = t.elapsed().as_secs_f64();
     let stdout = reader.join().expect("reader")?;
     if r != pid || !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
-        bail!("aps5 {} failed in {}", args.join(" "), dir.display());
+        let hint = log.map(|p| format!(" (its log: {})", p.display()));
+        bail!(
+            "aps5 {} failed in {}{}",
+            args.join(" "),
+            dir.display(),
+            hint.unwrap_or_default()
+        );
     }
     Ok((secs, usage.ru_maxrss as u64, stdout))
 }
@@ -187,10 +217,7 @@ fn graph(quick: bool) -> Result<serde_json::Value> {
     } else {
         (10_000, 2u64 << 30)
     };
-    if !crate::util::cargo(&["build", "--release", "--locked", "-q", "-p", "aps5"], &[])? {
-        bail!("cannot build aps5");
-    }
-    let aps5 = root().join("target/release/aps5");
+    let aps5 = build_aps5()?;
     let work = root().join("target/bench/graph-work");
     let _ = std::fs::remove_dir_all(&work);
     let dump = work.join("dump");
@@ -247,6 +274,188 @@ fn graph(quick: bool) -> Result<serde_json::Value> {
         "peak_rss_mib": {"cold": cold_rss / 1024, "noop": noop_rss / 1024, "touch_one": touch_rss / 1024},
         "limits": {"read_loop_gb_per_s": read_gbs, "blake3_read_loop_gb_per_s": b3_gbs},
         "note": "times measured on this machine in one run; the read loops run after the builds, so the page cache is warm for them",
+    });
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(figures)
+}
+
+/// Builds the release `aps5` binary; returns its path.
+fn build_aps5() -> Result<PathBuf> {
+    if !crate::util::cargo(&["build", "--release", "--locked", "-q", "-p", "aps5"], &[])? {
+        bail!("cannot build aps5");
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target"));
+    Ok(target.join("release/aps5"))
+}
+
+/// The executable code of this very program (its first PT_LOAD with PF_X): real x86-64
+/// instructions for the synthetic executable's code segment.
+fn own_code() -> Result<Vec<u8>> {
+    let exe = std::fs::read("/proc/self/exe")?;
+    let u16_at = |o: usize| u16::from_le_bytes(exe[o..o + 2].try_into().unwrap());
+    let u32_at = |o: usize| u32::from_le_bytes(exe[o..o + 4].try_into().unwrap());
+    let u64_at = |o: usize| u64::from_le_bytes(exe[o..o + 8].try_into().unwrap()) as usize;
+    if exe.get(..4) != Some(b"\x7fELF") || exe[4] != 2 {
+        bail!("/proc/self/exe is not a 64-bit ELF");
+    }
+    let (phoff, phentsize, phnum) = (u64_at(0x20), usize::from(u16_at(0x36)), u16_at(0x38));
+    for i in 0..usize::from(phnum) {
+        let ph = phoff + i * phentsize;
+        // PT_LOAD, PF_X
+        if u32_at(ph) == 1 && u32_at(ph + 4) & 1 != 0 {
+            let (off, filesz) = (u64_at(ph + 8), u64_at(ph + 0x20));
+            return Ok(exe[off..off + filesz].to_vec());
+        }
+    }
+    bail!("/proc/self/exe has no executable segment")
+}
+
+/// The fixture source of the `build` bench: CODE_FILE included as a code section, and a data
+/// table of RELOCS pointers (half into that code: RELATIVE; half to two imported functions:
+/// symbol relocations), which lld turns into dynamic relocations.
+fn big_executable_source(code_file: &Path, relocs: u64) -> String {
+    format!(
+        r#"/* Generated by `cargo xtask bench build`: a game-sized executable. */
+#include <stdio.h>
+#include <string.h>
+__asm__(
+    ".section .text.big,\"ax\",@progbits\n"
+    "big_code:\n"
+    ".incbin \"{code}\"\n"
+    ".section .data.rel.big,\"aw\",@progbits\n"
+    ".p2align 3\n"
+    "big_table:\n"
+    ".set i, 0\n"
+    ".rept {groups}\n"
+    ".quad big_code + i\n"
+    ".quad big_code + i + 8\n"
+    ".quad puts\n"
+    ".quad strlen\n"
+    ".set i, i + 16\n"
+    ".endr\n");
+int main(void) {{
+    puts("big");
+    return 0;
+}}
+"#,
+        code = code_file.display(),
+        groups = relocs / 4,
+    )
+}
+
+/// Sums the sizes of the files under DIR.
+fn tree_bytes(dir: &Path) -> Result<u64> {
+    let mut n = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries {
+            let e = e?;
+            let m = e.metadata()?;
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                n += m.len();
+            }
+        }
+    }
+    Ok(n)
+}
+
+/// The `phase NAME: X ms` lines of an `aps5 -vv` log, summed by name.
+fn phases(log: &str) -> serde_json::Map<String, serde_json::Value> {
+    let mut ms = std::collections::BTreeMap::<String, f64>::new();
+    for line in log.lines() {
+        let Some(rest) = line.split_once("phase ").map(|(_, r)| r) else {
+            continue;
+        };
+        let Some((name, value)) = rest.split_once(": ") else {
+            continue;
+        };
+        if let Some(v) = value.split(' ').next().and_then(|v| v.parse::<f64>().ok()) {
+            *ms.entry(name.to_string()).or_default() += v;
+        }
+    }
+    ms.into_iter().map(|(k, v)| (k, json!(v))).collect()
+}
+
+fn cold_build(quick: bool) -> Result<serde_json::Value> {
+    let (code_size, relocs) = if quick {
+        (12usize << 20, 250_000u64)
+    } else {
+        (48usize << 20, 1_000_000u64)
+    };
+    let aps5 = build_aps5()?;
+    let work = root().join("target/bench/build-work");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(work.join("src"))?;
+    let code: Vec<u8> = own_code()?
+        .iter()
+        .copied()
+        .cycle()
+        .take(code_size)
+        .collect();
+    let code_file = work.join("code.bin");
+    std::fs::write(&code_file, &code)?;
+    let src = work.join("src/big.c");
+    std::fs::write(&src, big_executable_source(&code_file, relocs))?;
+    let dump = work.join("dump");
+    println!(
+        "generating a {} MiB code / {relocs} relocation executable with the fixture SDK",
+        code_size >> 20
+    );
+    aps5_sdk::build_dump(&src, &dump, &aps5_sdk::DumpOptions::default())?;
+    let input = std::fs::metadata(dump.join("eboot.bin"))?.len();
+    run_aps5(&aps5, &dump, &["-q", "init"])?;
+    let cfg = dump.join("aps5.toml");
+    let text = std::fs::read_to_string(&cfg)?
+        .replace("cache_dir = \"\"", "cache_dir = \"../cache\"")
+        // The code is this program's own, cut anywhere: the bench measures speed, not the scan.
+        .replace("allow_syscalls = false", "allow_syscalls = true");
+    if !text.contains("allow_syscalls = true") || !text.contains("../cache") {
+        bail!("aps5 init wrote an aps5.toml this bench does not know how to edit");
+    }
+    std::fs::write(&cfg, text)?;
+
+    // Repeated cold builds: an empty cache and no output tree each time.
+    let cache = work.join("cache");
+    let runs = if quick { 1 } else { 3 };
+    let mut results = Vec::new();
+    for i in 0..runs {
+        let _ = std::fs::remove_dir_all(&cache);
+        run_aps5(&aps5, &dump, &["-q", "clean"])?;
+        let log = work.join(format!("build-{i}.log"));
+        let (secs, rss, _) = run_aps5_logged(&aps5, &dump, &["-vv", "build"], Some(&log))?;
+        results.push((secs, rss, std::fs::read_to_string(&log)?));
+    }
+    results.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
+    let (secs, rss, log) = results.swap_remove(results.len() / 2);
+    let blobs = tree_bytes(&cache.join("blobs"))?;
+    let cache_all = tree_bytes(&cache)?;
+    let modules: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dump.join("aps5-out/modules.json"))?)?;
+    let app_elf = std::fs::metadata(dump.join("aps5-out/app.elf"))?.len();
+    // The same no-op rebuild the graph bench measures, for scale.
+    let (noop, _, _) = run_aps5(&aps5, &dump, &["-q", "build"])?;
+    let phases = phases(&log);
+    let figures = json!({
+        "input_bytes": input,
+        "relocations": modules["modules"]["eboot.bin"]["relocations"]["total"],
+        "app_elf_bytes": app_elf,
+        "cold_build_s_median": secs,
+        "cold_build_runs": runs,
+        "cold_build_mb_per_s": input as f64 / secs / 1e6,
+        "cache_blob_bytes": blobs,
+        "cache_blob_bytes_over_input": blobs as f64 / input as f64,
+        "cache_all_bytes_over_input": cache_all as f64 / input as f64,
+        "peak_rss_mib": rss / 1024,
+        "phases_ms": phases,
+        "noop_rebuild_s": noop,
+        "note": "phases from `aps5 -vv` of the median run; the machine may be loaded: compare the ratios of one run, the absolute figures are noisy",
     });
     let _ = std::fs::remove_dir_all(&work);
     Ok(figures)

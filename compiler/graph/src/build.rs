@@ -164,6 +164,7 @@ impl Project {
         let _lock = self.lock()?;
         let (db, dump, scan) = self.load(progress)?;
         tracing::debug!("scanned {} files: {:?}", scan.files.len(), start.elapsed());
+        tracing::debug!("phase scan: {:.1} ms", db::ms_since(start));
 
         // Everything is computed before anything is written, so a failing query leaves the
         // previous output untouched.
@@ -251,6 +252,7 @@ impl Project {
             &self.config.project.out_dir,
             &self.layout.state_dir,
         )?;
+        let emit_start = Instant::now();
         let emitted = emit::emit(
             &mut tree,
             &self.layout.out_dir,
@@ -261,6 +263,7 @@ impl Project {
             &self.cache,
         )?;
         progress.finish("writing");
+        tracing::debug!("phase emit: {:.1} ms", db::ms_since(emit_start));
 
         // The last build's state is read only when something needs explaining.
         let old_state = std::cell::OnceCell::new();
@@ -320,6 +323,7 @@ impl Project {
             self.write_state(&scan)?;
         }
         tracing::debug!("emitted: {:?}", start.elapsed());
+        tracing::debug!("phase total: {:.1} ms", db::ms_since(start));
         Ok(BuildReport {
             recomputed,
             reused,

@@ -7,6 +7,7 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use aps5_cache::{Cache, ContentHash, Lookup, MemoKey};
 use aps5_relink::{CoverageRow, PrxLibrary, PrxSet, RelinkOptions};
@@ -14,12 +15,14 @@ use aps5_relink::{CoverageRow, PrxLibrary, PrxSet, RelinkOptions};
 /// Bump a query's version whenever its code changes what it returns: cached results made by the
 /// old code then stop matching, and `--explain` says "toolchain changed".
 pub const QUERY_VERSIONS: &[(&str, &str)] = &[
+    // Not memoized in the cache (see `module`); its version still names the parser's output.
     ("module", "1"),
     ("module_index", "1"),
     // 2: links against the sibling bundled modules too.
     ("guest_module", "2"),
     // 2: bundled modules the host PRX set replaces no longer join the executable's link set.
-    ("app_elf", "2"),
+    // 3: stored ELF first, coverage after it.
+    ("app_elf", "3"),
 ];
 
 /// The version of one query (see [`QUERY_VERSIONS`]). The relink queries also carry the
@@ -215,23 +218,35 @@ fn read_verified(db: &dyn Db, file: SourceFile) -> Result<Vec<u8>, QueryError> {
     Ok(bytes)
 }
 
+/// Milliseconds since `t`, for the `-vv` phase timings (`phase NAME: X ms`, which
+/// `cargo xtask bench` reads).
+pub(crate) fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
 /// Looks a memoized result up in the content cache, computing and storing it on a miss.
+/// `compute` returns the encoded result, which is stored and then decoded like a cached one:
+/// one decoder for both paths, and an encoding that owns the result's bytes (the relinked ELF
+/// first) is turned back into the result without a copy.
 fn memoized<T, E>(
     db: &dyn Db,
     query: &'static str,
     artifact: &str,
     inputs: &[&String],
     key: MemoKey,
-    decode: impl Fn(&[u8]) -> Option<T>,
-    compute: impl FnOnce() -> Result<(T, Vec<u8>), E>,
+    decode: impl Fn(Vec<u8>) -> Option<T>,
+    compute: impl FnOnce() -> Result<Vec<u8>, E>,
 ) -> Result<T, E>
 where
     E: From<aps5_cache::CacheError>,
 {
     let mut corrupt = false;
-    match db.cache().memo_get(&key)? {
+    let t = Instant::now();
+    let found = db.cache().memo_get(&key)?;
+    tracing::debug!("phase {query}.lookup: {:.1} ms", ms_since(t));
+    match found {
         Lookup::Hit(bytes) => {
-            if let Some(v) = decode(&bytes) {
+            if let Some(v) = decode(bytes) {
                 db.record(QueryRun {
                     query,
                     artifact: artifact.into(),
@@ -247,8 +262,16 @@ where
         Lookup::Corrupt => corrupt = true,
         Lookup::Miss => {}
     }
-    let (value, encoded) = compute()?;
+    let t = Instant::now();
+    let encoded = compute()?;
+    tracing::debug!("phase {query}.compute: {:.1} ms", ms_since(t));
+    let t = Instant::now();
     db.cache().memo_put(&key, &encoded)?;
+    tracing::debug!(
+        "phase {query}.store: {:.1} ms ({} bytes)",
+        ms_since(t),
+        encoded.len()
+    );
     db.record(QueryRun {
         query,
         artifact: artifact.into(),
@@ -256,7 +279,7 @@ where
         reused: false,
         corrupt_cache_entry: corrupt,
     });
-    Ok(value)
+    Ok(decode(encoded).expect("a result decodes from its own encoding"))
 }
 
 impl From<aps5_cache::CacheError> for QueryError {
@@ -268,30 +291,37 @@ impl From<aps5_cache::CacheError> for QueryError {
     }
 }
 
-/// The parsed PS4/PS5 module of one dump file (memoized in the content cache).
+/// A module file's bytes, read once per build (the parse and the relink share them) and
+/// checked against the scan's hash.
+#[salsa::tracked(returns(ref))]
+pub fn module_bytes(db: &dyn Db, file: SourceFile) -> Result<Arc<Vec<u8>>, QueryError> {
+    let t = Instant::now();
+    let bytes = read_verified(db, file)?;
+    tracing::debug!("phase read_module: {:.1} ms", ms_since(t));
+    Ok(Arc::new(bytes))
+}
+
+/// The parsed PS4/PS5 module of one dump file. Not kept in the content cache: parsing is
+/// cheaper than reading back any encoding of it (an executable with a million relocations
+/// would store a blob as large as the file), and a build only parses when a query that needs
+/// the module missed the cache. Its runs are still recorded, for `--explain`.
 #[salsa::tracked(returns(ref))]
 pub fn module(db: &dyn Db, file: SourceFile) -> Result<Arc<aps5_elf::Module>, QueryError> {
-    memoized(
-        db,
-        "module",
-        file.rel(db),
-        &[file.rel(db)],
-        MemoKey::new("module", &query_version("module"), &[file.hash(db)], b""),
-        |bytes| {
-            serde_json::from_slice::<aps5_elf::Module>(bytes)
-                .ok()
-                .map(Arc::new)
-        },
-        || {
-            let bytes = read_verified(db, file)?;
-            let m = aps5_elf::parse(&bytes).map_err(|e| QueryError {
-                path: file.abs(db).clone(),
-                message: e.to_string(),
-            })?;
-            let encoded = serde_json::to_vec(&m).expect("a module serializes");
-            Ok((Arc::new(m), encoded))
-        },
-    )
+    let bytes = module_bytes(db, file).as_ref().map_err(Clone::clone)?;
+    let t = Instant::now();
+    let m = aps5_elf::parse(bytes).map_err(|e| QueryError {
+        path: file.abs(db).clone(),
+        message: e.to_string(),
+    })?;
+    tracing::debug!("phase parse: {:.1} ms", ms_since(t));
+    db.record(QueryRun {
+        query: "module",
+        artifact: file.rel(db).clone(),
+        inputs: vec![file.rel(db).clone()],
+        reused: false,
+        corrupt_cache_entry: false,
+    });
+    Ok(Arc::new(m))
 }
 
 /// `modules.json`: the `aps5 inspect --json` report of every module, keyed by dump path. Memoized
@@ -317,7 +347,7 @@ pub fn module_index(db: &dyn Db, dump: Dump) -> Result<Arc<Vec<u8>>, QueryError>
         "modules.json",
         &files.iter().map(|f| f.rel(db)).collect::<Vec<_>>(),
         key,
-        |bytes| Some(Arc::new(bytes.to_vec())),
+        |bytes| Some(Arc::new(bytes)),
         || {
             let mut entries = serde_json::Map::new();
             for &f in files {
@@ -330,7 +360,7 @@ pub fn module_index(db: &dyn Db, dump: Dump) -> Result<Arc<Vec<u8>>, QueryError>
             let mut bytes =
                 serde_json::to_vec_pretty(&serde_json::Value::Object(doc)).expect("JSON");
             bytes.push(b'\n');
-            Ok((Arc::new(bytes.clone()), bytes))
+            Ok(bytes)
         },
     )
 }
@@ -427,7 +457,7 @@ pub fn guest_module(db: &dyn Db, dump: Dump, file: SourceFile) -> Result<Arc<Vec
             &inputs,
             &names,
         ),
-        |bytes| Some(Arc::new(bytes.to_vec())),
+        |bytes| Some(Arc::new(bytes)),
         || {
             let m = module(db, file).as_ref().map_err(Clone::clone)?;
             let parsed = siblings
@@ -438,13 +468,13 @@ pub fn guest_module(db: &dyn Db, dump: Dump, file: SourceFile) -> Result<Arc<Vec
                 })
                 .collect::<Result<Vec<_>, QueryError>>()?;
             let set = prx.with_guest_modules(parsed);
-            let bytes = read_verified(db, file)?;
-            let r = aps5_relink::relink_module(&bytes, m, &set, &opts)
+            let bytes = module_bytes(db, file).as_ref().map_err(Clone::clone)?;
+            let r = aps5_relink::relink_module(bytes, m, &set, &opts)
                 .map_err(|e| relink_error(db, file, e))?;
             for w in &r.warnings {
                 tracing::warn!("{}: {w}", file.rel(db));
             }
-            Ok((Arc::new(r.elf.clone()), r.elf))
+            Ok(r.elf)
         },
     )
 }
@@ -457,22 +487,25 @@ pub struct AppElf {
 }
 
 impl AppElf {
-    /// Stored as: u64 length of the coverage JSON, the JSON, then the ELF.
-    fn encode(&self) -> Vec<u8> {
-        let json = serde_json::to_vec(&*self.coverage).expect("JSON");
-        let mut out = Vec::with_capacity(8 + json.len() + self.elf.len());
-        out.extend_from_slice(&(json.len() as u64).to_le_bytes());
-        out.extend_from_slice(&json);
-        out.extend_from_slice(&self.elf);
-        out
+    /// Stored as: the ELF, the coverage JSON, then the JSON's length (u64, little-endian). The
+    /// ELF comes first so that encoding appends to the relinker's buffer and decoding truncates
+    /// it: a game-sized ELF is never copied.
+    fn encode(mut elf: Vec<u8>, coverage: &[CoverageRow]) -> Vec<u8> {
+        let json = serde_json::to_vec(coverage).expect("JSON");
+        elf.reserve_exact(json.len() + 8);
+        elf.extend_from_slice(&json);
+        elf.extend_from_slice(&(json.len() as u64).to_le_bytes());
+        elf
     }
 
-    fn decode(bytes: &[u8]) -> Option<AppElf> {
-        let n = usize::try_from(u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?)).ok()?;
-        let json = bytes.get(8..8usize.checked_add(n)?)?;
-        let coverage = serde_json::from_slice(json).ok()?;
+    fn decode(mut bytes: Vec<u8>) -> Option<AppElf> {
+        let trailer = bytes.len().checked_sub(8)?;
+        let n = usize::try_from(u64::from_le_bytes(bytes[trailer..].try_into().ok()?)).ok()?;
+        let json_at = trailer.checked_sub(n)?;
+        let coverage = serde_json::from_slice(&bytes[json_at..trailer]).ok()?;
+        bytes.truncate(json_at);
         Some(AppElf {
-            elf: Arc::new(bytes[8 + n..].to_vec()),
+            elf: Arc::new(bytes),
             coverage: Arc::new(coverage),
         })
     }
@@ -525,18 +558,15 @@ pub fn app_elf(db: &dyn Db, dump: Dump) -> Result<AppElf, QueryError> {
                     .extend(PrxLibrary::from_guest_module(m, file_name(db, g), relinked));
             }
             let m = module(db, exe).as_ref().map_err(Clone::clone)?;
-            let bytes = read_verified(db, exe)?;
-            let r = aps5_relink::relink_executable(&bytes, m, &set, &opts)
+            let bytes = module_bytes(db, exe).as_ref().map_err(Clone::clone)?;
+            let t = Instant::now();
+            let r = aps5_relink::relink_executable(bytes, m, &set, &opts)
                 .map_err(|e| relink_error(db, exe, e))?;
             for w in &r.warnings {
                 tracing::warn!("{}: {w}", exe.rel(db));
             }
-            let app = AppElf {
-                elf: Arc::new(r.elf),
-                coverage: Arc::new(r.coverage),
-            };
-            let encoded = app.encode();
-            Ok((app, encoded))
+            tracing::debug!("phase relink: {:.1} ms", ms_since(t));
+            Ok(AppElf::encode(r.elf, &r.coverage))
         },
     )
 }
