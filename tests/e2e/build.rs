@@ -64,6 +64,35 @@ fn first_build_carries_files_and_writes_a_manifest() {
     );
 }
 
+/// The cache keeps what spares the next build work and nothing larger: a cold build's blobs add
+/// up to no more than the outputs its queries computed (app.elf, coverage.json, modules.json,
+/// the relinked bundled module). A parsed module is not among them: parsing is cheaper than
+/// reading back an encoding of it, which for an executable with many relocations is as large as
+/// the file.
+#[test]
+fn a_cold_build_stores_no_more_than_what_it_computed() {
+    let p = Project::new();
+    p.build_json();
+    let computed: u64 = [
+        "app.elf",
+        "coverage.json",
+        "modules.json",
+        "app0/sce_module/samplelib.prx",
+    ]
+    .iter()
+    .map(|f| std::fs::metadata(p.out().join(f)).unwrap().len())
+    .sum();
+    let blobs: u64 = tree(&p.cache().join("blobs"))
+        .values()
+        .map(|b| b.len() as u64)
+        .sum();
+    assert!(blobs > 0, "no blobs in {}", p.cache().display());
+    assert!(
+        blobs <= computed,
+        "the cache stored {blobs} bytes for {computed} bytes of computed outputs"
+    );
+}
+
 #[test]
 fn a_second_build_recomputes_nothing() {
     let p = Project::new();
