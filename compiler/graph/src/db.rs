@@ -18,10 +18,10 @@ pub const QUERY_VERSIONS: &[(&str, &str)] = &[
     // Not memoized in the cache (see `module`); its version still names the parser's output.
     ("module", "1"),
     ("module_index", "1"),
-    // 2: links against the sibling bundled modules too.
-    ("guest_module", "2"),
+    // 2: links against the sibling bundled modules too. 3: stored zstd-compressed.
+    ("guest_module", "3"),
     // 2: bundled modules the host PRX set replaces no longer join the executable's link set.
-    // 3: stored ELF first, coverage after it.
+    // 3: stored zstd-compressed, ELF first, coverage after it.
     ("app_elf", "3"),
 ];
 
@@ -224,16 +224,26 @@ pub(crate) fn ms_since(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
+/// How a memoized result is kept in the cache.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stored {
+    Plain,
+    /// zstd ([`compress`]): for relink results, which are larger than their input.
+    Compressed,
+}
+
 /// Looks a memoized result up in the content cache, computing and storing it on a miss.
 /// `compute` returns the encoded result, which is stored and then decoded like a cached one:
 /// one decoder for both paths, and an encoding that owns the result's bytes (the relinked ELF
 /// first) is turned back into the result without a copy.
+#[allow(clippy::too_many_arguments)]
 fn memoized<T, E>(
     db: &dyn Db,
     query: &'static str,
     artifact: &str,
     inputs: &[&String],
     key: MemoKey,
+    stored: Stored,
     decode: impl Fn(Vec<u8>) -> Option<T>,
     compute: impl FnOnce() -> Result<Vec<u8>, E>,
 ) -> Result<T, E>
@@ -246,7 +256,11 @@ where
     tracing::debug!("phase {query}.lookup: {:.1} ms", ms_since(t));
     match found {
         Lookup::Hit(bytes) => {
-            if let Some(v) = decode(bytes) {
+            let plain = match stored {
+                Stored::Plain => Some(bytes),
+                Stored::Compressed => decompress(&bytes),
+            };
+            if let Some(v) = plain.and_then(&decode) {
                 db.record(QueryRun {
                     query,
                     artifact: artifact.into(),
@@ -266,12 +280,14 @@ where
     let encoded = compute()?;
     tracing::debug!("phase {query}.compute: {:.1} ms", ms_since(t));
     let t = Instant::now();
-    db.cache().memo_put(&key, &encoded)?;
-    tracing::debug!(
-        "phase {query}.store: {:.1} ms ({} bytes)",
-        ms_since(t),
-        encoded.len()
-    );
+    let n = match stored {
+        Stored::Plain => db.cache().memo_put(&key, &encoded).map(|_| encoded.len()),
+        Stored::Compressed => {
+            let packed = compress(&encoded);
+            db.cache().memo_put(&key, &packed).map(|_| packed.len())
+        }
+    }?;
+    tracing::debug!("phase {query}.store: {:.1} ms ({n} bytes)", ms_since(t));
     db.record(QueryRun {
         query,
         artifact: artifact.into(),
@@ -347,6 +363,7 @@ pub fn module_index(db: &dyn Db, dump: Dump) -> Result<Arc<Vec<u8>>, QueryError>
         "modules.json",
         &files.iter().map(|f| f.rel(db)).collect::<Vec<_>>(),
         key,
+        Stored::Plain,
         |bytes| Some(Arc::new(bytes)),
         || {
             let mut entries = serde_json::Map::new();
@@ -457,6 +474,7 @@ pub fn guest_module(db: &dyn Db, dump: Dump, file: SourceFile) -> Result<Arc<Vec
             &inputs,
             &names,
         ),
+        Stored::Compressed,
         |bytes| Some(Arc::new(bytes)),
         || {
             let m = module(db, file).as_ref().map_err(Clone::clone)?;
@@ -486,10 +504,44 @@ pub struct AppElf {
     pub coverage: Arc<Vec<CoverageRow>>,
 }
 
+/// The zstd level of stored relink results: the fastest level that still shrinks machine code
+/// and relocation tables about twofold, so storing costs less time than writing the plain bytes.
+const ZSTD_LEVEL: i32 = 1;
+
+/// Input piece each thread compresses (independent frames, which decode as one).
+const ZSTD_PIECE: usize = 8 << 20;
+
+/// BYTES as concatenated zstd frames, compressed on up to `available_parallelism` threads,
+/// after a u64 (little-endian) of the plain length.
+fn compress(bytes: &[u8]) -> Vec<u8> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let piece = bytes.len().div_ceil(threads).max(ZSTD_PIECE);
+    let frames: Vec<Vec<u8>> = std::thread::scope(|s| {
+        let workers: Vec<_> = bytes
+            .chunks(piece)
+            .map(|c| s.spawn(move || zstd::bulk::compress(c, ZSTD_LEVEL).expect("zstd")))
+            .collect();
+        workers.into_iter().map(|w| w.join().expect("zstd thread")).collect()
+    });
+    let mut out = Vec::with_capacity(8 + frames.iter().map(Vec::len).sum::<usize>());
+    out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+    for f in frames {
+        out.extend_from_slice(&f);
+    }
+    out
+}
+
+/// Undoes [`compress`]; `None` for anything else.
+fn decompress(bytes: &[u8]) -> Option<Vec<u8>> {
+    let len = usize::try_from(u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?)).ok()?;
+    let plain = zstd::bulk::decompress(&bytes[8..], len).ok()?;
+    (plain.len() == len).then_some(plain)
+}
+
 impl AppElf {
-    /// Stored as: the ELF, the coverage JSON, then the JSON's length (u64, little-endian). The
-    /// ELF comes first so that encoding appends to the relinker's buffer and decoding truncates
-    /// it: a game-sized ELF is never copied.
+    /// Encoded as: the ELF, the coverage JSON, then the JSON's length (u64, little-endian), and
+    /// stored compressed: a relinked executable is larger than its input (its new relocation
+    /// tables join the original segments); compressed, the cache grows by less than the dump.
     fn encode(mut elf: Vec<u8>, coverage: &[CoverageRow]) -> Vec<u8> {
         let json = serde_json::to_vec(coverage).expect("JSON");
         elf.reserve_exact(json.len() + 8);
@@ -545,6 +597,7 @@ pub fn app_elf(db: &dyn Db, dump: Dump) -> Result<AppElf, QueryError> {
         "app.elf",
         &deps,
         MemoKey::new("app_elf", &query_version("app_elf"), &inputs, &names),
+        Stored::Compressed,
         AppElf::decode,
         || {
             let mut set = prx.clone();
