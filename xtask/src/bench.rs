@@ -7,7 +7,8 @@
 //! - `build`: a cold `aps5 build` (empty cache, no output tree) of a dump whose eboot.bin is a
 //!   game-sized executable (48 MiB of real x86-64 code, 1,000,000 relocations; `--quick`: a
 //!   quarter), made by the fixture SDK with clang/lld: MB/s end to end, bytes written to the
-//!   cache over the input's size, and where the time goes (the `-vv` phase timings).
+//!   cache over the input's size, and where the time goes (the `-vv` phase timings);
+//!   `APS5_BENCH_BASELINE=PATH` measures another aps5 binary on the same dump in the same run.
 //! - `elf`, `shader`, `cache`: each crate's `examples/bench_<name>.rs`, which prints one JSON object.
 
 use std::path::{Path, PathBuf};
@@ -383,6 +384,49 @@ fn phases(log: &str) -> serde_json::Map<String, serde_json::Value> {
     ms.into_iter().map(|(k, v)| (k, json!(v))).collect()
 }
 
+/// RUNS cold builds of DUMP with APS5 (an empty cache, no output tree each time): the median
+/// run's figures.
+fn cold_runs(
+    aps5: &Path,
+    work: &Path,
+    dump: &Path,
+    input: u64,
+    runs: usize,
+) -> Result<serde_json::Value> {
+    let cache = work.join("cache");
+    let mut results = Vec::new();
+    for i in 0..runs {
+        let _ = std::fs::remove_dir_all(&cache);
+        run_aps5(aps5, dump, &["-q", "clean"])?;
+        let log = work.join(format!("build-{i}.log"));
+        let (secs, rss, _) = run_aps5_logged(aps5, dump, &["-vv", "build"], Some(&log))?;
+        results.push((secs, rss, std::fs::read_to_string(&log)?));
+    }
+    results.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
+    let (secs, rss, log) = results.swap_remove(results.len() / 2);
+    let blobs = tree_bytes(&cache.join("blobs"))?;
+    let cache_all = tree_bytes(&cache)?;
+    let modules: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dump.join("aps5-out/modules.json"))?)?;
+    let app_elf = std::fs::metadata(dump.join("aps5-out/app.elf"))?.len();
+    Ok(json!({
+        "input_bytes": input,
+        "relocations": modules["modules"]["eboot.bin"]["relocations"]["total"],
+        "app_elf_bytes": app_elf,
+        "cold_build_s_median": secs,
+        "cold_build_runs": runs,
+        "cold_build_mb_per_s": input as f64 / secs / 1e6,
+        "cache_blob_bytes": blobs,
+        "cache_blob_bytes_over_input": blobs as f64 / input as f64,
+        "cache_all_bytes_over_input": cache_all as f64 / input as f64,
+        "peak_rss_mib": rss / 1024,
+        "phases_ms": phases(&log),
+        "note": "phases from `aps5 -vv` of the median run; the machine may be loaded: compare the ratios of one run, the absolute figures are noisy",
+    }))
+}
+
+/// The `build` bench; `APS5_BENCH_BASELINE=PATH` also measures another aps5 binary on the
+/// same dump in the same run.
 fn cold_build(quick: bool) -> Result<serde_json::Value> {
     let (code_size, relocs) = if quick {
         (12usize << 20, 250_000u64)
@@ -421,42 +465,18 @@ fn cold_build(quick: bool) -> Result<serde_json::Value> {
     }
     std::fs::write(&cfg, text)?;
 
-    // Repeated cold builds: an empty cache and no output tree each time.
-    let cache = work.join("cache");
-    let runs = if quick { 1 } else { 3 };
-    let mut results = Vec::new();
-    for i in 0..runs {
-        let _ = std::fs::remove_dir_all(&cache);
-        run_aps5(&aps5, &dump, &["-q", "clean"])?;
-        let log = work.join(format!("build-{i}.log"));
-        let (secs, rss, _) = run_aps5_logged(&aps5, &dump, &["-vv", "build"], Some(&log))?;
-        results.push((secs, rss, std::fs::read_to_string(&log)?));
-    }
-    results.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
-    let (secs, rss, log) = results.swap_remove(results.len() / 2);
-    let blobs = tree_bytes(&cache.join("blobs"))?;
-    let cache_all = tree_bytes(&cache)?;
-    let modules: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dump.join("aps5-out/modules.json"))?)?;
-    let app_elf = std::fs::metadata(dump.join("aps5-out/app.elf"))?.len();
+    let mut figures = cold_runs(&aps5, &work, &dump, input, if quick { 1 } else { 3 })?;
     // The same no-op rebuild the graph bench measures, for scale.
     let (noop, _, _) = run_aps5(&aps5, &dump, &["-q", "build"])?;
-    let phases = phases(&log);
-    let figures = json!({
-        "input_bytes": input,
-        "relocations": modules["modules"]["eboot.bin"]["relocations"]["total"],
-        "app_elf_bytes": app_elf,
-        "cold_build_s_median": secs,
-        "cold_build_runs": runs,
-        "cold_build_mb_per_s": input as f64 / secs / 1e6,
-        "cache_blob_bytes": blobs,
-        "cache_blob_bytes_over_input": blobs as f64 / input as f64,
-        "cache_all_bytes_over_input": cache_all as f64 / input as f64,
-        "peak_rss_mib": rss / 1024,
-        "phases_ms": phases,
-        "noop_rebuild_s": noop,
-        "note": "phases from `aps5 -vv` of the median run; the machine may be loaded: compare the ratios of one run, the absolute figures are noisy",
-    });
+    figures["noop_rebuild_s"] = json!(noop);
+    // Another aps5 (an older build, say) measured in the same run on the same dump, so a
+    // change is compared under the same load.
+    if let Some(base) = std::env::var_os("APS5_BENCH_BASELINE") {
+        let base = PathBuf::from(base);
+        let runs = if quick { 1 } else { 3 };
+        figures["baseline"] = cold_runs(&base, &work, &dump, input, runs)?;
+        figures["baseline"]["binary"] = json!(base.display().to_string());
+    }
     let _ = std::fs::remove_dir_all(&work);
     Ok(figures)
 }
