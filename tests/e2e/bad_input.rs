@@ -174,10 +174,7 @@ fn a_corrupted_cache_blob_is_a_miss_and_is_rewritten() {
     );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let r = recomputed(&report);
-    assert!(
-        r.iter().any(|(_, _, why)| why.contains("corrupt")),
-        "{r:?}"
-    );
+    assert!(r.iter().any(|(_, _, why)| why.contains("corrupt")), "{r:?}");
     // Rewritten: the next build reuses everything.
     assert_eq!(recomputed(&p.build_json()), vec![]);
 }

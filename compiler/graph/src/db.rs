@@ -521,7 +521,10 @@ fn compress(bytes: &[u8]) -> Vec<u8> {
             .chunks(piece)
             .map(|c| s.spawn(move || zstd::bulk::compress(c, ZSTD_LEVEL).expect("zstd")))
             .collect();
-        workers.into_iter().map(|w| w.join().expect("zstd thread")).collect()
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("zstd thread"))
+            .collect()
     });
     let mut out = Vec::with_capacity(8 + frames.iter().map(Vec::len).sum::<usize>());
     out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
