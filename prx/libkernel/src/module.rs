@@ -16,11 +16,10 @@ static MODULES: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 /// `SCE_KERNEL_ERROR_ESRCH`.
 const ESRCH: i32 = 3;
 
-fn host_path(guest: &[u8]) -> Result<CString, i32> {
-    let (root, rel) = fs::resolve(guest)?;
-    // dlopen needs a path; /proc/self/fd/<root> names the confined folder.
-    let p = format!("/proc/self/fd/{root}/{}", rel.to_string_lossy());
-    CString::new(p).map_err(|_| 22)
+/// Opens a guest module file confined to its mount; `dlopen` then loads it by its
+/// `/proc/self/fd/N` name, so a symlink cannot make the host loader read a file outside.
+fn open_module(guest: &[u8]) -> Result<std::os::fd::OwnedFd, i32> {
+    fs::open_confined(guest, libc::O_RDONLY, 0)
 }
 
 /// `sceKernelLoadStartModule(path, argc, argv, flags, opt, result)`.
@@ -46,11 +45,16 @@ pub unsafe extern "C" fn sce_kernel_load_start_module(
         }
         return m.len() as i32;
     }
-    let host = match host_path(guest) {
-        Ok(p) => p,
+    let file = match open_module(guest) {
+        Ok(f) => f,
         Err(e) => return sce_error(e),
     };
-    let h = unsafe { libc::dlopen(host.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+    let h = unsafe {
+        libc::dlopen(
+            fs::fd_path(&file).as_ptr(),
+            libc::RTLD_NOW | libc::RTLD_GLOBAL,
+        )
+    };
     if h.is_null() {
         let why = unsafe { CStr::from_ptr(libc::dlerror()) }
             .to_string_lossy()
@@ -64,6 +68,9 @@ pub unsafe extern "C" fn sce_kernel_load_start_module(
         );
         return sce_error(2);
     }
+    // The descriptor stays open: the loader knows the module by its `/proc/self/fd/N`
+    // name and would take a later module opened under a reused number for this one.
+    let _ = std::os::fd::IntoRawFd::into_raw_fd(file);
     let start = entry(h, "module_start");
     if !start.is_null() {
         let f: extern "C" fn(usize, *const u8) -> i32 = unsafe { std::mem::transmute(start) };
