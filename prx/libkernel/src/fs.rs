@@ -231,6 +231,20 @@ impl Entry {
 /// trailing `.` with EINVAL; a change under a read-only mount is EROFS.
 pub(crate) fn entry(guest: &[u8], at_root: i32) -> Result<Entry, i32> {
     let r = resolve(guest)?;
+    if r.read_only {
+        return Err(EROFS);
+    }
+    let (dir, leaf) = split_beneath(&r, at_root)?;
+    Ok(Entry {
+        dir,
+        leaf,
+        mount: r.mount,
+    })
+}
+
+/// The parent folder of a resolved path, opened confined (`O_PATH`), and its last
+/// component (never empty, `.` or `..`).
+pub(crate) fn split_beneath(r: &Resolved, at_root: i32) -> Result<(OwnedFd, CString), i32> {
     let rel = r.rel.to_bytes();
     let mut end = rel.len();
     while end > 0 && rel[end - 1] == b'/' {
@@ -238,7 +252,7 @@ pub(crate) fn entry(guest: &[u8], at_root: i32) -> Result<Entry, i32> {
     }
     let rel = &rel[..end];
     if rel.is_empty() || rel == b"." {
-        return Err(if r.read_only { EROFS } else { at_root });
+        return Err(at_root);
     }
     let (parent, leaf) = match rel.iter().rposition(|&b| b == b'/') {
         Some(i) => (&rel[..i], &rel[i + 1..]),
@@ -247,17 +261,10 @@ pub(crate) fn entry(guest: &[u8], at_root: i32) -> Result<Entry, i32> {
     if leaf == b"." {
         return Err(EINVAL);
     }
-    if r.read_only {
-        return Err(EROFS);
-    }
     let parent = if parent.is_empty() { &b"."[..] } else { parent };
     let parent = CString::new(parent).map_err(|_| EINVAL)?;
     let dir = open_beneath(r.root, &parent, libc::O_PATH | libc::O_DIRECTORY, 0)?;
-    Ok(Entry {
-        dir,
-        leaf: CString::new(leaf).map_err(|_| EINVAL)?,
-        mount: r.mount,
-    })
+    Ok((dir, CString::new(leaf).map_err(|_| EINVAL)?))
 }
 
 /// `/proc/self/fd/N`: names the file `fd` refers to for host calls that take a path
