@@ -441,8 +441,7 @@ impl KeyScript {
     pub fn state_at(&self, now: Clock) -> KeyState {
         self.steps
             .iter()
-            .filter(|(at, _)| at.reached(now))
-            .last()
+            .rfind(|(at, _)| at.reached(now))
             .map(|(_, s)| s.clone())
             .unwrap_or_default()
     }
@@ -652,8 +651,7 @@ impl Script {
     pub fn buttons_at(&self, now: Clock) -> u32 {
         self.pad
             .iter()
-            .filter(|(at, _)| at.reached(now))
-            .last()
+            .rfind(|(at, _)| at.reached(now))
             .map_or(0, |&(_, b)| b)
     }
 }
