@@ -5,6 +5,7 @@ mod common;
 
 mod bad_input;
 mod build;
+mod confinement;
 mod crash;
 mod homebrew;
 mod paths;
