@@ -7,6 +7,7 @@
 pub mod fself;
 pub mod libraries;
 pub mod linked;
+pub mod payload;
 pub mod sce;
 mod toolchain;
 
@@ -16,6 +17,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 pub use libraries::{LibraryEntry, SymbolKind};
+pub use payload::{build_payload, build_payload_in};
 pub use sce::{EmittedSymbol, Layout};
 pub use toolchain::{Tool, find_tool, find_tool_on};
 

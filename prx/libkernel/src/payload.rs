@@ -1,0 +1,140 @@
+//! PS5 payloads (ELFs made with the ps5-payload-sdk): what the console's ELF loader hands
+//! to `_start(payload_args_t *args)`.
+//!
+//! The SDK's start files read, from `args`, `sys_dynlib_dlsym` (libkernel's wrapper of
+//! FreeBSD system call 591, `dynlib_dlsym(handle, name, &addr)`), two kernel read/write
+//! pipes, the kernel addresses of a pipe and of the kernel data segment, and the `int`
+//! the exit code goes to. Its raw system calls go through a pointer filled at start:
+//! the address of a libkernel wrapper (`sys_dynlib_dlsym`, or `getpid` when that is the
+//! same function as `sceKernelDlsym`) plus 0xa, where the wrapper's `syscall` sits after
+//! `mov rax, <nr>; mov r10, rcx`. The relinked entry stub asks [`payload_args`] for the
+//! block and passes it in `rdi`.
+//!
+//! Here the wrapper is [`aps5_sys_dynlib_dlsym`], laid out byte for byte like the
+//! console's, with the trap libkernel services ([`crate::syscall::TRAP`]) at +0xa in
+//! place of `syscall`, so a call through `ptr + 0xa` runs the FreeBSD call in `rax`
+//! as on the console. There is no kernel to read or write: the pipes are -1 (a read or
+//! write on them fails with EBADF) and both kernel addresses are 0.
+
+use std::ffi::CStr;
+
+use aps5_prx_macros::nid;
+
+/// `payload_args_t` of the ps5-payload-sdk (`crt/payload.h`).
+#[repr(C)]
+pub struct PayloadArgs {
+    /// `int (*sys_dynlib_dlsym)(int handle, const char *name, void *out)`.
+    pub sys_dynlib_dlsym: usize,
+    /// `int *rwpipe`: two pipe descriptors for kernel reads/writes.
+    pub rwpipe: *mut i32,
+    /// `int *rwpair`: two socket descriptors for kernel reads/writes.
+    pub rwpair: *mut i32,
+    /// `long kpipe_addr`: kernel address of the pipe.
+    pub kpipe_addr: i64,
+    /// `long kdata_base_addr`: kernel data segment base.
+    pub kdata_base_addr: i64,
+    /// `int *payloadout`: where the payload stores its exit code.
+    pub payloadout: *mut i32,
+}
+
+struct Block {
+    args: PayloadArgs,
+    rwpipe: [i32; 2],
+    rwpair: [i32; 2],
+    out: i32,
+}
+
+static mut BLOCK: Block = Block {
+    args: PayloadArgs {
+        sys_dynlib_dlsym: 0,
+        rwpipe: std::ptr::null_mut(),
+        rwpair: std::ptr::null_mut(),
+        kpipe_addr: 0,
+        kdata_base_addr: 0,
+        payloadout: std::ptr::null_mut(),
+    },
+    rwpipe: [-1, -1],
+    rwpair: [-1, -1],
+    out: 0,
+};
+
+unsafe extern "C" {
+    /// The `sys_dynlib_dlsym` wrapper (defined below in assembly).
+    fn aps5_sys_dynlib_dlsym(handle: i32, name: *const libc::c_char, out: *mut usize) -> i32;
+}
+
+// mov rax, 591 (48 c7 c0 4f 02 00 00); mov r10, rcx (49 89 ca); then, at +0xa, the trap
+// standing for `syscall`; on carry the errno in rax goes to the guest errno and the call
+// returns -1, as FreeBSD's wrappers do. Bytes, not mnemonics, so the offsets are exact.
+std::arch::global_asm!(
+    ".pushsection .text.aps5_sys_dynlib_dlsym,\"ax\",@progbits",
+    ".p2align 4",
+    ".globl aps5_sys_dynlib_dlsym",
+    ".hidden aps5_sys_dynlib_dlsym",
+    ".type aps5_sys_dynlib_dlsym,@function",
+    "aps5_sys_dynlib_dlsym:",
+    ".byte 0x48, 0xc7, 0xc0, 0x4f, 0x02, 0x00, 0x00",
+    ".byte 0x49, 0x89, 0xca",
+    ".byte 0x0f, 0xff",
+    "jb 2f",
+    "ret",
+    "2:",
+    "mov edi, eax",
+    "jmp {cerror}",
+    ".size aps5_sys_dynlib_dlsym, . - aps5_sys_dynlib_dlsym",
+    ".popsection",
+    cerror = sym cerror,
+);
+
+/// The error tail of a system call wrapper: errno = `e`, return -1.
+extern "C" fn cerror(e: i32) -> i64 {
+    crate::errno::set(e);
+    -1
+}
+
+/// The argument block of `_start` (one per process; the entry stub calls this once).
+#[nid("__aps5_payload_args")]
+pub extern "C" fn payload_args() -> *mut PayloadArgs {
+    unsafe {
+        let b = &raw mut BLOCK;
+        (*b).args.sys_dynlib_dlsym = aps5_sys_dynlib_dlsym as *const () as usize;
+        (*b).args.rwpipe = (&raw mut (*b).rwpipe).cast();
+        (*b).args.rwpair = (&raw mut (*b).rwpair).cast();
+        (*b).args.payloadout = &raw mut (*b).out;
+        &raw mut (*b).args
+    }
+}
+
+/// Module handles the payload SDK passes to `dynlib_dlsym` for system modules: 0x1 and
+/// 0x2001 (libkernel, libkernel_sys), 0x2 (libSceLibcInternal). Everything the host PRX
+/// set exports is searched for them.
+const SYSTEM_HANDLES: [i32; 3] = [0x1, 0x2, 0x2001];
+
+/// FreeBSD `dynlib_dlsym(handle, name, out)` (system call 591): the address of the
+/// export `name` (looked up by its NID, then by the plain name) of module `handle`.
+pub fn dynlib_dlsym(handle: i32, name: *const libc::c_char, out: *mut usize) -> Result<u64, i32> {
+    const EFAULT: i32 = 14;
+    const ESRCH: i32 = 3;
+    if name.is_null() || out.is_null() {
+        return Err(EFAULT);
+    }
+    let name_bytes = unsafe { CStr::from_ptr(name) }.to_bytes();
+    // Its own system call wrapper is a libkernel function of that name on the console.
+    if name_bytes == b"sys_dynlib_dlsym" && SYSTEM_HANDLES.contains(&handle) {
+        unsafe { out.write_unaligned(aps5_sys_dynlib_dlsym as *const () as usize) };
+        return Ok(0);
+    }
+    let p = if SYSTEM_HANDLES.contains(&handle) {
+        crate::module::lookup(libc::RTLD_DEFAULT as usize, name_bytes)
+    } else {
+        let r = unsafe { crate::module::sce_kernel_dlsym(handle, name, out.cast()) };
+        return if r == 0 { Ok(0) } else { Err(ESRCH) };
+    };
+    match p {
+        Some(p) => {
+            unsafe { out.write_unaligned(p) };
+            Ok(0)
+        }
+        None => Err(ESRCH),
+    }
+}
