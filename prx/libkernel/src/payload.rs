@@ -17,6 +17,7 @@
 //! write on them fails with EBADF) and both kernel addresses are 0.
 
 use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use aps5_prx_macros::nid;
 
@@ -92,9 +93,18 @@ extern "C" fn cerror(e: i32) -> i64 {
     -1
 }
 
+/// Set when the program is a payload (its entry stub asked for [`payload_args`]).
+static PAYLOAD: AtomicBool = AtomicBool::new(false);
+
+/// Whether the program is a PS5 payload: a PS5 program without `PT_SCE_PROCPARAM`.
+pub fn is_payload() -> bool {
+    PAYLOAD.load(Ordering::Relaxed)
+}
+
 /// The argument block of `_start` (one per process; the entry stub calls this once).
 #[nid("__aps5_payload_args")]
 pub extern "C" fn payload_args() -> *mut PayloadArgs {
+    PAYLOAD.store(true, Ordering::Relaxed);
     unsafe {
         let b = &raw mut BLOCK;
         (*b).args.sys_dynlib_dlsym = aps5_sys_dynlib_dlsym as *const () as usize;
@@ -137,4 +147,31 @@ pub fn dynlib_dlsym(handle: i32, name: *const libc::c_char, out: *mut usize) -> 
         }
         None => Err(ESRCH),
     }
+}
+
+/// The process arguments, as ld.so passes them to every `.init_array` function.
+static mut ARGC: i32 = 0;
+static mut ARGV: *const *const libc::c_char = std::ptr::null();
+
+extern "C" fn save_args(argc: i32, argv: *const *const libc::c_char) {
+    unsafe {
+        ARGC = argc;
+        ARGV = argv;
+    }
+}
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static SAVE_ARGS: extern "C" fn(i32, *const *const libc::c_char) = save_args;
+
+/// `getargc`: the number of process arguments (payload start files read it).
+#[nid("getargc")]
+pub extern "C" fn getargc() -> i32 {
+    unsafe { ARGC }
+}
+
+/// `getargv`: the process arguments, NULL-terminated, the environment after them.
+#[nid("getargv")]
+pub extern "C" fn getargv() -> *const *const libc::c_char {
+    unsafe { ARGV }
 }

@@ -5,8 +5,8 @@
  * instruction through `args->sys_dynlib_dlsym` (libkernel's wrapper of system call 591: its
  * `syscall` sits at +0xa, after `mov rax, nr; mov r10, rcx`; when that wrapper is also
  * `sceKernelDlsym`, the one of `getpid` is used instead), run the constructors of
- * __init_array_start..__init_array_end, store main's result in *args->payloadout, run the
- * destructors, and end through libc's `exit` found with sys_dynlib_dlsym(0x2, "exit").
+ * __init_array_start..__init_array_end, store main's result in *args->payloadout, and end
+ * through libc's `exit` found with sys_dynlib_dlsym(0x2, "exit").
  * Imports are bound by plain name from the DT_NEEDED libraries before _start runs. argc/argv
  * come from libkernel's getargc/getargv when it has them (else 0 and NULL, as in the SDK). */
 
@@ -69,6 +69,13 @@ static int syscall_init(payload_args_t *args) {
   return 0;
 }
 
+/* Destructors run at exit after the atexit handlers registered later, in C's order (the SDK's
+ * start files run them when main returns, before exit). */
+static void run_fini_array(void) {
+  for (void (**f)(void) = __fini_array_end; f > __fini_array_start;)
+    (*--f)();
+}
+
 int _start(payload_args_t *args) {
   for (unsigned char *p = __bss_start; p < __bss_end; p++)
     *p = 0;
@@ -85,14 +92,16 @@ int _start(payload_args_t *args) {
     argv = getargv();
   }
   char **envp = argv ? argv + argc + 1 : 0;
+  int (*atexit)(void (*)(void)) = 0;
+  if (!args->sys_dynlib_dlsym(0x2, "atexit", &atexit) && atexit)
+    atexit(run_fini_array);
   for (void (**f)(int, char **, char **) = __init_array_start; f < __init_array_end; f++)
     (*f)(argc, argv, envp);
   *args->payloadout = main(argc, argv, envp);
-  for (void (**f)(void) = __fini_array_end; f > __fini_array_start;)
-    (*--f)();
 
   void (*exit)(int) = 0;
   if (!args->sys_dynlib_dlsym(0x2, "exit", &exit) && exit)
     exit(*args->payloadout);
+  run_fini_array();
   return *args->payloadout;
 }

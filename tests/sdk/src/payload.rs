@@ -7,7 +7,7 @@
 //! and no `DT_HASH`. The stub libraries are made here from `libraries.tsv` (one shared object
 //! per library, each symbol a function or an 8-byte object) and linked with `--as-needed`,
 //! so only the libraries a program uses are needed. The dump is a folder holding the one
-//! `<name>.elf`, as payloads are shared.
+//! `<name>.elf`, as payloads are shared, and the fixture's `app0/` files.
 
 use anyhow::{Context, Result, bail, ensure};
 use std::collections::BTreeMap;
@@ -214,5 +214,9 @@ pub fn build_payload_in(src: &Path, out: &Path, work: &Path) -> Result<PathBuf> 
     args.extend(stub_files.iter().map(Into::into));
     let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
     toolchain::run(&lld, &refs, work)?;
+    // The program's files sit next to it (they become /app0).
+    if let Some(app0) = &project.app0 {
+        crate::copy_tree(app0, out)?;
+    }
     Ok(elf)
 }
