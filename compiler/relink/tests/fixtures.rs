@@ -218,23 +218,30 @@ fn fixtures_run_as_expected() {
 /// relinked and run like the dumps.
 #[test]
 fn fixtures_run_as_payloads() {
-    let dir = aps5_sdk::fixtures_dir();
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().join("expect.stdout").is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| !NOT_PAYLOADS.iter().any(|(k, _)| k == n))
-        .collect();
-    names.sort();
+    let programs = |dir: &Path| -> Vec<(String, std::path::PathBuf)> {
+        let mut v: Vec<(String, std::path::PathBuf)> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().join("expect.stdout").is_file())
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+            .filter(|(n, _)| !NOT_PAYLOADS.iter().any(|(k, _)| k == n))
+            .collect();
+        v.sort();
+        v
+    };
+    // The fixtures, then the programs only a payload can be (tests/sdk/payloads).
+    let mut all = programs(&aps5_sdk::fixtures_dir());
+    let payload_only = programs(&aps5_sdk::payloads_dir());
+    assert!(!payload_only.is_empty());
+    all.extend(payload_only);
     let only = std::env::var("APS5_FIXTURE").ok();
     let mut failed = Vec::new();
     let mut report = String::new();
-    for name in &names {
+    for (name, path) in &all {
         if only.as_deref().is_some_and(|o| o != name) {
             continue;
         }
-        match check(&dir.join(name), Layout::Payload) {
+        match check(path, Layout::Payload) {
             Ok(()) => report.push_str(&format!("PASS {name} (payload)\n")),
             Err(e) => {
                 failed.push(name.clone());

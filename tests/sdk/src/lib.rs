@@ -64,6 +64,12 @@ pub fn fixtures_dir() -> PathBuf {
     sdk.parent().unwrap_or(&sdk).join("fixtures")
 }
 
+/// Programs only a payload can be (they use the payload start files' `payload_get_args`):
+/// `tests/sdk/payloads`, laid out like the fixtures.
+pub fn payloads_dir() -> PathBuf {
+    sdk_dir().join("payloads")
+}
+
 /// The SDK's own folder (`tests/sdk`): headers in `include/`, entry stubs in `crt/`.
 pub fn sdk_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
