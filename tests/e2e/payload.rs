@@ -32,9 +32,13 @@ fn a_payload_elf_is_initialized_built_and_run() {
     ok(&dump, &["-q", "build"]);
     // Every import (plain names) bound by NID.
     let status = ok(&dump, &["status"]);
-    assert!(status.contains("0 bound to unimplemented stubs"), "{status}");
+    assert!(
+        status.contains("0 bound to unimplemented stubs"),
+        "{status}"
+    );
     let out = run(&dump, &["run"]);
-    let want = std::fs::read_to_string(aps5_sdk::fixtures_dir().join("hello/expect.stdout")).unwrap();
+    let want =
+        std::fs::read_to_string(aps5_sdk::fixtures_dir().join("hello/expect.stdout")).unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), want);
     let code: i32 = std::fs::read_to_string(aps5_sdk::fixtures_dir().join("hello/expect.exit"))
         .unwrap()

@@ -390,7 +390,10 @@ impl Module {
             && self.export_libraries.is_empty()
             && self.process_param.is_none()
             && self.module_param.is_none()
-            && !self.segments.iter().any(|s| names::is_sce_segment(s.p_type))
+            && !self
+                .segments
+                .iter()
+                .any(|s| names::is_sce_segment(s.p_type))
             && !self
                 .dynamic
                 .iter()

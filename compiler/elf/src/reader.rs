@@ -934,7 +934,10 @@ impl<'i, 'a> Reader<'i, 'a> {
         let mut i = last;
         loop {
             let at = chain_at + 4 * (i - symoffset);
-            let entry = Tag { value: at, at: t.at };
+            let entry = Tag {
+                value: at,
+                at: t.at,
+            };
             let word = self
                 .table(WHAT, entry, 4)
                 .ok()

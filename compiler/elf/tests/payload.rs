@@ -19,13 +19,18 @@ fn readelf(path: &Path) -> (Vec<(String, bool)>, Vec<String>) {
         .arg(path)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let mut syms = Vec::new();
     let mut needed = Vec::new();
     for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
-        if f.first().is_some_and(|n| n.ends_with(':') && n[..n.len() - 1].parse::<u32>().is_ok())
+        if f.first()
+            .is_some_and(|n| n.ends_with(':') && n[..n.len() - 1].parse::<u32>().is_ok())
             && f.len() >= 7
         {
             syms.push((f.get(7).copied().unwrap_or("").to_owned(), f[6] == "UND"));
@@ -65,7 +70,10 @@ fn check_against_readelf(what: &str, path: &Path) -> aps5_elf::Module {
     assert!(m.warnings.is_empty(), "{what}: {:?}", m.warnings);
     // Imports are plain names (no NID#L#M), each one undefined in the objects.
     assert!(m.imports().count() > 0, "{what}");
-    assert!(m.imports().all(|s| s.nid.is_none() && s.library.is_none()), "{what}");
+    assert!(
+        m.imports().all(|s| s.nid.is_none() && s.library.is_none()),
+        "{what}"
+    );
     m
 }
 
@@ -107,7 +115,15 @@ fn a_gnu_hash_without_hashed_symbols_sizes_the_table_by_symoffset() {
         .collect();
     stubs.sort();
     let st = std::process::Command::new(lld)
-        .args(["-m", "elf_x86_64", "-pie", "-e", "_start", "--hash-style=gnu", "-T"])
+        .args([
+            "-m",
+            "elf_x86_64",
+            "-pie",
+            "-e",
+            "_start",
+            "--hash-style=gnu",
+            "-T",
+        ])
         .arg(aps5_sdk::sdk_dir().join("crt/payload.ld"))
         .arg("-o")
         .arg(&out)
@@ -124,7 +140,12 @@ fn a_gnu_hash_without_hashed_symbols_sizes_the_table_by_symoffset() {
 /// Rewrites the u32 at `word` of the GNU hash table of `data`.
 fn patch_gnu_hash(data: &mut [u8], word: usize, value: u32) {
     let m = aps5_elf::parse(data).unwrap();
-    let vaddr = m.dynamic.iter().find(|e| e.tag == DT_GNU_HASH).unwrap().value;
+    let vaddr = m
+        .dynamic
+        .iter()
+        .find(|e| e.tag == DT_GNU_HASH)
+        .unwrap()
+        .value;
     let seg = m
         .segments
         .iter()
@@ -145,10 +166,20 @@ fn a_damaged_gnu_hash_is_an_error_naming_it() {
     let mut low = good.clone();
     let m = aps5_elf::parse(&good).unwrap();
     let nbuckets = {
-        let vaddr = m.dynamic.iter().find(|e| e.tag == DT_GNU_HASH).unwrap().value;
-        let seg = m.segments.iter().find(|s| s.p_type == 1 && vaddr >= s.vaddr && vaddr < s.vaddr + s.filesz).unwrap();
+        let vaddr = m
+            .dynamic
+            .iter()
+            .find(|e| e.tag == DT_GNU_HASH)
+            .unwrap()
+            .value;
+        let seg = m
+            .segments
+            .iter()
+            .find(|s| s.p_type == 1 && vaddr >= s.vaddr && vaddr < s.vaddr + s.filesz)
+            .unwrap();
         let off = (seg.offset + vaddr - seg.vaddr) as usize;
-        let w = |i: usize| u32::from_le_bytes(good[off + 4 * i..off + 4 * i + 4].try_into().unwrap());
+        let w =
+            |i: usize| u32::from_le_bytes(good[off + 4 * i..off + 4 * i + 4].try_into().unwrap());
         (w(0), w(1), w(2))
     };
     let (nb, symoffset, bloom) = nbuckets;

@@ -155,8 +155,7 @@ fn copy_tree(from: &Path, to: &Path) {
             }
             std::fs::create_dir_all(&dst).unwrap();
             copy_tree(&e.path(), &dst);
-        } else if e.file_name() != "eboot.bin"
-            && !e.file_name().to_string_lossy().ends_with(".elf")
+        } else if e.file_name() != "eboot.bin" && !e.file_name().to_string_lossy().ends_with(".elf")
         {
             std::fs::copy(e.path(), &dst).unwrap();
         }

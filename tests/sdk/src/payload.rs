@@ -97,7 +97,13 @@ pub fn build_payload_in(src: &Path, out: &Path, work: &Path) -> Result<PathBuf> 
         })
         .collect();
     flags.extend(
-        ["-fno-plt", "-femulated-tls", "-fno-stack-protector", "-DAPS5_PAYLOAD"].map(String::from),
+        [
+            "-fno-plt",
+            "-femulated-tls",
+            "-fno-stack-protector",
+            "-DAPS5_PAYLOAD",
+        ]
+        .map(String::from),
     );
     let compile = |source: &Path, obj: &Path, cwd: &Path| -> Result<()> {
         let mut args: Vec<std::ffi::OsString> = flags.iter().map(Into::into).collect();
@@ -145,7 +151,8 @@ pub fn build_payload_in(src: &Path, out: &Path, work: &Path) -> Result<PathBuf> 
     fs::create_dir_all(&stubs)?;
     let mut stub_files = Vec::new();
     for lib in order {
-        let mut asm = String::from("# Generated stub library (aps5 fixture SDK, payload layout).\n");
+        let mut asm =
+            String::from("# Generated stub library (aps5 fixture SDK, payload layout).\n");
         for (name, kind) in &by_lib[lib] {
             match kind {
                 SymbolKind::Func => asm.push_str(&format!(
