@@ -172,21 +172,25 @@ pub(crate) fn relink(
         }))
     };
 
-    // Plain-name imports (no `NID#L#M`: ps5-payload-sdk ELFs, whose DT_NEEDED files do not
-    // say which name each serves) are bound by the NID of the name to the first library of
-    // the set exporting it.
+    // A payload's plain-name imports (ps5-payload-sdk ELFs, whose DT_NEEDED files do not say
+    // which name each serves) are bound by the NID of the name to the first library of the
+    // set exporting it. In a Sony module a plain-name import is no library's (OpenOrbis'
+    // weak `module_start`): it is never looked up.
+    let payload = module.is_payload();
     let mut plain_names: HashMap<String, String> = HashMap::new();
     for s in &module.symbols {
         if s.is_import() {
-            let plain = s.nid.is_none();
+            let plain = s.nid.is_none() && payload;
             let nid = match &s.nid {
                 Some(n) => n.clone(),
-                None => aps5_nid::nid(&s.name),
+                None if plain => aps5_nid::nid(&s.name),
+                None => s.name.clone(),
             };
             let library = match (&s.library, s.library_id) {
                 (Some(l), _) => l.clone(),
                 (None, Some(id)) => format!("#{id}"),
-                (None, None) => plain_library(module, prx, &s.name, &nid),
+                (None, None) if plain => plain_library(module, prx, &s.name, &nid),
+                (None, None) => String::new(),
             };
             let name = if plain {
                 plain_names.insert(nid.clone(), s.name.clone());

@@ -105,6 +105,11 @@ pub fn is_payload() -> bool {
 #[nid("__aps5_payload_args")]
 pub extern "C" fn payload_args() -> *mut PayloadArgs {
     PAYLOAD.store(true, Ordering::Relaxed);
+    block()
+}
+
+/// The filled-in block (without marking the process a payload).
+fn block() -> *mut PayloadArgs {
     unsafe {
         let b = &raw mut BLOCK;
         (*b).args.sys_dynlib_dlsym = aps5_sys_dynlib_dlsym as *const () as usize;
@@ -174,4 +179,61 @@ pub extern "C" fn getargc() -> i32 {
 #[nid("getargv")]
 pub extern "C" fn getargv() -> *const *const libc::c_char {
     unsafe { ARGV }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Calls `ptr + 0xa` as the payload SDK's start files do: FreeBSD number in rax.
+    fn through_pointer(ptr: usize, nr: i64, a0: u64) -> i64 {
+        let r: i64;
+        unsafe {
+            std::arch::asm!(
+                "call {g}",
+                g = in(reg) ptr + 0xa,
+                inout("rax") nr => r,
+                in("rdi") a0,
+                clobber_abi("C"),
+            );
+        }
+        r
+    }
+
+    #[test]
+    fn the_dlsym_wrapper_is_laid_out_like_the_consoles_and_serves_raw_calls() {
+        crate::signal::install_syscall_trap();
+        // Not payload_args(): the test process must not count as a payload for other tests.
+        let a = unsafe { &*block() };
+        let f = a.sys_dynlib_dlsym;
+        let code = unsafe { std::slice::from_raw_parts(f as *const u8, 12) };
+        // mov rax, 591; mov r10, rcx; then the trap where the console has `syscall`.
+        assert_eq!(
+            &code[..10],
+            &[0x48, 0xc7, 0xc0, 0x4f, 0x02, 0x00, 0x00, 0x49, 0x89, 0xca]
+        );
+        assert_eq!(&code[10..], &crate::syscall::TRAP);
+        // Raw calls through the pointer: getpid (20), close(-1) (6: -1, errno EBADF).
+        assert_eq!(through_pointer(f, 20, 0), i64::from(unsafe { libc::getpid() }));
+        crate::errno::set(0);
+        assert_eq!(through_pointer(f, 6, u64::MAX), -1);
+        assert_eq!(unsafe { *crate::errno::error() }, 9);
+        // As a function: dynlib_dlsym finds itself by name; a missing name is ESRCH.
+        let dlsym: extern "C" fn(i32, *const libc::c_char, *mut usize) -> i32 =
+            unsafe { std::mem::transmute(f) };
+        let mut out = 0usize;
+        assert_eq!(dlsym(0x1, c"sys_dynlib_dlsym".as_ptr(), &mut out), 0);
+        assert_eq!(out, f);
+        out = 0;
+        assert_eq!(dlsym(0x2, c"aps5_no_such_function".as_ptr(), &mut out), -1);
+        assert_eq!((out, unsafe { *crate::errno::error() }), (0, 3));
+        assert_eq!(dlsym(0x2, std::ptr::null(), &mut out), -1);
+        assert_eq!(unsafe { *crate::errno::error() }, 14);
+        // No kernel: the pipes are -1, the kernel addresses 0.
+        unsafe {
+            assert_eq!((*a.rwpipe, *a.rwpipe.add(1)), (-1, -1));
+            assert_eq!((*a.rwpair, *a.rwpair.add(1)), (-1, -1));
+        }
+        assert_eq!((a.kpipe_addr, a.kdata_base_addr), (0, 0));
+    }
 }

@@ -19,15 +19,15 @@ typedef struct _Filet FILE;
 #define SEEK_CUR 1
 #define SEEK_END 2
 __BEGIN_DECLS
-#ifdef APS5_PAYLOAD
-/* FreeBSD's stream pointers (libc data objects), as the ps5-payload-sdk's headers use them. */
+/* Dinkumware standard streams, exported by libc as FILE objects, and FreeBSD's stream
+ * pointers (libSceLibcInternal data objects), which the ps5-payload-sdk's headers use. */
+extern FILE _Stdin, _Stdout, _Stderr;
 extern FILE *__stdinp, *__stdoutp, *__stderrp;
+#ifdef APS5_PAYLOAD
 #define stdin __stdinp
 #define stdout __stdoutp
 #define stderr __stderrp
 #else
-/* Dinkumware standard streams, exported by libc as FILE objects. */
-extern FILE _Stdin, _Stdout, _Stderr;
 #define stdin (&_Stdin)
 #define stdout (&_Stdout)
 #define stderr (&_Stderr)
