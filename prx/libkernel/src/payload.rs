@@ -127,7 +127,14 @@ const SYSTEM_HANDLES: [i32; 3] = [0x1, 0x2, 0x2001];
 
 /// FreeBSD `dynlib_dlsym(handle, name, out)` (system call 591): the address of the
 /// export `name` (looked up by its NID, then by the plain name) of module `handle`.
-pub fn dynlib_dlsym(handle: i32, name: *const libc::c_char, out: *mut usize) -> Result<u64, i32> {
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `out` is NULL or writable.
+pub unsafe fn dynlib_dlsym(
+    handle: i32,
+    name: *const libc::c_char,
+    out: *mut usize,
+) -> Result<u64, i32> {
     const EFAULT: i32 = 14;
     const ESRCH: i32 = 3;
     if name.is_null() || out.is_null() {
@@ -214,7 +221,10 @@ mod tests {
         );
         assert_eq!(&code[10..], &crate::syscall::TRAP);
         // Raw calls through the pointer: getpid (20), close(-1) (6: -1, errno EBADF).
-        assert_eq!(through_pointer(f, 20, 0), i64::from(unsafe { libc::getpid() }));
+        assert_eq!(
+            through_pointer(f, 20, 0),
+            i64::from(unsafe { libc::getpid() })
+        );
         crate::errno::set(0);
         assert_eq!(through_pointer(f, 6, u64::MAX), -1);
         assert_eq!(unsafe { *crate::errno::error() }, 9);
