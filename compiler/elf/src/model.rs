@@ -375,13 +375,14 @@ impl Module {
     }
 
     /// A PS5 payload as the ps5-payload-sdk makes it: a plain ELF (not an fSELF) with
-    /// `EI_OSABI` 0 (SysV) and `EI_ABIVERSION` 0, a standard dynamic table naming its
-    /// libraries by `DT_NEEDED` (`libkernel_sys.so`, ...) and importing plain names, and
-    /// none of Sony's segments or tags (no process/module parameters, module or library
-    /// tags). The PS5's ELF loader runs it with `_start(payload_args_t *)`.
+    /// `EI_OSABI` 0 (SysV; 9, FreeBSD, from older toolchains) and `EI_ABIVERSION` 0, a
+    /// standard dynamic table naming its libraries by `DT_NEEDED` (`libkernel_sys.so`, ...)
+    /// and importing plain names, and none of Sony's segments or tags (no process/module
+    /// parameters, module or library tags). The PS5's ELF loader runs it with
+    /// `_start(payload_args_t *)`.
     pub fn is_payload(&self) -> bool {
         self.format.container == Container::Elf
-            && self.format.os_abi == 0
+            && matches!(self.format.os_abi, 0 | 9)
             && self.format.abi_version == 0
             && self.dynamic_layout == DynamicLayout::Ps5
             && self.module_info.is_none()

@@ -95,6 +95,19 @@ fn payload_symbol_tables_are_sized_by_the_gnu_hash() {
 }
 
 #[test]
+fn a_payload_marked_freebsd_is_a_payload_too() {
+    // Older payload toolchains target FreeBSD (EI_OSABI 9); nothing else differs.
+    let tmp = tempfile::tempdir().unwrap();
+    let (elf, _) = build("hello", tmp.path());
+    let mut data = std::fs::read(&elf).unwrap();
+    data[7] = 9;
+    let freebsd = tmp.path().join("freebsd.elf");
+    std::fs::write(&freebsd, &data).unwrap();
+    let m = check_against_readelf("freebsd", &freebsd);
+    assert_eq!(m.format.os_abi, 9);
+}
+
+#[test]
 fn a_gnu_hash_without_hashed_symbols_sizes_the_table_by_symoffset() {
     // The same objects linked without --export-dynamic: only undefined symbols, all below
     // symoffset, and every bucket empty.
