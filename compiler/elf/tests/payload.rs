@@ -68,6 +68,10 @@ fn check_against_readelf(what: &str, path: &Path) -> aps5_elf::Module {
     assert!(m.dynamic.iter().any(|e| e.tag == DT_GNU_HASH), "{what}");
     assert!(!m.dynamic.iter().any(|e| e.tag == 4), "{what}: has DT_HASH");
     assert!(m.warnings.is_empty(), "{what}: {:?}", m.warnings);
+    assert!(
+        aps5_elf::inspect::text(&m).starts_with("Format:        PS5 payload ELF"),
+        "{what}"
+    );
     // Imports are plain names (no NID#L#M), each one undefined in the objects.
     assert!(m.imports().count() > 0, "{what}");
     assert!(
