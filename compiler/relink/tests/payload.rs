@@ -99,3 +99,54 @@ fn a_plain_name_nobody_implements_is_stubbed_under_its_library() {
     assert_eq!(row.nid, aps5_nid::nid("sceRemoteplayInitialize"));
     assert!(module.needed.iter().any(|n| n == "libSceRemoteplay.so"));
 }
+
+#[test]
+fn a_payload_with_a_sysv_hash_binds_too() {
+    // The same objects linked with DT_HASH (and no DT_GNU_HASH), as other payload toolchains
+    // do: still plain names, still bound by NID (before, every import was a stub).
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().join("work");
+    let src = aps5_sdk::fixtures_dir().join("hello");
+    aps5_sdk::build_payload_in(&src, &tmp.path().join("dump"), &work).unwrap();
+    let mut objects: Vec<std::path::PathBuf> = std::fs::read_dir(&work)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "o"))
+        .collect();
+    objects.sort();
+    let mut stubs: Vec<std::path::PathBuf> = std::fs::read_dir(work.join("stubs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "so"))
+        .collect();
+    stubs.sort();
+    let out = tmp.path().join("sysv.elf");
+    let st = std::process::Command::new(find_tool(Tool::Lld).unwrap())
+        .args([
+            "-m",
+            "elf_x86_64",
+            "-pie",
+            "-e",
+            "_start",
+            "--hash-style=sysv",
+            "-T",
+        ])
+        .arg(aps5_sdk::sdk_dir().join("crt/payload.ld"))
+        .arg("-o")
+        .arg(&out)
+        .args(&objects)
+        .arg("--as-needed")
+        .args(&stubs)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let bytes = std::fs::read(&out).unwrap();
+    let module = aps5_elf::parse(&bytes).unwrap();
+    assert!(module.is_payload());
+    assert!(module.dynamic.iter().any(|e| e.tag == 4), "DT_HASH");
+    let prx = PrxSet::installed().unwrap();
+    let r =
+        aps5_relink::relink_executable(&bytes, &module, &prx, &RelinkOptions::default()).unwrap();
+    assert!(!r.coverage.is_empty());
+    assert!(r.coverage.iter().all(|c| c.implemented), "{:?}", r.coverage);
+}
