@@ -9,4 +9,5 @@ mod confinement;
 mod crash;
 mod homebrew;
 mod paths;
+mod payload;
 mod reliability;

@@ -64,6 +64,9 @@ struct Orig<'a> {
     relro: bool,
 }
 
+/// The libkernel export a PS5 payload's entry stub gets `_start`'s argument from.
+const PAYLOAD_ARGS: &str = "__aps5_payload_args";
+
 /// How an original symbol is bound in the output.
 /// `STB_WEAK`.
 const STB_WEAK: u8 = 2;
@@ -169,18 +172,32 @@ pub(crate) fn relink(
         }))
     };
 
+    // A payload's plain-name imports (ps5-payload-sdk ELFs, whose DT_NEEDED files do not say
+    // which name each serves) are bound by the NID of the name to the first library of the
+    // set exporting it. In a Sony module a plain-name import is no library's (OpenOrbis'
+    // weak `module_start`): it is never looked up.
+    let payload = module.is_payload();
+    let mut plain_names: HashMap<String, String> = HashMap::new();
     for s in &module.symbols {
         if s.is_import() {
+            let plain = s.nid.is_none() && payload;
+            let nid = match &s.nid {
+                Some(n) => n.clone(),
+                None if plain => aps5_nid::nid(&s.name),
+                None => s.name.clone(),
+            };
             let library = match (&s.library, s.library_id) {
                 (Some(l), _) => l.clone(),
                 (None, Some(id)) => format!("#{id}"),
+                (None, None) if plain => plain_library(module, prx, &s.name, &nid),
                 (None, None) => String::new(),
             };
-            let nid = s.nid.clone().unwrap_or_else(|| s.name.clone());
-            let name = s
-                .nid
-                .as_deref()
-                .and_then(|n| names.get(n).map(str::to_owned));
+            let name = if plain {
+                plain_names.insert(nid.clone(), s.name.clone());
+                Some(s.name.clone())
+            } else {
+                names.get(&nid).map(str::to_owned)
+            };
             // STB_WEAK imports stay weak; the type (FUNC/OBJECT/NOTYPE) is kept.
             let info = (s.binding << 4) | (s.kind & 0xF);
             let bound = add_import(
@@ -238,6 +255,28 @@ pub(crate) fn relink(
                 0x12,
             )
         })
+    } else {
+        None
+    };
+    // A PS5 payload's `_start` takes the ELF loader's `payload_args_t *` (libkernel makes
+    // it, see prx/libkernel/src/payload.rs).
+    let mut payload_sym = if kind == Kind::Executable && module.is_payload() {
+        let nid = aps5_nid::nid(PAYLOAD_ARGS);
+        let sym = add_import(
+            &mut dynstr,
+            &mut dynsym,
+            &mut dyn_names,
+            &mut needed,
+            "libkernel",
+            &nid,
+            0x12,
+        );
+        if sym.is_none() {
+            return Err(RelinkError::Prx(format!(
+                "this is a PS5 payload, whose _start needs libkernel's {PAYLOAD_ARGS} ({nid}), which the PRX set lacks"
+            )));
+        }
+        sym
     } else {
         None
     };
@@ -391,6 +430,7 @@ pub(crate) fn relink(
             }
         }
         exit_sym = exit_sym.map(|i| new_index[i as usize]);
+        payload_sym = payload_sym.map(|i| new_index[i as usize]);
     }
 
     // New segments: R (headers and tables) below the shifted image, RW (dynamic, GOT)
@@ -421,7 +461,11 @@ pub(crate) fn relink(
         .filter(|(_, d)| !**d)
         .map(|(k, _)| k)
     {
-        let name = names.get(nid).map_or_else(|| nid.clone(), str::to_owned);
+        let name = plain_names
+            .get(nid)
+            .cloned()
+            .or_else(|| names.get(nid).map(str::to_owned))
+            .unwrap_or_else(|| nid.clone());
         let m = format!("unimplemented: {lib}::{name} ({nid})\n");
         msg_at.push((messages.len() as u64, m.len() as u32));
         messages.extend_from_slice(m.as_bytes());
@@ -668,8 +712,13 @@ pub(crate) fn relink(
         .filter(|o| o.table == RelocationTable::Rela)
         .count()
         + usize::from(exit_slot_needed)
+        + usize::from(payload_sym.is_some())
         + start_slots_wanted.len();
-    let n_jmprel = outs.len() + usize::from(exit_slot_needed) + start_slots_wanted.len() - n_rela;
+    let n_jmprel = outs.len()
+        + usize::from(exit_slot_needed)
+        + usize::from(payload_sym.is_some())
+        + start_slots_wanted.len()
+        - n_rela;
     let rela_at = place(&mut r_cursor, n_rela as u64 * 24, 8);
     let jmprel_at = place(&mut r_cursor, n_jmprel as u64 * 24, 8);
     let msgs_at = place(&mut r_cursor, messages.len() as u64, 1);
@@ -690,6 +739,7 @@ pub(crate) fn relink(
     } else {
         None
     };
+    let payload_slot = payload_sym.map(|sym| (place(&mut rw_cursor, 8, 8), sym));
     let start_slots: Vec<(u64, u32)> = start_slots_wanted
         .iter()
         .map(|&sym| (place(&mut rw_cursor, 8, 8), sym))
@@ -717,6 +767,7 @@ pub(crate) fn relink(
             init: module.init,
             init_array: arr(&module.init_array),
             exit_slot,
+            payload_args_slot: payload_slot.map(|(slot, _)| slot),
             module_starts: start_slots.iter().map(|(slot, _)| *slot).collect(),
             stack_entry: segs
                 .iter()
@@ -793,6 +844,15 @@ pub(crate) fn relink(
         exit_slot_needed = false;
     }
     let _ = exit_slot_needed;
+    if let Some((slot, sym)) = payload_slot {
+        Rela {
+            offset: slot,
+            r_type: R_GLOB_DAT,
+            sym,
+            addend: 0,
+        }
+        .write(&mut rela);
+    }
     for &(slot, sym) in &start_slots {
         Rela {
             offset: slot,
@@ -1440,7 +1500,8 @@ fn header_budget(module: &Module, prx: &PrxSet, names: &mut Names) -> u64 {
                     .find(l, n)
                     .and_then(|p| p.host_names.as_ref()?.get(n))
                     .map_or(0, String::len),
-                _ => 0,
+                // Plain-name imports bound to a host system library keep their name.
+                _ => s.name.len(),
             };
             s.name.len().max(11).max(plain) as u64 + 1
         })
@@ -1451,6 +1512,7 @@ fn header_budget(module: &Module, prx: &PrxSet, names: &mut Names) -> u64 {
             .map(|l| 2 * l.file_name.len() as u64 + 48)
             .sum::<u64>()
         + 256;
+    let needed_max = module.needed.iter().map(String::len).max().unwrap_or(0);
     let msgs: u64 = module
         .imports()
         .map(|s| {
@@ -1458,8 +1520,11 @@ fn header_budget(module: &Module, prx: &PrxSet, names: &mut Names) -> u64 {
                 .nid
                 .as_deref()
                 .and_then(|n| names.get(n).map(str::len))
-                .unwrap_or(11);
-            40 + s.library.as_ref().map_or(8, |l| l.len()) as u64 + known as u64
+                .unwrap_or(11)
+                .max(s.name.len());
+            // A plain name's library is found later (see plain_library).
+            let library = s.library.as_ref().map_or(64, |l| l.len()).max(needed_max);
+            40 + library as u64 + known as u64
         })
         .sum();
     let total = 64
@@ -1558,6 +1623,27 @@ fn shift_module(m: &Module, d: u64) -> Module {
         t.vaddr += d;
     }
     m
+}
+
+/// The library a plain-name import is reported under: the one of the set serving its
+/// NID; else the one the NID database names; else the DT_NEEDED file (stem) listed last,
+/// as the SDKs list the system libraries (libkernel, the C library) first.
+fn plain_library(module: &Module, prx: &PrxSet, name: &str, nid: &str) -> String {
+    if let Some(l) = prx.find_nid(nid) {
+        return l.library.clone();
+    }
+    if let Some(l) = aps5_nid::lookup(nid)
+        .iter()
+        .find(|k| k.name == name)
+        .and_then(|k| k.library)
+    {
+        return l.to_owned();
+    }
+    module
+        .needed
+        .last()
+        .map(|n| n.split('.').next().unwrap_or(n).to_owned())
+        .unwrap_or_default()
 }
 
 /// Readable names of NIDs, looked up once each.

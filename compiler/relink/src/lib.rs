@@ -98,6 +98,13 @@ impl PrxSet {
             .find(|l| l.library == library && l.exports.contains(nid))
     }
 
+    /// The first library (in set order: libkernel, the C library, ..., then the host C++
+    /// runtime) that exports `nid`: how a plain-name import, which names no library (a
+    /// ps5-payload-sdk ELF's `printf` from `libSceLibcInternal.so`), is bound by its NID.
+    pub fn find_nid(&self, nid: &str) -> Option<&PrxLibrary> {
+        self.libraries.iter().find(|l| l.exports.contains(nid))
+    }
+
     /// This set plus the export libraries of a game's other bundled modules, given as
     /// (file name, parsed module): the set to relink one bundled module against, so that
     /// its imports from a sibling bind to that sibling (a `DT_NEEDED` on the sibling's

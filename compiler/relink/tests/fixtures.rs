@@ -1,7 +1,8 @@
 //! The fixture programs (tests/fixtures, built by the fixture SDK into PS5- and PS4-format
-//! dumps with clang-14/ld.lld-14), relinked and run; stdout, stderr and the exit status are
-//! compared with the fixture's expect.* files. Prints a table; fails if any fixture not listed
-//! in KNOWN_FAILING fails in either layout.
+//! dumps with clang-14/ld.lld-14, and into PS5 payload ELFs made like the ps5-payload-sdk's),
+//! relinked and run; stdout, stderr and the exit status are compared with the fixture's
+//! expect.* files. Prints a table; fails if any fixture not listed in KNOWN_FAILING fails in
+//! either dump layout, or, not listed in NOT_PAYLOADS, as a payload.
 
 mod support;
 
@@ -15,6 +16,42 @@ use support::*;
 /// fail unnoticed.
 const KNOWN_FAILING: &[(&str, &str)] = &[];
 
+/// Fixtures that cannot be payloads, each with the reason (the payload layout is one C
+/// program: no modules, no C++, no shaders, no native TLS). Every other fixture must pass
+/// as a payload.
+const NOT_PAYLOADS: &[(&str, &str)] = &[
+    ("module_chain", "has modules"),
+    ("module_dlsym", "has modules"),
+    ("module_link", "has modules"),
+    ("sample", "has modules"),
+    ("cxx_exceptions", "C++"),
+    ("cxx_terminate", "C++"),
+    ("shader_blob", "has shaders"),
+    (
+        "tls",
+        "native TLS (the payload SDK builds with emulated TLS)",
+    ),
+];
+
+/// How a fixture is built.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    Ps5,
+    Ps4,
+    /// A PS5 payload (`aps5_sdk::build_payload`).
+    Payload,
+}
+
+impl Layout {
+    fn tag(self) -> &'static str {
+        match self {
+            Layout::Ps5 => "ps5",
+            Layout::Ps4 => "ps4",
+            Layout::Payload => "payload",
+        }
+    }
+}
+
 fn lines_of(p: &Path) -> Vec<String> {
     std::fs::read_to_string(p)
         .map(|s| {
@@ -27,21 +64,31 @@ fn lines_of(p: &Path) -> Vec<String> {
 }
 
 /// Builds, relinks and runs one fixture; Ok(()) if every expectation holds.
-fn check(fixture: &Path, ps4: bool) -> Result<(), String> {
+fn check(fixture: &Path, layout: Layout) -> Result<(), String> {
     let work = tempfile::tempdir().unwrap();
     // APS5_KEEP=dir keeps the dump and output tree of every fixture there, for debugging.
     let keep = std::env::var_os("APS5_KEEP").map(|d| {
-        let tag = if ps4 { "ps4" } else { "ps5" };
         Path::new(&d).join(format!(
-            "{}-{tag}",
-            fixture.file_name().unwrap().to_string_lossy()
+            "{}-{}",
+            fixture.file_name().unwrap().to_string_lossy(),
+            layout.tag()
         ))
     });
     let root = keep.clone().unwrap_or_else(|| work.path().to_path_buf());
     let _ = std::fs::remove_dir_all(root.join("out"));
     let dump = root.join("dump");
-    aps5_sdk::build_dump(fixture, &dump, &aps5_sdk::DumpOptions { ps4 })
-        .map_err(|e| format!("SDK build: {e:#}"))?;
+    let executable = match layout {
+        Layout::Payload => {
+            let _ = std::fs::remove_dir_all(&dump);
+            aps5_sdk::build_payload(fixture, &dump).map_err(|e| format!("SDK build: {e:#}"))?
+        }
+        Layout::Ps5 | Layout::Ps4 => {
+            let ps4 = layout == Layout::Ps4;
+            aps5_sdk::build_dump(fixture, &dump, &aps5_sdk::DumpOptions { ps4 })
+                .map_err(|e| format!("SDK build: {e:#}"))?;
+            dump.join("eboot.bin")
+        }
+    };
     let mut modules = Vec::new();
     if let Ok(rd) = std::fs::read_dir(dump.join("sce_module")) {
         for e in rd {
@@ -50,7 +97,7 @@ fn check(fixture: &Path, ps4: bool) -> Result<(), String> {
     }
     modules.sort();
     let out = root.join("out");
-    let result = std::panic::catch_unwind(|| build_tree(&dump.join("eboot.bin"), &modules, &out));
+    let result = std::panic::catch_unwind(|| build_tree(&executable, &modules, &out));
     result.map_err(|e| {
         e.downcast_ref::<String>()
             .cloned()
@@ -108,7 +155,8 @@ fn copy_tree(from: &Path, to: &Path) {
             }
             std::fs::create_dir_all(&dst).unwrap();
             copy_tree(&e.path(), &dst);
-        } else if e.file_name() != "eboot.bin" {
+        } else if e.file_name() != "eboot.bin" && !e.file_name().to_string_lossy().ends_with(".elf")
+        {
             std::fs::copy(e.path(), &dst).unwrap();
         }
     }
@@ -132,9 +180,9 @@ fn fixtures_run_as_expected() {
             continue;
         }
         let mut ok_both = true;
-        for ps4 in [false, true] {
-            let tag = if ps4 { "ps4" } else { "ps5" };
-            match check(&dir.join(name), ps4) {
+        for layout in [Layout::Ps5, Layout::Ps4] {
+            let tag = layout.tag();
+            match check(&dir.join(name), layout) {
                 Ok(()) => report.push_str(&format!("PASS {name} ({tag})\n")),
                 Err(e) => {
                     ok_both = false;
@@ -161,4 +209,45 @@ fn fixtures_run_as_expected() {
         unexpected.is_empty(),
         "fixtures failing: {unexpected:?}\n{report}"
     );
+}
+
+/// Every fixture that can be one, built as a PS5 payload (plain-name imports from
+/// `libkernel_sys.so` / `libSceLibcInternal.so` / ..., DT_GNU_HASH only, `_start(payload_args_t
+/// *)`, raw system calls through the pointer its start files take from the arguments), then
+/// relinked and run like the dumps.
+#[test]
+fn fixtures_run_as_payloads() {
+    let programs = |dir: &Path| -> Vec<(String, std::path::PathBuf)> {
+        let mut v: Vec<(String, std::path::PathBuf)> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().join("expect.stdout").is_file())
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+            .filter(|(n, _)| !NOT_PAYLOADS.iter().any(|(k, _)| k == n))
+            .collect();
+        v.sort();
+        v
+    };
+    // The fixtures, then the programs only a payload can be (tests/sdk/payloads).
+    let mut all = programs(&aps5_sdk::fixtures_dir());
+    let payload_only = programs(&aps5_sdk::payloads_dir());
+    assert!(!payload_only.is_empty());
+    all.extend(payload_only);
+    let only = std::env::var("APS5_FIXTURE").ok();
+    let mut failed = Vec::new();
+    let mut report = String::new();
+    for (name, path) in &all {
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
+        match check(path, Layout::Payload) {
+            Ok(()) => report.push_str(&format!("PASS {name} (payload)\n")),
+            Err(e) => {
+                failed.push(name.clone());
+                report.push_str(&format!("FAIL {name} (payload): {e}\n"));
+            }
+        }
+    }
+    eprintln!("{report}");
+    assert!(failed.is_empty(), "payloads failing: {failed:?}\n{report}");
 }

@@ -23,6 +23,7 @@ pub mod module;
 pub mod module_info;
 pub mod net;
 pub mod nid;
+pub mod payload;
 pub mod query;
 pub mod sema;
 pub mod signal;

@@ -201,20 +201,25 @@ pub unsafe extern "C" fn sce_kernel_dlsym(
         }
     };
     let name = unsafe { CStr::from_ptr(name) }.to_bytes();
+    let Some(p) = lookup(h, name) else {
+        return sce_error(ESRCH);
+    };
+    unsafe { *out = p as *mut u8 };
+    0
+}
+
+/// The export `name` of host `dlopen` handle `h` (or `RTLD_DEFAULT`): by its NID, as
+/// relinked code names exports, then by the plain name (module_start, C++ exports kept
+/// by name).
+pub(crate) fn lookup(h: usize, name: &[u8]) -> Option<usize> {
     let nid = CString::new(crate::nid::nid(name)).expect("NIDs have no NUL");
     let mut p = unsafe { libc::dlsym(h as *mut libc::c_void, nid.as_ptr()) };
-    if p.is_null() {
-        // Plain names (module_start, C++ exports kept by name) are tried too.
-        let plain = CString::new(name).map_err(|_| ()).ok();
-        if let Some(plain) = plain {
-            p = unsafe { libc::dlsym(h as *mut libc::c_void, plain.as_ptr()) };
-        }
+    if p.is_null()
+        && let Ok(plain) = CString::new(name)
+    {
+        p = unsafe { libc::dlsym(h as *mut libc::c_void, plain.as_ptr()) };
     }
-    if p.is_null() {
-        return sce_error(ESRCH);
-    }
-    unsafe { *out = p.cast() };
-    0
+    (!p.is_null()).then_some(p as usize)
 }
 
 /// Adds a host `dlopen` handle to the table; returns its guest handle.

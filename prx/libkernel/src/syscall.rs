@@ -119,6 +119,11 @@ pub fn dispatch(nr: u64, a: [u64; 6]) -> Result<u64, i32> {
                 }
             }
             478 => posix(fs::lseek(i(0), a[1] as i64, i(2))),
+            // dynlib_dlsym(handle, name, &addr): PS5 payloads resolve libkernel and libc
+            // functions with it (crate::payload).
+            591 => {
+                crate::payload::dynlib_dlsym(i(0), a[1] as *const libc::c_char, a[2] as *mut usize)
+            }
             _ => Err(ENOSYS),
         }
     }

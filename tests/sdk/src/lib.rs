@@ -7,6 +7,7 @@
 pub mod fself;
 pub mod libraries;
 pub mod linked;
+pub mod payload;
 pub mod sce;
 mod toolchain;
 
@@ -16,6 +17,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 pub use libraries::{LibraryEntry, SymbolKind};
+pub use payload::{build_payload, build_payload_in};
 pub use sce::{EmittedSymbol, Layout};
 pub use toolchain::{Tool, find_tool, find_tool_on};
 
@@ -60,6 +62,12 @@ pub fn build_dump(src: &Path, out: &Path, opts: &DumpOptions) -> anyhow::Result<
 pub fn fixtures_dir() -> PathBuf {
     let sdk = sdk_dir();
     sdk.parent().unwrap_or(&sdk).join("fixtures")
+}
+
+/// Programs only a payload can be (they use the payload start files' `payload_get_args`):
+/// `tests/sdk/payloads`, laid out like the fixtures.
+pub fn payloads_dir() -> PathBuf {
+    sdk_dir().join("payloads")
 }
 
 /// The SDK's own folder (`tests/sdk`): headers in `include/`, entry stubs in `crt/`.
