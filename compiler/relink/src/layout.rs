@@ -10,7 +10,9 @@ use crate::writer::{
     Phdr, Rela, Shdr, StrTab, Sym, align_up, congruent, gnu_buckets, gnu_hash, gnu_hash_table,
     output_buffer, sysv_hash_table,
 };
-use crate::{CoverageRow, PrxSet, RelinkError, RelinkOptions, Relinked, scan};
+use crate::reach::{self, CodeSegment, Roots};
+use crate::scan::{self, SyscallSite};
+use crate::{CoverageRow, PrxSet, RelinkError, RelinkOptions, Relinked};
 
 /// What is produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,25 +102,52 @@ pub(crate) fn relink(
     let module = &shifted;
     let mut segs = original_segments(&image, module)?;
 
-    // Raw system calls in the game's code: `syscall` becomes the trap libkernel services
-    // (FreeBSD numbers and ABI); `int 0x80` and `sysenter` are refused.
-    let mut trapped_syscalls = 0;
+    // Raw system calls in the code the program can reach become the trap libkernel
+    // services (FreeBSD numbers and ABI); byte patterns outside it are data and stay.
+    let mut trapped: Vec<SyscallSite> = Vec::new();
+    let mut unreachable: Vec<SyscallSite> = Vec::new();
     if !opts.allow_syscalls {
-        let mut refused = Vec::new();
+        let mut seen = Vec::new();
+        for s in segs.iter().filter(|s| s.flags & PF_X != 0) {
+            scan::sweep(&s.bytes, s.vaddr, &mut seen);
+        }
+        // Some (0F 05 / 0F 34 / CD 80 bytes in the text): find what is really reached.
+        if segs
+            .iter()
+            .any(|s| s.flags & PF_X != 0 && scan::may_hold_syscalls(&s.bytes))
+        {
+            let roots = code_roots(module, original_relocations, shift, kind);
+            let code: Vec<CodeSegment> = segs
+                .iter()
+                .map(|s| CodeSegment {
+                    vaddr: s.vaddr,
+                    bytes: &s.bytes,
+                    exec: s.flags & PF_X != 0,
+                })
+                .collect();
+            let reached = reach::reach(&code, &roots, &|i| scan::syscall_name(i).is_some());
+            trapped = reached
+                .hits
+                .iter()
+                .map(|i| SyscallSite {
+                    address: i.ip(),
+                    instruction: scan::syscall_name(i).unwrap_or("?").to_owned(),
+                })
+                .collect();
+        }
         for s in segs.iter_mut().filter(|s| s.flags & PF_X != 0) {
-            let mut sites = Vec::new();
-            scan::scan(&s.bytes, s.vaddr, &mut sites);
-            if sites.iter().any(|x| x.instruction == "syscall") {
-                trapped_syscalls += scan::patch(s.bytes.to_mut(), s.vaddr, &sites);
+            let end = s.vaddr + s.bytes.len() as u64;
+            if trapped.iter().any(|t| (s.vaddr..end).contains(&t.address)) {
+                scan::patch(s.bytes.to_mut(), s.vaddr, &trapped);
             }
-            refused.extend(sites.into_iter().filter(|x| x.instruction != "syscall"));
         }
+        unreachable = seen
+            .into_iter()
+            .filter(|x| !trapped.iter().any(|t| t.address == x.address))
+            .collect();
         // Report addresses as in the input file.
-        for site in &mut refused {
+        for site in trapped.iter_mut().chain(unreachable.iter_mut()) {
             site.address -= shift;
-        }
-        if !refused.is_empty() {
-            return Err(RelinkError::Syscalls(refused));
         }
     }
 
@@ -1354,9 +1383,18 @@ pub(crate) fn relink(
             t.align
         ));
     }
-    if trapped_syscalls > 0 {
+    if !trapped.is_empty() {
         warnings.push(format!(
-            "{trapped_syscalls} raw `syscall` instruction(s) rewritten to the libkernel trap (UD0): FreeBSD system calls libkernel does not implement fail with ENOSYS"
+            "{} raw system call instruction(s) in reachable code rewritten to the libkernel trap (UD0): {}; FreeBSD system calls libkernel does not implement fail with ENOSYS",
+            trapped.len(),
+            scan::count_by_kind(&trapped)
+        ));
+    }
+    if !unreachable.is_empty() {
+        warnings.push(format!(
+            "{} byte pattern(s) a linear decode reads as system calls are not reachable code (data in the text or the middle of instructions) and were left unchanged: {}",
+            unreachable.len(),
+            scan::describe(&unreachable)
         ));
     }
     let unimplemented = coverage
@@ -1558,6 +1596,55 @@ fn shift_module(m: &Module, d: u64) -> Module {
         t.vaddr += d;
     }
     m
+}
+
+/// Where reachable-code decoding starts (addresses in the shifted image): the entry
+/// point, init/fini functions and arrays and function symbols for sure; untyped symbols
+/// and every pointer a relocation stores (function-pointer tables, vtables, callbacks)
+/// as candidates.
+fn code_roots(
+    module: &Module,
+    relocations: &[aps5_elf::Relocation],
+    shift: u64,
+    kind: Kind,
+) -> Roots {
+    let mut roots = Roots::default();
+    match kind {
+        Kind::Executable => roots.certain.push(module.entry),
+        Kind::Module => roots.candidates.push(module.entry),
+    }
+    roots.certain.extend(module.init.iter().chain(&module.fini));
+    for a in [&module.preinit_array, &module.init_array, &module.fini_array]
+        .into_iter()
+        .flatten()
+    {
+        roots
+            .certain
+            .extend(a.entries.iter().filter(|&&e| e != 0).map(|e| e + shift));
+    }
+    for s in &module.symbols {
+        if s.is_import() || s.shndx == 0 || s.shndx == 0xFFF1 {
+            continue;
+        }
+        match s.kind {
+            2 | 10 => roots.certain.push(s.value), // STT_FUNC, STT_GNU_IFUNC
+            0 => roots.candidates.push(s.value),   // STT_NOTYPE
+            _ => {}
+        }
+    }
+    for r in relocations {
+        let target = match r.r_type {
+            R_RELATIVE => Some((r.addend as u64).wrapping_add(shift)),
+            R_64 | R_GLOB_DAT | R_JUMP_SLOT => module
+                .symbols
+                .get(r.symbol as usize)
+                .filter(|s| r.symbol != 0 && !s.is_import() && s.shndx != 0 && s.shndx != 0xFFF1)
+                .map(|s| s.value.wrapping_add(r.addend as u64)),
+            _ => None,
+        };
+        roots.candidates.extend(target);
+    }
+    roots
 }
 
 /// Readable names of NIDs, looked up once each.

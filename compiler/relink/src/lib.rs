@@ -12,6 +12,7 @@ mod cxxabi;
 mod layout;
 pub mod prxfix;
 mod prxset;
+pub mod reach;
 mod scan;
 mod stubs;
 mod writer;
@@ -139,8 +140,9 @@ impl PrxSet {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RelinkOptions {
     /// Copy raw `syscall` / `int 0x80` / `sysenter` instructions verbatim (they would call
-    /// the Linux kernel with FreeBSD numbers). Without it `syscall` is rewritten to the
-    /// trap libkernel services ([`SYSCALL_TRAP`]) and the other two are refused.
+    /// the Linux kernel with FreeBSD numbers). Without it each one in reachable code
+    /// ([`reach`]) is rewritten to the trap libkernel services ([`SYSCALL_TRAP`]); byte
+    /// patterns outside reachable code are left alone and listed in the warnings.
     pub allow_syscalls: bool,
 }
 
@@ -182,15 +184,6 @@ pub enum RelinkError {
     /// The input could not be read.
     #[error("cannot read the input: {0}")]
     Parse(#[from] aps5_elf::Error),
-    /// The game's code makes raw system calls the relinker cannot redirect
-    /// (`int 0x80`, `sysenter`).
-    #[error(
-        "the code makes {} raw system call(s) (Linux would receive FreeBSD numbers): {}; \
-         use allow_syscalls to relink anyway",
-        .0.len(),
-        scan::describe(.0)
-    )]
-    Syscalls(Vec<SyscallSite>),
     /// The segment layout cannot be reproduced.
     #[error("layout: {0}")]
     Layout(String),
