@@ -5,13 +5,13 @@ use std::collections::{BTreeMap, HashMap};
 
 use aps5_elf::{Module, RelocationTable};
 
+use crate::reach::{self, CodeSegment, Roots};
+use crate::scan::{self, SyscallSite};
 use crate::stubs::{self, EntryPlan};
 use crate::writer::{
     Phdr, Rela, Shdr, StrTab, Sym, align_up, congruent, gnu_buckets, gnu_hash, gnu_hash_table,
     output_buffer, sysv_hash_table,
 };
-use crate::reach::{self, CodeSegment, Roots};
-use crate::scan::{self, SyscallSite};
 use crate::{CoverageRow, PrxSet, RelinkError, RelinkOptions, Relinked};
 
 /// What is produced.
@@ -1614,9 +1614,13 @@ fn code_roots(
         Kind::Module => roots.candidates.push(module.entry),
     }
     roots.certain.extend(module.init.iter().chain(&module.fini));
-    for a in [&module.preinit_array, &module.init_array, &module.fini_array]
-        .into_iter()
-        .flatten()
+    for a in [
+        &module.preinit_array,
+        &module.init_array,
+        &module.fini_array,
+    ]
+    .into_iter()
+    .flatten()
     {
         roots
             .certain

@@ -42,8 +42,8 @@ pub struct Reached {
     pub instructions: u64,
     /// Bytes of executable segments covered by reached instructions.
     pub code_bytes: u64,
-    /// Candidate roots rejected (their flow ran into invalid, privileged or overlapping
-    /// instructions, or left the code).
+    /// Candidate roots rejected (their flow ran into invalid or privileged instructions,
+    /// or left the code; or they start inside a reached instruction).
     pub rejected_candidates: u64,
 }
 
@@ -170,7 +170,11 @@ impl Explorer<'_, '_> {
         let mut marked: Vec<(usize, usize, usize)> = Vec::new();
         let hits_before = self.hits.len();
         let found_before = found.len();
-        let ok = self.follow(&mut work, certain, &mut marked, found);
+        // A candidate starting inside an instruction already reached is not code.
+        let inside = self
+            .locate(root)
+            .is_some_and(|(si, off)| self.marks[si][off] == BODY);
+        let ok = !(inside && !certain) && self.follow(&mut work, certain, &mut marked, found);
         if !ok {
             for (si, off, len) in marked {
                 self.marks[si][off..off + len].fill(0);
@@ -225,21 +229,19 @@ impl Explorer<'_, '_> {
                 if m & START != 0 {
                     break; // joins code already reached
                 }
-                if !certain && m & BODY != 0 {
-                    return false; // into the middle of a reached instruction
-                }
                 let ins = d.decode();
                 if ins.is_invalid() {
                     fail!();
                 }
                 let len = ins.len();
-                if !certain
-                    && (implausible(&ins)
-                        || self.marks[si][off + 1..off + len]
-                            .iter()
-                            .any(|b| b & START != 0))
-                {
+                if !certain && implausible(&ins) {
                     return false;
+                }
+                // A candidate's path that runs into bytes already reached joins that code
+                // (it never marks them, so undoing a rejected candidate cannot unmark
+                // accepted code).
+                if !certain && self.marks[si][off..off + len].iter().any(|b| *b != 0) {
+                    break;
                 }
                 self.marks[si][off] |= START;
                 for b in &mut self.marks[si][off + 1..off + len] {
@@ -262,7 +264,8 @@ impl Explorer<'_, '_> {
                     if self.locate(t).is_some() {
                         found.push(t);
                     }
-                } else if ins.mnemonic() == Mnemonic::Cmp
+                } else if matches!(ins.mnemonic(), Mnemonic::Cmp | Mnemonic::Sub)
+                    && ins.op0_kind() == OpKind::Register
                     && matches!(
                         ins.op1_kind(),
                         OpKind::Immediate8to32 | OpKind::Immediate32 | OpKind::Immediate8
@@ -274,11 +277,18 @@ impl Explorer<'_, '_> {
                     FlowControl::Next | FlowControl::XbeginXabortXend => {}
                     FlowControl::IndirectCall => {}
                     FlowControl::Call => {
+                        // The callee of certain code is certain. A candidate's callee is
+                        // a candidate of its own: one bad function deep in a call graph
+                        // must not reject the callers (nor the callers it).
                         if let Some(t) = branch_target() {
-                            if self.locate(t).is_none() && !certain {
-                                return false;
+                            if certain {
+                                work.push(t);
+                            } else {
+                                if self.locate(t).is_none() {
+                                    return false;
+                                }
+                                found.push(t);
                             }
-                            work.push(t);
                         }
                     }
                     FlowControl::ConditionalBranch => {
@@ -310,19 +320,25 @@ impl Explorer<'_, '_> {
                             && ins.op0_register() != Register::None
                             && let Some(t) = table_base
                         {
+                            // Targets of certain code with a bound from its compare are
+                            // certain; otherwise each is a candidate of its own, so a
+                            // bound read from the wrong compare costs only rejected
+                            // candidates.
                             let n = bound.unwrap_or(MAX_TABLE).min(MAX_TABLE);
+                            let table = t..t.saturating_add(4 * n);
                             for i in 0..n {
                                 let Some(e) = self.read_i32(t.wrapping_add(4 * i)) else {
                                     break;
                                 };
                                 let target = t.wrapping_add(e as i64 as u64);
-                                if self.locate(target).is_none() {
-                                    if bound.is_some() && !certain {
-                                        return false;
-                                    }
+                                if self.locate(target).is_none() || table.contains(&target) {
                                     break;
                                 }
-                                work.push(target);
+                                if certain && bound.is_some() {
+                                    work.push(target);
+                                } else {
+                                    found.push(target);
+                                }
                             }
                         }
                         break;

@@ -145,7 +145,9 @@ mod tests {
         let mut again = Vec::new();
         sweep(&code, 0x1000, &mut again);
         assert!(
-            again.iter().all(|s| ![0x1005, 0x1007, 0x1009].contains(&s.address)),
+            again
+                .iter()
+                .all(|s| ![0x1005, 0x1007, 0x1009].contains(&s.address)),
             "{again:?}"
         );
         // A site outside the slice, or whose bytes are no system call, is ignored.

@@ -162,3 +162,50 @@ fn fixtures_run_as_expected() {
         "fixtures failing: {unexpected:?}\n{report}"
     );
 }
+
+/// The `raw_syscalls` fixture (a static C library stand-in) relinks in both layouts: the two
+/// `syscall`s reached only through its function-pointer table are trapped, and the byte
+/// patterns of the data in its text (the blob in `.text` and the copy main compares it with,
+/// in `.rodata`, which shares the executable segment; each reads as `sysenter`, `int 0x80`
+/// and two `syscall`s to a straight-through decode, which made the build fail before) are
+/// listed and left unchanged. (The run itself is checked by the fixture table above.)
+#[test]
+fn raw_syscalls_fixture_traps_reachable_sites_only() {
+    let fixture = aps5_sdk::fixtures_dir().join("raw_syscalls");
+    for ps4 in [false, true] {
+        let work = tempfile::tempdir().unwrap();
+        aps5_sdk::build_dump(&fixture, work.path(), &aps5_sdk::DumpOptions { ps4 }).unwrap();
+        let bytes = std::fs::read(work.path().join("eboot.bin")).unwrap();
+        let m = aps5_elf::parse(&bytes).unwrap();
+        let prx = aps5_relink::PrxSet::installed().unwrap();
+        let r = aps5_relink::relink_executable(&bytes, &m, &prx, &Default::default())
+            .unwrap_or_else(|e| panic!("ps4={ps4}: {e}"));
+        let w = &r.warnings;
+        assert!(
+            w.iter()
+                .any(|w| w.starts_with("2 raw system call") && w.contains(": 2 syscall;")),
+            "ps4={ps4}: {w:?}"
+        );
+        let left = w
+            .iter()
+            .find(|w| w.starts_with("8 byte pattern(s)"))
+            .unwrap_or_else(|| panic!("ps4={ps4}: {w:?}"));
+        let kinds: Vec<&str> = left
+            .rsplit(": ")
+            .next()
+            .unwrap()
+            .split(", ")
+            .map(|s| s.split(" at ").next().unwrap())
+            .collect();
+        assert_eq!(
+            kinds,
+            ["sysenter", "int 0x80", "syscall", "syscall"].repeat(2),
+            "{left}"
+        );
+        // Both copies are in the output unchanged.
+        let blob = [
+            0x0f, 0x34, 0xcd, 0x80, 0x0f, 0x05, 0xb8, 0x14, 0, 0, 0, 0x0f, 0x05, 0xc3,
+        ];
+        assert_eq!(r.elf.windows(14).filter(|x| *x == blob).count(), 2);
+    }
+}
