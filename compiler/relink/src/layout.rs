@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use aps5_elf::{Module, RelocationTable};
 
+use crate::amd::{self, AmdOnlyKind, AmdOnlySite};
 use crate::reach::{self, CodeSegment, Roots};
 use crate::scan::{self, SyscallSite};
 use crate::stubs::{self, EntryPlan};
@@ -104,36 +105,52 @@ pub(crate) fn relink(
 
     // Raw system calls in the code the program can reach become the trap libkernel
     // services (FreeBSD numbers and ABI); byte patterns outside it are data and stay.
+    // AMD-only instructions in it are listed (they raise SIGILL on Intel CPUs).
     let mut trapped: Vec<SyscallSite> = Vec::new();
     let mut unreachable: Vec<SyscallSite> = Vec::new();
+    let mut amd_only: Vec<AmdOnlySite> = Vec::new();
+    let exec_bytes = || {
+        segs.iter()
+            .filter(|s| s.flags & PF_X != 0)
+            .map(|s| &s.bytes[..])
+    };
+    // Only when the text holds the bytes such instructions are made of (0F 05 / 0F 34 /
+    // CD 80; 0F 78 / 0F 79 / 0F 2B / 0F 01 FA-FD) is the descent run.
+    let want_syscalls = !opts.allow_syscalls && exec_bytes().any(scan::may_hold_syscalls);
+    let want_amd = exec_bytes().any(amd::may_hold);
+    if want_syscalls || want_amd {
+        let roots = code_roots(module, original_relocations, shift, kind);
+        let code: Vec<CodeSegment> = segs
+            .iter()
+            .map(|s| CodeSegment {
+                vaddr: s.vaddr,
+                bytes: &s.bytes,
+                exec: s.flags & PF_X != 0,
+            })
+            .collect();
+        let reached = reach::reach(&code, &roots, &|i| {
+            (want_syscalls && scan::syscall_name(i).is_some())
+                || (want_amd && AmdOnlyKind::of(i).is_some())
+        });
+        for i in &reached.hits {
+            if let Some(name) = scan::syscall_name(i).filter(|_| want_syscalls) {
+                trapped.push(SyscallSite {
+                    address: i.ip(),
+                    instruction: name.to_owned(),
+                });
+            } else if let Some(kind) = AmdOnlyKind::of(i) {
+                amd_only.push(AmdOnlySite {
+                    address: i.ip() - shift,
+                    length: i.len() as u8,
+                    kind,
+                });
+            }
+        }
+    }
     if !opts.allow_syscalls {
         let mut seen = Vec::new();
         for s in segs.iter().filter(|s| s.flags & PF_X != 0) {
             scan::sweep(&s.bytes, s.vaddr, &mut seen);
-        }
-        // Some (0F 05 / 0F 34 / CD 80 bytes in the text): find what is really reached.
-        if segs
-            .iter()
-            .any(|s| s.flags & PF_X != 0 && scan::may_hold_syscalls(&s.bytes))
-        {
-            let roots = code_roots(module, original_relocations, shift, kind);
-            let code: Vec<CodeSegment> = segs
-                .iter()
-                .map(|s| CodeSegment {
-                    vaddr: s.vaddr,
-                    bytes: &s.bytes,
-                    exec: s.flags & PF_X != 0,
-                })
-                .collect();
-            let reached = reach::reach(&code, &roots, &|i| scan::syscall_name(i).is_some());
-            trapped = reached
-                .hits
-                .iter()
-                .map(|i| SyscallSite {
-                    address: i.ip(),
-                    instruction: scan::syscall_name(i).unwrap_or("?").to_owned(),
-                })
-                .collect();
         }
         for s in segs.iter_mut().filter(|s| s.flags & PF_X != 0) {
             let end = s.vaddr + s.bytes.len() as u64;
@@ -1397,6 +1414,14 @@ pub(crate) fn relink(
             scan::describe(&unreachable)
         ));
     }
+    if !amd_only.is_empty() {
+        warnings.push(format!(
+            "{} instruction(s) only AMD CPUs have in reachable code ({}): they raise SIGILL on Intel CPUs: {}",
+            amd_only.len(),
+            amd::count_by_kind(&amd_only),
+            amd::describe(&amd_only)
+        ));
+    }
     let unimplemented = coverage
         .values()
         .filter(|r| !r.implemented && !r.weak)
@@ -1412,6 +1437,7 @@ pub(crate) fn relink(
         coverage: coverage.into_values().collect(),
         libs_needed: needed,
         warnings,
+        amd_only,
     })
 }
 

@@ -8,6 +8,7 @@
 //! hash, rela, jmprel, messages | RW: dynamic, GOT slots | RX: stubs, entry
 //! ```
 
+mod amd;
 mod cxxabi;
 mod layout;
 pub mod prxfix;
@@ -23,6 +24,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub use amd::{AmdOnlyKind, AmdOnlySite};
 pub use cxxabi::LIBSTDCXX;
 pub use scan::{SYSCALL_TRAP, SyscallSite};
 
@@ -176,6 +178,9 @@ pub struct Relinked {
     pub libs_needed: Vec<String>,
     /// Things that did not stop the relink but may misbehave at run time.
     pub warnings: Vec<String>,
+    /// Instructions only AMD CPUs have, in reachable code (addresses as in the input), in
+    /// address order.
+    pub amd_only: Vec<AmdOnlySite>,
 }
 
 /// Why a relink failed.
