@@ -119,7 +119,18 @@ pub(crate) fn relink(
     let want_syscalls = !opts.allow_syscalls && exec_bytes().any(scan::may_hold_syscalls);
     let want_amd = exec_bytes().any(amd::may_hold);
     if want_syscalls || want_amd {
-        let roots = code_roots(module, original_relocations, shift, kind);
+        let mut roots = code_roots(module, original_relocations, shift, kind);
+        // Every function with unwind information (landing pads excepted) is code.
+        if let Some(e) = module.segments.iter().find(|s| s.p_type == PT_GNU_EH_FRAME)
+            && let Some(hdr) = segs.iter().find_map(|s| {
+                let off = usize::try_from(e.vaddr.checked_sub(s.vaddr)?).ok()?;
+                s.bytes.get(off..off.checked_add(e.filesz as usize)?)
+            })
+        {
+            roots
+                .certain
+                .extend(reach::eh_frame_hdr_functions(hdr, e.vaddr));
+        }
         let code: Vec<CodeSegment> = segs
             .iter()
             .map(|s| CodeSegment {

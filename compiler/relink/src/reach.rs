@@ -1,6 +1,6 @@
 //! Which bytes of a program's executable segments are instructions it can execute:
 //! recursive descent (iced-x86) from what certainly is code (entry point, init/fini
-//! functions and arrays, function symbols), then from what may be code (relocation targets,
+//! functions and arrays, function symbols, the functions `.eh_frame_hdr` lists), then from what may be code (relocation targets,
 //! untyped symbols, `lea reg, [rip+X]` targets, i.e. function pointers and tables) kept only
 //! when its whole flow decodes as plausible user-mode code. Passes that rewrite
 //! instructions (raw system calls, AMD-only instructions) look only at what this reaches,
@@ -107,6 +107,57 @@ pub fn reach(
         code_bytes,
         rejected_candidates: e.rejected,
     }
+}
+
+/// The function start addresses in an `.eh_frame_hdr` (PT_GNU_EH_FRAME) loaded at
+/// `vaddr`: its binary-search table has one entry per FDE, i.e. per function with unwind
+/// information (LSB, "Exception Frame Header"). Empty if the header uses an encoding other
+/// than the 4- and 8-byte ones toolchains emit, or is cut short.
+pub fn eh_frame_hdr_functions(hdr: &[u8], vaddr: u64) -> Vec<u64> {
+    // DW_EH_PE value formats and applications.
+    fn read(hdr: &[u8], at: &mut usize, enc: u8, vaddr: u64) -> Option<u64> {
+        let raw = match enc & 0x0F {
+            0x03 => u64::from(u32::from_le_bytes(hdr.get(*at..*at + 4)?.try_into().ok()?)),
+            0x0B => i32::from_le_bytes(hdr.get(*at..*at + 4)?.try_into().ok()?) as i64 as u64,
+            0x04 | 0x0C => u64::from_le_bytes(hdr.get(*at..*at + 8)?.try_into().ok()?),
+            _ => return None,
+        };
+        let field = vaddr.wrapping_add(*at as u64);
+        *at += if matches!(enc & 0x0F, 0x03 | 0x0B) {
+            4
+        } else {
+            8
+        };
+        Some(match enc & 0x70 {
+            0x00 => raw,
+            0x10 => field.wrapping_add(raw),
+            0x30 => vaddr.wrapping_add(raw),
+            _ => return None,
+        })
+    }
+    let (Some(&1), Some(&ptr_enc), Some(&count_enc), Some(&table_enc)) =
+        (hdr.first(), hdr.get(1), hdr.get(2), hdr.get(3))
+    else {
+        return Vec::new();
+    };
+    let mut at = 4;
+    if ptr_enc != 0xFF && read(hdr, &mut at, ptr_enc, vaddr).is_none() {
+        return Vec::new();
+    }
+    let Some(count) = read(hdr, &mut at, count_enc, vaddr) else {
+        return Vec::new();
+    };
+    let mut starts = Vec::new();
+    for _ in 0..count.min(hdr.len() as u64 / 8) {
+        let (Some(start), Some(_fde)) = (
+            read(hdr, &mut at, table_enc, vaddr),
+            read(hdr, &mut at, table_enc, vaddr),
+        ) else {
+            break;
+        };
+        starts.push(start);
+    }
+    starts
 }
 
 struct Explorer<'a, 'b> {
@@ -378,6 +429,24 @@ mod tests {
             .iter()
             .map(|i| (i.ip(), i.mnemonic()))
             .collect()
+    }
+
+    #[test]
+    fn eh_frame_hdr_table_gives_the_function_starts() {
+        // version 1, eh_frame_ptr pcrel|sdata4, fde_count udata4, table datarel|sdata4
+        // (what GNU ld and lld write), two entries.
+        let mut hdr = vec![1u8, 0x1B, 0x03, 0x3B];
+        hdr.extend(0x100i32.to_le_bytes());
+        hdr.extend(2u32.to_le_bytes());
+        for (start, fde) in [(-0x800i32, 0x120i32), (-0x400, 0x140)] {
+            hdr.extend(start.to_le_bytes());
+            hdr.extend(fde.to_le_bytes());
+        }
+        assert_eq!(eh_frame_hdr_functions(&hdr, 0x5000), vec![0x4800, 0x4C00]);
+        // Cut short: what is complete; an unknown encoding: nothing.
+        assert_eq!(eh_frame_hdr_functions(&hdr[..24], 0x5000), vec![0x4800]);
+        hdr[3] = 0x3A;
+        assert!(eh_frame_hdr_functions(&hdr, 0x5000).is_empty());
     }
 
     #[test]
