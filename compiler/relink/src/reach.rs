@@ -225,7 +225,7 @@ impl Explorer<'_, '_> {
         let inside = self
             .locate(root)
             .is_some_and(|(si, off)| self.marks[si][off] == BODY);
-        let ok = !(inside && !certain) && self.follow(&mut work, certain, &mut marked, found);
+        let ok = (certain || !inside) && self.follow(&mut work, certain, &mut marked, found);
         if !ok {
             for (si, off, len) in marked {
                 self.marks[si][off..off + len].fill(0);
