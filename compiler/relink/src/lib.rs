@@ -9,6 +9,7 @@
 //! ```
 
 mod amd;
+mod cpu;
 mod cxxabi;
 mod layout;
 pub mod prxfix;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 pub use amd::{AmdOnlyKind, AmdOnlySite};
+pub use cpu::CpuFeatures;
 pub use cxxabi::LIBSTDCXX;
 pub use scan::{SYSCALL_TRAP, SyscallSite};
 
