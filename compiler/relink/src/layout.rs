@@ -5,12 +5,15 @@ use std::collections::{BTreeMap, HashMap};
 
 use aps5_elf::{Module, RelocationTable};
 
+use crate::amd::{self, AmdOnlyKind, AmdOnlySite};
+use crate::reach::{self, CodeSegment, Roots};
+use crate::scan::{self, SyscallSite};
 use crate::stubs::{self, EntryPlan};
 use crate::writer::{
     Phdr, Rela, Shdr, StrTab, Sym, align_up, congruent, gnu_buckets, gnu_hash, gnu_hash_table,
     output_buffer, sysv_hash_table,
 };
-use crate::{CoverageRow, PrxSet, RelinkError, RelinkOptions, Relinked, scan};
+use crate::{CoverageRow, PrxSet, RelinkError, RelinkOptions, Relinked};
 
 /// What is produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,25 +106,79 @@ pub(crate) fn relink(
     let module = &shifted;
     let mut segs = original_segments(&image, module)?;
 
-    // Raw system calls in the game's code: `syscall` becomes the trap libkernel services
-    // (FreeBSD numbers and ABI); `int 0x80` and `sysenter` are refused.
-    let mut trapped_syscalls = 0;
-    if !opts.allow_syscalls {
-        let mut refused = Vec::new();
-        for s in segs.iter_mut().filter(|s| s.flags & PF_X != 0) {
-            let mut sites = Vec::new();
-            scan::scan(&s.bytes, s.vaddr, &mut sites);
-            if sites.iter().any(|x| x.instruction == "syscall") {
-                trapped_syscalls += scan::patch(s.bytes.to_mut(), s.vaddr, &sites);
+    // Raw system calls in the code the program can reach become the trap libkernel
+    // services (FreeBSD numbers and ABI); byte patterns outside it are data and stay.
+    // AMD-only instructions in it are listed (they raise SIGILL on Intel CPUs).
+    let mut trapped: Vec<SyscallSite> = Vec::new();
+    let mut unreachable: Vec<SyscallSite> = Vec::new();
+    let mut amd_only: Vec<AmdOnlySite> = Vec::new();
+    let exec_bytes = || {
+        segs.iter()
+            .filter(|s| s.flags & PF_X != 0)
+            .map(|s| &s.bytes[..])
+    };
+    // Only when the text holds the bytes such instructions are made of (0F 05 / 0F 34 /
+    // CD 80; 0F 78 / 0F 79 / 0F 2B / 0F 01 FA-FD) is the descent run.
+    let want_syscalls = !opts.allow_syscalls && exec_bytes().any(scan::may_hold_syscalls);
+    let want_amd = exec_bytes().any(amd::may_hold);
+    if want_syscalls || want_amd {
+        let mut roots = code_roots(module, original_relocations, shift, kind);
+        // Every function with unwind information (landing pads excepted) is code.
+        if let Some(e) = module.segments.iter().find(|s| s.p_type == PT_GNU_EH_FRAME)
+            && let Some(hdr) = segs.iter().find_map(|s| {
+                let off = usize::try_from(e.vaddr.checked_sub(s.vaddr)?).ok()?;
+                s.bytes.get(off..off.checked_add(e.filesz as usize)?)
+            })
+        {
+            roots
+                .certain
+                .extend(reach::eh_frame_hdr_functions(hdr, e.vaddr));
+        }
+        let code: Vec<CodeSegment> = segs
+            .iter()
+            .map(|s| CodeSegment {
+                vaddr: s.vaddr,
+                bytes: &s.bytes,
+                exec: s.flags & PF_X != 0,
+            })
+            .collect();
+        let reached = reach::reach(&code, &roots, &|i| {
+            (want_syscalls && scan::syscall_name(i).is_some())
+                || (want_amd && AmdOnlyKind::of(i).is_some())
+        });
+        for i in &reached.hits {
+            if let Some(name) = scan::syscall_name(i).filter(|_| want_syscalls) {
+                trapped.push(SyscallSite {
+                    address: i.ip(),
+                    instruction: name.to_owned(),
+                });
+            } else if let Some(kind) = AmdOnlyKind::of(i) {
+                amd_only.push(AmdOnlySite {
+                    address: i.ip() - shift,
+                    length: i.len() as u8,
+                    kind,
+                });
             }
-            refused.extend(sites.into_iter().filter(|x| x.instruction != "syscall"));
         }
+    }
+    if !opts.allow_syscalls {
+        let mut seen = Vec::new();
+        for s in segs.iter().filter(|s| s.flags & PF_X != 0) {
+            scan::sweep(&s.bytes, s.vaddr, &mut seen);
+        }
+        for s in segs.iter_mut().filter(|s| s.flags & PF_X != 0) {
+            let end = s.vaddr + s.bytes.len() as u64;
+            if trapped.iter().any(|t| (s.vaddr..end).contains(&t.address)) {
+                scan::patch(s.bytes.to_mut(), s.vaddr, &trapped);
+            }
+        }
+        unreachable = seen
+            .into_iter()
+            .filter(|x| !trapped.iter().any(|t| t.address == x.address))
+            .collect();
         // Report addresses as in the input file.
-        for site in &mut refused {
+        for site in trapped.iter_mut().chain(unreachable.iter_mut()) {
             site.address -= shift;
-        }
-        if !refused.is_empty() {
-            return Err(RelinkError::Syscalls(refused));
         }
     }
 
@@ -1414,9 +1471,26 @@ pub(crate) fn relink(
             t.align
         ));
     }
-    if trapped_syscalls > 0 {
+    if !trapped.is_empty() {
         warnings.push(format!(
-            "{trapped_syscalls} raw `syscall` instruction(s) rewritten to the libkernel trap (UD0): FreeBSD system calls libkernel does not implement fail with ENOSYS"
+            "{} raw system call instruction(s) in reachable code rewritten to the libkernel trap (UD0): {}; FreeBSD system calls libkernel does not implement fail with ENOSYS",
+            trapped.len(),
+            scan::count_by_kind(&trapped)
+        ));
+    }
+    if !unreachable.is_empty() {
+        warnings.push(format!(
+            "{} byte pattern(s) a linear decode reads as system calls are not reachable code (data in the text or the middle of instructions) and were left unchanged: {}",
+            unreachable.len(),
+            scan::describe(&unreachable)
+        ));
+    }
+    if !amd_only.is_empty() {
+        warnings.push(format!(
+            "{} instruction(s) only AMD CPUs have in reachable code ({}): they raise SIGILL on Intel CPUs: {}",
+            amd_only.len(),
+            amd::count_by_kind(&amd_only),
+            amd::describe(&amd_only)
         ));
     }
     let unimplemented = coverage
@@ -1434,6 +1508,7 @@ pub(crate) fn relink(
         coverage: coverage.into_values().collect(),
         libs_needed: needed,
         warnings,
+        amd_only,
     })
 }
 
@@ -1644,6 +1719,59 @@ fn plain_library(module: &Module, prx: &PrxSet, name: &str, nid: &str) -> String
         .last()
         .map(|n| n.split('.').next().unwrap_or(n).to_owned())
         .unwrap_or_default()
+}
+
+/// Where reachable-code decoding starts (addresses in the shifted image): the entry
+/// point, init/fini functions and arrays and function symbols for sure; untyped symbols
+/// and every pointer a relocation stores (function-pointer tables, vtables, callbacks)
+/// as candidates.
+fn code_roots(
+    module: &Module,
+    relocations: &[aps5_elf::Relocation],
+    shift: u64,
+    kind: Kind,
+) -> Roots {
+    let mut roots = Roots::default();
+    match kind {
+        Kind::Executable => roots.certain.push(module.entry),
+        Kind::Module => roots.candidates.push(module.entry),
+    }
+    roots.certain.extend(module.init.iter().chain(&module.fini));
+    for a in [
+        &module.preinit_array,
+        &module.init_array,
+        &module.fini_array,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        roots
+            .certain
+            .extend(a.entries.iter().filter(|&&e| e != 0).map(|e| e + shift));
+    }
+    for s in &module.symbols {
+        if s.is_import() || s.shndx == 0 || s.shndx == 0xFFF1 {
+            continue;
+        }
+        match s.kind {
+            2 | 10 => roots.certain.push(s.value), // STT_FUNC, STT_GNU_IFUNC
+            0 => roots.candidates.push(s.value),   // STT_NOTYPE
+            _ => {}
+        }
+    }
+    for r in relocations {
+        let target = match r.r_type {
+            R_RELATIVE => Some((r.addend as u64).wrapping_add(shift)),
+            R_64 | R_GLOB_DAT | R_JUMP_SLOT => module
+                .symbols
+                .get(r.symbol as usize)
+                .filter(|s| r.symbol != 0 && !s.is_import() && s.shndx != 0 && s.shndx != 0xFFF1)
+                .map(|s| s.value.wrapping_add(r.addend as u64)),
+            _ => None,
+        };
+        roots.candidates.extend(target);
+    }
+    roots
 }
 
 /// Readable names of NIDs, looked up once each.

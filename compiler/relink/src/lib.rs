@@ -8,10 +8,13 @@
 //! hash, rela, jmprel, messages | RW: dynamic, GOT slots | RX: stubs, entry
 //! ```
 
+mod amd;
+mod cpu;
 mod cxxabi;
 mod layout;
 pub mod prxfix;
 mod prxset;
+pub mod reach;
 mod scan;
 mod stubs;
 mod writer;
@@ -22,6 +25,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub use amd::{AmdOnlyKind, AmdOnlySite};
+pub use cpu::CpuFeatures;
 pub use cxxabi::LIBSTDCXX;
 pub use scan::{SYSCALL_TRAP, SyscallSite};
 
@@ -146,8 +151,9 @@ impl PrxSet {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RelinkOptions {
     /// Copy raw `syscall` / `int 0x80` / `sysenter` instructions verbatim (they would call
-    /// the Linux kernel with FreeBSD numbers). Without it `syscall` is rewritten to the
-    /// trap libkernel services ([`SYSCALL_TRAP`]) and the other two are refused.
+    /// the Linux kernel with FreeBSD numbers). Without it each one in reachable code
+    /// ([`reach`]) is rewritten to the trap libkernel services ([`SYSCALL_TRAP`]); byte
+    /// patterns outside reachable code are left alone and listed in the warnings.
     pub allow_syscalls: bool,
 }
 
@@ -181,6 +187,9 @@ pub struct Relinked {
     pub libs_needed: Vec<String>,
     /// Things that did not stop the relink but may misbehave at run time.
     pub warnings: Vec<String>,
+    /// Instructions only AMD CPUs have, in reachable code (addresses as in the input), in
+    /// address order.
+    pub amd_only: Vec<AmdOnlySite>,
 }
 
 /// Why a relink failed.
@@ -189,15 +198,6 @@ pub enum RelinkError {
     /// The input could not be read.
     #[error("cannot read the input: {0}")]
     Parse(#[from] aps5_elf::Error),
-    /// The game's code makes raw system calls the relinker cannot redirect
-    /// (`int 0x80`, `sysenter`).
-    #[error(
-        "the code makes {} raw system call(s) (Linux would receive FreeBSD numbers): {}; \
-         use allow_syscalls to relink anyway",
-        .0.len(),
-        scan::describe(.0)
-    )]
-    Syscalls(Vec<SyscallSite>),
     /// The segment layout cannot be reproduced.
     #[error("layout: {0}")]
     Layout(String),
