@@ -7,3 +7,4 @@ mod bad_input;
 mod build;
 mod crash;
 mod homebrew;
+mod modules;
