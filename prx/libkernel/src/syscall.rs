@@ -971,6 +971,11 @@ pub fn service(uc: &mut libc::ucontext_t) -> bool {
     g[libc::REG_RCX as usize] = (rip + 2) as i64;
     g[libc::REG_R11 as usize] = flags as i64;
     g[libc::REG_RIP as usize] = (rip + 2) as i64;
+    if nr == 340 && !carry {
+        // The handler's mask is replaced by the interrupted one when it returns: a new mask
+        // must go into the saved context to outlive the trap.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, std::ptr::null(), &mut uc.uc_sigmask) };
+    }
     true
 }
 
