@@ -21,6 +21,14 @@ fn module_paths_dump(dump: &std::path::Path, ps4: bool) {
         dump.join("plugins/audio/extra.bin"),
     )
     .unwrap();
+    // Package metadata: every package's sce_sys/about/right.sprx is a module for the console's
+    // shell, never loaded by the program; it is carried as it is.
+    std::fs::create_dir_all(dump.join("sce_sys/about")).unwrap();
+    std::fs::copy(
+        dump.join("libExample.prx"),
+        dump.join("sce_sys/about/right.sprx"),
+    )
+    .unwrap();
     std::fs::create_dir_all(dump.join("data")).unwrap();
     std::fs::write(dump.join("data/notes.prx"), "plain text, not a module\n").unwrap();
 }
@@ -51,6 +59,10 @@ fn modules_anywhere_in_the_dump_are_converted_and_load_by_path() {
         assert_eq!(
             std::fs::read_to_string(out_dir.join("app0/data/notes.prx")).unwrap(),
             "plain text, not a module\n"
+        );
+        assert_eq!(
+            std::fs::read(out_dir.join("app0/sce_sys/about/right.sprx")).unwrap(),
+            std::fs::read(dump.join("sce_sys/about/right.sprx")).unwrap()
         );
 
         // modules.json and `aps5 status` list them.

@@ -200,6 +200,7 @@ fn syscalls_become_the_libkernel_trap_and_int80_is_refused() {
         &prx,
         &aps5_relink::RelinkOptions {
             allow_syscalls: true,
+            ..Default::default()
         },
     )
     .unwrap();
