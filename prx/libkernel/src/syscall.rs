@@ -1070,6 +1070,101 @@ mod tests {
     }
 
     #[test]
+    fn names_follow_freebsd_syscalls_master() {
+        // Spot checks across the table against FreeBSD's sys/kern/syscalls.master.
+        for (nr, want) in [
+            (0, "syscall"),
+            (3, "read"),
+            (7, "wait4"),
+            (59, "execve"),
+            (116, "gettimeofday"),
+            (188, "stat"),
+            (202, "__sysctl"),
+            (232, "clock_gettime"),
+            (272, "getdents"),
+            (304, "kldload"),
+            (340, "sigprocmask"),
+            (416, "sigaction"),
+            (454, "_umtx_op"),
+            (455, "thr_new"),
+            (477, "mmap"),
+            (499, "openat"),
+            (531, "posix_fadvise"),
+        ] {
+            assert_eq!(name(nr), Some(want), "{nr}");
+        }
+        assert_eq!(name(91), None, "reserved");
+        assert_eq!(name(532), None, "the consoles' own calls");
+        assert_eq!(name(u64::MAX), None);
+        assert_eq!(syscall_names::NAMES.len(), 532);
+    }
+
+    #[test]
+    fn unserved_calls_fail_with_enosys_and_are_reported_once() {
+        assert!(first_report(1000, ""));
+        assert!(!first_report(1000, ""));
+        assert!(first_report(454, "operation 40"));
+        assert!(!first_report(454, "operation 40"));
+        assert!(first_report(454, "operation 41"));
+        assert_eq!(trap(7, 0, 0, 0), (78, true));
+        assert!(!first_report(7, ""), "wait4 was reported by the trap");
+        // An unknown _umtx_op operation: EINVAL as FreeBSD answers.
+        let mut word = 0u32;
+        assert_eq!(trap(454, (&raw mut word) as u64, 99, 0), (22, true));
+    }
+
+    #[test]
+    fn tiocgeta_answers_a_terminal_like_the_host() {
+        let m = unsafe { libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY) };
+        assert!(m >= 0);
+        assert_eq!(unsafe { libc::grantpt(m) }, 0);
+        assert_eq!(unsafe { libc::unlockpt(m) }, 0);
+        let name = unsafe { std::ffi::CStr::from_ptr(libc::ptsname(m)) }.to_owned();
+        let s = unsafe { libc::open(name.as_ptr(), libc::O_RDWR | libc::O_NOCTTY) };
+        assert!(s >= 0);
+        let mut host: libc::termios = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::tcgetattr(s, &mut host) }, 0);
+        let mut fb = FbTermios::default();
+        assert_eq!(
+            trap(54, s as u64, TIOCGETA, (&raw mut fb) as u64),
+            (0, false)
+        );
+        // FreeBSD bit values (sys/_termios.h): ICANON 0x100, ECHO 0x8, ISIG 0x80, OPOST 1,
+        // ICRNL 0x100, CREAD 0x800, CS8 0x300; VINTR is c_cc[8], VMIN c_cc[16].
+        let on = |h: libc::tcflag_t, bit: libc::tcflag_t| h & bit != 0;
+        assert_eq!(fb.lflag & 0x100 != 0, on(host.c_lflag, libc::ICANON));
+        assert_eq!(fb.lflag & 0x8 != 0, on(host.c_lflag, libc::ECHO));
+        assert_eq!(fb.lflag & 0x80 != 0, on(host.c_lflag, libc::ISIG));
+        assert_eq!(fb.oflag & 1 != 0, on(host.c_oflag, libc::OPOST));
+        assert_eq!(fb.iflag & 0x100 != 0, on(host.c_iflag, libc::ICRNL));
+        assert_eq!(fb.cflag & 0x800 != 0, on(host.c_cflag, libc::CREAD));
+        assert_eq!(
+            fb.cflag & 0x300 == 0x300,
+            host.c_cflag & libc::CSIZE == libc::CS8
+        );
+        assert_eq!(fb.cc[8], host.c_cc[libc::VINTR]);
+        assert_eq!(fb.cc[16], host.c_cc[libc::VMIN]);
+        assert!(fb.ospeed > 0);
+        // Not a terminal: ENOTTY; a closed descriptor: EBADF.
+        let mut p = [0i32; 2];
+        assert_eq!(unsafe { libc::pipe(p.as_mut_ptr()) }, 0);
+        assert_eq!(
+            trap(54, p[0] as u64, TIOCGETA, (&raw mut fb) as u64),
+            (25, true)
+        );
+        unsafe {
+            libc::close(p[0]);
+            libc::close(p[1]);
+            libc::close(s);
+            libc::close(m);
+        }
+        assert_eq!(
+            trap(54, p[0] as u64, TIOCGETA, (&raw mut fb) as u64),
+            (9, true)
+        );
+    }
+
+    #[test]
     fn other_illegal_instructions_are_not_serviced() {
         let mut uc: libc::ucontext_t = unsafe { std::mem::zeroed() };
         let ud2 = [0x0Fu8, 0x0B];
