@@ -119,6 +119,20 @@ fn dispatch_at(nr: u64, a: [u64; 6], site: usize) -> Result<u64, i32> {
                 a[1] as usize,
                 i(2),
             ))),
+            // setitimer/getitimer: struct itimerval and ITIMER_REAL/VIRTUAL/PROF (0/1/2)
+            // match; SIGALRM is 14 on both.
+            83 if (0..=2).contains(&i(0)) => host(libc::syscall(
+                libc::SYS_setitimer,
+                i(0),
+                a[1] as *const libc::itimerval,
+                a[2] as *mut libc::itimerval,
+            )),
+            86 if (0..=2).contains(&i(0)) => host(libc::syscall(
+                libc::SYS_getitimer,
+                i(0),
+                a[1] as *mut libc::itimerval,
+            )),
+            83 | 86 => Err(EINVAL),
             89 => Ok(libc::getdtablesize() as u64),
             90 => posix(i64::from(files::dup2(i(0), i(1)))),
             92 => posix(i64::from(fs::fcntl(i(0), i(1), a[2] as i64))),
@@ -218,6 +232,22 @@ fn dispatch_at(nr: u64, a: [u64; 6], site: usize) -> Result<u64, i32> {
                     0 => Ok(0),
                     e => Err(e),
                 }
+            }
+            // thr_set_name(id, name): the calling thread (its own id, or -1) names its host
+            // thread (15 bytes kept, as Linux keeps).
+            464 => {
+                let id = a[0] as i64;
+                if id != -1 && id != i64::from(libc::gettid()) {
+                    return Err(ESRCH);
+                }
+                if a[1] == 0 {
+                    return Err(EFAULT);
+                }
+                let mut n = [0u8; 16];
+                let src = std::ffi::CStr::from_ptr(path(1)).to_bytes();
+                let k = src.len().min(15);
+                n[..k].copy_from_slice(&src[..k]);
+                host(i64::from(libc::prctl(libc::PR_SET_NAME, n.as_ptr())))
             }
             454 => umtx_op(a[0] as *mut u8, i(1), a[2], a[3], a[4] as *const u8, site),
             475 => posix(files::pread(i(0), a[1] as *mut u8, a[2] as usize, a[3] as i64) as i64),
