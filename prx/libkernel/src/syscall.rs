@@ -52,6 +52,22 @@ pub fn name(nr: u64) -> Option<&'static str> {
         .filter(|n| !n.is_empty())
 }
 
+/// The consoles' own kernel calls served here (homebrew resolves system libraries with them).
+const SONY_CALLS: &[(u64, &str)] = &[
+    (591, "dynlib_dlsym"),
+    (594, "dynlib_load_prx"),
+    (595, "dynlib_unload_prx"),
+];
+
+/// An SCE error code (0x8002xxxx) as the FreeBSD errno a system call returns.
+fn sce_to_errno(r: i32) -> Result<u64, i32> {
+    if r >= 0 {
+        Ok(r as u64)
+    } else {
+        Err((r as u32).wrapping_sub(crate::SCE_KERNEL_ERROR_BASE as u32) as i32)
+    }
+}
+
 /// Libkernel calls follow the C convention (-1 and errno); the FreeBSD kernel ABI wants
 /// the errno value itself.
 fn posix(r: i64) -> Result<u64, i32> {
@@ -276,6 +292,39 @@ fn dispatch_at(nr: u64, a: [u64; 6], site: usize) -> Result<u64, i32> {
                 at_cwd(i(0), path(1))?;
                 posix(i64::from(fs::open(path(1), i(2), a[3] as u32)))
             }
+            // dynlib_dlsym(handle, name, void **out).
+            591 => sce_to_errno(crate::module::sce_kernel_dlsym(
+                i(0),
+                path(1),
+                a[2] as *mut *mut u8,
+            )),
+            // dynlib_load_prx(path, flags, int *handle, ...): libkernel's module loading (a
+            // system library's name gives the host PRX; a guest module also runs its
+            // module_start here, where the console runs it at sceKernelStartModule).
+            594 => {
+                let out = a[2] as *mut i32;
+                if out.is_null() {
+                    return Err(EFAULT);
+                }
+                let h = sce_to_errno(crate::module::sce_kernel_load_start_module(
+                    path(0),
+                    0,
+                    std::ptr::null(),
+                    0,
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                ))?;
+                out.write_unaligned(h as i32);
+                Ok(0)
+            }
+            595 => sce_to_errno(crate::module::sce_kernel_stop_unload_module(
+                i(0),
+                0,
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )),
             _ => {
                 report_unknown(nr, site, "");
                 Err(ENOSYS)
@@ -902,7 +951,8 @@ fn report_unknown(nr: u64, site: usize, detail: &str) {
     let mut buf = [0u8; 512];
     let mut w = Cursor::new(&mut buf);
     let _ = write!(w, "aps5: unserved FreeBSD system call {nr} ");
-    let _ = match name(nr) {
+    let sony = SONY_CALLS.iter().find(|(n, _)| *n == nr).map(|(_, s)| *s);
+    let _ = match name(nr).or(sony) {
         Some(n) => write!(w, "({n})"),
         None if nr >= syscall_names::NAMES.len() as u64 => {
             write!(w, "(a PS4/PS5 kernel call, not in FreeBSD 9)")
