@@ -12,12 +12,10 @@ pub const SNIFF_LEN: usize = 4096;
 /// What a file's head says about it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sniff {
-    /// A PS4/PS5 module: an `ET_SCE_DYNAMIC` ELF, a FreeBSD (`EI_OSABI` 9) `ET_DYN` ELF, or an
-    /// fSELF carrying either.
+    /// A PS4/PS5 module: an `ET_SCE_DYNAMIC` ELF, or an fSELF carrying it or an `ET_DYN` ELF.
     Module,
-    /// A shared object or fSELF whose kind the head does not settle (an `ET_DYN` ELF of
-    /// another OS ABI, an fSELF whose ELF header is encrypted or lies past the head): a
-    /// module when its name says so (`.prx`, `.sprx`).
+    /// A plain `ET_DYN` ELF (any OS ABI), or an fSELF whose ELF header is encrypted or lies
+    /// past the head: a module when its name says so (`.prx`, `.sprx`).
     ModuleIfNamedSo,
     /// Anything else (executables, data, other files).
     Other,
@@ -45,7 +43,7 @@ fn sniff_elf(h: &[u8], in_self: bool) -> Sniff {
     let Some(h) = h.get(..0x14) else {
         return Sniff::Other;
     };
-    let (class, data, os_abi) = (h[4], h[5], h[7]);
+    let (class, data) = (h[4], h[5]);
     let e_type = u16::from_le_bytes([h[0x10], h[0x11]]);
     let machine = u16::from_le_bytes([h[0x12], h[0x13]]);
     if class != 2 || data != 1 || machine != goblin::elf::header::EM_X86_64 {
@@ -53,7 +51,9 @@ fn sniff_elf(h: &[u8], in_self: bool) -> Sniff {
     }
     match e_type {
         et::SCE_DYNAMIC => Sniff::Module,
-        goblin::elf::header::ET_DYN if os_abi == 9 || in_self => Sniff::Module,
+        goblin::elf::header::ET_DYN if in_self => Sniff::Module,
+        // A plain shared object (FreeBSD's or another OS's) may be any library a package
+        // carries as data: a module only when named like one.
         goblin::elf::header::ET_DYN => Sniff::ModuleIfNamedSo,
         _ => Sniff::Other,
     }
@@ -85,7 +85,7 @@ mod tests {
     #[test]
     fn modules_are_told_from_executables_and_other_files() {
         assert_eq!(sniff_module(&elf(et::SCE_DYNAMIC, 9, 62)), Sniff::Module);
-        assert_eq!(sniff_module(&elf(3, 9, 62)), Sniff::Module);
+        assert_eq!(sniff_module(&elf(3, 9, 62)), Sniff::ModuleIfNamedSo);
         assert_eq!(sniff_module(&elf(3, 0, 62)), Sniff::ModuleIfNamedSo);
         assert_eq!(sniff_module(&elf(et::SCE_DYNEXEC, 9, 62)), Sniff::Other);
         assert_eq!(sniff_module(&elf(et::SCE_EXEC, 9, 62)), Sniff::Other);
@@ -103,6 +103,7 @@ mod tests {
             sniff_module(&wrap(3, &elf(et::SCE_DYNAMIC, 9, 62))),
             Sniff::Module
         );
+        assert_eq!(sniff_module(&wrap(3, &elf(3, 9, 62))), Sniff::Module);
         assert_eq!(
             sniff_module(&wrap(3, &elf(et::SCE_DYNEXEC, 9, 62))),
             Sniff::Other

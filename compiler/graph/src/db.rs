@@ -176,9 +176,9 @@ pub struct QueryError {
 }
 
 /// Whether a dump file is a PS4/PS5 module, from its path and first bytes: the content decides
-/// (an `ET_SCE_DYNAMIC` or FreeBSD `ET_DYN` ELF, plain or in an fSELF), wherever the file is and
-/// whatever its name; a head that does not settle it (an encrypted fSELF, a shared object of
-/// another OS ABI) makes a module of a `.prx`/`.sprx` file only. `sce_sys/` is left out: it is
+/// (an `ET_SCE_DYNAMIC` ELF, plain or in an fSELF, or a shared object in an fSELF), wherever the
+/// file is and whatever its name; a head that does not settle it (an encrypted fSELF, a plain
+/// `ET_DYN` shared object) makes a module of a `.prx`/`.sprx` file only. `sce_sys/` is left out: it is
 /// the package's metadata for the console's shell (every package's `sce_sys/about/right.sprx`
 /// is a module the program never loads).
 pub fn is_module(rel: &str, head: &[u8]) -> bool {
