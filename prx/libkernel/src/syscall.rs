@@ -107,6 +107,21 @@ fn dispatch_at(nr: u64, a: [u64; 6], site: usize) -> Result<u64, i32> {
             4 => posix(fs::write(i(0), a[1] as *const u8, a[2] as usize) as i64),
             5 => posix(i64::from(fs::open(path(0), i(1), a[2] as u32))),
             6 => posix(i64::from(fs::close(i(0)))),
+            // wait4: status words and struct rusage have the same layout; WNOHANG 1 and
+            // WUNTRACED 2 match, WCONTINUED is 4 on FreeBSD.
+            7 => {
+                let o = i(2);
+                if o & !7 != 0 {
+                    return Err(EINVAL);
+                }
+                let host_opts = (o & 3) | if o & 4 != 0 { libc::WCONTINUED } else { 0 };
+                host(i64::from(libc::wait4(
+                    i(0),
+                    a[1] as *mut i32,
+                    host_opts,
+                    a[3] as *mut libc::rusage,
+                )))
+            }
             10 => posix(i64::from(fs::unlink(path(0)))),
             12 => posix(i64::from(fs::chdir(path(0)))),
             20 => Ok(crate::getpid() as u64),
@@ -214,6 +229,25 @@ fn dispatch_at(nr: u64, a: [u64; 6], site: usize) -> Result<u64, i32> {
                 a[1] as *const signal::FbSigset,
                 a[2] as *mut signal::FbSigset,
             ))),
+            341 => {
+                let set = a[0] as *const signal::FbSigset;
+                if set.is_null() {
+                    return Err(EFAULT);
+                }
+                let (host_set, _) = signal::set_to_host(&set.read_unaligned());
+                libc::sigsuspend(&host_set);
+                Err(4) // EINTR, as sigsuspend always returns
+            }
+            343 => {
+                let out = a[0] as *mut signal::FbSigset;
+                if out.is_null() {
+                    return Err(EFAULT);
+                }
+                let mut p: libc::sigset_t = std::mem::zeroed();
+                host(i64::from(libc::sigpending(&mut p)))?;
+                out.write_unaligned(signal::set_from_host(&p));
+                Ok(0)
+            }
             416 => posix(i64::from(signal::sigaction(
                 i(0),
                 a[1] as *const signal::FbSigaction,
