@@ -1220,8 +1220,8 @@ mod tests {
         assert!(first_report(454, "operation 40"));
         assert!(!first_report(454, "operation 40"));
         assert!(first_report(454, "operation 41"));
-        assert_eq!(trap(7, 0, 0, 0), (78, true));
-        assert!(!first_report(7, ""), "wait4 was reported by the trap");
+        assert_eq!(trap(338, 0, 0, 0), (78, true));
+        assert!(!first_report(338, ""), "jail was reported by the trap");
         // An unknown _umtx_op operation: EINVAL as FreeBSD answers.
         let mut word = 0u32;
         assert_eq!(trap(454, (&raw mut word) as u64, 99, 0), (22, true));
