@@ -8,6 +8,7 @@ mod build;
 mod confinement;
 mod crash;
 mod homebrew;
+mod modules;
 mod paths;
 mod payload;
 mod reliability;

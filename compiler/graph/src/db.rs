@@ -16,10 +16,14 @@ use aps5_relink::{CoverageRow, PrxLibrary, PrxSet, RelinkOptions};
 pub const QUERY_VERSIONS: &[(&str, &str)] = &[
     ("module", "1"),
     ("module_index", "1"),
-    // 2: links against the sibling bundled modules too.
-    ("guest_module", "2"),
+    // Which dump files are modules (see module_files).
+    ("module_paths", "1"),
+    // 2: links against the sibling bundled modules too. 3: modules anywhere in the dump, the
+    // run path reaching each module folder.
+    ("guest_module", "3"),
     // 2: bundled modules the host PRX set replaces no longer join the executable's link set.
-    ("app_elf", "2"),
+    // 3: the run path reaches every module folder.
+    ("app_elf", "3"),
 ];
 
 /// The version of one query (see [`QUERY_VERSIONS`]). The relink queries also carry the
@@ -171,22 +175,75 @@ pub struct QueryError {
     pub message: String,
 }
 
-/// A file is a PS4/PS5 module when it is the executable or lives in `sce_module/`.
-pub fn is_module_path(rel: &str, executable: &str) -> bool {
-    rel == executable
-        || (rel.starts_with("sce_module/")
-            && !rel["sce_module/".len()..].contains('/')
-            && (rel.ends_with(".prx") || rel.ends_with(".sprx")))
+/// Whether a dump file is a PS4/PS5 module, from its path and first bytes: the content decides
+/// (an `ET_SCE_DYNAMIC` ELF, plain or in an fSELF, or a shared object in an fSELF), wherever the
+/// file is and whatever its name; a head that does not settle it (an encrypted fSELF, a plain
+/// `ET_DYN` shared object) makes a module of a `.prx`/`.sprx` file only. `sce_sys/` is left out: it is
+/// the package's metadata for the console's shell (every package's `sce_sys/about/right.sprx`
+/// is a module the program never loads).
+pub fn is_module(rel: &str, head: &[u8]) -> bool {
+    if rel.starts_with("sce_sys/") {
+        return false;
+    }
+    match aps5_elf::sniff_module(head) {
+        aps5_elf::Sniff::Module => true,
+        aps5_elf::Sniff::ModuleIfNamedSo => rel.ends_with(".prx") || rel.ends_with(".sprx"),
+        aps5_elf::Sniff::Other => false,
+    }
 }
 
-/// The modules of a dump, in path order.
+/// The first [`aps5_elf::SNIFF_LEN`] bytes of a file (fewer if it is shorter; none if it cannot
+/// be read: copying it reports that).
+fn read_head(path: &std::path::Path) -> Vec<u8> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(aps5_elf::SNIFF_LEN);
+    if let Ok(f) = std::fs::File::open(path) {
+        let _ = f.take(aps5_elf::SNIFF_LEN as u64).read_to_end(&mut head);
+    }
+    head
+}
+
+/// The modules of a dump, in path order: the executable and every file whose content is a
+/// module ([`is_module`]), so a program can load any of them by path. Reading the heads is
+/// memoized in the content cache for the dump as a whole (its paths and hashes), so a no-op
+/// build reads none; it is not a recorded query (it derives nothing a user would ask about).
 #[salsa::tracked(returns(ref))]
 pub fn module_files(db: &dyn Db, dump: Dump) -> Vec<SourceFile> {
     let exe = dump.executable(db);
-    dump.files(db)
+    let files = dump.files(db);
+    let hashes: Vec<ContentHash> = files.iter().map(|f| f.hash(db)).collect();
+    let mut names = Vec::new();
+    for f in files {
+        names.extend_from_slice(f.rel(db).as_bytes());
+        names.push(0);
+    }
+    let key = MemoKey::new(
+        "module_paths",
+        &query_version("module_paths"),
+        &hashes,
+        &names,
+    );
+    let known: Option<Vec<String>> = match db.cache().memo_get(&key) {
+        Ok(Lookup::Hit(bytes)) => serde_json::from_slice(&bytes).ok(),
+        _ => None,
+    };
+    let paths = known.unwrap_or_else(|| {
+        let paths: Vec<String> = files
+            .iter()
+            .filter(|f| f.size(db) >= 64 && is_module(f.rel(db), &read_head(f.abs(db))))
+            .map(|f| f.rel(db).clone())
+            .collect();
+        // A cache that cannot store it only costs the next build the same reads.
+        let _ = db
+            .cache()
+            .memo_put(&key, &serde_json::to_vec(&paths).expect("JSON"));
+        paths
+    });
+    let paths: std::collections::BTreeSet<&str> = paths.iter().map(String::as_str).collect();
+    files
         .iter()
         .copied()
-        .filter(|f| is_module_path(f.rel(db), exe))
+        .filter(|f| f.rel(db) == exe || paths.contains(f.rel(db).as_str()))
         .collect()
 }
 
@@ -335,8 +392,8 @@ pub fn module_index(db: &dyn Db, dump: Dump) -> Result<Arc<Vec<u8>>, QueryError>
     )
 }
 
-/// The bundled modules (`sce_module/*`) that are converted (relinked into
-/// `app0/sce_module/`), in path order. Those the host PRX set replaces are left out (see
+/// The bundled modules (every module of the dump but the executable) that are converted
+/// (relinked into `app0/` under their dump path), in path order. Those the host PRX set replaces are left out (see
 /// [`replacing_host_file`]).
 #[salsa::tracked(returns(ref))]
 pub fn guest_module_files(db: &dyn Db, dump: Dump) -> Vec<SourceFile> {
@@ -376,9 +433,35 @@ pub fn replacing_host_file(db: &dyn Db, file: SourceFile) -> Option<String> {
 }
 
 /// A dump file's name (`sce_module/libfoo.prx` -> `libfoo.prx`): what the loader finds a
-/// relinked module under.
+/// relinked module under (through the run path, see [`relink_options`]).
 fn file_name(db: &dyn Db, file: SourceFile) -> &str {
     file.rel(db).rsplit('/').next().unwrap_or_default()
+}
+
+/// The output folder a converted module goes in (`app0/` + its dump folder).
+fn output_dir(db: &dyn Db, file: SourceFile) -> String {
+    match file.rel(db).rsplit_once('/') {
+        Some((dir, _)) => format!("app0/{dir}"),
+        None => "app0".into(),
+    }
+}
+
+/// The relinker options for the executable (`module` None) or one converted module: the run
+/// path reaches `libs/` and every folder holding a converted module (`app0/sce_module` first),
+/// since a module anywhere in the dump may need another one.
+fn relink_options(db: &dyn Db, dump: Dump, module: Option<SourceFile>) -> RelinkOptions {
+    let mut module_dirs = vec!["app0/sce_module".to_string()];
+    for &g in guest_module_files(db, dump) {
+        let d = output_dir(db, g);
+        if !module_dirs.contains(&d) {
+            module_dirs.push(d);
+        }
+    }
+    RelinkOptions {
+        allow_syscalls: dump.allow_syscalls(db),
+        output_dir: module.map(|f| output_dir(db, f)),
+        module_dirs,
+    }
 }
 
 fn relink_error(db: &dyn Db, file: SourceFile, e: aps5_relink::RelinkError) -> QueryError {
@@ -399,9 +482,7 @@ pub fn guest_module(db: &dyn Db, dump: Dump, file: SourceFile) -> Result<Arc<Vec
         identity: prx_hash,
         ..
     } = db.prx()?;
-    let opts = RelinkOptions {
-        allow_syscalls: dump.allow_syscalls(db),
-    };
+    let opts = relink_options(db, dump, Some(file));
     let siblings: Vec<SourceFile> = guest_module_files(db, dump)
         .iter()
         .copied()
@@ -409,6 +490,9 @@ pub fn guest_module(db: &dyn Db, dump: Dump, file: SourceFile) -> Result<Arc<Vec
         .collect();
     let mut inputs = vec![file.hash(db), *prx_hash];
     let mut names = vec![opts.allow_syscalls as u8];
+    // The run path depends on where the module and its siblings are.
+    names.extend_from_slice(opts.run_path(true).as_bytes());
+    names.push(0);
     for &g in &siblings {
         inputs.push(g.hash(db));
         names.extend_from_slice(g.rel(db).as_bytes());
@@ -492,9 +576,7 @@ pub fn app_elf(db: &dyn Db, dump: Dump) -> Result<AppElf, QueryError> {
         identity: prx_hash,
         ..
     } = db.prx()?;
-    let opts = RelinkOptions {
-        allow_syscalls: dump.allow_syscalls(db),
-    };
+    let opts = relink_options(db, dump, None);
     let guests = guest_module_files(db, dump);
     let mut inputs = vec![exe.hash(db), *prx_hash];
     let mut names = Vec::new();
@@ -504,6 +586,7 @@ pub fn app_elf(db: &dyn Db, dump: Dump) -> Result<AppElf, QueryError> {
         names.push(0);
     }
     names.push(opts.allow_syscalls as u8);
+    names.extend_from_slice(opts.run_path(false).as_bytes());
     let mut deps = vec![exe.rel(db)];
     deps.extend(guests.iter().map(|g| g.rel(db)));
     memoized(

@@ -133,6 +133,7 @@ fn main() {
     let input_bytes = image.len();
     let opts = aps5_relink::RelinkOptions {
         allow_syscalls: true,
+        ..Default::default()
     };
 
     // Warm up once, then time the best of three.

@@ -98,7 +98,8 @@ pub(crate) fn relink(
     // header and the new tables can sit in front, and no export has address 0 (the host
     // loader ignores symbols whose value is 0). Relative layout is unchanged.
     let mut names = Names::default();
-    let shift = header_budget(module, prx, &mut names);
+    let run_path_len = opts.run_path(kind == Kind::Module).len() as u64;
+    let shift = header_budget(module, prx, &mut names, run_path_len);
     // The relocations are shifted as they are read (cloning millions of them costs more
     // than the rest of the pass).
     let original_relocations = &module.relocations;
@@ -751,11 +752,8 @@ pub(crate) fn relink(
         0
     };
     // dynstr gets the run path and needed names before its size is final.
-    let runpath = match kind {
-        Kind::Executable => "$ORIGIN/libs:$ORIGIN/app0/sce_module",
-        Kind::Module => "$ORIGIN/../../libs:$ORIGIN",
-    };
-    let runpath_off = dynstr.add(runpath);
+    let runpath = opts.run_path(kind == Kind::Module);
+    let runpath_off = dynstr.add(&runpath);
     let needed_offs: Vec<u32> = needed.iter().map(|n| dynstr.add(n)).collect();
     let dynsym_at = place(&mut r_cursor, dynsym.len() as u64 * 24, 8);
     let dynstr_at = place(&mut r_cursor, dynstr.bytes.len() as u64, 1);
@@ -1562,7 +1560,7 @@ fn original_segments<'a>(image: &'a [u8], module: &Module) -> Result<Vec<Orig<'a
 /// Bytes reserved in front of the image for the ELF header, program headers and the
 /// dynamic tables: an upper bound of what [`relink`] writes there, rounded up to a
 /// multiple of every segment alignment (so the shifted image keeps its congruences).
-fn header_budget(module: &Module, prx: &PrxSet, names: &mut Names) -> u64 {
+fn header_budget(module: &Module, prx: &PrxSet, names: &mut Names, run_path_len: u64) -> u64 {
     let nsym = module.symbols.len() as u64 + 8 + prx.libraries.len() as u64;
     // An import bound to a host system library is named by its plain name, which may be
     // longer than `NID#L#M`.
@@ -1615,6 +1613,8 @@ fn header_budget(module: &Module, prx: &PrxSet, names: &mut Names) -> u64 {
         + 8
         + 24 * (module.relocations.len() as u64 + 8 + prx.libraries.len() as u64)
         + msgs
+        // The default run paths fit the slack above.
+        + run_path_len.saturating_sub(64)
         + 64;
     let align = module
         .segments

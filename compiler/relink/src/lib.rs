@@ -148,13 +148,49 @@ impl PrxSet {
 }
 
 /// Relinker options.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct RelinkOptions {
     /// Copy raw `syscall` / `int 0x80` / `sysenter` instructions verbatim (they would call
     /// the Linux kernel with FreeBSD numbers). Without it each one in reachable code
     /// ([`reach`]) is rewritten to the trap libkernel services ([`SYSCALL_TRAP`]); byte
     /// patterns outside reachable code are left alone and listed in the warnings.
     pub allow_syscalls: bool,
+    /// The folder of the output tree (relative to its root, `/`-separated) a relinked module
+    /// is installed in; `None`: `app0/sce_module`. The executable is always at the root.
+    pub output_dir: Option<String>,
+    /// The folders of the output tree holding relinked guest modules, searched in this order
+    /// after `libs/` for `DT_NEEDED` files; empty: `app0/sce_module` alone.
+    pub module_dirs: Vec<String>,
+}
+
+impl RelinkOptions {
+    /// The `DT_RUNPATH` of the relinked file: `libs/` and every module folder, reached from
+    /// the file's own folder through `$ORIGIN`.
+    pub fn run_path(&self, is_module: bool) -> String {
+        const DEFAULT_DIR: &str = "app0/sce_module";
+        let own = if is_module {
+            self.output_dir.as_deref().unwrap_or(DEFAULT_DIR)
+        } else {
+            ""
+        };
+        let up = "../".repeat(own.split('/').filter(|c| !c.is_empty()).count());
+        let default = [DEFAULT_DIR.to_string()];
+        let dirs = if self.module_dirs.is_empty() {
+            &default[..]
+        } else {
+            &self.module_dirs[..]
+        };
+        let mut parts = vec![format!("$ORIGIN/{up}libs")];
+        for d in dirs {
+            let d = d.trim_matches('/');
+            parts.push(if d == own {
+                "$ORIGIN".to_string()
+            } else {
+                format!("$ORIGIN/{up}{d}")
+            });
+        }
+        parts.join(":")
+    }
 }
 
 /// One import of the program and how it was bound.

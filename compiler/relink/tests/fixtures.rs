@@ -252,15 +252,15 @@ fn fixtures_run_as_payloads() {
     assert!(failed.is_empty(), "payloads failing: {failed:?}\n{report}");
 }
 
-/// The `raw_syscalls` fixture (a static C library stand-in) relinks in both layouts: the two
+/// The `static_libc_syscalls` fixture (a static C library stand-in) relinks in both layouts: the two
 /// `syscall`s reached only through its function-pointer table are trapped, and the byte
 /// patterns of the data in its text (the blob in `.text` and the copy main compares it with,
 /// in `.rodata`, which shares the executable segment; each reads as `sysenter`, `int 0x80`
 /// and two `syscall`s to a straight-through decode, which made the build fail before) are
 /// listed and left unchanged. (The run itself is checked by the fixture table above.)
 #[test]
-fn raw_syscalls_fixture_traps_reachable_sites_only() {
-    let fixture = aps5_sdk::fixtures_dir().join("raw_syscalls");
+fn static_libc_syscalls_fixture_traps_reachable_sites_only() {
+    let fixture = aps5_sdk::fixtures_dir().join("static_libc_syscalls");
     for ps4 in [false, true] {
         let work = tempfile::tempdir().unwrap();
         aps5_sdk::build_dump(&fixture, work.path(), &aps5_sdk::DumpOptions { ps4 }).unwrap();

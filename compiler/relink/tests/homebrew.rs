@@ -202,6 +202,7 @@ fn reachable_raw_syscalls_of_every_kind_become_the_libkernel_trap() {
         &prx,
         &aps5_relink::RelinkOptions {
             allow_syscalls: true,
+            ..Default::default()
         },
     )
     .unwrap();

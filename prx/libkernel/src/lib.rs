@@ -30,6 +30,7 @@ pub mod signal;
 pub mod sync;
 pub mod sync_extra;
 pub mod syscall;
+mod syscall_names;
 pub mod thread;
 pub mod thread_attr;
 pub mod time;

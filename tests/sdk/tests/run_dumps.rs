@@ -58,6 +58,15 @@ const SKIP: &[(&str, &str)] = &[
         "needs libc.prx's FreeBSD and Dinkumware ctype objects",
     ),
     ("wide_stdio", "needs libc.prx's 2-byte wchar_t functions"),
+    // Raw FreeBSD system calls reach only libkernel's trap (the host kernel reads Linux numbers).
+    (
+        "raw_syscalls",
+        "makes FreeBSD system calls with the syscall instruction",
+    ),
+    (
+        "static_libc_syscalls",
+        "makes FreeBSD system calls with the syscall instruction",
+    ),
     // sceNet* calls and FreeBSD sockaddrs have no host-libc counterpart to bind to.
     (
         "sce_net",
