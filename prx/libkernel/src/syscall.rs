@@ -386,17 +386,11 @@ unsafe fn lstat(path: *const libc::c_char, out: *mut fs::GuestStat) -> Result<u6
         return Err(EFAULT);
     }
     let guest = unsafe { std::ffi::CStr::from_ptr(path) }.to_bytes();
-    let (root, rel) = fs::resolve(guest)?;
-    let fd = fs::openat2_beneath(
-        root,
-        &rel,
-        libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        0,
-    );
-    let fd = host(fd)? as i32;
-    let r = posix(i64::from(unsafe { fs::fstat(fd, out) }));
-    unsafe { libc::close(fd) };
-    r
+    let r = fs::resolve(guest)?;
+    let fd = fs::open_beneath(r.root, &r.rel, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+    posix(i64::from(unsafe {
+        fs::fstat(std::os::fd::AsRawFd::as_raw_fd(&fd), out)
+    }))
 }
 
 /// FreeBSD `stack_t` (`ss_size` before `ss_flags`, unlike Linux).
