@@ -28,9 +28,9 @@ pub struct Forwarded {
 #[inline(always)]
 pub fn carry_errno<R>(call: impl FnOnce() -> R) -> R {
     let host = unsafe { libc::__errno_location() };
-    unsafe { *host = 0 };
+    unsafe { host.write_volatile(0) };
     let r = call();
-    let e = unsafe { *host };
+    let e = unsafe { host.read_volatile() };
     if e != 0 {
         crate::kernel::set_errno(aps5_prx_abi::errno::from_host(e));
     }
@@ -59,7 +59,10 @@ macro_rules! forward {
         #[doc = concat!("`", $name, "` (host implementation; its errno reaches the guest).")]
         #[aps5_prx_macros::nid($name)]
         pub unsafe extern "C" fn $f($($a: $t),*) -> $r {
-            $crate::forward::carry_errno(|| unsafe { $host($($a),*) })
+            // Through an opaque pointer: LLVM takes some of these (atoi, atof...) for
+            // functions that leave errno alone, and would read back the 0 stored before.
+            let host: unsafe extern "C" fn($($t),*) -> $r = ::std::hint::black_box($host);
+            $crate::forward::carry_errno(|| unsafe { host($($a),*) })
         }
     };
     (@one [] $name:literal, $f:ident, ($($a:ident: $t:ty),*), $r:ty, $host:path) => {
@@ -437,5 +440,26 @@ mod tests {
         crate::kernel::set_errno(0);
         assert!(unsafe { crate::misc::gmtime(&huge) }.is_null());
         assert_eq!(unsafe { *crate::kernel::errno_ptr() }, 84);
+        // LLVM takes atoi/atol/atoll/atof for functions that never write errno; glibc's do.
+        let big = c"99999999999999999999".as_ptr();
+        let calls: [(&str, &dyn Fn()); 4] = [
+            ("atoi", &|| {
+                std::hint::black_box(unsafe { crate::strings::atoi(big) });
+            }),
+            ("atol", &|| {
+                std::hint::black_box(unsafe { crate::strings::atol(big) });
+            }),
+            ("atoll", &|| {
+                std::hint::black_box(unsafe { crate::misc::atoll(big) });
+            }),
+            ("atof", &|| {
+                std::hint::black_box(unsafe { crate::strings::atof(c"1e999".as_ptr()) });
+            }),
+        ];
+        for (name, call) in calls {
+            crate::kernel::set_errno(0);
+            call();
+            assert_eq!(unsafe { *crate::kernel::errno_ptr() }, 34, "{name}: ERANGE");
+        }
     }
 }
