@@ -12,6 +12,7 @@
 #[macro_use]
 pub mod forward;
 
+pub mod atomics;
 pub mod builtins;
 pub mod cxx;
 pub mod dirent;
