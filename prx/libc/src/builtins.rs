@@ -9,8 +9,9 @@
 //! comparisons return -1/0/1 with NaN as 1 (`__eq`/`__ne`/`__lt`/`__le`) or -1
 //! (`__ge`/`__gt`), conversions to integers saturate, the `v` forms abort on overflow.
 //! Division by zero is undefined in C; here it aborts with Rust's message.
-//! Not served yet: the x87 `long double` forms (`*xf*`, `__divxc3`, `__mulxc3`,
-//! `__powixf2`), which fail as unimplemented.
+//! The x87 `long double` conversions and `__powixf2` are short naked shims around the same
+//! arithmetic on the 10-byte format. Not served yet: `__divxc3` and `__mulxc3` (complex
+//! `long double`), which fail as unimplemented.
 
 use aps5_prx_macros::nid;
 
@@ -360,3 +361,187 @@ impl FromF64 for f64 {
 
 complex!(f32, "__mulsc3", mulsc3, "__divsc3", divsc3);
 complex!(f64, "__muldc3", muldc3, "__divdc3", divdc3);
+
+// x87 `long double` (80-bit extended) conversions and integer power. The SysV ABI passes a
+// `long double` on the stack and returns it in st(0): short naked shims move it between
+// there and memory, Rust does the bit arithmetic on the 10-byte format (64-bit significand
+// with its integer bit, 15-bit exponent biased by 16383, sign).
+
+/// The sign, unbiased exponent and significand of the extended value at P.
+fn xf_read(p: *const u8) -> (bool, i32, u64) {
+    let mut b = [0u8; 10];
+    unsafe { std::ptr::copy_nonoverlapping(p, b.as_mut_ptr(), 10) };
+    let m = u64::from_le_bytes(b[..8].try_into().unwrap());
+    let se = u16::from_le_bytes([b[8], b[9]]);
+    (se & 0x8000 != 0, i32::from(se & 0x7fff) - 16383, m)
+}
+
+/// |value| truncated to an integer, or None when it is 2^128 or more (or not finite).
+fn xf_magnitude(e: i32, m: u64) -> Option<u128> {
+    if e == 0x7fff - 16383 {
+        return None;
+    }
+    if e < 0 {
+        return Some(0);
+    }
+    if e >= 128 {
+        return None;
+    }
+    let shift = e - 63;
+    Some(if shift >= 0 {
+        u128::from(m) << shift
+    } else {
+        u128::from(m) >> (-shift)
+    })
+}
+
+extern "C" fn fixxfti_impl(p: *const u8) -> i128 {
+    let (neg, e, m) = xf_read(p);
+    match xf_magnitude(e, m) {
+        Some(v) if neg && v <= 1u128 << 127 => (v as i128).wrapping_neg(),
+        Some(v) if !neg && v < 1u128 << 127 => v as i128,
+        _ if neg => i128::MIN,
+        _ => i128::MAX,
+    }
+}
+
+extern "C" fn fixunsxfti_impl(p: *const u8) -> u128 {
+    let (neg, e, m) = xf_read(p);
+    if neg {
+        return 0;
+    }
+    xf_magnitude(e, m).unwrap_or(u128::MAX)
+}
+
+extern "C" fn fixxfdi_impl(p: *const u8) -> i64 {
+    fixxfti_impl(p).clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
+extern "C" fn fixunsxfdi_impl(p: *const u8) -> u64 {
+    fixunsxfti_impl(p).min(u128::from(u64::MAX)) as u64
+}
+
+extern "C" fn fixunsxfsi_impl(p: *const u8) -> u32 {
+    fixunsxfti_impl(p).min(u128::from(u32::MAX)) as u32
+}
+
+/// Writes `(-1)^neg * v` rounded to nearest-even as an extended value at OUT.
+fn xf_write(neg: bool, v: u128, out: *mut u8) {
+    let mut b = [0u8; 10];
+    if v != 0 {
+        let lz = v.leading_zeros();
+        let norm = v << lz;
+        let mut m = (norm >> 64) as u64;
+        let rest = norm as u64;
+        let mut e = 127 - lz as i32;
+        let half = 1u64 << 63;
+        if rest > half || (rest == half && m & 1 == 1) {
+            m = m.wrapping_add(1);
+            if m == 0 {
+                m = half;
+                e += 1;
+            }
+        }
+        b[..8].copy_from_slice(&m.to_le_bytes());
+        let se = (e + 16383) as u16 | if neg { 0x8000 } else { 0 };
+        b[8..].copy_from_slice(&se.to_le_bytes());
+    }
+    unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), out, 10) };
+}
+
+extern "C" fn floattixf_impl(v: i128, out: *mut u8) {
+    xf_write(v < 0, v.unsigned_abs(), out)
+}
+extern "C" fn floatuntixf_impl(v: u128, out: *mut u8) {
+    xf_write(false, v, out)
+}
+extern "C" fn floatdixf_impl(v: i64, out: *mut u8) {
+    xf_write(v < 0, u128::from(v.unsigned_abs()), out)
+}
+extern "C" fn floatundixf_impl(v: u64, out: *mut u8) {
+    xf_write(false, u128::from(v), out)
+}
+
+/// A naked export taking one `long double` (on the stack) and returning what IMPL(ptr)
+/// returns in rax(:rdx).
+macro_rules! from_xf {
+    ($($name:literal => $f:ident = $imp:ident;)*) => {$(
+        #[doc = concat!("`", $name, "` (x87 extended argument).")]
+        #[unsafe(naked)]
+        #[unsafe(export_name = aps5_prx_macros::trampoline_str!($name))]
+        pub unsafe extern "C" fn $f() {
+            core::arch::naked_asm!("lea rdi, [rsp+8]", "jmp {imp}", imp = sym $imp)
+        }
+    )*};
+}
+
+/// A naked export returning a `long double` in st(0): IMPL(args..., out) fills 16 bytes of
+/// stack, which are then loaded.
+macro_rules! to_xf {
+    ($($name:literal => $f:ident = $imp:ident, $out:literal;)*) => {$(
+        #[doc = concat!("`", $name, "` (x87 extended result).")]
+        #[unsafe(naked)]
+        #[unsafe(export_name = aps5_prx_macros::trampoline_str!($name))]
+        pub unsafe extern "C" fn $f() {
+            core::arch::naked_asm!(
+                "sub rsp, 24",
+                concat!("mov ", $out, ", rsp"),
+                "call {imp}",
+                "fld tbyte ptr [rsp]",
+                "add rsp, 24",
+                "ret",
+                imp = sym $imp,
+            )
+        }
+    )*};
+}
+
+from_xf! {
+    "__fixxfdi" => fixxfdi = fixxfdi_impl;
+    "__fixxfti" => fixxfti = fixxfti_impl;
+    "__fixunsxfsi" => fixunsxfsi = fixunsxfsi_impl;
+    "__fixunsxfdi" => fixunsxfdi = fixunsxfdi_impl;
+    "__fixunsxfti" => fixunsxfti = fixunsxfti_impl;
+}
+
+to_xf! {
+    "__floatdixf" => floatdixf = floatdixf_impl, "rsi";
+    "__floatundixf" => floatundixf = floatundixf_impl, "rsi";
+    "__floattixf" => floattixf = floattixf_impl, "rdx";
+    "__floatuntixf" => floatuntixf = floatuntixf_impl, "rdx";
+}
+
+/// `__powixf2(long double a, int b)`: repeated squaring on the x87 stack (each product
+/// rounded to extended precision, as C's `long double` arithmetic), the reciprocal for b < 0.
+#[unsafe(naked)]
+#[unsafe(export_name = aps5_prx_macros::trampoline_str!("__powixf2"))]
+pub unsafe extern "C" fn powixf2() {
+    core::arch::naked_asm!(
+        "fld tbyte ptr [rsp+8]", // st0 = base
+        "fld1",                  // st0 = r, st1 = base
+        "mov eax, edi",
+        "test eax, eax",
+        "jns 2f",
+        "neg eax",
+        "2:",
+        "test eax, 1",
+        "jz 3f",
+        "fmul st(0), st(1)", // r *= base
+        "3:",
+        "shr eax, 1",
+        "jz 4f",
+        "fxch st(1)",
+        "fmul st(0), st(0)", // base *= base
+        "fxch st(1)",
+        "jmp 2b",
+        "4:",
+        "fstp st(1)", // drop base, keep r
+        "test edi, edi",
+        "jns 5f",
+        "fld1",
+        "fdiv st(0), st(1)", // st0 = 1 / r
+        "fstp st(1)",
+        "5:",
+        "ret",
+    )
+}
