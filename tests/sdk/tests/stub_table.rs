@@ -72,7 +72,8 @@ fn every_declared_symbol_has_a_row() {
         .collect();
     std::fs::write(&src, text).unwrap();
     let out = Command::new(clang)
-        .args(["--target=x86_64-pc-freebsd12-elf", "-nostdinc", "-isystem"])
+        // -fshort-wchar: the SDK's 2-byte wchar_t (wchar.h checks it).
+        .args(["--target=x86_64-pc-freebsd12-elf", "-fshort-wchar", "-nostdinc", "-isystem"])
         .arg(&include)
         .args(["-fsyntax-only", "-Xclang", "-ast-dump=json"])
         .arg(&src)
