@@ -10,9 +10,7 @@
 //! or misaligned objects take one of 64 spinlocks chosen by address, as compiler-rt does.
 //! The size-less `__atomic_*_n` names (GCC builtins with no library ABI) are not served.
 
-use std::sync::atomic::{
-    AtomicBool, AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering::SeqCst,
-};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering::SeqCst};
 
 use aps5_prx_macros::nid;
 
@@ -85,22 +83,66 @@ macro_rules! sized {
     };
 }
 
-sized!(u8, AtomicU8, "__atomic_load_1", "__atomic_store_1", "__atomic_exchange_1",
-    "__atomic_compare_exchange_1", "__atomic_fetch_add_1", "__atomic_fetch_sub_1",
-    "__atomic_fetch_and_1", "__atomic_fetch_or_1", "__atomic_fetch_xor_1", n1);
-sized!(u16, AtomicU16, "__atomic_load_2", "__atomic_store_2", "__atomic_exchange_2",
-    "__atomic_compare_exchange_2", "__atomic_fetch_add_2", "__atomic_fetch_sub_2",
-    "__atomic_fetch_and_2", "__atomic_fetch_or_2", "__atomic_fetch_xor_2", n2);
-sized!(u32, AtomicU32, "__atomic_load_4", "__atomic_store_4", "__atomic_exchange_4",
-    "__atomic_compare_exchange_4", "__atomic_fetch_add_4", "__atomic_fetch_sub_4",
-    "__atomic_fetch_and_4", "__atomic_fetch_or_4", "__atomic_fetch_xor_4", n4);
-sized!(u64, AtomicU64, "__atomic_load_8", "__atomic_store_8", "__atomic_exchange_8",
-    "__atomic_compare_exchange_8", "__atomic_fetch_add_8", "__atomic_fetch_sub_8",
-    "__atomic_fetch_and_8", "__atomic_fetch_or_8", "__atomic_fetch_xor_8", n8);
+sized!(
+    u8,
+    AtomicU8,
+    "__atomic_load_1",
+    "__atomic_store_1",
+    "__atomic_exchange_1",
+    "__atomic_compare_exchange_1",
+    "__atomic_fetch_add_1",
+    "__atomic_fetch_sub_1",
+    "__atomic_fetch_and_1",
+    "__atomic_fetch_or_1",
+    "__atomic_fetch_xor_1",
+    n1
+);
+sized!(
+    u16,
+    AtomicU16,
+    "__atomic_load_2",
+    "__atomic_store_2",
+    "__atomic_exchange_2",
+    "__atomic_compare_exchange_2",
+    "__atomic_fetch_add_2",
+    "__atomic_fetch_sub_2",
+    "__atomic_fetch_and_2",
+    "__atomic_fetch_or_2",
+    "__atomic_fetch_xor_2",
+    n2
+);
+sized!(
+    u32,
+    AtomicU32,
+    "__atomic_load_4",
+    "__atomic_store_4",
+    "__atomic_exchange_4",
+    "__atomic_compare_exchange_4",
+    "__atomic_fetch_add_4",
+    "__atomic_fetch_sub_4",
+    "__atomic_fetch_and_4",
+    "__atomic_fetch_or_4",
+    "__atomic_fetch_xor_4",
+    n4
+);
+sized!(
+    u64,
+    AtomicU64,
+    "__atomic_load_8",
+    "__atomic_store_8",
+    "__atomic_exchange_8",
+    "__atomic_compare_exchange_8",
+    "__atomic_fetch_add_8",
+    "__atomic_fetch_sub_8",
+    "__atomic_fetch_and_8",
+    "__atomic_fetch_or_8",
+    "__atomic_fetch_xor_8",
+    n8
+);
 
 /// Whether an object of SIZE bytes at P is handled by lock-free instructions.
 fn lock_free(size: usize, p: usize) -> bool {
-    matches!(size, 1 | 2 | 4 | 8) && p % size == 0
+    matches!(size, 1 | 2 | 4 | 8) && p.is_multiple_of(size)
 }
 
 /// `__atomic_is_lock_free(size, ptr)` (a NULL pointer: typical alignment).

@@ -19,7 +19,7 @@ macro_rules! rt {
     ($($name:literal => fn $f:ident($($a:ident: $t:ty),*) -> $r:ty $body:block)*) => {$(
         #[doc = concat!("`", $name, "`.")]
         #[nid($name)]
-        pub extern "C" fn $f($($a: $t),*) -> $r $body
+        pub unsafe extern "C" fn $f($($a: $t),*) -> $r $body
     )*};
 }
 

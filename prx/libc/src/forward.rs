@@ -218,82 +218,90 @@ mod tests {
             match sig {
                 "(f64) -> f64" => D.iter().for_each(|&x| {
                     call(&mut || {
-                        std::hint::black_box(t::<_, extern "C" fn(f64) -> f64>(f)(x));
+                        std::hint::black_box(t::<*const (), extern "C" fn(f64) -> f64>(f)(x));
                     })
                 }),
                 "(f32) -> f32" => F.iter().for_each(|&x| {
                     call(&mut || {
-                        std::hint::black_box(t::<_, extern "C" fn(f32) -> f32>(f)(x));
+                        std::hint::black_box(t::<*const (), extern "C" fn(f32) -> f32>(f)(x));
                     })
                 }),
                 "(f64) -> i64" => D.iter().for_each(|&x| {
                     call(&mut || {
-                        std::hint::black_box(t::<_, extern "C" fn(f64) -> i64>(f)(x));
+                        std::hint::black_box(t::<*const (), extern "C" fn(f64) -> i64>(f)(x));
                     })
                 }),
                 "(f32) -> i64" => F.iter().for_each(|&x| {
                     call(&mut || {
-                        std::hint::black_box(t::<_, extern "C" fn(f32) -> i64>(f)(x));
+                        std::hint::black_box(t::<*const (), extern "C" fn(f32) -> i64>(f)(x));
                     })
                 }),
                 "(f64, f64) -> f64" => D.iter().for_each(|&x| {
                     D.iter().for_each(|&y| {
                         call(&mut || {
-                            std::hint::black_box(t::<_, extern "C" fn(f64, f64) -> f64>(f)(x, y));
+                            std::hint::black_box(
+                                t::<*const (), extern "C" fn(f64, f64) -> f64>(f)(x, y),
+                            );
                         })
                     })
                 }),
                 "(f32, f32) -> f32" => F.iter().for_each(|&x| {
                     F.iter().for_each(|&y| {
                         call(&mut || {
-                            std::hint::black_box(t::<_, extern "C" fn(f32, f32) -> f32>(f)(x, y));
+                            std::hint::black_box(
+                                t::<*const (), extern "C" fn(f32, f32) -> f32>(f)(x, y),
+                            );
                         })
                     })
                 }),
                 "(f64, i32) -> f64" => D.iter().for_each(|&x| {
                     E.iter().for_each(|&y| {
                         call(&mut || {
-                            std::hint::black_box(t::<_, extern "C" fn(f64, i32) -> f64>(f)(x, y));
+                            std::hint::black_box(
+                                t::<*const (), extern "C" fn(f64, i32) -> f64>(f)(x, y),
+                            );
                         })
                     })
                 }),
                 "(f32, i32) -> f32" => F.iter().for_each(|&x| {
                     E.iter().for_each(|&y| {
                         call(&mut || {
-                            std::hint::black_box(t::<_, extern "C" fn(f32, i32) -> f32>(f)(x, y));
+                            std::hint::black_box(
+                                t::<*const (), extern "C" fn(f32, i32) -> f32>(f)(x, y),
+                            );
                         })
                     })
                 }),
                 "(f64, *mut i32) -> f64" => D.iter().for_each(|&x| {
                     let mut e = 0;
                     call(&mut || {
-                        std::hint::black_box(t::<_, extern "C" fn(f64, *mut i32) -> f64>(f)(
-                            x, &mut e,
-                        ));
+                        std::hint::black_box(t::<*const (), extern "C" fn(f64, *mut i32) -> f64>(
+                            f,
+                        )(x, &mut e));
                     })
                 }),
                 "(f32, *mut i32) -> f32" => F.iter().for_each(|&x| {
                     let mut e = 0;
                     call(&mut || {
-                        std::hint::black_box(t::<_, extern "C" fn(f32, *mut i32) -> f32>(f)(
-                            x, &mut e,
-                        ));
+                        std::hint::black_box(t::<*const (), extern "C" fn(f32, *mut i32) -> f32>(
+                            f,
+                        )(x, &mut e));
                     })
                 }),
                 "(f64, *mut f64) -> f64" => D.iter().for_each(|&x| {
                     let mut i = 0.0;
                     call(&mut || {
-                        std::hint::black_box(t::<_, extern "C" fn(f64, *mut f64) -> f64>(f)(
-                            x, &mut i,
-                        ));
+                        std::hint::black_box(t::<*const (), extern "C" fn(f64, *mut f64) -> f64>(
+                            f,
+                        )(x, &mut i));
                     })
                 }),
                 "(f32, *mut f32) -> f32" => F.iter().for_each(|&x| {
                     let mut i = 0.0;
                     call(&mut || {
-                        std::hint::black_box(t::<_, extern "C" fn(f32, *mut f32) -> f32>(f)(
-                            x, &mut i,
-                        ));
+                        std::hint::black_box(t::<*const (), extern "C" fn(f32, *mut f32) -> f32>(
+                            f,
+                        )(x, &mut i));
                     })
                 }),
                 other => panic!("no math probe for the signature {other}"),

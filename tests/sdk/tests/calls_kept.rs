@@ -56,16 +56,19 @@ fn compiler_runtime_calls_survive_every_optimisation_level() {
     let dir = aps5_sdk::fixtures_dir();
     let src = std::fs::read_to_string(dir.join("compiler_rt/main.c")).unwrap();
     let names = runtime_calls(&src);
-    assert!(names.len() > 100, "only {} helpers found in compiler_rt", names.len());
+    assert!(
+        names.len() > 100,
+        "only {} helpers found in compiler_rt",
+        names.len()
+    );
     for fixture in ["compiler_rt", "compiler_rt_O0"] {
         let dis = objdump(&dir.join(fixture), false, &["-d", "--no-show-raw-insn"]);
         let missing: Vec<&String> = names
             .iter()
             .filter(|n| {
                 let target = format!("<{n}@plt>");
-                !dis.lines().any(|l| {
-                    (l.contains("\tcall") || l.contains("\tjmp")) && l.contains(&target)
-                })
+                !dis.lines()
+                    .any(|l| (l.contains("\tcall") || l.contains("\tjmp")) && l.contains(&target))
             })
             .collect();
         assert!(
@@ -100,16 +103,31 @@ fn errno_fixture_calls_survive_every_optimisation_level() {
             }
         }
     }
-    names.retain(|n| n.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_') && n.len() > 1);
-    assert!(names.len() > 50, "only {} functions found in errno_host", names.len());
+    names.retain(|n| {
+        n.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            && n.len() > 1
+    });
+    assert!(
+        names.len() > 50,
+        "only {} functions found in errno_host",
+        names.len()
+    );
     for fixture in ["errno_host", "errno_host_O0"] {
         let dis = objdump(&dir.join(fixture), false, &["-d", "--no-show-raw-insn"]);
         let relocs = objdump(&dir.join(fixture), false, &["-R"]);
         let missing: Vec<&String> = names
             .iter()
-            .filter(|n| !relocs.lines().any(|l| l.split_whitespace().nth(2) == Some(n.as_str())))
+            .filter(|n| {
+                !relocs
+                    .lines()
+                    .any(|l| l.split_whitespace().nth(2) == Some(n.as_str()))
+            })
             .collect();
-        assert!(missing.is_empty(), "{fixture}: {missing:?} never referenced");
+        assert!(
+            missing.is_empty(),
+            "{fixture}: {missing:?} never referenced"
+        );
         assert!(
             !dis.contains("sqrtsd") && !dis.contains("sqrtss"),
             "{fixture}: sqrt became an instruction"

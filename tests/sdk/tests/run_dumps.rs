@@ -63,7 +63,10 @@ const SKIP: &[(&str, &str)] = &[
     ("errno_host", "needs libc.prx's FreeBSD errno numbering"),
     ("errno_host_O0", "needs libc.prx's FreeBSD errno numbering"),
     ("compiler_rt", "needs libc.prx's compiler-runtime helpers"),
-    ("compiler_rt_O0", "needs libc.prx's compiler-runtime helpers"),
+    (
+        "compiler_rt_O0",
+        "needs libc.prx's compiler-runtime helpers",
+    ),
     ("stdatomic", "needs libc.prx's __atomic_* library calls"),
     // sceNet* calls and FreeBSD sockaddrs have no host-libc counterpart to bind to.
     (

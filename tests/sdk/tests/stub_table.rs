@@ -73,7 +73,12 @@ fn every_declared_symbol_has_a_row() {
     std::fs::write(&src, text).unwrap();
     let out = Command::new(clang)
         // -fshort-wchar: the SDK's 2-byte wchar_t (wchar.h checks it).
-        .args(["--target=x86_64-pc-freebsd12-elf", "-fshort-wchar", "-nostdinc", "-isystem"])
+        .args([
+            "--target=x86_64-pc-freebsd12-elf",
+            "-fshort-wchar",
+            "-nostdinc",
+            "-isystem",
+        ])
         .arg(&include)
         .args(["-fsyntax-only", "-Xclang", "-ast-dump=json"])
         .arg(&src)
