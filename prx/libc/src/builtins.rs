@@ -10,8 +10,8 @@
 //! (`__ge`/`__gt`), conversions to integers saturate, the `v` forms abort on overflow.
 //! Division by zero is undefined in C; here it aborts with Rust's message.
 //! The x87 `long double` conversions and `__powixf2` are short naked shims around the same
-//! arithmetic on the 10-byte format. Not served yet: `__divxc3` and `__mulxc3` (complex
-//! `long double`), which fail as unimplemented.
+//! arithmetic on the 10-byte format; `__divxc3` and `__mulxc3` (complex `long double`) jump
+//! to the host libgcc's.
 
 use aps5_prx_macros::nid;
 
@@ -544,4 +544,28 @@ pub unsafe extern "C" fn powixf2() {
         "5:",
         "ret",
     )
+}
+
+// Complex `long double` multiply and divide: the host's libgcc (already loaded: Rust's
+// unwinder is libgcc_s) computes them with the same ABI (four values on the stack, the
+// result in st(0)/st(1)), so the exports jump there.
+unsafe extern "C" {
+    #[link_name = "__mulxc3"]
+    fn host_mulxc3();
+    #[link_name = "__divxc3"]
+    fn host_divxc3();
+}
+
+/// `__mulxc3` (the host libgcc's).
+#[unsafe(naked)]
+#[unsafe(export_name = aps5_prx_macros::trampoline_str!("__mulxc3"))]
+pub unsafe extern "C" fn mulxc3() {
+    core::arch::naked_asm!("jmp {f}", f = sym host_mulxc3)
+}
+
+/// `__divxc3` (the host libgcc's).
+#[unsafe(naked)]
+#[unsafe(export_name = aps5_prx_macros::trampoline_str!("__divxc3"))]
+pub unsafe extern "C" fn divxc3() {
+    core::arch::naked_asm!("jmp {f}", f = sym host_divxc3)
 }

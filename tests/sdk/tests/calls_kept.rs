@@ -134,3 +134,27 @@ fn errno_fixture_calls_survive_every_optimisation_level() {
         );
     }
 }
+
+#[test]
+fn large_atomics_become_the_generic_library_calls() {
+    // `_Atomic triple` (24 bytes) in the stdatomic fixture: clang must call the generic
+    // functions libSceLibcInternal exports, at -O2 as well.
+    let dis = objdump(
+        &aps5_sdk::fixtures_dir().join("stdatomic"),
+        false,
+        &["-d", "--no-show-raw-insn"],
+    );
+    for n in [
+        "__atomic_load",
+        "__atomic_store",
+        "__atomic_exchange",
+        "__atomic_compare_exchange",
+    ] {
+        let target = format!("<{n}@plt>");
+        assert!(
+            dis.lines()
+                .any(|l| (l.contains("\tcall") || l.contains("\tjmp")) && l.contains(&target)),
+            "stdatomic: no call to {n}"
+        );
+    }
+}
