@@ -136,7 +136,10 @@ impl CacheError {
         let path = path.to_path_buf();
         match source.sqlite_error_code() {
             Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => {
-                CacheError::IndexCorrupt { path, error: source }
+                CacheError::IndexCorrupt {
+                    path,
+                    error: source,
+                }
             }
             Some(
                 ErrorCode::ReadOnly
@@ -144,11 +147,18 @@ impl CacheError {
                 | ErrorCode::PermissionDenied
                 | ErrorCode::DiskFull
                 | ErrorCode::AuthorizationForStatementDenied,
-            ) => CacheError::IndexNotWritable { path, error: source },
-            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
-                CacheError::IndexBusy { path, error: source }
-            }
-            _ => CacheError::Index { path, error: source },
+            ) => CacheError::IndexNotWritable {
+                path,
+                error: source,
+            },
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => CacheError::IndexBusy {
+                path,
+                error: source,
+            },
+            _ => CacheError::Index {
+                path,
+                error: source,
+            },
         }
     }
 

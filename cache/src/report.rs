@@ -210,7 +210,11 @@ impl fmt::Display for VerifyReport {
         }
         writeln!(f, "not regular files:  {}", self.bad_entries.len())?;
         for b in &self.bad_entries {
-            let done = if b.removed { "removed" } else { "COULD NOT BE REMOVED" };
+            let done = if b.removed {
+                "removed"
+            } else {
+                "COULD NOT BE REMOVED"
+            };
             writeln!(f, "  {} ({}; {done})", b.path.display(), b.what)?;
         }
         for p in &self.unremoved {

@@ -411,7 +411,8 @@ impl Cache {
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(err)?;
             if version == 1 {
-                tx.execute_batch("DROP TABLE IF EXISTS files;").map_err(err)?;
+                tx.execute_batch("DROP TABLE IF EXISTS files;")
+                    .map_err(err)?;
             }
             tx.execute_batch(SCHEMA).map_err(err)?;
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)
@@ -1029,7 +1030,9 @@ impl Cache {
 
     /// Checks every blob file against its name and the index against the files, repairing
     /// what it can: corrupt blobs and rows of missing blobs are removed, valid orphan files
-    /// adopted, temp files of dead writers removed. Safe while other processes use the cache.
+    /// adopted, temp files of dead writers removed, remembered file hashes checked. Safe while
+    /// other processes use the cache. An index failing SQLite's integrity check stops it
+    /// there (only `index_problems` is filled in): [`Cache::verify_dir`] rebuilds such an index.
     pub fn verify(&self) -> Result<VerifyReport, CacheError> {
         self.flush()?;
         let mut report = VerifyReport {
@@ -1050,6 +1053,11 @@ impl Cache {
                     report.index_problems.push(line);
                 }
             }
+        }
+        if !report.index_problems.is_empty() {
+            // Nothing is judged against a damaged index (its rows may name wrong sizes, and
+            // good blobs would be removed): `verify_dir` rebuilds it, then verifies.
+            return Ok(report);
         }
         let sweep =
             sweep_temps(&self.tmp_dir).map_err(|e| CacheError::io("clean", &self.tmp_dir, e))?;
@@ -1085,12 +1093,15 @@ impl Cache {
         } in listing.found
         {
             // The same checks as a read (no link, no FIFO: the entry may have been swapped
-            // since the listing), bounded by the size the listing saw.
-            let outcome = match fsutil::open_regular(&path, false, Some(size)) {
+            // since the listing; the size the index records, so a huge sparse file is refused
+            // unread), bounded by that size. An orphan is bounded by the size listed.
+            let want = rows.get(&hash).copied().unwrap_or(size);
+            let outcome = match fsutil::open_regular(&path, false, Some(want)) {
                 Ok((f, len)) => hash_reader(&mut (&f).take(len), len).map(|(got, n)| (got, n, f)),
                 Err(fsutil::OpenRefused::Missing) => continue,
                 Err(fsutil::OpenRefused::Wrong(what)) => {
-                    // Swapped for something else after the listing.
+                    // The wrong size, or swapped for something else after the listing.
+                    tracing::warn!(blob = %path.display(), what, "corrupt cache blob: removing it");
                     let removed = fsutil::remove_entry(&path);
                     corrupt_hashes.push(hash);
                     report.bad_entries.push(BadEntry {
@@ -1191,7 +1202,14 @@ impl Cache {
                 .prepare("SELECT path, size, mtime_ns, inode, hash, row_check FROM files")
                 .map_err(|e| self.db_err(e))?;
             stmt.query_map([], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
             })
             .and_then(|rows| rows.collect())
             .map_err(|e| self.db_err(e))?
@@ -1205,7 +1223,8 @@ impl Cache {
                 mtime_ns,
                 inode: inode as u64,
             };
-            let Some(hash) = hash_from_sql(hash).filter(|h| file_row_check(&path, &stamp, h) == check)
+            let Some(hash) =
+                hash_from_sql(hash).filter(|h| file_row_check(&path, &stamp, h) == check)
             else {
                 report.file_rows.push(FileRowProblem {
                     path: path.clone(),
@@ -1232,7 +1251,9 @@ impl Cache {
             tracing::warn!(file = %path, remembered = %hash, actual = %got, "wrong remembered file hash: corrected");
             report.file_rows.push(FileRowProblem {
                 path: path.clone(),
-                problem: format!("remembered blake3 {hash}, but the file hashes to {got}: corrected"),
+                problem: format!(
+                    "remembered blake3 {hash}, but the file hashes to {got}: corrected"
+                ),
             });
             let new_check = file_row_check(&path, &stamp, &got);
             fixed.push((path, check, got, new_check));
