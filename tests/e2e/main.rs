@@ -5,5 +5,6 @@ mod common;
 
 mod bad_input;
 mod build;
+mod cache_integrity;
 mod crash;
 mod homebrew;
