@@ -250,6 +250,11 @@ fn special_file_blobs_keep_the_build_bounded_and_are_rewritten() {
         tried += 1;
         let (status, err, rss_kib) = bounded_build(&p.dir());
         eprintln!("{kind}: peak RSS of the builds so far {rss_kib} KiB");
+        // A build needs tens of MiB; reading /dev/zero would approach the limit.
+        if rss_kib > 1 << 20 {
+            lost.push(format!("{kind}: peak RSS {rss_kib} KiB"));
+            continue;
+        }
         match status {
             Some(s) if s.success() => {}
             Some(s) => {
