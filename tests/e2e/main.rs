@@ -5,6 +5,7 @@ mod common;
 
 mod bad_input;
 mod build;
+mod cache_integrity;
 mod confinement;
 mod crash;
 mod homebrew;

@@ -141,10 +141,8 @@ impl Db for Database {
     fn prx(&self) -> Result<&HostPrx, QueryError> {
         self.prx
             .get_or_init(|| {
-                let set = PrxSet::installed().map_err(|e| QueryError {
-                    path: PathBuf::from("libs"),
-                    message: e.to_string(),
-                })?;
+                let set = PrxSet::installed()
+                    .map_err(|e| QueryError::new(PathBuf::from("libs"), e.to_string()))?;
                 let files: Vec<_> = set
                     .files()
                     .into_iter()
@@ -171,8 +169,22 @@ impl Db for Database {
 /// A query failure, kept as a cloneable message so salsa can store it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueryError {
+    /// The file concerned (empty when the message names its own, as cache errors do).
     pub path: PathBuf,
     pub message: String,
+    /// The file's bytes did not hash to what the scan said: a rebuild with fresh hashes
+    /// repairs it (see `BuildError::is_input_changed`).
+    pub input_changed: bool,
+}
+
+impl QueryError {
+    pub fn new(path: PathBuf, message: String) -> QueryError {
+        QueryError {
+            path,
+            message,
+            input_changed: false,
+        }
+    }
 }
 
 /// Whether a dump file is a PS4/PS5 module, from its path and first bytes: the content decides
@@ -247,14 +259,13 @@ pub fn module_files(db: &dyn Db, dump: Dump) -> Vec<SourceFile> {
         .collect()
 }
 
-/// Reads a module file and checks it still has the bytes the scan hashed.
+/// Reads a module file and checks it still has the bytes the scan hashed. Only a regular
+/// file is read, and no more than one byte past the size the scan saw (a file swapped for a
+/// FIFO or a device after the scan cannot hang or flood the build).
 fn read_verified(db: &dyn Db, file: SourceFile) -> Result<Vec<u8>, QueryError> {
     let abs = file.abs(db);
-    let fail = |message: String| QueryError {
-        path: abs.clone(),
-        message,
-    };
-    let bytes = std::fs::read(abs).map_err(|e| {
+    let fail = |message: String| QueryError::new(abs.clone(), message);
+    let bytes = read_bounded(abs, file.size(db)).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             fail(
                 "the file vanished during the build; nothing was written: run the build again"
@@ -265,10 +276,38 @@ fn read_verified(db: &dyn Db, file: SourceFile) -> Result<Vec<u8>, QueryError> {
         }
     })?;
     if ContentHash::of(&bytes) != file.hash(db) {
-        return Err(fail(
-            "the file changed while the build was reading it; nothing was written: run the build again once the dump is stable".into(),
+        return Err(QueryError {
+            input_changed: true,
+            ..fail(
+                "the file changed while the build was reading it; nothing was written: run the build again once the dump is stable".into(),
+            )
+        });
+    }
+    Ok(bytes)
+}
+
+/// Reads a regular file: opened without blocking (a FIFO), checked with fstat, at most
+/// `size + 1` bytes (so a grown file shows as changed, and a huge one cannot fill memory).
+fn read_bounded(path: &std::path::Path, size: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "it is {}, not a regular file",
+                aps5_cache::describe_kind(meta.file_type())
+            ),
         ));
     }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len().min(size)).unwrap_or(0));
+    // A regular file never blocks, so O_NONBLOCK can stay set for the read.
+    file.take(size.saturating_add(1)).read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 
@@ -318,10 +357,8 @@ where
 
 impl From<aps5_cache::CacheError> for QueryError {
     fn from(e: aps5_cache::CacheError) -> Self {
-        QueryError {
-            path: PathBuf::new(),
-            message: e.to_string(),
-        }
+        // The cache's messages name their own file.
+        QueryError::new(PathBuf::new(), e.to_string())
     }
 }
 
@@ -341,10 +378,8 @@ pub fn module(db: &dyn Db, file: SourceFile) -> Result<Arc<aps5_elf::Module>, Qu
         },
         || {
             let bytes = read_verified(db, file)?;
-            let m = aps5_elf::parse(&bytes).map_err(|e| QueryError {
-                path: file.abs(db).clone(),
-                message: e.to_string(),
-            })?;
+            let m = aps5_elf::parse(&bytes)
+                .map_err(|e| QueryError::new(file.abs(db).clone(), e.to_string()))?;
             let encoded = serde_json::to_vec(&m).expect("a module serializes");
             Ok((Arc::new(m), encoded))
         },
@@ -465,10 +500,7 @@ fn relink_options(db: &dyn Db, dump: Dump, module: Option<SourceFile>) -> Relink
 }
 
 fn relink_error(db: &dyn Db, file: SourceFile, e: aps5_relink::RelinkError) -> QueryError {
-    QueryError {
-        path: file.abs(db).clone(),
-        message: e.to_string(),
-    }
+    QueryError::new(file.abs(db).clone(), e.to_string())
 }
 
 /// A bundled module relinked into a Linux shared object (exports named by NID), memoized.
