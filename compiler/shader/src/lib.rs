@@ -34,6 +34,7 @@ pub mod operand;
 pub mod oracle;
 pub mod print;
 pub mod table;
+pub mod translate;
 #[allow(clippy::all)]
 pub(crate) mod tables;
 
