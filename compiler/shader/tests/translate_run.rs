@@ -45,10 +45,14 @@ fn to_u32s(b: &[u8]) -> Vec<u32> {
 fn run(gpu: &Gpu, k: &Kernel, local: u32, groups: u32, args: Vec<Arg>) -> Run {
     let mut state = k.state.clone();
     state.workgroup_size = [local, 1, 1];
-    let t = translate_compute(&k.code, &state, &Options {
-        loop_limit: 1 << 20,
-        ..Default::default()
-    })
+    let t = translate_compute(
+        &k.code,
+        &state,
+        &Options {
+            loop_limit: 1 << 20,
+            ..Default::default()
+        },
+    )
     .unwrap_or_else(|e| panic!("{}: {e}", k.name));
     // Regions, each 256-byte aligned: packet, kernargs, buffers.
     let mut regions: Vec<(u64, Vec<u8>, u32)> = Vec::new();
@@ -68,7 +72,11 @@ fn run(gpu: &Gpu, k: &Kernel, local: u32, groups: u32, args: Vec<Arg>) -> Run {
     packet[20..24].copy_from_slice(&1u32.to_le_bytes());
     place(packet, PERM_READ, &mut regions);
     let kernarg_idx = regions.len();
-    place(vec![0u8; k.kernarg_size.max(8) as usize], PERM_READ, &mut regions);
+    place(
+        vec![0u8; k.kernarg_size.max(8) as usize],
+        PERM_READ,
+        &mut regions,
+    );
     let mut kernargs = vec![0u8; k.kernarg_size.max(8) as usize];
     let mut ka = 0usize;
     let mut buf_regions = Vec::new();
@@ -155,7 +163,6 @@ fn run(gpu: &Gpu, k: &Kernel, local: u32, groups: u32, args: Vec<Arg>) -> Run {
             required_subgroup_size: None,
         })
         .unwrap_or_else(|e| panic!("{}: {e}", k.name));
-    let _ = t.local_size;
     gpu.dispatch(&pipe, &pc, [groups, 1, 1])
         .unwrap_or_else(|e| panic!("{}: {e}", k.name));
     gpu.check_validation().unwrap();
@@ -180,18 +187,26 @@ fn hash(i: u32) -> u32 {
 fn kernels_match_their_source_on_vulkan() {
     let gpu = gpu();
     for wave64 in [false, true] {
-        let Some(ks) = build(wave64, [64, 1, 1]) else { return };
+        let Some(ks) = build(wave64, [64, 1, 1]) else {
+            return;
+        };
         let w = if wave64 { "wave64" } else { "wave32" };
         // add: c[i] = a[i] * 3 + b[i] for i < n (n not a multiple of the wave).
         let n = 150u32;
         let a: Vec<u32> = (0..160).map(hash).collect();
         let b: Vec<u32> = (0..160).map(|i| hash(i + 1000)).collect();
-        let r = run(&gpu, kernel(&ks, "add"), 64, 3, vec![
-            Arg::Buf(u32s(&a)),
-            Arg::Buf(u32s(&b)),
-            Arg::Buf(vec![0xEE; 160 * 4]),
-            Arg::U32(n),
-        ]);
+        let r = run(
+            &gpu,
+            kernel(&ks, "add"),
+            64,
+            3,
+            vec![
+                Arg::Buf(u32s(&a)),
+                Arg::Buf(u32s(&b)),
+                Arg::Buf(vec![0xEE; 160 * 4]),
+                Arg::U32(n),
+            ],
+        );
         let c = to_u32s(&r.bufs[2]);
         for i in 0..160 {
             let want = if (i as u32) < n {
@@ -205,10 +220,13 @@ fn kernels_match_their_source_on_vulkan() {
 
         // reduce: out[g] = sum of the group's 64 inputs (LDS + barriers).
         let a: Vec<u32> = (0..256).map(hash).collect();
-        let r = run(&gpu, kernel(&ks, "reduce"), 64, 4, vec![
-            Arg::Buf(u32s(&a)),
-            Arg::Buf(vec![0; 16]),
-        ]);
+        let r = run(
+            &gpu,
+            kernel(&ks, "reduce"),
+            64,
+            4,
+            vec![Arg::Buf(u32s(&a)), Arg::Buf(vec![0; 16])],
+        );
         let out = to_u32s(&r.bufs[1]);
         for g in 0..4 {
             let want = a[g * 64..][..64]
@@ -219,11 +237,21 @@ fn kernels_match_their_source_on_vulkan() {
 
         // atom: a[0] += every i; b[i] = i * 0x100000001 + b[i].
         let b: Vec<u64> = (0..128).map(|i| (hash(i) as u64) << 7).collect();
-        let r = run(&gpu, kernel(&ks, "atom"), 64, 2, vec![
-            Arg::Buf(u32s(&[5])),
-            Arg::Buf(b.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        ]);
-        assert_eq!(to_u32s(&r.bufs[0])[0], 5 + (0..128).sum::<u32>(), "{w} atom a[0]");
+        let r = run(
+            &gpu,
+            kernel(&ks, "atom"),
+            64,
+            2,
+            vec![
+                Arg::Buf(u32s(&[5])),
+                Arg::Buf(b.iter().flat_map(|x| x.to_le_bytes()).collect()),
+            ],
+        );
+        assert_eq!(
+            to_u32s(&r.bufs[0])[0],
+            5 + (0..128).sum::<u32>(),
+            "{w} atom a[0]"
+        );
         for i in 0..128 {
             let got = u64::from_le_bytes(r.bufs[1][i * 8..][..8].try_into().unwrap());
             let want = (i as u64).wrapping_mul(0x1_0000_0001).wrapping_add(b[i]);
@@ -271,16 +299,32 @@ fn kernels_match_their_source_on_vulkan() {
 #[test]
 fn out_of_bounds_store_is_reported_and_dropped() {
     let gpu = gpu();
-    let Some(ks) = build(false, [64, 1, 1]) else { return };
+    let Some(ks) = build(false, [64, 1, 1]) else {
+        return;
+    };
     // n larger than the buffers: lanes 16.. write past c, which must fault, not corrupt.
     let a = vec![1u32; 16];
-    let r = run(&gpu, kernel(&ks, "add"), 64, 1, vec![
-        Arg::Buf(u32s(&a)),
-        Arg::Buf(u32s(&a)),
-        Arg::Buf(vec![0; 16 * 4]),
-        Arg::U32(64),
-    ]);
-    assert_eq!(r.fault.fault(), Some(FaultReason::Unmapped), "{:?}", r.fault);
+    let r = run(
+        &gpu,
+        kernel(&ks, "add"),
+        64,
+        1,
+        vec![
+            Arg::Buf(u32s(&a)),
+            Arg::Buf(u32s(&a)),
+            Arg::Buf(vec![0; 16 * 4]),
+            Arg::U32(64),
+        ],
+    );
+    assert_eq!(
+        r.fault.fault(),
+        Some(FaultReason::Unmapped),
+        "{:?}",
+        r.fault
+    );
     assert_eq!(r.fault.bytes, 4);
-    assert!(to_u32s(&r.bufs[2]).iter().all(|&x| x == 4), "in-bounds results kept");
+    assert!(
+        to_u32s(&r.bufs[2]).iter().all(|&x| x == 4),
+        "in-bounds results kept"
+    );
 }

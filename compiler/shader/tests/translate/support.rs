@@ -66,7 +66,11 @@ pub fn build(wave64: bool, local: [u32; 3]) -> Option<Vec<Kernel>> {
         cmd.arg("-mwavefrontsize64");
     }
     let out = cmd.output().unwrap();
-    assert!(out.status.success(), "clang: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "clang: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let data = std::fs::read(&obj).unwrap();
     let file = object::File::parse(&*data).unwrap();
     let text = file.section_by_name(".text").unwrap();
@@ -104,4 +108,3 @@ pub fn build(wave64: bool, local: [u32; 3]) -> Option<Vec<Kernel>> {
     assert!(out.iter().all(|k| k.state.wave64 == wave64));
     Some(out)
 }
-
