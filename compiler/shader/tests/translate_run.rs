@@ -4,6 +4,8 @@
 //! buffer ends with a fault record naming the address and instruction, and nothing else is
 //! written.
 
+#![allow(clippy::needless_range_loop)] // index loops read best against the kernel source
+
 #[path = "translate/support.rs"]
 mod support;
 

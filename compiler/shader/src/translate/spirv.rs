@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use rspirv::dr::{self, Builder, InsertPoint, Operand};
+use rspirv::dr::{Builder, Operand};
 use rspirv::spirv::{self, Word};
 
 use super::abi::{ComputeState, FaultReason, Options, PERM_READ, PERM_WRITE, push};
@@ -205,18 +205,6 @@ impl Emit {
         })
     }
 
-    /// Appends `op` with a result of type `ty` and id operands.
-    fn op(&mut self, op: spirv::Op, ty: Word, args: &[Word]) -> Res<Word> {
-        let id = self.b.id();
-        let inst = dr::Instruction::new(
-            op,
-            Some(ty),
-            Some(id),
-            args.iter().map(|a| Operand::IdRef(*a)).collect(),
-        );
-        self.b.insert_into_block(InsertPoint::End, inst)?;
-        Ok(id)
-    }
     fn ext(&mut self, inst: u32, ty: Word, args: &[Word]) -> Res<Word> {
         let g = self.glsl;
         self.b
@@ -312,32 +300,6 @@ impl Emit {
         self.b.branch(m)?;
         self.block(m)
     }
-    /// `cond ? then() : otherwise()` for u32/u64 values, through a Function variable.
-    fn if_else_value(
-        &mut self,
-        ty: Word,
-        var: Word,
-        cond: Word,
-        then: impl FnOnce(&mut Emit) -> Res<Word>,
-        otherwise: impl FnOnce(&mut Emit) -> Res<Word>,
-    ) -> Res<Word> {
-        let t = self.b.id();
-        let f = self.b.id();
-        let m = self.b.id();
-        self.b.selection_merge(m, spirv::SelectionControl::NONE)?;
-        self.b.branch_conditional(cond, t, f, [])?;
-        self.block(t)?;
-        let a = then(self)?;
-        self.store(var, a)?;
-        self.b.branch(m)?;
-        self.block(f)?;
-        let c = otherwise(self)?;
-        self.store(var, c)?;
-        self.b.branch(m)?;
-        self.block(m)?;
-        self.load(ty, var)
-    }
-
     // ---- module ------------------------------------------------------------------------------
 
     fn module(&mut self, body: &Body, state: &ComputeState, opts: &Options, waves: u32) -> Res<()> {
