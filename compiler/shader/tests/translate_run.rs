@@ -285,6 +285,92 @@ fn kernels_match_their_source_on_vulkan() {
             assert_eq!(got[i as usize] as i32, v, "{w} sw a[{i}]");
         }
 
+        // loop: a[i] = sum over k < i % 7 of a[k] * 0.5 (one wave, so every lane reads the
+        // inputs before any lane stores).
+        let a: Vec<f32> = (0..32).map(|i| (hash(i) % 1000) as f32 * 0.25).collect();
+        let r = run(&gpu, kernel(&ks, "loop"), 32, 1, vec![
+            Arg::Buf(a.iter().flat_map(|x| x.to_le_bytes()).collect()),
+            Arg::U32(32),
+        ]);
+        let got = to_u32s(&r.bufs[0]);
+        for i in 0..32 {
+            let mut s = 0f32;
+            for k in 0..i % 7 {
+                s = a[k].mul_add(0.5, s);
+            }
+            assert_eq!(f32::from_bits(got[i]), s, "{w} loop a[{i}]");
+        }
+
+        // imath: integer ALU (shifts, min/max, popcount, clz, abs, 32-bit multiply).
+        let xa: Vec<u32> = (0..64).map(|i| hash(i).rotate_left(i)).collect();
+        let yb: Vec<u32> = (0..64).map(|i| hash(i + 77)).collect();
+        let r = run(&gpu, kernel(&ks, "imath"), 64, 1, vec![
+            Arg::Buf(u32s(&xa)),
+            Arg::Buf(u32s(&yb)),
+        ]);
+        let got = to_u32s(&r.bufs[0]);
+        for i in 0..64 {
+            let (x, y) = (xa[i] as i32, yb[i]);
+            let want = (x >> 2)
+                .wrapping_add((y >> (x & 31)) as i32)
+                .wrapping_add(x.min(y as i32))
+                .wrapping_add(x.max(3))
+                .wrapping_add(x ^ y as i32)
+                .wrapping_add(y.count_ones() as i32)
+                .wrapping_add(if y != 0 { y.leading_zeros() as i32 } else { 32 })
+                .wrapping_add(x.wrapping_abs())
+                .wrapping_add(y.wrapping_mul(2654435761) as i32);
+            assert_eq!(got[i] as i32, want, "{w} imath a[{i}] x={x} y={y}");
+        }
+
+        // fmath: float ALU, conversions, compares; the GPU may contract x*y+k into an fma, so
+        // compare within a relative 1e-5.
+        let fa: Vec<f32> = (0..64).map(|i| (hash(i) % 2000) as f32 / 7.0 - 100.0).collect();
+        let fb: Vec<f32> = (0..64).map(|i| (hash(i + 5) % 2000) as f32 / 3.0 - 300.0).collect();
+        let k = 1.25f32;
+        let r = run(&gpu, kernel(&ks, "fmath"), 64, 1, vec![
+            Arg::Buf(fa.iter().flat_map(|x| x.to_le_bytes()).collect()),
+            Arg::Buf(fb.iter().flat_map(|x| x.to_le_bytes()).collect()),
+            Arg::U32(k.to_bits()),
+        ]);
+        let got = to_u32s(&r.bufs[0]);
+        for i in 0..64 {
+            let (x, y) = (fa[i], fb[i]);
+            let want = (x * y + k) - x.min(y)
+                + x.abs() * if x > y { 2.0 } else { -3.0 }
+                + i as f32
+                + (i >> 3) as f32
+                + y.abs().sqrt()
+                + x.floor();
+            let g = f32::from_bits(got[i]);
+            assert!(
+                (g - want).abs() <= 1e-5 * want.abs().max(1.0),
+                "{w} fmath a[{i}]: got {g}, want {want}"
+            );
+        }
+
+        // d64: f64 multiply-add and conversion, 64-bit integer multiply/shift/add.
+        let da: Vec<f64> = (0..64).map(|i| hash(i) as f64 / 1024.0 - 7.5).collect();
+        let db: Vec<i64> = (0..64)
+            .map(|i| ((hash(i) as i64) << 20) - (hash(i + 9) as i64) * 977)
+            .collect();
+        let r = run(&gpu, kernel(&ks, "d64"), 64, 1, vec![
+            Arg::Buf(da.iter().flat_map(|x| x.to_le_bytes()).collect()),
+            Arg::Buf(db.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        ]);
+        for i in 0..64 {
+            let ga = f64::from_le_bytes(r.bufs[0][i * 8..][..8].try_into().unwrap());
+            let want = da[i] * 1.5 + (db[i] as i32) as f64;
+            assert!(
+                (ga - want).abs() <= 1e-12 * want.abs().max(1.0),
+                "{w} d64 a[{i}]: got {ga}, want {want}"
+            );
+            let gb = i64::from_le_bytes(r.bufs[1][i * 8..][..8].try_into().unwrap());
+            let b = db[i];
+            let want = b.wrapping_mul(3).wrapping_add(b >> 3).wrapping_add(i as i64);
+            assert_eq!(gb, want, "{w} d64 b[{i}]");
+        }
+
         // xlane: a[i] = v + readfirstlane(v): the first lane of each wave.
         let a: Vec<u32> = (0..64).map(hash).collect();
         let r = run(&gpu, kernel(&ks, "xlane"), 64, 1, vec![Arg::Buf(u32s(&a))]);
