@@ -190,3 +190,23 @@ fn code_that_runs_off_the_end_is_refused() {
     .unwrap_err();
     assert!(e.to_string().contains("outside the program"), "{e}");
 }
+
+/// Dispatch state the program does not read (workgroup id SGPRs it never uses, every user
+/// SGPR count and wave size) still gives a valid module.
+#[test]
+fn unused_abi_registers_still_translate() {
+    // v_mov_b32 v0, 0 ; s_endpgm
+    for user in [0, 2, 16] {
+        for tgid in [0, 0b111] {
+            for wave64 in [false, true] {
+                let mut st = state();
+                st.pgm_rsrc2 = user << 1 | tgid << 7;
+                st.wave64 = wave64;
+                let t =
+                    translate_compute(&words("0x7e000280 0xbf810000"), &st, &Options::default())
+                        .unwrap_or_else(|e| panic!("user {user} tgid {tgid:b}: {e}"));
+                spirv_val(&t.spirv).unwrap();
+            }
+        }
+    }
+}

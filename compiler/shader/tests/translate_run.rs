@@ -288,10 +288,16 @@ fn kernels_match_their_source_on_vulkan() {
         // loop: a[i] = sum over k < i % 7 of a[k] * 0.5 (one wave, so every lane reads the
         // inputs before any lane stores).
         let a: Vec<f32> = (0..32).map(|i| (hash(i) % 1000) as f32 * 0.25).collect();
-        let r = run(&gpu, kernel(&ks, "loop"), 32, 1, vec![
-            Arg::Buf(a.iter().flat_map(|x| x.to_le_bytes()).collect()),
-            Arg::U32(32),
-        ]);
+        let r = run(
+            &gpu,
+            kernel(&ks, "loop"),
+            32,
+            1,
+            vec![
+                Arg::Buf(a.iter().flat_map(|x| x.to_le_bytes()).collect()),
+                Arg::U32(32),
+            ],
+        );
         let got = to_u32s(&r.bufs[0]);
         for i in 0..32 {
             let mut s = 0f32;
@@ -304,10 +310,13 @@ fn kernels_match_their_source_on_vulkan() {
         // imath: integer ALU (shifts, min/max, popcount, clz, abs, 32-bit multiply).
         let xa: Vec<u32> = (0..64).map(|i| hash(i).rotate_left(i)).collect();
         let yb: Vec<u32> = (0..64).map(|i| hash(i + 77)).collect();
-        let r = run(&gpu, kernel(&ks, "imath"), 64, 1, vec![
-            Arg::Buf(u32s(&xa)),
-            Arg::Buf(u32s(&yb)),
-        ]);
+        let r = run(
+            &gpu,
+            kernel(&ks, "imath"),
+            64,
+            1,
+            vec![Arg::Buf(u32s(&xa)), Arg::Buf(u32s(&yb))],
+        );
         let got = to_u32s(&r.bufs[0]);
         for i in 0..64 {
             let (x, y) = (xa[i] as i32, yb[i]);
@@ -325,14 +334,24 @@ fn kernels_match_their_source_on_vulkan() {
 
         // fmath: float ALU, conversions, compares; the GPU may contract x*y+k into an fma, so
         // compare within a relative 1e-5.
-        let fa: Vec<f32> = (0..64).map(|i| (hash(i) % 2000) as f32 / 7.0 - 100.0).collect();
-        let fb: Vec<f32> = (0..64).map(|i| (hash(i + 5) % 2000) as f32 / 3.0 - 300.0).collect();
+        let fa: Vec<f32> = (0..64)
+            .map(|i| (hash(i) % 2000) as f32 / 7.0 - 100.0)
+            .collect();
+        let fb: Vec<f32> = (0..64)
+            .map(|i| (hash(i + 5) % 2000) as f32 / 3.0 - 300.0)
+            .collect();
         let k = 1.25f32;
-        let r = run(&gpu, kernel(&ks, "fmath"), 64, 1, vec![
-            Arg::Buf(fa.iter().flat_map(|x| x.to_le_bytes()).collect()),
-            Arg::Buf(fb.iter().flat_map(|x| x.to_le_bytes()).collect()),
-            Arg::U32(k.to_bits()),
-        ]);
+        let r = run(
+            &gpu,
+            kernel(&ks, "fmath"),
+            64,
+            1,
+            vec![
+                Arg::Buf(fa.iter().flat_map(|x| x.to_le_bytes()).collect()),
+                Arg::Buf(fb.iter().flat_map(|x| x.to_le_bytes()).collect()),
+                Arg::U32(k.to_bits()),
+            ],
+        );
         let got = to_u32s(&r.bufs[0]);
         for i in 0..64 {
             let (x, y) = (fa[i], fb[i]);
@@ -354,10 +373,16 @@ fn kernels_match_their_source_on_vulkan() {
         let db: Vec<i64> = (0..64)
             .map(|i| ((hash(i) as i64) << 20) - (hash(i + 9) as i64) * 977)
             .collect();
-        let r = run(&gpu, kernel(&ks, "d64"), 64, 1, vec![
-            Arg::Buf(da.iter().flat_map(|x| x.to_le_bytes()).collect()),
-            Arg::Buf(db.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        ]);
+        let r = run(
+            &gpu,
+            kernel(&ks, "d64"),
+            64,
+            1,
+            vec![
+                Arg::Buf(da.iter().flat_map(|x| x.to_le_bytes()).collect()),
+                Arg::Buf(db.iter().flat_map(|x| x.to_le_bytes()).collect()),
+            ],
+        );
         for i in 0..64 {
             let ga = f64::from_le_bytes(r.bufs[0][i * 8..][..8].try_into().unwrap());
             let want = da[i] * 1.5 + (db[i] as i32) as f64;
@@ -367,7 +392,10 @@ fn kernels_match_their_source_on_vulkan() {
             );
             let gb = i64::from_le_bytes(r.bufs[1][i * 8..][..8].try_into().unwrap());
             let b = db[i];
-            let want = b.wrapping_mul(3).wrapping_add(b >> 3).wrapping_add(i as i64);
+            let want = b
+                .wrapping_mul(3)
+                .wrapping_add(b >> 3)
+                .wrapping_add(i as i64);
             assert_eq!(gb, want, "{w} d64 b[{i}]");
         }
 
@@ -411,6 +439,24 @@ fn out_of_bounds_store_is_reported_and_dropped() {
         r.fault
     );
     assert_eq!(r.fault.bytes, 4);
+    // The first fault is a lane's load past `a` or `b` (loads come before the store), and the
+    // record names that instruction, as llvm-mc's text of the code at the offset shows.
+    let k = kernel(&ks, "add");
+    let bytes: Vec<u8> = k.code.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let inst =
+        match aps5_shader::decode_at(&bytes, r.fault.inst_offset as usize, Default::default()) {
+            aps5_shader::Decoded::Inst(i) => i,
+            d => panic!(
+                "fault offset {:#x} is no instruction: {d:?}",
+                r.fault.inst_offset
+            ),
+        };
+    assert_eq!(inst.name(), "global_load_dword", "{:?}", r.fault);
+    assert!(
+        r.fault.address % 4 == 0 && r.fault.address != 0,
+        "{:?}",
+        r.fault
+    );
     assert!(
         to_u32s(&r.bufs[2]).iter().all(|&x| x == 4),
         "in-bounds results kept"

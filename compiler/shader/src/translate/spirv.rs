@@ -874,9 +874,11 @@ impl Emit {
         let wg = self.load(self.t.v3u32, self.wg_id)?;
         for (d, on) in state.tgid_enabled().iter().enumerate() {
             if *on {
-                let c = self.b.composite_extract(u32t, None, wg, [d as u32])?;
-                let var = self.svar(&mut cx, next)?;
-                self.store(var, c)?;
+                // Only registers the program reads have variables.
+                if let Some(&var) = cx.svars.get(&next) {
+                    let c = self.b.composite_extract(u32t, None, wg, [d as u32])?;
+                    self.store(var, c)?;
+                }
                 next += 1;
             }
         }
@@ -1031,13 +1033,6 @@ impl Emit {
         self.b.ret()?;
         self.b.end_function()?;
         Ok(f)
-    }
-
-    fn svar(&mut self, cx: &mut MainCx, r: SReg) -> Res<Word> {
-        if let Some(v) = cx.svars.get(&r) {
-            return Ok(*v);
-        }
-        Err(rspirv::dr::Error::DetachedInstruction(None))
     }
 
     fn vptr(&mut self, cx: &MainCx, r: u16, lane: Word) -> Res<Word> {
