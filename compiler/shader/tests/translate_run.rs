@@ -453,7 +453,7 @@ fn out_of_bounds_store_is_reported_and_dropped() {
         };
     assert_eq!(inst.name(), "global_load_dword", "{:?}", r.fault);
     assert!(
-        r.fault.address % 4 == 0 && r.fault.address != 0,
+        r.fault.address.is_multiple_of(4) && r.fault.address != 0,
         "{:?}",
         r.fault
     );
