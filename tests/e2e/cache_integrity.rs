@@ -393,9 +393,10 @@ fn io_failures_print_the_os_text_once_and_never_an_empty_context() {
     let err = fails(&p.dir(), &["build"], 2);
     assert_eq!(err.matches(&os(libc::ENOTDIR)).count(), 1, "{err}");
 
-    // The output folder cannot be created.
+    // The output folder's generations cannot be made: a file is where `.aps5/out` goes.
     let p = Project::new();
-    std::fs::write(p.out(), b"not a folder").unwrap();
+    std::fs::create_dir_all(p.dir().join(".aps5")).unwrap();
+    std::fs::write(p.dir().join(".aps5/out"), b"not a folder").unwrap();
     let err = fails(&p.dir(), &["build"], 2);
     let text = os(libc::EEXIST);
     assert_eq!(err.matches(&text).count(), 1, "{err}");
