@@ -469,6 +469,14 @@ fn read_code_object(path: &Path, name: &str, local: [u32; 3]) -> Result<Kernel> 
     })
 }
 
+/// What the run needs of a translation (or of the module that replaces it).
+struct Substitute {
+    spirv: Vec<u32>,
+    local_size: [u32; 3],
+    groups_per_guest_group: u32,
+    push_constant_bytes: u32,
+}
+
 /// One guest memory region backed by one Vulkan buffer.
 struct Region {
     guest: u64,
@@ -627,13 +635,36 @@ impl Harness {
             host_subgroup_size: Some(self.gpu.info().subgroup_size),
             loop_limit: LOOP_LIMIT,
         };
-        let t = match translate::translate_compute(&k.code, &k.state, &opts) {
-            Ok(t) => t,
-            Err(e) => return Ok(Err(e.to_string())),
+        // APS5_KERNEL_DIFF_SPIRV=FILE.spv runs that module instead of the translation: the
+        // harness's own tests use hand-written GLSL that follows docs/SHADER_ABI.md.
+        let t = match std::env::var_os("APS5_KERNEL_DIFF_SPIRV") {
+            Some(path) => {
+                let bytes = std::fs::read(&path).with_context(|| {
+                    format!("APS5_KERNEL_DIFF_SPIRV={}", Path::new(&path).display())
+                })?;
+                Substitute {
+                    spirv: bytes
+                        .chunks_exact(4)
+                        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+                        .collect(),
+                    local_size: plan.local,
+                    groups_per_guest_group: 1,
+                    push_constant_bytes: abi::push::SIZE,
+                }
+            }
+            None => match translate::translate_compute(&k.code, &k.state, &opts) {
+                Ok(t) => Substitute {
+                    spirv: t.spirv,
+                    local_size: t.local_size,
+                    groups_per_guest_group: t.groups_per_guest_group,
+                    push_constant_bytes: t.push_constant_bytes,
+                },
+                Err(e) => return Ok(Err(e.to_string())),
+            },
         };
         let _ = writeln!(
             report,
-            "  translated {} instructions into {} SPIR-V words (host workgroup {:?})",
+            "  {} code dwords -> {} SPIR-V words (host workgroup {:?})",
             k.code.len(),
             t.spirv.len(),
             t.local_size
@@ -885,6 +916,11 @@ impl Harness {
             ));
         }
         let host = host.expect("host results");
+        if std::env::var_os("APS5_KERNEL_DIFF_KEEP").is_some() {
+            for (a, got) in plan.args.iter().filter(|a| a.buffer).zip(&gpu_bufs) {
+                std::fs::write(self.work.join(format!("{tag}.gpu.{}", a.name)), got)?;
+            }
+        }
         for ((a, want), got) in plan
             .args
             .iter()
