@@ -26,6 +26,10 @@ const FILES: &[(&str, &str)] = &[
         "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
         "mesa-vulkan-drivers",
     ),
+    (
+        "/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json",
+        "vulkan-validationlayers",
+    ),
 ];
 
 /// Installs the missing system packages (as root, with apt-get), or says which are missing.
@@ -201,6 +205,13 @@ pub fn ci(install: bool, fuzz_seconds: u64) -> Result<bool> {
     run_step(&mut steps, "cargo test (workspace)", || {
         // Every test binary runs even after one fails, so one CI run reports every failure.
         cargo(&["test", "--workspace", "--locked", "--no-fail-fast"], &[])
+    });
+    // The translator against the kernel corpus on lavapipe (tests/kernels/README.md).
+    run_step(&mut steps, "kernel-diff corpus (wave32 + wave64)", || {
+        crate::kernel_diff::corpus(None, false)
+    });
+    run_step(&mut steps, "kernel-fuzz smoke (6 random kernels)", || {
+        crate::kernel_fuzz::fuzz(6, 1)
     });
     run_step(&mut steps, "fuzz smoke: reader", || {
         fuzz_smoke("reader", fuzz_seconds, &homebrew_seeds())

@@ -24,7 +24,7 @@ const GUEST_BASE: u64 = 0x0000_1000_0000_0000;
 /// Guest regions are this aligned, with at least this much unmapped space between them.
 const GUEST_GAP: u64 = 0x1_0000;
 /// Back-edges per invocation before the shader gives up with fault reason 4.
-const LOOP_LIMIT: u32 = 1 << 22;
+const LOOP_LIMIT: u32 = 1 << 20;
 
 /// SPEC.json (tests/kernels/README.md).
 #[derive(Clone, Debug, Deserialize)]
@@ -469,6 +469,9 @@ fn read_code_object(path: &Path, name: &str, local: [u32; 3]) -> Result<Kernel> 
     })
 }
 
+/// The buffers and fault record after a GPU run, or the translator's refusal.
+type GpuRun = std::result::Result<(Vec<Vec<u8>>, FaultRecord), String>;
+
 /// What the run needs of a translation (or of the module that replaces it).
 struct Substitute {
     spirv: Vec<u32>,
@@ -624,13 +627,7 @@ impl Harness {
 
     /// Translates, runs on Vulkan; returns the buffers and the fault record, or the
     /// translator's refusal.
-    fn run_gpu(
-        &self,
-        k: &Kernel,
-        plan: &Plan,
-        tag: &str,
-        report: &mut String,
-    ) -> Result<std::result::Result<(Vec<Vec<u8>>, FaultRecord), String>> {
+    fn run_gpu(&self, k: &Kernel, plan: &Plan, tag: &str, report: &mut String) -> Result<GpuRun> {
         let opts = Options {
             host_subgroup_size: Some(self.gpu.info().subgroup_size),
             loop_limit: LOOP_LIMIT,
@@ -1098,9 +1095,16 @@ fn read_known_failing(path: &Path) -> Result<BTreeMap<(String, String), String>>
 /// KNOWN_FAILING passes and every listed one still fails (so the list stays true). With
 /// `update`, rewrites KNOWN_FAILING from this run instead.
 pub fn corpus(filter: Option<&str>, update: bool) -> Result<bool> {
+    if update && filter.is_some() {
+        bail!("--update-known-failing rewrites the whole list: run it without a filter");
+    }
     let dir = kernels_dir();
     let known_path = dir.join("KNOWN_FAILING");
     let known = read_known_failing(&known_path)?;
+    println!(
+        "kernel-diff corpus: each kernel in its own process, {CHILD_TIMEOUT_SECS}s at most \
+         (a hang or a crash of the driver is a failure, not the end of the run)"
+    );
     let mut kernels: Vec<PathBuf> = std::fs::read_dir(&dir)?
         .flatten()
         .map(|e| e.path())
@@ -1108,7 +1112,6 @@ pub fn corpus(filter: Option<&str>, update: bool) -> Result<bool> {
         .filter(|p| filter.is_none_or(|f| p.to_string_lossy().contains(f)))
         .collect();
     kernels.sort();
-    let h = Harness::new()?;
     let (mut passed, mut failed) = (0, 0);
     let mut new_known = String::from(
         "# Corpus kernels that do not pass yet: NAME WAVE REASON (tests/kernels/README.md).\n\
@@ -1121,17 +1124,8 @@ pub fn corpus(filter: Option<&str>, update: bool) -> Result<bool> {
             .unwrap_or_default()
             .to_string_lossy()
             .into_owned();
-        let spec = match load_spec(cl, None) {
-            Ok(s) => s,
-            Err(e) => {
-                println!("{name}: FAIL: {e:#}");
-                failed += 2;
-                continue;
-            }
-        };
-        for wave64 in [false, true] {
-            let wave = if wave64 { "w64" } else { "w32" };
-            let (outcome, _report) = h.run(cl, &spec, wave64);
+        let outcomes = run_child(cl)?;
+        for (wave, outcome) in ["w32", "w64"].into_iter().zip(outcomes) {
             let listed = known.get(&(name.clone(), wave.to_string()));
             let (ok, line) = match (&outcome, listed) {
                 (Outcome::Pass, None) => (true, "pass".to_string()),
@@ -1178,6 +1172,108 @@ pub fn corpus(filter: Option<&str>, update: bool) -> Result<bool> {
     );
     println!("kernel corpus: {passed} passed, {failed} failed");
     Ok(update || failed == 0)
+}
+
+/// Seconds one corpus kernel (both wave sizes) may take before it counts as hung.
+const CHILD_TIMEOUT_SECS: u64 = 40;
+
+/// Runs `xtask kernel-diff --outcomes KERNEL` (both wave sizes) in a child process with a
+/// timeout; a missing outcome (hang, crash) is a failure.
+fn run_child(cl: &Path) -> Result<Vec<Outcome>> {
+    let exe = std::env::current_exe()?;
+    let out_path = std::env::temp_dir().join(format!(
+        "aps5-kernel-diff-outcomes-{}.txt",
+        std::process::id()
+    ));
+    let out_file = std::fs::File::create(&out_path)?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["kernel-diff", "--outcomes"])
+        .arg(cl)
+        .stdout(out_file)
+        .stderr(std::process::Stdio::inherit());
+    // A runaway shader compile must not take the (shared) machine's memory: 8 GiB of address
+    // space per kernel.
+    // SAFETY: setrlimit is async-signal-safe and touches only the child.
+    unsafe {
+        use std::os::unix::process::CommandExt as _;
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 8 << 30,
+                rlim_max: 8 << 30,
+            };
+            libc::setrlimit(libc::RLIMIT_AS, &lim);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn()?;
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait()? {
+            break Some(st);
+        }
+        if t0.elapsed().as_secs() >= CHILD_TIMEOUT_SECS {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let text = std::fs::read_to_string(&out_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&out_path);
+    let mut outcomes: Vec<Outcome> = text.lines().filter_map(parse_outcome).collect();
+    let why = match status {
+        None => format!("timed out after {CHILD_TIMEOUT_SECS}s (hang?)"),
+        Some(st) => format!("the kernel-diff process ended ({st}) without an outcome"),
+    };
+    while outcomes.len() < 2 {
+        outcomes.push(Outcome::Fail(why.clone()));
+    }
+    Ok(outcomes)
+}
+
+const OUTCOME_TAG: &str = "OUTCOME ";
+
+/// One line of `--outcomes` output: `OUTCOME pass|refused|fail|broken MESSAGE` (one line).
+fn outcome_line(o: &Outcome) -> String {
+    let flat = |s: &str| s.replace('\n', " | ");
+    match o {
+        Outcome::Pass => format!("{OUTCOME_TAG}pass"),
+        Outcome::Refused(e) => format!("{OUTCOME_TAG}refused {}", flat(e)),
+        Outcome::Fail(e) => format!("{OUTCOME_TAG}fail {}", flat(e)),
+        Outcome::Broken(e) => format!("{OUTCOME_TAG}broken {}", flat(e)),
+    }
+}
+
+fn parse_outcome(line: &str) -> Option<Outcome> {
+    let rest = line.strip_prefix(OUTCOME_TAG)?;
+    let (kind, msg) = rest.split_once(' ').unwrap_or((rest, ""));
+    let msg = msg.to_string();
+    Some(match kind {
+        "pass" => Outcome::Pass,
+        "refused" => Outcome::Refused(msg),
+        "fail" => Outcome::Fail(msg),
+        _ => Outcome::Broken(msg),
+    })
+}
+
+/// `kernel-diff --outcomes KERNEL`: both wave sizes, one OUTCOME line each (for `corpus`).
+pub fn outcomes(cl: &Path) -> Result<bool> {
+    let spec = match load_spec(cl, None) {
+        Ok(s) => s,
+        Err(e) => {
+            let line = outcome_line(&Outcome::Broken(format!("{e:#}")));
+            println!("{line}\n{line}");
+            return Ok(false);
+        }
+    };
+    let h = Harness::new()?;
+    for wave64 in [false, true] {
+        let (o, _) = h.run(cl, &spec, wave64);
+        println!("{}", outcome_line(&o));
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+    }
+    Ok(true)
 }
 
 fn first_line(s: &str) -> &str {

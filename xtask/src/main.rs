@@ -28,7 +28,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Run every check CI runs: fmt, clippy, tests, fuzz smokes, decoder differential smoke.
+    /// Run every check CI runs: fmt, clippy, tests, kernel corpus, fuzz smokes, decoder smoke.
     Ci {
         /// Skip the package check / installation.
         #[arg(long)]
@@ -72,6 +72,9 @@ enum Cmd {
         /// With --corpus: rewrite tests/kernels/KNOWN_FAILING from this run.
         #[arg(long)]
         update_known_failing: bool,
+        /// Both wave sizes of one kernel, one OUTCOME line each (what --corpus runs per kernel).
+        #[arg(long, hide = true)]
+        outcomes: bool,
     },
     /// Random kernels (straight-line and looping integer/float code) through kernel-diff.
     KernelFuzz { count: u32, seed: Option<u64> },
@@ -101,12 +104,17 @@ fn main() -> ExitCode {
             wave64,
             corpus,
             update_known_failing,
+            outcomes,
         } => {
             if corpus {
                 let filter = kernel.as_ref().map(|k| k.to_string_lossy().into_owned());
                 kernel_diff::corpus(filter.as_deref(), update_known_failing)
             } else if let Some(k) = kernel {
-                kernel_diff::kernel_diff(&k, spec.as_deref(), wave64)
+                if outcomes {
+                    kernel_diff::outcomes(&k)
+                } else {
+                    kernel_diff::kernel_diff(&k, spec.as_deref(), wave64)
+                }
             } else {
                 Err(anyhow::anyhow!("kernel-diff: give KERNEL.cl or --corpus"))
             }
