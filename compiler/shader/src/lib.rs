@@ -34,9 +34,9 @@ pub mod operand;
 pub mod oracle;
 pub mod print;
 pub mod table;
-pub mod translate;
 #[allow(clippy::all)]
 pub(crate) mod tables;
+pub mod translate;
 
 pub use decode::{
     DecodeIter, Decoded, Encoding, Family, Instruction, Target, Unsupported, Words, decode,

@@ -135,8 +135,12 @@ fn reachable(code: &[u8], wave64: bool) -> Result<BTreeMap<usize, Instruction>, 
             let inst = match decode_at_wave(code, off, Target::Gfx1030, wave64) {
                 Decoded::Inst(i) => i,
                 Decoded::Unsupported(u) => {
-                    let words: Vec<String> =
-                        u.words.to_vec().iter().map(|w| format!("0x{w:08x}")).collect();
+                    let words: Vec<String> = u
+                        .words
+                        .to_vec()
+                        .iter()
+                        .map(|w| format!("0x{w:08x}"))
+                        .collect();
                     return Err(TranslateError::at(
                         off,
                         words.join(" "),
@@ -215,7 +219,9 @@ impl Group {
             .uniform_reads
             .iter()
             .any(|r| self.masks.iter().any(|m| *r == *m || *r == *m + 1));
-        let mem_conflict = l.mem.is_some_and(|w| self.has_mem && (w || self.has_mem_write));
+        let mem_conflict = l
+            .mem
+            .is_some_and(|w| self.has_mem && (w || self.has_mem_write));
         if reads_group_mask || mem_conflict || l.cross_lane {
             self.flush(regions);
         }
@@ -409,7 +415,9 @@ impl Cx {
             },
             Value::Literal(l) | Value::Imm(l) => {
                 if wide {
-                    return Err(format!("a 32-bit literal in a 64-bit operand {UNSUPPORTED}"));
+                    return Err(format!(
+                        "a 32-bit literal in a 64-bit operand {UNSUPPORTED}"
+                    ));
                 }
                 self.c32(l)
             }
@@ -478,8 +486,8 @@ impl Cx {
         let target = inst.offset as i64 + 4 + 4 * (simm as i16 as i64);
         let scalar = |s: &mut Cx| Ok(Lowered::Scalar(std::mem::take(&mut s.stmts)));
         match name {
-            "s_nop" | "s_waitcnt" | "s_clause" | "s_inst_prefetch" | "s_sleep"
-            | "s_dcache_inv" | "s_icache_inv" | "s_setprio" | "s_ttracedata" => scalar(self),
+            "s_nop" | "s_waitcnt" | "s_clause" | "s_inst_prefetch" | "s_sleep" | "s_dcache_inv"
+            | "s_icache_inv" | "s_setprio" | "s_ttracedata" => scalar(self),
             "s_barrier" => {
                 self.eff(Op::Barrier);
                 scalar(self)
@@ -493,10 +501,17 @@ impl Cx {
                 } else {
                     scc
                 };
-                Ok(Lowered::Term(std::mem::take(&mut self.stmts), Term::Branch(c, target)))
+                Ok(Lowered::Term(
+                    std::mem::take(&mut self.stmts),
+                    Term::Branch(c, target),
+                ))
             }
             "s_cbranch_vccz" | "s_cbranch_vccnz" | "s_cbranch_execz" | "s_cbranch_execnz" => {
-                let r = if name.contains("vcc") { VCC_LO } else { EXEC_LO };
+                let r = if name.contains("vcc") {
+                    VCC_LO
+                } else {
+                    EXEC_LO
+                };
                 let v = if self.wave64 {
                     self.read_s64(r)
                 } else {
@@ -513,7 +528,10 @@ impl Cx {
                     CmpOp::Eq
                 };
                 let c = self.cmp(op, v, z);
-                Ok(Lowered::Term(std::mem::take(&mut self.stmts), Term::Branch(c, target)))
+                Ok(Lowered::Term(
+                    std::mem::take(&mut self.stmts),
+                    Term::Branch(c, target),
+                ))
             }
             _ => Err(UNSUPPORTED.into()),
         }
@@ -571,7 +589,11 @@ impl Cx {
         let name = inst.name();
         let ops = operands(inst, self.wave64);
         let dst = ops.iter().find(|o| o.role == Role::Dst).copied();
-        let srcs: Vec<Operand> = ops.iter().filter(|o| o.role == Role::Src).copied().collect();
+        let srcs: Vec<Operand> = ops
+            .iter()
+            .filter(|o| o.role == Role::Src)
+            .copied()
+            .collect();
         let wide = name.ends_with("_b64") || name.ends_with("_u64") || name.ends_with("_i64");
         let k = if wide { Kind::B64 } else { Kind::B32 };
         let ty = if wide { Ty::U64 } else { Ty::U32 };
@@ -1033,7 +1055,11 @@ pub fn count_instructions(body: &Body) -> u32 {
     let mut offs: Vec<u32> = body
         .blocks
         .iter()
-        .flat_map(|b| b.regions.iter().flat_map(|r| r.stmts().iter().map(|s| s.inst)))
+        .flat_map(|b| {
+            b.regions
+                .iter()
+                .flat_map(|r| r.stmts().iter().map(|s| s.inst))
+        })
         .collect();
     offs.sort_unstable();
     offs.dedup();

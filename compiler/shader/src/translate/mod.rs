@@ -78,9 +78,7 @@ pub fn translate_compute(
 ) -> Result<Translation, TranslateError> {
     let waves = check_state(state)?;
     let body = lower_compute(code, state)?;
-    let lds_bytes = state
-        .lds_bytes
-        .max(((state.pgm_rsrc2 >> 15) & 0x1FF) * 512);
+    let lds_bytes = state.lds_bytes.max(((state.pgm_rsrc2 >> 15) & 0x1FF) * 512);
     let mut st = state.clone();
     st.lds_bytes = lds_bytes;
     let spirv = spirv::emit_compute(&body, &st, opts, waves).map_err(TranslateError::program)?;

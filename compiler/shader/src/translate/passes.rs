@@ -196,26 +196,21 @@ fn dead_code(r: &mut Region, live_out: &[ValueId]) -> bool {
 }
 
 /// Every guest memory access, with the user-data SGPR its base address comes from when the
-/// address is a user SGPR pair (never written by the program) plus constants / lane values.
+/// address is a user SGPR pair that no path from the entry has written yet, plus constants.
 pub fn resources(body: &Body, user_sgprs: u32, texts: &BTreeMap<u32, String>) -> Vec<MemoryAccess> {
-    let mut written = vec![false; 128];
-    for b in &body.blocks {
-        for r in &b.regions {
-            for s in r.stmts() {
-                if let Op::WriteS(x, _) | Op::WriteMaskBit(x, _) = s.op {
-                    written[x as usize % 128] = true;
-                }
-            }
-        }
-    }
+    let written_before = written_at_entry(body);
     let mut out = Vec::new();
-    for b in &body.blocks {
+    for (bi, b) in body.blocks.iter().enumerate() {
+        let mut written = written_before[bi];
         for r in &b.regions {
             let stmts = r.stmts();
             let defs: BTreeMap<ValueId, &Op> = stmts
                 .iter()
                 .filter_map(|s| s.def.map(|(id, _)| (id, &s.op)))
                 .collect();
+            // Writes inside this region come after its reads of the base (reads of a register
+            // written earlier in the region were replaced by the written value).
+            let region_writes = writes_of(stmts);
             for s in stmts {
                 let (space, reads, writes, bytes, addr) = match &s.op {
                     Op::Load {
@@ -230,11 +225,8 @@ pub fn resources(body: &Body, user_sgprs: u32, texts: &BTreeMap<u32, String>) ->
                     _ => continue,
                 };
                 let base = if space == Space::Guest {
-                    base_sgpr(&defs, addr, 0).filter(|r| {
-                        (*r as u32) + 1 < user_sgprs
-                            && !written[*r as usize]
-                            && !written[*r as usize + 1]
-                    })
+                    base_sgpr(&defs, addr, 0)
+                        .filter(|r| (*r as u32) + 1 < user_sgprs && written & (3u128 << *r) == 0)
                 } else {
                     None
                 };
@@ -255,9 +247,67 @@ pub fn resources(body: &Body, user_sgprs: u32, texts: &BTreeMap<u32, String>) ->
                     base_user_sgpr: base.map(u32::from),
                 });
             }
+            written |= region_writes;
         }
     }
     out
+}
+
+/// SGPRs 0..127 (bit set) written by the statements.
+fn writes_of(stmts: &[Stmt]) -> u128 {
+    let mut w = 0u128;
+    for s in stmts {
+        match s.op {
+            Op::WriteS(x, _) => w |= 1 << (x % 128),
+            Op::WriteMaskBit(x, _) => w |= 3 << (x % 127),
+            _ => {}
+        }
+    }
+    w
+}
+
+/// For each block, the SGPRs some path from the entry may have written before it starts.
+fn written_at_entry(body: &Body) -> Vec<u128> {
+    let n = body.blocks.len();
+    let block_writes: Vec<u128> = body
+        .blocks
+        .iter()
+        .map(|b| {
+            b.regions
+                .iter()
+                .fold(0, |w, r| w | writes_of(r.stmts()) | lane_masks(r))
+        })
+        .collect();
+    let mut at = vec![0u128; n];
+    loop {
+        let mut changed = false;
+        for (i, b) in body.blocks.iter().enumerate() {
+            let out = at[i] | block_writes[i];
+            let succ: Vec<usize> = match b.term {
+                Terminator::Jump(t) => vec![t],
+                Terminator::Branch {
+                    taken, not_taken, ..
+                } => vec![taken, not_taken],
+                Terminator::End => vec![],
+            };
+            for s in succ {
+                if at[s] | out != at[s] {
+                    at[s] |= out;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            return at;
+        }
+    }
+}
+
+fn lane_masks(r: &Region) -> u128 {
+    match r {
+        Region::Lanes { masks, .. } => masks.iter().fold(0, |w, m| w | 3 << (m % 127)),
+        Region::Scalar(_) => 0,
+    }
 }
 
 /// Follows an address back through adds and masks to a `Pack64(ReadS(r), ReadS(r+1))`.

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use rspirv::dr::{self, Builder, InsertPoint, Operand};
+use rspirv::dr::{Builder, Operand};
 use rspirv::spirv::{self, Word};
 
 use super::abi::{ComputeState, FaultReason, Options, PERM_READ, PERM_WRITE, push};
@@ -205,18 +205,6 @@ impl Emit {
         })
     }
 
-    /// Appends `op` with a result of type `ty` and id operands.
-    fn op(&mut self, op: spirv::Op, ty: Word, args: &[Word]) -> Res<Word> {
-        let id = self.b.id();
-        let inst = dr::Instruction::new(
-            op,
-            Some(ty),
-            Some(id),
-            args.iter().map(|a| Operand::IdRef(*a)).collect(),
-        );
-        self.b.insert_into_block(InsertPoint::End, inst)?;
-        Ok(id)
-    }
     fn ext(&mut self, inst: u32, ty: Word, args: &[Word]) -> Res<Word> {
         let g = self.glsl;
         self.b
@@ -312,32 +300,6 @@ impl Emit {
         self.b.branch(m)?;
         self.block(m)
     }
-    /// `cond ? then() : otherwise()` for u32/u64 values, through a Function variable.
-    fn if_else_value(
-        &mut self,
-        ty: Word,
-        var: Word,
-        cond: Word,
-        then: impl FnOnce(&mut Emit) -> Res<Word>,
-        otherwise: impl FnOnce(&mut Emit) -> Res<Word>,
-    ) -> Res<Word> {
-        let t = self.b.id();
-        let f = self.b.id();
-        let m = self.b.id();
-        self.b.selection_merge(m, spirv::SelectionControl::NONE)?;
-        self.b.branch_conditional(cond, t, f, [])?;
-        self.block(t)?;
-        let a = then(self)?;
-        self.store(var, a)?;
-        self.b.branch(m)?;
-        self.block(f)?;
-        let c = otherwise(self)?;
-        self.store(var, c)?;
-        self.b.branch(m)?;
-        self.block(m)?;
-        self.load(ty, var)
-    }
-
     // ---- module ------------------------------------------------------------------------------
 
     fn module(&mut self, body: &Body, state: &ComputeState, opts: &Options, waves: u32) -> Res<()> {
@@ -350,11 +312,8 @@ impl Emit {
         }
         self.b
             .entry_point(spirv::ExecutionModel::GLCompute, main, "main", iface);
-        self.b.execution_mode(
-            main,
-            spirv::ExecutionMode::LocalSize,
-            [waves.max(1), 1, 1],
-        );
+        self.b
+            .execution_mode(main, spirv::ExecutionMode::LocalSize, [waves.max(1), 1, 1]);
         Ok(())
     }
 
@@ -363,8 +322,11 @@ impl Emit {
         let (u32t, u64t) = (t.u32, t.u64);
         let n16 = self.k32(16);
         let arr = self.b.type_array(u32t, n16);
-        self.b
-            .decorate(arr, spirv::Decoration::ArrayStride, [Operand::LiteralBit32(4)]);
+        self.b.decorate(
+            arr,
+            spirv::Decoration::ArrayStride,
+            [Operand::LiteralBit32(4)],
+        );
         let st = self.b.type_struct([arr, u64t, u64t, u32t, u32t, u64t]);
         self.b.decorate(st, spirv::Decoration::Block, []);
         let offs = [
@@ -480,9 +442,8 @@ impl Emit {
             let (one, zero, two) = (e.k32(1), e.k32(0), e.k32(2));
             let dev = e.k32(SCOPE_DEVICE);
             let relaxed = e.k32(0);
-            let old = e.b.atomic_compare_exchange(
-                e.t.u32, None, p, dev, relaxed, relaxed, one, zero,
-            )?;
+            let old =
+                e.b.atomic_compare_exchange(e.t.u32, None, p, dev, relaxed, relaxed, one, zero)?;
             let won = e.b.i_equal(e.t.bool, None, old, zero)?;
             e.if_then(won, |e| {
                 let at = |e: &mut Emit, off: u64| -> Res<Word> {
@@ -524,9 +485,15 @@ impl Emit {
         let inst = self.b.function_parameter(u32t)?;
         self.b.begin_block(None)?;
         let (pu32, pu64) = (self.t.p_fn_u32, self.t.p_fn_u64);
-        let i_var = self.b.variable(pu32, None, spirv::StorageClass::Function, None);
-        let res = self.b.variable(pu64, None, spirv::StorageClass::Function, None);
-        let why = self.b.variable(pu32, None, spirv::StorageClass::Function, None);
+        let i_var = self
+            .b
+            .variable(pu32, None, spirv::StorageClass::Function, None);
+        let res = self
+            .b
+            .variable(pu64, None, spirv::StorageClass::Function, None);
+        let why = self
+            .b
+            .variable(pu32, None, spirv::StorageClass::Function, None);
         let z32 = self.k32(0);
         let z64 = self.k64(0);
         let unmapped = self.k32(FaultReason::Unmapped as u32);
@@ -629,7 +596,9 @@ impl Emit {
         let dev = self.b.function_parameter(u64t)?;
         self.b.begin_block(None)?;
         let pu32 = self.t.p_fn_u32;
-        let v = self.b.variable(pu32, None, spirv::StorageClass::Function, None);
+        let v = self
+            .b
+            .variable(pu32, None, spirv::StorageClass::Function, None);
         let z32 = self.k32(0);
         self.store(v, z32)?;
         let z64 = self.k64(0);
@@ -685,7 +654,9 @@ impl Emit {
         let inst = self.b.function_parameter(u32t)?;
         self.b.begin_block(None)?;
         let pu32 = self.t.p_fn_u32;
-        let v = self.b.variable(pu32, None, spirv::StorageClass::Function, None);
+        let v = self
+            .b
+            .variable(pu32, None, spirv::StorageClass::Function, None);
         let z32 = self.k32(0);
         self.store(v, z32)?;
         let three = self.k32(3);
@@ -740,7 +711,9 @@ impl Emit {
         let inst = self.b.function_parameter(u32t)?;
         self.b.begin_block(None)?;
         let pu32 = self.t.p_fn_u32;
-        let v = self.b.variable(pu32, None, spirv::StorageClass::Function, None);
+        let v = self
+            .b
+            .variable(pu32, None, spirv::StorageClass::Function, None);
         let z32 = self.k32(0);
         self.store(v, z32)?;
         let (ptr, ok, scope) = if lds {
@@ -901,9 +874,11 @@ impl Emit {
         let wg = self.load(self.t.v3u32, self.wg_id)?;
         for (d, on) in state.tgid_enabled().iter().enumerate() {
             if *on {
-                let c = self.b.composite_extract(u32t, None, wg, [d as u32])?;
-                let var = self.svar(&mut cx, next)?;
-                self.store(var, c)?;
+                // Only registers the program reads have variables.
+                if let Some(&var) = cx.svars.get(&next) {
+                    let c = self.b.composite_extract(u32t, None, wg, [d as u32])?;
+                    self.store(var, c)?;
+                }
                 next += 1;
             }
         }
@@ -924,7 +899,11 @@ impl Emit {
         let m = self.b.i_sub(u64t, None, sh, one64)?;
         let c64 = self.k64(64);
         let full = self.b.i_equal(boolt, None, cnt64, c64)?;
-        let all = self.k64(if self.lanes == 64 { u64::MAX } else { 0xFFFF_FFFF });
+        let all = self.k64(if self.lanes == 64 {
+            u64::MAX
+        } else {
+            0xFFFF_FFFF
+        });
         let exec = self.b.select(u64t, None, full, all, m)?;
         let lo = self.lo(exec)?;
         let hi = self.hi(exec)?;
@@ -959,7 +938,8 @@ impl Emit {
         );
         self.b.branch(hdr)?;
         self.block(hdr)?;
-        self.b.loop_merge(exit, cont, spirv::LoopControl::NONE, [])?;
+        self.b
+            .loop_merge(exit, cont, spirv::LoopControl::NONE, [])?;
         self.b.branch(sel)?;
         self.block(sel)?;
         let id = self.load(u32t, block_var)?;
@@ -1055,13 +1035,6 @@ impl Emit {
         Ok(f)
     }
 
-    fn svar(&mut self, cx: &mut MainCx, r: SReg) -> Res<Word> {
-        if let Some(v) = cx.svars.get(&r) {
-            return Ok(*v);
-        }
-        Err(rspirv::dr::Error::DetachedInstruction(None))
-    }
-
     fn vptr(&mut self, cx: &MainCx, r: u16, lane: Word) -> Res<Word> {
         let arr = cx.vvars[&r];
         let p = self.t.p_fn_u32;
@@ -1128,7 +1101,8 @@ impl Emit {
         );
         self.b.branch(hdr)?;
         self.block(hdr)?;
-        self.b.loop_merge(merge, cont, spirv::LoopControl::NONE, [])?;
+        self.b
+            .loop_merge(merge, cont, spirv::LoopControl::NONE, [])?;
         self.b.branch(check)?;
         self.block(check)?;
         let l = self.load(u32t, cx.lane_var)?;
@@ -1142,8 +1116,12 @@ impl Emit {
                 let active = self.lane_bit(cx, EXEC_LO, l)?;
                 let (on, off, m) = (self.b.id(), self.b.id(), self.b.id());
                 self.b.selection_merge(m, spirv::SelectionControl::NONE)?;
-                self.b
-                    .branch_conditional(active, on, if masks.is_empty() { m } else { off }, [])?;
+                self.b.branch_conditional(
+                    active,
+                    on,
+                    if masks.is_empty() { m } else { off },
+                    [],
+                )?;
                 self.block(on)?;
                 body(self, cx, l)?;
                 self.b.branch(m)?;
@@ -1251,9 +1229,9 @@ impl Emit {
                         let bytes = self.k32(4 * *dwords as u32);
                         let need = self.k32(PERM_READ);
                         let xl = h(self).xlate;
-                        let dev = self
-                            .b
-                            .function_call(u64t, None, xl, [v(addr), bytes, need, inst])?;
+                        let dev =
+                            self.b
+                                .function_call(u64t, None, xl, [v(addr), bytes, need, inst])?;
                         let z64 = self.k64(0);
                         let ok = self.b.i_not_equal(boolt, None, dev, z64)?;
                         let ld = h(self).ld;
@@ -1287,9 +1265,9 @@ impl Emit {
                         let bytes = self.k32(4 * data.len() as u32);
                         let need = self.k32(PERM_WRITE);
                         let xl = h(self).xlate;
-                        let dev = self
-                            .b
-                            .function_call(u64t, None, xl, [v(addr), bytes, need, inst])?;
+                        let dev =
+                            self.b
+                                .function_call(u64t, None, xl, [v(addr), bytes, need, inst])?;
                         let z64 = self.k64(0);
                         let ok = self.b.i_not_equal(boolt, None, dev, z64)?;
                         let st = h(self).st;
@@ -1481,7 +1459,6 @@ impl Emit {
             }
         })
     }
-
 
     /// Float -> integer with the hardware's saturation: NaN -> 0, out of range -> the limit.
     fn f_to_int(&mut self, op: UnOp, a: Word) -> Res<Word> {

@@ -49,8 +49,16 @@ impl Cx {
             .trim_end_matches("_sdwa")
             .trim_end_matches("_dpp");
         let ops = operands(inst, self.wave64);
-        let dsts: Vec<Operand> = ops.iter().filter(|o| o.role == Role::Dst).copied().collect();
-        let srcs: Vec<Operand> = ops.iter().filter(|o| o.role == Role::Src).copied().collect();
+        let dsts: Vec<Operand> = ops
+            .iter()
+            .filter(|o| o.role == Role::Dst)
+            .copied()
+            .collect();
+        let srcs: Vec<Operand> = ops
+            .iter()
+            .filter(|o| o.role == Role::Src)
+            .copied()
+            .collect();
         let vop3 = inst.family == Family::Vop3;
         let w0 = inst.words.get(0);
         let w1 = inst.words.get(1);
@@ -287,8 +295,7 @@ impl Cx {
         }
         match name {
             "v_mov_b32" | "v_not_b32" | "v_bfrev_b32" | "v_ffbl_b32" | "v_ffbh_u32"
-            | "v_cvt_f32_ubyte0" | "v_cvt_f32_ubyte1" | "v_cvt_f32_ubyte2"
-            | "v_cvt_f32_ubyte3" => {
+            | "v_cvt_f32_ubyte0" | "v_cvt_f32_ubyte1" | "v_cvt_f32_ubyte2" | "v_cvt_f32_ubyte3" => {
                 let a = self.src(&s(0)?, Kind::B32)?;
                 let x = match name {
                     "v_mov_b32" => a,
@@ -548,7 +555,9 @@ impl Cx {
                 None => VCC_LO,
             }
         };
-        let rest = name.trim_start_matches("v_cmpx_").trim_start_matches("v_cmp_");
+        let rest = name
+            .trim_start_matches("v_cmpx_")
+            .trim_start_matches("v_cmp_");
         let bit = if rest.starts_with("f_") || rest.starts_with("t_") {
             self.val(Ty::Bool, Op::ConstBool(rest.starts_with("t_")))
         } else {
