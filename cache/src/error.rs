@@ -9,33 +9,37 @@ use rusqlite::ErrorCode;
 ///
 /// A damaged blob is never an error (it is a [`crate::Lookup::Corrupt`] and the caller
 /// recomputes); errors are for a cache that cannot be used at all.
+///
+/// Each message is complete: it includes the OS's or SQLite's own text. That text is
+/// therefore never also returned as `source()` (the fields are named `error`, not `source`),
+/// so a caller that prints the error chain (`{:#}` in anyhow) prints it once.
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
     /// The cache folder (or one of its subfolders) could not be created.
     #[error(
-        "cannot create cache directory {}: {source}; set APS5_CACHE_DIR to a writable directory",
+        "cannot create cache directory {}: {error}; set APS5_CACHE_DIR to a writable directory",
         dir.display()
     )]
     CreateDir {
         /// The folder.
         dir: PathBuf,
         /// Why.
-        source: io::Error,
+        error: io::Error,
     },
     /// The cache folder exists but files cannot be created in it.
     #[error(
-        "cache directory {} is not writable ({source}): fix its permissions or set APS5_CACHE_DIR to a writable directory",
+        "cache directory {} is not writable ({error}): fix its permissions or set APS5_CACHE_DIR to a writable directory",
         dir.display()
     )]
     NotWritable {
         /// The folder.
         dir: PathBuf,
         /// Why.
-        source: io::Error,
+        error: io::Error,
     },
     /// The SQLite index is damaged or is not a SQLite database.
     #[error(
-        "cache index {} is corrupt ({source}): the cache holds only derived data, so run `aps5 cache verify` (it rebuilds the index from the blobs) or delete the cache directory {}",
+        "cache index {} is corrupt ({error}): the cache holds only derived data, so run `aps5 cache verify` (it rebuilds the index from the blobs) or delete the cache directory {}",
         path.display(),
         path.parent().unwrap_or(Path::new(".")).display()
     )]
@@ -43,22 +47,34 @@ pub enum CacheError {
         /// The index file.
         path: PathBuf,
         /// SQLite's report.
-        source: rusqlite::Error,
+        error: rusqlite::Error,
     },
     /// The index could not be opened or written for lack of permission or space.
     #[error(
-        "cannot write cache index {} ({source}): check permissions and free space, or set APS5_CACHE_DIR to a writable directory",
+        "cannot write cache index {} ({error}): check permissions and free space, or set APS5_CACHE_DIR to a writable directory",
         path.display()
     )]
     IndexNotWritable {
         /// The index file.
         path: PathBuf,
         /// SQLite's report.
-        source: rusqlite::Error,
+        error: rusqlite::Error,
+    },
+    /// The index (or its `-wal`/`-shm` file) is a link, FIFO, folder or device.
+    #[error(
+        "cache index {} is {what}, not a regular file: run `aps5 cache verify` (it moves it aside and rebuilds the index from the blobs) or delete the cache directory {}",
+        path.display(),
+        path.parent().unwrap_or(Path::new(".")).display()
+    )]
+    IndexNotAFile {
+        /// The file.
+        path: PathBuf,
+        /// What it is.
+        what: &'static str,
     },
     /// Another process held the index locked for longer than the busy timeout.
     #[error(
-        "cache index {} stayed locked by another process for over {} s ({source}): wait for the other aps5 process to finish, or use another APS5_CACHE_DIR",
+        "cache index {} stayed locked by another process for over {} s ({error}): wait for the other aps5 process to finish, or use another APS5_CACHE_DIR",
         path.display(),
         crate::store::BUSY_TIMEOUT.as_secs()
     )]
@@ -66,7 +82,7 @@ pub enum CacheError {
         /// The index file.
         path: PathBuf,
         /// SQLite's report.
-        source: rusqlite::Error,
+        error: rusqlite::Error,
     },
     /// The index was written by a newer aps5 with a schema this one does not know.
     #[error(
@@ -82,22 +98,22 @@ pub enum CacheError {
         supported: i64,
     },
     /// Any other SQLite failure.
-    #[error("cache index {}: {source}", path.display())]
+    #[error("cache index {}: {error}", path.display())]
     Index {
         /// The index file.
         path: PathBuf,
         /// SQLite's report.
-        source: rusqlite::Error,
+        error: rusqlite::Error,
     },
     /// A file operation on a blob, temp file or folder failed.
-    #[error("cache: cannot {action} {}: {source}{}", path.display(), io_hint(source))]
+    #[error("cache: cannot {action} {}: {error}{}", path.display(), io_hint(error))]
     Io {
         /// What was being done ("write blob", "read blob", "list", ...).
         action: &'static str,
         /// The file or folder.
         path: PathBuf,
         /// Why.
-        source: io::Error,
+        error: io::Error,
     },
 }
 
@@ -120,7 +136,10 @@ impl CacheError {
         let path = path.to_path_buf();
         match source.sqlite_error_code() {
             Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => {
-                CacheError::IndexCorrupt { path, source }
+                CacheError::IndexCorrupt {
+                    path,
+                    error: source,
+                }
             }
             Some(
                 ErrorCode::ReadOnly
@@ -128,11 +147,18 @@ impl CacheError {
                 | ErrorCode::PermissionDenied
                 | ErrorCode::DiskFull
                 | ErrorCode::AuthorizationForStatementDenied,
-            ) => CacheError::IndexNotWritable { path, source },
-            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
-                CacheError::IndexBusy { path, source }
-            }
-            _ => CacheError::Index { path, source },
+            ) => CacheError::IndexNotWritable {
+                path,
+                error: source,
+            },
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => CacheError::IndexBusy {
+                path,
+                error: source,
+            },
+            _ => CacheError::Index {
+                path,
+                error: source,
+            },
         }
     }
 
@@ -140,7 +166,7 @@ impl CacheError {
         CacheError::Io {
             action,
             path: path.to_path_buf(),
-            source,
+            error: source,
         }
     }
 }

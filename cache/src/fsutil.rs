@@ -19,7 +19,12 @@ static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// fsyncs a directory so that a rename (or create/unlink) inside it is durable.
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
+    // O_DIRECTORY: something else put in a folder's place fails instead of being opened.
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
+        .open(dir)?
+        .sync_all()
 }
 
 fn flock(file: &File, op: libc::c_int) -> io::Result<()> {
@@ -134,7 +139,12 @@ pub(crate) fn sweep_temps(tmp_dir: &Path) -> io::Result<Sweep> {
         if !is_temp || !entry.file_type()?.is_file() {
             continue;
         }
-        let file = match File::open(&path) {
+        // Never follow a link or hang on a FIFO put in a temp file's place meanwhile.
+        let file = match OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(&path)
+        {
             Ok(f) => f,
             // Renamed into place or swept by someone else meanwhile.
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
@@ -161,4 +171,102 @@ pub(crate) fn sweep_temps(tmp_dir: &Path) -> io::Result<Sweep> {
         }
     }
     Ok(sweep)
+}
+
+/// What kind of file system object a metadata describes, in words for messages.
+pub fn describe_kind(ft: fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_symlink() {
+        "a symbolic link"
+    } else if ft.is_dir() {
+        "a directory"
+    } else if ft.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_file() {
+        "a regular file"
+    } else {
+        "an unknown kind of file"
+    }
+}
+
+/// Why [`open_regular`] refused a path.
+#[derive(Debug)]
+pub(crate) enum OpenRefused {
+    /// Nothing there.
+    Missing,
+    /// Something other than a regular file of the expected size (what it is, in words).
+    Wrong(String),
+    /// The open or fstat itself failed.
+    Io(io::Error),
+}
+
+/// Opens `path` for reading only if it is a regular file: `O_NOFOLLOW` (when `follow` is
+/// false) so a symlink is not followed, `O_NONBLOCK` so a FIFO cannot hang the open (the flag
+/// is cleared again before reading), then `fstat` on the open file, so what is checked is
+/// what is read. With `size`, the file must be exactly that long. Callers read at most the
+/// returned length (`Read::take`), so a file growing meanwhile cannot make a read unbounded.
+pub(crate) fn open_regular(
+    path: &Path,
+    follow: bool,
+    size: Option<u64>,
+) -> Result<(File, u64), OpenRefused> {
+    let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY;
+    if !follow {
+        flags |= libc::O_NOFOLLOW;
+    }
+    let file = match OpenOptions::new().read(true).custom_flags(flags).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(OpenRefused::Missing),
+        // O_NOFOLLOW on a symlink.
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(OpenRefused::Wrong("a symbolic link".into()));
+        }
+        Err(e) => {
+            // A directory opens read-only fine on Linux; other refusals may still be a
+            // special file (a socket gives ENXIO): name it if lstat can.
+            return Err(match fs::symlink_metadata(path) {
+                Ok(m) if !m.is_file() => OpenRefused::Wrong(describe_kind(m.file_type()).into()),
+                _ => OpenRefused::Io(e),
+            });
+        }
+    };
+    let meta = file.metadata().map_err(OpenRefused::Io)?;
+    if !meta.is_file() {
+        return Err(OpenRefused::Wrong(describe_kind(meta.file_type()).into()));
+    }
+    if let Some(want) = size
+        && meta.len() != want
+    {
+        return Err(OpenRefused::Wrong(format!(
+            "{} bytes long where the index records {want}",
+            meta.len()
+        )));
+    }
+    // Back to blocking reads (a regular file never blocks anyway; this keeps semantics plain).
+    // SAFETY: fcntl on a file descriptor we own; no memory is passed.
+    unsafe {
+        let fd = file.as_raw_fd();
+        let fl = libc::fcntl(fd, libc::F_GETFL);
+        if fl >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK);
+        }
+    }
+    Ok((file, meta.len()))
+}
+
+/// Removes whatever is at `path` without following a link: a directory with its contents,
+/// anything else (file, symlink, FIFO, socket, device node) with unlink.
+pub(crate) fn remove_entry(path: &Path) -> io::Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => fs::remove_dir_all(path),
+        Ok(_) => fs::remove_file(path),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
 }

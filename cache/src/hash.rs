@@ -1,7 +1,6 @@
 //! Content hashes (blake3), streaming file hashing, memo keys and file stamps.
 
 use std::fmt;
-use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 use std::str::FromStr;
@@ -86,9 +85,36 @@ const SMALL_BUF: usize = 256 << 10;
 /// previous piece on all cores (rayon), so disk and CPU work at the same time. The file is
 /// read, not memory-mapped, so a file truncated while it is hashed gives a short result
 /// instead of a SIGBUS that would kill the whole build.
+///
+/// Only a regular file is read (a FIFO, device or folder is an `InvalidInput` error naming
+/// what it is; the open cannot hang on a FIFO), and at most one byte more than its size at
+/// the open: a file that grows meanwhile gives a count above that size instead of an
+/// unbounded read.
 pub fn hash_file(path: &Path) -> io::Result<(ContentHash, u64)> {
-    let mut file = File::open(path)?;
-    let expected = file.metadata().map(|m| m.len()).unwrap_or(0);
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "it is {}, not a regular file",
+                crate::fsutil::describe_kind(meta.file_type())
+            ),
+        ));
+    }
+    // SAFETY: fcntl on a file descriptor we own; no memory is passed.
+    unsafe {
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+        let fl = libc::fcntl(fd, libc::F_GETFL);
+        if fl >= 0 {
+            libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK);
+        }
+    }
+    let expected = meta.len();
     if expected >= PARALLEL_MIN {
         // Ask for aggressive read-ahead; purely advisory, so the result is ignored.
         // SAFETY: advisory call on an fd we own.
@@ -101,7 +127,7 @@ pub fn hash_file(path: &Path) -> io::Result<(ContentHash, u64)> {
             )
         };
     }
-    hash_reader(&mut file, expected)
+    hash_reader(&mut file.take(expected.saturating_add(1)), expected)
 }
 
 /// Reads until `buf` is full or the input ends; returns how much was read. (Short reads

@@ -17,6 +17,9 @@ mod report;
 mod store;
 
 pub use error::CacheError;
+pub use fsutil::describe_kind;
 pub use hash::{ContentHash, FileStamp, MemoKey, ParseHashError, hash_file};
-pub use report::{CorruptBlob, GcReport, Stats, VerifyReport};
+pub use report::{
+    BadEntry, CorruptBlob, FileRowProblem, GcReport, Stats, VerifyOutcome, VerifyReport,
+};
 pub use store::{Cache, Lookup};

@@ -67,6 +67,50 @@ pub struct CorruptBlob {
     pub actual: Option<ContentHash>,
 }
 
+/// Something in the blob namespace that is not a regular file (or, for a shard, a real
+/// folder): a symbolic link, a FIFO, a folder, a device. Removed by `verify`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadEntry {
+    /// Where it was.
+    pub path: PathBuf,
+    /// What it was, in words ("a FIFO (named pipe)", "a symbolic link", ...).
+    pub what: String,
+    /// Whether it could be removed.
+    pub removed: bool,
+}
+
+/// A remembered file hash (`files` row) that was wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileRowProblem {
+    /// The file the row is about.
+    pub path: String,
+    /// What was wrong and what was done.
+    pub problem: String,
+}
+
+/// The verdict of `verify`, and the exit status `aps5 cache verify` gives for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VerifyOutcome {
+    /// Nothing was wrong (temp leftovers and orphans of killed processes are normal): exit 0.
+    Clean,
+    /// Problems were found and all of them repaired: exit 3 (a second verify gives 0).
+    Repaired,
+    /// Something is wrong that verify left as it is (files it may not remove, entries it
+    /// could not remove): exit 2.
+    ProblemsLeft,
+}
+
+impl VerifyOutcome {
+    /// The exit status of `aps5 cache verify`.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            VerifyOutcome::Clean => 0,
+            VerifyOutcome::Repaired => 3,
+            VerifyOutcome::ProblemsLeft => 2,
+        }
+    }
+}
+
 /// What `verify` found and repaired (`aps5 cache verify`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VerifyReport {
@@ -93,6 +137,19 @@ pub struct VerifyReport {
     pub temp_in_use: u64,
     /// Problems SQLite's `integrity_check` reported (empty when the index is sound).
     pub index_problems: Vec<String>,
+    /// Where a damaged index was moved when it was rebuilt from the blobs (see
+    /// [`crate::Cache::verify_dir`]); set, `index_problems` were repaired.
+    pub index_rebuilt: Option<PathBuf>,
+    /// Entries named like blobs that were not regular files: removed.
+    pub bad_entries: Vec<BadEntry>,
+    /// Corrupt blob files that could not be removed (left; a problem).
+    pub unremoved: Vec<PathBuf>,
+    /// Remembered file hashes (`files` rows) checked.
+    pub file_rows_checked: u64,
+    /// Remembered file hashes that were damaged or wrong: dropped or corrected.
+    pub file_rows: Vec<FileRowProblem>,
+    /// Remembered file hashes of files that are gone or changed since: dropped (normal).
+    pub file_rows_stale: u64,
 }
 
 impl VerifyReport {
@@ -100,10 +157,27 @@ impl VerifyReport {
     /// foreign file, a sound index. Leftover temp files and adopted orphans are the normal
     /// traces of a killed process and do not count.
     pub fn is_clean(&self) -> bool {
-        self.corrupt.is_empty()
-            && self.missing.is_empty()
-            && self.foreign.is_empty()
-            && self.index_problems.is_empty()
+        self.outcome() == VerifyOutcome::Clean
+    }
+
+    /// Clean, all repaired, or problems left (see [`VerifyOutcome`]).
+    pub fn outcome(&self) -> VerifyOutcome {
+        let left = !self.foreign.is_empty()
+            || !self.unremoved.is_empty()
+            || self.bad_entries.iter().any(|b| !b.removed)
+            || (!self.index_problems.is_empty() && self.index_rebuilt.is_none());
+        let repaired = !self.corrupt.is_empty()
+            || !self.missing.is_empty()
+            || !self.bad_entries.is_empty()
+            || !self.file_rows.is_empty()
+            || self.index_rebuilt.is_some();
+        if left {
+            VerifyOutcome::ProblemsLeft
+        } else if repaired {
+            VerifyOutcome::Repaired
+        } else {
+            VerifyOutcome::Clean
+        }
     }
 }
 
@@ -134,6 +208,18 @@ impl fmt::Display for VerifyReport {
                 )?,
             }
         }
+        writeln!(f, "not regular files:  {}", self.bad_entries.len())?;
+        for b in &self.bad_entries {
+            let done = if b.removed {
+                "removed"
+            } else {
+                "COULD NOT BE REMOVED"
+            };
+            writeln!(f, "  {} ({}; {done})", b.path.display(), b.what)?;
+        }
+        for p in &self.unremoved {
+            writeln!(f, "  {} (corrupt; COULD NOT BE REMOVED)", p.display())?;
+        }
         writeln!(f, "missing (rows dropped): {}", self.missing.len())?;
         for m in &self.missing {
             writeln!(f, "  {m}")?;
@@ -154,21 +240,42 @@ impl fmt::Display for VerifyReport {
             self.temp_removed.len(),
             self.temp_in_use
         )?;
+        writeln!(
+            f,
+            "file hashes:        {} checked, {} wrong (dropped or corrected), {} stale (dropped)",
+            self.file_rows_checked,
+            self.file_rows.len(),
+            self.file_rows_stale
+        )?;
+        for r in &self.file_rows {
+            writeln!(f, "  {}: {}", r.path, r.problem)?;
+        }
         if self.index_problems.is_empty() {
             writeln!(f, "index:              ok")?;
         } else {
             writeln!(f, "index problems:     {}", self.index_problems.len())?;
-            for p in &self.index_problems {
+            for p in self.index_problems.iter().take(20) {
                 writeln!(f, "  {p}")?;
             }
+            match &self.index_rebuilt {
+                Some(old) => writeln!(
+                    f,
+                    "  the index was rebuilt from the blobs; the damaged one is kept as {}",
+                    old.display()
+                )?,
+                None => writeln!(f, "  the index was NOT rebuilt")?,
+            }
         }
-        if self.is_clean() {
-            write!(f, "result:             clean")
-        } else {
-            write!(
+        match self.outcome() {
+            VerifyOutcome::Clean => write!(f, "result:             clean"),
+            VerifyOutcome::Repaired => write!(
                 f,
-                "result:             problems found (repaired where possible; corrupt results are recomputed on the next build)"
-            )
+                "result:             problems found, all repaired (removed results are recomputed by the next build)"
+            ),
+            VerifyOutcome::ProblemsLeft => write!(
+                f,
+                "result:             problems left unrepaired (see above: remove what is listed, or delete the cache directory; it holds only derived data)"
+            ),
         }
     }
 }

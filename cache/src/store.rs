@@ -13,7 +13,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, pa
 use crate::error::CacheError;
 use crate::fsutil::{self, sweep_temps, write_durable};
 use crate::hash::{ContentHash, FileStamp, MemoKey, hash_reader};
-use crate::report::{CorruptBlob, GcReport, Stats, VerifyReport};
+use crate::report::{BadEntry, CorruptBlob, FileRowProblem, GcReport, Stats, VerifyReport};
 
 /// Threads that write blob files in `memo_put_many`/`put_blobs` (I/O bound: their fsyncs
 /// overlap, so more threads than cores pay off).
@@ -21,7 +21,9 @@ const WRITE_THREADS: usize = 8;
 /// How long a writer waits for another process's write transaction before giving up.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 /// The index schema this build writes (`PRAGMA user_version`).
-const SCHEMA_VERSION: i64 = 1;
+/// 2: `files` rows carry `row_check`; the v1 `files` table is dropped on migration (its rows
+/// cannot be vouched for; the files are hashed once more).
+const SCHEMA_VERSION: i64 = 2;
 /// A blob's last-used time is written at most once per this interval per process.
 const TOUCH_INTERVAL: Duration = Duration::from_secs(600);
 /// Pending last-used updates are written when this many have gathered ...
@@ -55,9 +57,30 @@ CREATE TABLE IF NOT EXISTS files (
     size     INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
     inode    INTEGER NOT NULL,            -- u64 stored bit for bit
-    hash     BLOB NOT NULL
+    hash     BLOB NOT NULL,
+    row_check INTEGER NOT NULL            -- see file_row_check: catches a damaged row
 ) WITHOUT ROWID;
 ";
+
+/// Key of the `files` row check (a keyed blake3, so it is not any plain content hash).
+const FILE_ROW_CONTEXT: &str = "aps5 2026-12 files row check v1";
+
+/// A 64-bit check over every column of a `files` row. A row whose check does not match (a
+/// flipped bit anywhere in it) is treated as unknown: the file is hashed again and the row
+/// rewritten. Costs well under a microsecond per row, so the no-op build stays a stat per file.
+pub(crate) fn file_row_check(path: &str, stamp: &FileStamp, hash: &ContentHash) -> i64 {
+    static KEY: std::sync::OnceLock<[u8; 32]> = std::sync::OnceLock::new();
+    let key = KEY.get_or_init(|| blake3::derive_key(FILE_ROW_CONTEXT, b""));
+    let mut h = blake3::Hasher::new_keyed(key);
+    h.update(&(path.len() as u64).to_le_bytes());
+    h.update(path.as_bytes());
+    h.update(&stamp.size.to_le_bytes());
+    h.update(&stamp.mtime_ns.to_le_bytes());
+    h.update(&stamp.inode.to_le_bytes());
+    h.update(&hash.0);
+    let out = h.finalize();
+    i64::from_le_bytes(out.as_bytes()[..8].try_into().expect("8 bytes"))
+}
 
 /// The result of a cache lookup.
 #[derive(Clone, PartialEq, Eq)]
@@ -104,6 +127,15 @@ struct BlobFile {
     path: PathBuf,
     size: u64,
     mtime: i64,
+}
+
+/// What is under `blobs/` (see `Cache::list_blob_files`).
+#[derive(Default)]
+struct BlobListing {
+    found: Vec<BlobFile>,
+    foreign: Vec<PathBuf>,
+    /// (path, the hash its name gives if it is a blob name, what it is).
+    bad: Vec<(PathBuf, Option<ContentHash>, String)>,
 }
 
 /// Last-used times gathered by reads, written to the index in batches.
@@ -204,20 +236,20 @@ impl Cache {
         let blobs_dir = dir.join(BLOBS_DIR);
         let tmp_dir = dir.join(TMP_DIR);
         for d in [&dir, &blobs_dir, &tmp_dir] {
-            fs::create_dir_all(d).map_err(|source| CacheError::CreateDir {
+            fs::create_dir_all(d).map_err(|error| CacheError::CreateDir {
                 dir: d.clone(),
-                source,
+                error,
             })?;
         }
         // Prove we can create files before SQLite gives a vaguer error.
         let (probe, _file) =
-            fsutil::create_temp(&tmp_dir).map_err(|source| CacheError::NotWritable {
+            fsutil::create_temp(&tmp_dir).map_err(|error| CacheError::NotWritable {
                 dir: dir.clone(),
-                source,
+                error,
             })?;
         let _ = fs::remove_file(&probe);
         let tag = dir.join("CACHEDIR.TAG");
-        if !tag.exists() {
+        if fs::symlink_metadata(&tag).is_err() {
             // Not durable on purpose: it only helps backup tools.
             fs::write(&tag, CACHEDIR_TAG).map_err(|e| CacheError::io("write", &tag, e))?;
         }
@@ -268,13 +300,70 @@ impl Cache {
         Ok((Cache::open(dir)?, aside))
     }
 
+    /// `aps5 cache verify`: opens the cache in `dir` and [`Cache::verify`]s it, and rebuilds
+    /// the index from the blobs ([`Cache::rebuild_index`]) when it is damaged: when it does
+    /// not open as a SQLite database, is not a regular file, or opens but fails SQLite's
+    /// `PRAGMA integrity_check`. The report then lists what SQLite found and where the old
+    /// index went (`index_rebuilt`), and the verify of the new index follows.
+    ///
+    /// Like `rebuild_index`, rebuilding assumes no other process is using the cache.
+    pub fn verify_dir(dir: &Path) -> Result<VerifyReport, CacheError> {
+        let damaged = |e: &CacheError| {
+            matches!(
+                e,
+                CacheError::IndexCorrupt { .. } | CacheError::IndexNotAFile { .. }
+            )
+        };
+        let problems = match Cache::open(dir) {
+            Ok(cache) => match cache.verify() {
+                Ok(report) if report.index_problems.is_empty() => return Ok(report),
+                Ok(report) => report.index_problems,
+                Err(e) if damaged(&e) => vec![e.to_string()],
+                Err(e) => return Err(e),
+            },
+            Err(e) if damaged(&e) => vec![e.to_string()],
+            Err(e) => return Err(e),
+        };
+        // The damaged index's connection is closed (the cache dropped) before it moves.
+        tracing::warn!(dir = %dir.display(), "cache index is damaged: rebuilding it from the blobs");
+        let (cache, old) = Cache::rebuild_index(dir)?;
+        let mut report = cache.verify()?;
+        report.index_problems = problems;
+        report.index_rebuilt = Some(old);
+        Ok(report)
+    }
+
+    /// Refuses an index (or its `-wal`/`-shm` file) that is not a regular file: SQLite would
+    /// follow a link, and could block on a FIFO.
+    fn check_index_files(path: &Path) -> Result<(), CacheError> {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut p = path.as_os_str().to_owned();
+            p.push(suffix);
+            let p = PathBuf::from(p);
+            match fs::symlink_metadata(&p) {
+                Ok(m) if !m.is_file() => {
+                    return Err(CacheError::IndexNotAFile {
+                        path: p,
+                        what: fsutil::describe_kind(m.file_type()),
+                    });
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(CacheError::io("stat", &p, e)),
+            }
+        }
+        Ok(())
+    }
+
     fn open_index(path: &Path) -> Result<Connection, CacheError> {
         let err = |e| CacheError::sqlite(path, e);
+        Self::check_index_files(path)?;
         let mut conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_NOFOLLOW,
         )
         .map_err(err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
@@ -321,6 +410,10 @@ impl Cache {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(err)?;
+            if version == 1 {
+                tx.execute_batch("DROP TABLE IF EXISTS files;")
+                    .map_err(err)?;
+            }
             tx.execute_batch(SCHEMA).map_err(err)?;
             tx.pragma_update(None, "user_version", SCHEMA_VERSION)
                 .map_err(err)?;
@@ -359,34 +452,67 @@ impl Cache {
         Ok(hash)
     }
 
-    /// Writes the blob file unless a file of the right size is already there (a same-size
-    /// file with wrong bytes is caught, removed and rewritten on the next read).
+    /// Writes the blob file unless a regular file of the right size is already there (a
+    /// same-size file with wrong bytes is caught, removed and rewritten on the next read).
+    /// Anything else in its place (a link, a FIFO, a folder) is removed first.
     fn store_file(&self, hash: &ContentHash, bytes: &[u8]) -> Result<(), CacheError> {
         let path = self.blob_path(hash);
-        if let Ok(meta) = fs::metadata(&path)
-            && meta.is_file()
-            && meta.len() == bytes.len() as u64
-        {
-            return Ok(());
+        match fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_file() && meta.len() == bytes.len() as u64 => return Ok(()),
+            Ok(meta) if !meta.is_file() => {
+                tracing::warn!(blob = %path.display(), kind = fsutil::describe_kind(meta.file_type()), "cache blob is not a regular file: replacing it");
+                fsutil::remove_entry(&path)
+                    .map_err(|e| CacheError::io("remove the bad blob entry", &path, e))?;
+            }
+            _ => {}
         }
         write_durable(&self.tmp_dir, &path, bytes)
             .map_err(|e| CacheError::io("write blob", &path, e))
     }
 
-    /// Reads and verifies the blob file for `hash`. A file that fails verification is
-    /// reported, deleted, and returned as `Corrupt`.
-    fn read_blob_file(&self, hash: &ContentHash) -> Result<BlobRead, CacheError> {
+    /// The size the index records for a blob (None: no row).
+    fn recorded_size(&self, hash: &ContentHash) -> Result<Option<u64>, CacheError> {
+        let conn = lock(&self.conn);
+        conn.prepare_cached("SELECT size FROM blobs WHERE hash = ?1")
+            .and_then(|mut s| {
+                s.query_row([&hash.0[..]], |r| r.get::<_, i64>(0))
+                    .optional()
+            })
+            .map(|size| size.map(|s| s as u64))
+            .map_err(|e| self.db_err(e))
+    }
+
+    /// Reads and verifies the blob file for `hash`, which the index says is `size` bytes
+    /// long. Only a regular file of exactly that size is read (opened without following
+    /// links and without blocking, checked with fstat, read no further than `size`); anything
+    /// else, and bytes that fail verification, are reported, removed and `Corrupt`.
+    fn read_blob_file(&self, hash: &ContentHash, size: u64) -> Result<BlobRead, CacheError> {
         let path = self.blob_path(hash);
-        let mut file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(BlobRead::Missing),
-            Err(e) => return Err(CacheError::io("open blob", &path, e)),
+        let (file, len) = match fsutil::open_regular(&path, false, Some(size)) {
+            Ok(opened) => opened,
+            Err(fsutil::OpenRefused::Missing) => return Ok(BlobRead::Missing),
+            Err(fsutil::OpenRefused::Wrong(what)) => {
+                tracing::warn!(
+                    blob = %path.display(),
+                    expected = %hash,
+                    "corrupt cache blob: it is {what}; removing it; the result will be recomputed"
+                );
+                if let Err(e) = fsutil::remove_entry(&path) {
+                    tracing::warn!(blob = %path.display(), error = %e, "could not remove corrupt cache blob");
+                }
+                return Ok(BlobRead::Corrupt);
+            }
+            Err(fsutil::OpenRefused::Io(e)) => {
+                return Err(CacheError::io("open blob", &path, e));
+            }
         };
         let mut buf = Vec::new();
-        let read = file.metadata().and_then(|m| {
-            buf.reserve_exact(m.len() as usize);
-            file.read_to_end(&mut buf)
-        });
+        let read = usize::try_from(len)
+            .map_err(io::Error::other)
+            .and_then(|n| {
+                buf.try_reserve_exact(n).map_err(io::Error::other)?;
+                (&file).take(len).read_to_end(&mut buf)
+            });
         match read {
             Ok(_) => {
                 let got = ContentHash::of(&buf);
@@ -443,8 +569,14 @@ impl Cache {
     }
 
     /// Reads the blob with `hash`, verifying its bytes.
+    ///
+    /// A blob the index has no row for is a miss (its size is unknown, so it is not read);
+    /// `verify` and `gc` adopt such files, and storing the same bytes again records it.
     pub fn get_blob(&self, hash: &ContentHash) -> Result<Lookup, CacheError> {
-        match self.read_blob_file(hash)? {
+        let Some(size) = self.recorded_size(hash)? else {
+            return Ok(Lookup::Miss);
+        };
+        match self.read_blob_file(hash, size)? {
             BlobRead::Ok(bytes) => {
                 self.touch(hash, bytes.len() as u64);
                 Ok(Lookup::Hit(bytes))
@@ -462,19 +594,31 @@ impl Cache {
 
     /// Looks up a memoized result.
     pub fn memo_get(&self, key: &MemoKey) -> Result<Lookup, CacheError> {
-        let blob = {
+        let row = {
             let conn = lock(&self.conn);
             let mut stmt = conn
-                .prepare_cached("SELECT blob FROM memo WHERE key = ?1")
+                .prepare_cached(
+                    "SELECT memo.blob, blobs.size FROM memo
+                     LEFT JOIN blobs ON blobs.hash = memo.blob WHERE memo.key = ?1",
+                )
                 .map_err(|e| self.db_err(e))?;
-            stmt.query_row([&key.0.0[..]], |r| r.get::<_, Vec<u8>>(0))
-                .optional()
-                .map_err(|e| self.db_err(e))?
+            stmt.query_row([&key.0.0[..]], |r| {
+                Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, Option<i64>>(1)?))
+            })
+            .optional()
+            .map_err(|e| self.db_err(e))?
         };
-        let Some(hash) = blob.and_then(hash_from_sql) else {
+        let Some((blob, size)) = row else {
             return Ok(Lookup::Miss);
         };
-        let outcome = self.read_blob_file(&hash)?;
+        let Some(hash) = hash_from_sql(blob) else {
+            return Ok(Lookup::Miss);
+        };
+        // A memo row whose blob has no row (its size unknown) is read as missing.
+        let outcome = match size {
+            Some(size) => self.read_blob_file(&hash, size as u64)?,
+            None => BlobRead::Missing,
+        };
         if let BlobRead::Ok(bytes) = outcome {
             self.touch(&hash, bytes.len() as u64);
             return Ok(Lookup::Hit(bytes));
@@ -669,7 +813,7 @@ impl Cache {
         let upper = prefix_upper_bound(prefix);
         let mut stmt = conn
             .prepare_cached(
-                "SELECT path, size, mtime_ns, inode, hash FROM files
+                "SELECT path, size, mtime_ns, inode, hash, row_check FROM files
                  WHERE path >= ?1 AND (?2 IS NULL OR path < ?2)",
             )
             .map_err(|e| self.db_err(e))?;
@@ -677,6 +821,7 @@ impl Cache {
             .query(params![prefix, upper])
             .map_err(|e| self.db_err(e))?;
         let mut out = HashMap::with_capacity(self.files_hint.load(Ordering::Relaxed));
+        let mut damaged = 0u64;
         while let Some(row) = rows.next().map_err(|e| self.db_err(e))? {
             let read = (|| {
                 // Borrowed column reads: one allocation per row (the path) instead of two.
@@ -687,11 +832,14 @@ impl Cache {
                     row.get::<_, i64>(2)?,
                     row.get::<_, i64>(3)?,
                     hash,
+                    row.get::<_, i64>(5)?,
                 ))
             })();
-            let (path, size, mtime_ns, inode, hash) = read.map_err(|e| self.db_err(e))?;
-            // A malformed row is skipped: the file is simply hashed again.
+            let (path, size, mtime_ns, inode, hash, check) = read.map_err(|e| self.db_err(e))?;
+            // A malformed or damaged row is skipped: the file is simply hashed again (and the
+            // caller's new row replaces it).
             let Some(hash) = hash.map(ContentHash) else {
+                damaged += 1;
                 continue;
             };
             let stamp = FileStamp {
@@ -699,7 +847,18 @@ impl Cache {
                 mtime_ns,
                 inode: inode as u64,
             };
+            if file_row_check(&path, &stamp, &hash) != check {
+                damaged += 1;
+                continue;
+            }
             out.insert(path, (stamp, hash));
+        }
+        if damaged > 0 {
+            tracing::warn!(
+                index = %self.index_path.display(),
+                rows = damaged,
+                "remembered file hashes failed their check (a damaged cache index); those files are hashed again"
+            );
         }
         self.files_hint.store(out.len(), Ordering::Relaxed);
         Ok(out)
@@ -720,9 +879,11 @@ impl Cache {
         {
             let mut stmt = tx
                 .prepare_cached(
-                    "INSERT INTO files (path, size, mtime_ns, inode, hash) VALUES (?1, ?2, ?3, ?4, ?5)
+                    "INSERT INTO files (path, size, mtime_ns, inode, hash, row_check)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                      ON CONFLICT (path) DO UPDATE SET size = excluded.size,
-                       mtime_ns = excluded.mtime_ns, inode = excluded.inode, hash = excluded.hash",
+                       mtime_ns = excluded.mtime_ns, inode = excluded.inode, hash = excluded.hash,
+                       row_check = excluded.row_check",
                 )
                 .map_err(|e| self.db_err(e))?;
             for (path, stamp, hash) in rows {
@@ -731,7 +892,8 @@ impl Cache {
                     stamp.size as i64,
                     stamp.mtime_ns,
                     stamp.inode as i64,
-                    &hash.0[..]
+                    &hash.0[..],
+                    file_row_check(path, stamp, hash)
                 ])
                 .map_err(|e| self.db_err(e))?;
             }
@@ -781,24 +943,34 @@ impl Cache {
         })
     }
 
-    /// Lists the blob files on disk: (hash, path, size, mtime) for well-named files, and the
-    /// paths of anything else under `blobs/`.
-    fn list_blob_files(&self) -> Result<(Vec<BlobFile>, Vec<PathBuf>), CacheError> {
-        let mut found = Vec::new();
-        let mut foreign = Vec::new();
+    /// Lists the blob files on disk: (hash, path, size, mtime) for well-named regular files,
+    /// the paths of anything not named like a blob under `blobs/`, and the entries that are
+    /// named like a blob (or a shard folder) but are not a regular file (or a real folder):
+    /// links, FIFOs, folders, devices, with what each is.
+    fn list_blob_files(&self) -> Result<BlobListing, CacheError> {
+        let mut listing = BlobListing::default();
         let list = |dir: &Path| fs::read_dir(dir).map_err(|e| CacheError::io("list", dir, e));
+        let is_hex = |n: &str| {
+            n.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        };
         for shard in list(&self.blobs_dir)? {
             let shard = shard.map_err(|e| CacheError::io("list", &self.blobs_dir, e))?;
             let shard_path = shard.path();
             let shard_name = shard.file_name();
             let shard_name = shard_name.to_str().unwrap_or("");
-            let is_shard = shard_name.len() == 2
-                && shard_name
-                    .bytes()
-                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-                && shard_path.is_dir();
-            if !is_shard {
-                foreign.push(shard_path);
+            if shard_name.len() != 2 || !is_hex(shard_name) {
+                listing.foreign.push(shard_path);
+                continue;
+            }
+            // file_type() does not follow links: a link named like a shard is not a shard.
+            let ft = shard
+                .file_type()
+                .map_err(|e| CacheError::io("stat", &shard_path, e))?;
+            if !ft.is_dir() {
+                listing
+                    .bad
+                    .push((shard_path, None, fsutil::describe_kind(ft).to_string()));
                 continue;
             }
             for entry in list(&shard_path)? {
@@ -807,10 +979,7 @@ impl Cache {
                 let name = entry.file_name();
                 let hash = name
                     .to_str()
-                    .filter(|n| {
-                        n.bytes()
-                            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-                    })
+                    .filter(|n| is_hex(n))
                     .and_then(|n| format!("{shard_name}{n}").parse::<ContentHash>().ok());
                 let meta = match fs::symlink_metadata(&path) {
                     Ok(m) => m,
@@ -818,17 +987,22 @@ impl Cache {
                     Err(e) => return Err(CacheError::io("stat", &path, e)),
                 };
                 match hash {
-                    Some(hash) if meta.is_file() => found.push(BlobFile {
+                    Some(hash) if meta.is_file() => listing.found.push(BlobFile {
                         hash,
                         path,
                         size: meta.len(),
                         mtime: mtime_ns(&meta),
                     }),
-                    _ => foreign.push(path),
+                    Some(hash) => listing.bad.push((
+                        path,
+                        Some(hash),
+                        fsutil::describe_kind(meta.file_type()).to_string(),
+                    )),
+                    None => listing.foreign.push(path),
                 }
             }
         }
-        Ok((found, foreign))
+        Ok(listing)
     }
 
     fn index_snapshot(&self) -> Result<HashMap<ContentHash, u64>, CacheError> {
@@ -856,7 +1030,9 @@ impl Cache {
 
     /// Checks every blob file against its name and the index against the files, repairing
     /// what it can: corrupt blobs and rows of missing blobs are removed, valid orphan files
-    /// adopted, temp files of dead writers removed. Safe while other processes use the cache.
+    /// adopted, temp files of dead writers removed, remembered file hashes checked. Safe while
+    /// other processes use the cache. An index failing SQLite's integrity check stops it
+    /// there (only `index_problems` is filled in): [`Cache::verify_dir`] rebuilds such an index.
     pub fn verify(&self) -> Result<VerifyReport, CacheError> {
         self.flush()?;
         let mut report = VerifyReport {
@@ -878,6 +1054,11 @@ impl Cache {
                 }
             }
         }
+        if !report.index_problems.is_empty() {
+            // Nothing is judged against a damaged index (its rows may name wrong sizes, and
+            // good blobs would be removed): `verify_dir` rebuilds it, then verifies.
+            return Ok(report);
+        }
         let sweep =
             sweep_temps(&self.tmp_dir).map_err(|e| CacheError::io("clean", &self.tmp_dir, e))?;
         report.temp_removed = sweep.removed;
@@ -886,22 +1067,53 @@ impl Cache {
         // Snapshot the index before listing files: a row is written only after its file is
         // in place, so a row in the snapshot whose file is not listed really lost its file.
         let rows = self.index_snapshot()?;
-        let (files, foreign) = self.list_blob_files()?;
-        report.foreign = foreign;
+        let listing = self.list_blob_files()?;
+        report.foreign = listing.foreign;
         let mut on_disk = HashSet::new();
         let mut adopt = Vec::new();
         let mut corrupt_hashes = Vec::new();
-        for BlobFile {
-            hash, path, mtime, ..
-        } in files
-        {
-            let outcome = File::open(&path).and_then(|mut f| {
-                let len = f.metadata()?.len();
-                let (got, n) = hash_reader(&mut f, len)?;
-                Ok((got, n, f))
+        for (path, hash, what) in listing.bad {
+            tracing::warn!(entry = %path.display(), what, "cache blob entry is not a regular file: removing it");
+            let removed = fsutil::remove_entry(&path);
+            if let Err(e) = &removed {
+                tracing::warn!(entry = %path.display(), error = %e, "could not remove bad cache blob entry");
+            }
+            corrupt_hashes.extend(hash);
+            report.bad_entries.push(BadEntry {
+                path,
+                what,
+                removed: removed.is_ok(),
             });
+        }
+        for BlobFile {
+            hash,
+            path,
+            mtime,
+            size,
+        } in listing.found
+        {
+            // The same checks as a read (no link, no FIFO: the entry may have been swapped
+            // since the listing; the size the index records, so a huge sparse file is refused
+            // unread), bounded by that size. An orphan is bounded by the size listed.
+            let want = rows.get(&hash).copied().unwrap_or(size);
+            let outcome = match fsutil::open_regular(&path, false, Some(want)) {
+                Ok((f, len)) => hash_reader(&mut (&f).take(len), len).map(|(got, n)| (got, n, f)),
+                Err(fsutil::OpenRefused::Missing) => continue,
+                Err(fsutil::OpenRefused::Wrong(what)) => {
+                    // The wrong size, or swapped for something else after the listing.
+                    tracing::warn!(blob = %path.display(), what, "corrupt cache blob: removing it");
+                    let removed = fsutil::remove_entry(&path);
+                    corrupt_hashes.push(hash);
+                    report.bad_entries.push(BadEntry {
+                        path,
+                        what,
+                        removed: removed.is_ok(),
+                    });
+                    continue;
+                }
+                Err(fsutil::OpenRefused::Io(e)) => Err(e),
+            };
             match outcome {
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Ok((got, n, f)) => {
                     report.checked += 1;
                     report.checked_bytes += n;
@@ -928,6 +1140,7 @@ impl Cache {
                     tracing::warn!(blob = %path.display(), expected = %hash, error = %e, "unreadable cache blob: removing it");
                     if let Err(e) = fs::remove_file(&path) {
                         tracing::warn!(blob = %path.display(), error = %e, "could not remove unreadable cache blob");
+                        report.unremoved.push(path.clone());
                     }
                     report.checked += 1;
                     corrupt_hashes.push(hash);
@@ -970,7 +1183,103 @@ impl Cache {
             )
             .map_err(|e| self.db_err(e))? as u64;
         tx.commit().map_err(|e| self.db_err(e))?;
+        drop(conn);
+        self.verify_file_rows(&mut report)?;
         Ok(report)
+    }
+
+    /// Checks every remembered file hash: a row whose check fails is dropped; a row whose file
+    /// still has the remembered stamp is compared with a fresh hash of the file (read only if
+    /// it is a regular file of the remembered size, and trusted only if the stamp is the same
+    /// after the read) and corrected when wrong; a row whose file is gone or changed is stale
+    /// and dropped (the next build hashes that file anyway). Updates are conditional on the
+    /// row being unchanged, so a build running meanwhile is never overwritten.
+    fn verify_file_rows(&self, report: &mut VerifyReport) -> Result<(), CacheError> {
+        type Row = (String, i64, i64, i64, Vec<u8>, i64);
+        let rows: Vec<Row> = {
+            let conn = lock(&self.conn);
+            let mut stmt = conn
+                .prepare("SELECT path, size, mtime_ns, inode, hash, row_check FROM files")
+                .map_err(|e| self.db_err(e))?;
+            stmt.query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            })
+            .and_then(|rows| rows.collect())
+            .map_err(|e| self.db_err(e))?
+        };
+        let mut dropped: Vec<(String, i64)> = Vec::new();
+        let mut fixed: Vec<(String, i64, ContentHash, i64)> = Vec::new();
+        for (path, size, mtime_ns, inode, hash, check) in rows {
+            report.file_rows_checked += 1;
+            let stamp = FileStamp {
+                size: size as u64,
+                mtime_ns,
+                inode: inode as u64,
+            };
+            let Some(hash) =
+                hash_from_sql(hash).filter(|h| file_row_check(&path, &stamp, h) == check)
+            else {
+                report.file_rows.push(FileRowProblem {
+                    path: path.clone(),
+                    problem: "damaged row (its check failed): dropped".into(),
+                });
+                dropped.push((path, check));
+                continue;
+            };
+            let now = |p: &str| fs::metadata(p).ok().map(|m| FileStamp::from_metadata(&m));
+            if now(&path) != Some(stamp) {
+                report.file_rows_stale += 1;
+                dropped.push((path, check));
+                continue;
+            }
+            let fresh = match fsutil::open_regular(Path::new(&path), true, Some(stamp.size)) {
+                Ok((f, len)) => hash_reader(&mut (&f).take(len), len).ok(),
+                Err(_) => None,
+            };
+            // Unreadable, or changing right now: left for the next build to hash.
+            let Some((got, n)) = fresh else { continue };
+            if n != stamp.size || now(&path) != Some(stamp) || got == hash {
+                continue;
+            }
+            tracing::warn!(file = %path, remembered = %hash, actual = %got, "wrong remembered file hash: corrected");
+            report.file_rows.push(FileRowProblem {
+                path: path.clone(),
+                problem: format!(
+                    "remembered blake3 {hash}, but the file hashes to {got}: corrected"
+                ),
+            });
+            let new_check = file_row_check(&path, &stamp, &got);
+            fixed.push((path, check, got, new_check));
+        }
+        if dropped.is_empty() && fixed.is_empty() {
+            return Ok(());
+        }
+        let mut conn = lock(&self.conn);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.db_err(e))?;
+        for (path, check) in &dropped {
+            tx.execute(
+                "DELETE FROM files WHERE path = ?1 AND row_check = ?2",
+                params![path, check],
+            )
+            .map_err(|e| self.db_err(e))?;
+        }
+        for (path, old_check, hash, check) in &fixed {
+            tx.execute(
+                "UPDATE files SET hash = ?1, row_check = ?2 WHERE path = ?3 AND row_check = ?4",
+                params![&hash.0[..], check, path, old_check],
+            )
+            .map_err(|e| self.db_err(e))?;
+        }
+        tx.commit().map_err(|e| self.db_err(e))
     }
 
     /// Evicts least-recently-used blobs (and the memo rows that point at them) until the
@@ -989,7 +1298,7 @@ impl Cache {
         report.temp_removed = sweep.removed.len() as u64;
 
         let rows = self.index_snapshot()?;
-        let (files, _foreign) = self.list_blob_files()?;
+        let files = self.list_blob_files()?.found;
         let on_disk: HashSet<ContentHash> = files.iter().map(|f| f.hash).collect();
         {
             let mut conn = lock(&self.conn);

@@ -208,8 +208,11 @@ fn cache_verify_repairs_a_corrupt_index() {
     // A build names the index and says what to do.
     let err = fails(&p.dir(), &["build"], 2);
     assert!(err.contains("index.sqlite"), "{err}");
-    let out = ok(&p.dir(), &["cache", "verify"]);
-    assert!(out.contains("rebuilt"), "{out}");
+    // Found and repaired: exit 3 (docs/CACHE.md).
+    let out = run(&p.dir(), &["cache", "verify"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(text.contains("rebuilt"), "{text}");
     // The blobs were adopted again; the build works (and re-derives what the index forgot).
     p.build_json();
     assert_eq!(recomputed(&p.build_json()), vec![]);

@@ -5,7 +5,11 @@ mod common;
 
 mod bad_input;
 mod build;
+mod cache_integrity;
+mod confinement;
 mod crash;
 mod homebrew;
+mod modules;
 mod paths;
+mod payload;
 mod reliability;

@@ -190,6 +190,12 @@ pub fn ci(install: bool, fuzz_seconds: u64) -> Result<bool> {
         // Every test binary runs even after one fails, so one CI run reports every failure.
         cargo(&["test", "--workspace", "--locked", "--no-fail-fast"], &[])
     });
+    // The translator against the kernel corpus on lavapipe (tests/kernels/README.md).
+    run_step(&mut steps, "kernel-diff corpus (wave32 + wave64)", || {
+        crate::kernel_diff::corpus(None, false)
+    });
+    // `cargo xtask kernel-fuzz` is not a CI step yet: random kernels still meet a translator
+    // bug (wave32, wrong values from workgroup 1 on; see tests/kernels/README.md).
     run_step(&mut steps, "fuzz smoke: reader", || {
         fuzz_smoke("reader", fuzz_seconds, &homebrew_seeds())
     });

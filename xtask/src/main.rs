@@ -4,9 +4,14 @@
 //! - `bench`: benchmarks; figures written as JSON under `target/bench/`.
 //! - `dump SRC -o DUMP [--ps4]`: build a PS5 (or PS4) test dump with the fixture SDK.
 //! - `fuzz-decoder N`: differential fuzzing of the RDNA2 decoder against llvm-mc.
+//! - `kernel-diff KERNEL.cl [SPEC.json] [--wave64] | --corpus`: the translator's kernel-diff
+//!   harness (OpenCL C via clang-14 for gfx1030 and the host, compared buffer by buffer).
+//! - `kernel-fuzz N [SEED]`: random kernels through the same harness.
 
 mod bench;
 mod ci;
+mod kernel_diff;
+mod kernel_fuzz;
 mod util;
 
 use std::path::PathBuf;
@@ -23,7 +28,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Run every check CI runs: fmt, clippy, tests, fuzz smokes, decoder differential smoke.
+    /// Run every check CI runs: fmt, clippy, tests, kernel corpus, fuzz smokes, decoder smoke.
     Ci {
         /// Skip the package check / installation.
         #[arg(long)]
@@ -51,6 +56,28 @@ enum Cmd {
     },
     /// Differential fuzzing of the RDNA2 decoder against llvm-mc.
     FuzzDecoder { words: u64, seed: Option<u64> },
+    /// Compile an OpenCL C kernel for gfx1030 and the host, translate and run it on Vulkan,
+    /// compare every output buffer (tests/kernels/README.md).
+    KernelDiff {
+        /// The kernel source (with --corpus: only corpus files whose path contains this).
+        kernel: Option<PathBuf>,
+        /// The spec (default: KERNEL.json beside the kernel, else the documented default).
+        spec: Option<PathBuf>,
+        /// Build wave64 (-mwavefrontsize64) instead of wave32.
+        #[arg(long)]
+        wave64: bool,
+        /// Run the whole corpus (tests/kernels/*.cl, both wave sizes) against KNOWN_FAILING.
+        #[arg(long)]
+        corpus: bool,
+        /// With --corpus: rewrite tests/kernels/KNOWN_FAILING from this run.
+        #[arg(long)]
+        update_known_failing: bool,
+        /// Both wave sizes of one kernel, one OUTCOME line each (what --corpus runs per kernel).
+        #[arg(long, hide = true)]
+        outcomes: bool,
+    },
+    /// Random kernels (straight-line and looping integer/float code) through kernel-diff.
+    KernelFuzz { count: u32, seed: Option<u64> },
 }
 
 fn main() -> ExitCode {
@@ -71,6 +98,28 @@ fn main() -> ExitCode {
             args.extend(seed.as_deref());
             util::cargo(&args, &[])
         }
+        Cmd::KernelDiff {
+            kernel,
+            spec,
+            wave64,
+            corpus,
+            update_known_failing,
+            outcomes,
+        } => {
+            if corpus {
+                let filter = kernel.as_ref().map(|k| k.to_string_lossy().into_owned());
+                kernel_diff::corpus(filter.as_deref(), update_known_failing)
+            } else if let Some(k) = kernel {
+                if outcomes {
+                    kernel_diff::outcomes(&k)
+                } else {
+                    kernel_diff::kernel_diff(&k, spec.as_deref(), wave64)
+                }
+            } else {
+                Err(anyhow::anyhow!("kernel-diff: give KERNEL.cl or --corpus"))
+            }
+        }
+        Cmd::KernelFuzz { count, seed } => kernel_fuzz::fuzz(count, seed.unwrap_or(1)),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -120,6 +120,49 @@ pub enum ShaderCommand {
         #[arg(long)]
         wave64: bool,
     },
+    /// Translate RDNA2 machine code to a Vulkan SPIR-V 1.5 module (docs/TRANSLATOR.md).
+    Translate {
+        /// A file of raw little-endian instruction words, starting at the entry point.
+        #[arg(required_unless_present = "hex", conflicts_with = "hex")]
+        file: Option<PathBuf>,
+        /// Instruction words as text, e.g. "0x7e000280 0xbf810000".
+        #[arg(long)]
+        hex: Option<String>,
+        /// Shader stage; only cs (compute) so far.
+        #[arg(long, default_value = "cs")]
+        stage: String,
+        /// Wave64 instead of wave32.
+        #[arg(long)]
+        wave64: bool,
+        /// COMPUTE_PGM_RSRC2 (default: --user-sgprs and TGID_X_EN).
+        #[arg(long, value_parser = parse_u32)]
+        rsrc2: Option<u32>,
+        /// USER_SGPR count when --rsrc2 is not given.
+        #[arg(long, default_value_t = 0)]
+        user_sgprs: u32,
+        /// Guest workgroup size X,Y,Z.
+        #[arg(long, default_value = "64,1,1")]
+        local: String,
+        /// Static LDS bytes.
+        #[arg(long, default_value_t = 0)]
+        lds: u32,
+        /// Write the SPIR-V here (replaced only when the translation succeeds).
+        #[arg(short = 'o', long)]
+        output: Option<PathBuf>,
+        /// Print the IR.
+        #[arg(long)]
+        ir: bool,
+    },
+}
+
+/// Parses a u32 given in decimal or 0x-prefixed hex.
+pub fn parse_u32(s: &str) -> Result<u32, String> {
+    let t = s.trim();
+    match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(h) => u32::from_str_radix(h, 16),
+        None => t.parse(),
+    }
+    .map_err(|e| format!("`{s}`: {e}"))
 }
 
 /// Parses a size with an optional K/M/G/T suffix (powers of 1024).

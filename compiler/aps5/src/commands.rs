@@ -32,7 +32,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
             }
         }
         Command::Clean => clean(&here, cli.quiet)?,
-        Command::Cache { command } => cache(&here, command)?,
+        Command::Cache { command } => return cache(&here, command),
         Command::Inspect { file, json } => {
             let path = here.join(file);
             let bytes =
@@ -160,7 +160,9 @@ fn clean(dir: &Path, quiet: bool) -> Result<()> {
     Ok(())
 }
 
-fn cache(dir: &Path, command: &CacheCommand) -> Result<()> {
+/// `aps5 cache stats|verify|gc`. verify exits 0 when nothing was wrong, 3 when it found
+/// problems and repaired them all, 2 when something is left unrepaired (docs/CACHE.md).
+fn cache(dir: &Path, command: &CacheCommand) -> Result<ExitCode> {
     // Inside a project its cache_dir setting counts; elsewhere the default cache.
     // Resolved without opening the cache: `verify` must reach a cache whose index is broken.
     let cache_dir =
@@ -169,28 +171,19 @@ fn cache(dir: &Path, command: &CacheCommand) -> Result<()> {
             Err(aps5_graph::BuildError::NoProject { .. }) => aps5_cache::Cache::default_dir(),
             Err(e) => return Err(e.into()),
         };
-    let cache = match (aps5_cache::Cache::open(&cache_dir), command) {
-        // verify is the repair command: a corrupt index is set aside and rebuilt from the blobs.
-        (Err(aps5_cache::CacheError::IndexCorrupt { path, .. }), CacheCommand::Verify) => {
-            let (cache, old) = aps5_cache::Cache::rebuild_index(&cache_dir)?;
-            println!(
-                "the index {} was corrupt: moved to {}, rebuilt from the blobs",
-                path.display(),
-                old.display()
-            );
-            cache
-        }
-        (result, _) => result?,
-    };
     match command {
-        CacheCommand::Stats => println!("{}", cache.stats()?),
+        CacheCommand::Stats => println!("{}", aps5_cache::Cache::open(&cache_dir)?.stats()?),
         CacheCommand::Verify => {
-            let report = cache.verify()?;
+            // The repair command: a damaged index is set aside and rebuilt from the blobs.
+            let report = aps5_cache::Cache::verify_dir(&cache_dir)?;
             println!("{report}");
+            return Ok(ExitCode::from(report.outcome().exit_code()));
         }
-        CacheCommand::Gc { max_size } => println!("{}", cache.gc(*max_size)?),
+        CacheCommand::Gc { max_size } => {
+            println!("{}", aps5_cache::Cache::open(&cache_dir)?.gc(*max_size)?)
+        }
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 fn nid(items: &[String], reverse: bool) -> ExitCode {
@@ -216,18 +209,10 @@ fn nid(items: &[String], reverse: bool) -> ExitCode {
     }
 }
 
-fn shader(dir: &Path, command: &ShaderCommand) -> Result<()> {
+/// Instruction bytes from FILE (relative to `dir`) or --hex.
+fn shader_code(dir: &Path, file: &Option<PathBuf>, hex: &Option<String>) -> Result<Vec<u8>> {
     use aps5_shader::disasm;
-    let ShaderCommand::Disasm {
-        file,
-        hex,
-        mcpu,
-        wave64,
-    } = command;
-    let mcpu: disasm::Mcpu = mcpu
-        .parse()
-        .map_err(|e| anyhow::anyhow!("--mcpu {mcpu}: {e}"))?;
-    let code = match (file, hex) {
+    Ok(match (file, hex) {
         (_, Some(hex)) => {
             disasm::parse_hex_words(hex).map_err(|e| anyhow::anyhow!("--hex: {e}"))?
         }
@@ -245,18 +230,104 @@ fn shader(dir: &Path, command: &ShaderCommand) -> Result<()> {
             bytes
         }
         (None, None) => unreachable!("clap requires FILE or --hex"),
-    };
-    print!(
-        "{}",
-        disasm::disassemble(
-            &code,
-            &disasm::Options {
-                mcpu,
-                wave64: *wave64
+    })
+}
+
+fn shader(dir: &Path, command: &ShaderCommand) -> Result<()> {
+    use aps5_shader::disasm;
+    match command {
+        ShaderCommand::Disasm {
+            file,
+            hex,
+            mcpu,
+            wave64,
+        } => {
+            let mcpu: disasm::Mcpu = mcpu
+                .parse()
+                .map_err(|e| anyhow::anyhow!("--mcpu {mcpu}: {e}"))?;
+            let code = shader_code(dir, file, hex)?;
+            print!(
+                "{}",
+                disasm::disassemble(
+                    &code,
+                    &disasm::Options {
+                        mcpu,
+                        wave64: *wave64
+                    }
+                )
+            );
+            Ok(())
+        }
+        ShaderCommand::Translate {
+            file,
+            hex,
+            stage,
+            wave64,
+            rsrc2,
+            user_sgprs,
+            local,
+            lds,
+            output,
+            ir,
+        } => {
+            use aps5_shader::translate::{self, ComputeState, Options};
+            if stage != "cs" {
+                bail!("--stage {stage}: only cs (compute) is supported yet");
             }
-        )
-    );
-    Ok(())
+            let dims: Vec<u32> = local
+                .split(',')
+                .map(|d| d.trim().parse::<u32>())
+                .collect::<Result<_, _>>()
+                .map_err(|e| anyhow::anyhow!("--local {local}: {e}"))?;
+            let [x, y, z] = dims[..] else {
+                bail!("--local {local}: give X,Y,Z");
+            };
+            if *user_sgprs > 16 {
+                bail!("--user-sgprs {user_sgprs}: at most 16");
+            }
+            let bytes = shader_code(dir, file, hex)?;
+            let code: Vec<u32> = bytes
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            let state = ComputeState {
+                pgm_rsrc1: 0,
+                pgm_rsrc2: rsrc2.unwrap_or(user_sgprs << 1 | 1 << 7),
+                workgroup_size: [x, y, z],
+                wave64: *wave64,
+                lds_bytes: *lds,
+                scratch_bytes_per_lane: 0,
+            };
+            if *ir {
+                let body = translate::lower_compute(&code, &state)
+                    .map_err(|e| anyhow::anyhow!("translate: {e}"))?;
+                print!("{body}");
+            }
+            let t = translate::translate_compute(&code, &state, &Options::default())
+                .map_err(|e| anyhow::anyhow!("translate: {e}"))?;
+            match output {
+                Some(out) => {
+                    let path = dir.join(out);
+                    let words: Vec<u8> = t.spirv.iter().flat_map(|w| w.to_le_bytes()).collect();
+                    // Write beside the target and rename, so a failed write keeps the old file.
+                    let tmp = path.with_extension("spv.tmp");
+                    std::fs::write(&tmp, &words)
+                        .with_context(|| format!("cannot write {}", tmp.display()))?;
+                    std::fs::rename(&tmp, &path)
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                }
+                None if !*ir => println!(
+                    "{} SPIR-V words, {} guest instructions, local size {:?}, {} memory accesses",
+                    t.spirv.len(),
+                    t.meta.guest_instructions,
+                    t.local_size,
+                    t.meta.accesses.len()
+                ),
+                None => {}
+            }
+            Ok(())
+        }
+    }
 }
 
 pub fn human_bytes(n: u64) -> String {

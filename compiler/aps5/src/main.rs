@@ -1,6 +1,7 @@
 //! The `aps5` command line. Thin: parsing, printing and exit codes; the work lives in the crates.
 //!
-//! Exit status: 0 success, 1 usage error, 2 the build or its input failed.
+//! Exit status: 0 success, 1 usage error, 2 the build or its input failed; `aps5 cache verify`
+//! also exits 3 when it found problems and repaired them all (2: some are left).
 
 mod cli;
 mod commands;

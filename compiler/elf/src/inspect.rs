@@ -252,6 +252,7 @@ pub fn text(m: &Module) -> String {
         "Format:        {} {} (EI_OSABI {}, EI_ABIVERSION {})",
         platform(m.format.platform).to_uppercase(),
         match m.format.container {
+            Container::Elf if m.is_payload() => "payload ELF",
             Container::Elf => "ELF",
             Container::Fself => "fSELF",
         },

@@ -18,10 +18,12 @@ mod model;
 pub mod names;
 mod rd;
 mod reader;
+mod sniff;
 
 pub use error::{Error, ErrorKind, Place, Result};
 pub use fself::{PS4_SELF_MAGIC, PS5_SELF_MAGIC};
 pub use model::*;
+pub use sniff::{SNIFF_LEN, Sniff, sniff_module};
 
 /// Decodes a PS4/PS5 executable or module (plain ELF or fSELF).
 pub fn parse(data: &[u8]) -> Result<Module> {

@@ -374,6 +374,33 @@ impl Module {
         names::elf_type_name(self.elf_type)
     }
 
+    /// A PS5 payload as the ps5-payload-sdk makes it: a plain ELF (not an fSELF) with
+    /// `EI_OSABI` 0 (SysV; 9, FreeBSD, from older toolchains) and `EI_ABIVERSION` 0, a
+    /// standard dynamic table naming its libraries by `DT_NEEDED` (`libkernel_sys.so`, ...)
+    /// and importing plain names, and none of Sony's segments or tags (no process/module
+    /// parameters, module or library tags). The PS5's ELF loader runs it with
+    /// `_start(payload_args_t *)`.
+    pub fn is_payload(&self) -> bool {
+        self.format.container == Container::Elf
+            && matches!(self.format.os_abi, 0 | 9)
+            && self.format.abi_version == 0
+            && self.dynamic_layout == DynamicLayout::Ps5
+            && self.module_info.is_none()
+            && self.needed_modules.is_empty()
+            && self.import_libraries.is_empty()
+            && self.export_libraries.is_empty()
+            && self.process_param.is_none()
+            && self.module_param.is_none()
+            && !self
+                .segments
+                .iter()
+                .any(|s| names::is_sce_segment(s.p_type))
+            && !self
+                .dynamic
+                .iter()
+                .any(|e| (0x6000_0000..0x6200_0000).contains(&e.tag))
+    }
+
     /// Imported symbols.
     pub fn imports(&self) -> impl Iterator<Item = &Symbol> {
         self.symbols.iter().filter(|s| s.is_import())

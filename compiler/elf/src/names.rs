@@ -38,6 +38,15 @@ pub mod pt {
     pub const SCE_SEGSYM: u32 = 0x7000_00A8;
 }
 
+/// Whether a program header type is one of Sony's (`PT_SCE_*`).
+pub fn is_sce_segment(p_type: u32) -> bool {
+    p_type == pt::SCE_RELA
+        || (0x6100_0000..0x6200_0000).contains(&p_type)
+        || p_type == pt::SCE_COMMENT
+        || p_type == pt::SCE_LIBVERSION
+        || p_type == pt::SCE_SEGSYM
+}
+
 /// SCE dynamic tags (PS4 numbering, and the PS5 moved module/library tags).
 #[allow(missing_docs)]
 pub mod dt {

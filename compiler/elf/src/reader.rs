@@ -115,9 +115,6 @@ pub(crate) fn parse_elf(
             "the SELF magic says {sp:?} but EI_ABIVERSION {abi_version} says {platform:?}"
         ));
     }
-    if os_abi != 9 {
-        warnings.push(format!("EI_OSABI is {os_abi}, expected 9 (FreeBSD)"));
-    }
 
     // Program headers (goblin).
     let phnum = u64::from(header.e_phnum);
@@ -236,6 +233,13 @@ pub(crate) fn parse_elf(
     m.dynamic_layout = r.layout;
     m.segments = std::mem::take(&mut r.segments);
     m.warnings = r.warnings;
+    if m.is_payload() {
+        // ps5-payload-sdk output: a plain SysV ELF for the PS5's ELF loader.
+        m.format.platform = Platform::Ps5;
+    } else if os_abi != 9 {
+        m.warnings
+            .insert(0, format!("EI_OSABI is {os_abi}, expected 9 (FreeBSD)"));
+    }
     Ok(m)
 }
 
@@ -865,19 +869,93 @@ impl<'i, 'a> Reader<'i, 'a> {
         Ok(())
     }
 
-    /// PS5 without DT_SCE_SYMTABSZ: the symbol count is DT_HASH's nchain.
+    /// PS5 without DT_SCE_SYMTABSZ: the symbol count is DT_HASH's nchain, or, for files
+    /// that have only DT_GNU_HASH (ps5-payload-sdk output), one past the last symbol its
+    /// chains reach.
     fn symbol_count_from_hash(&self, dynamic: &[(DynamicEntry, u64)]) -> Result<u64> {
-        let Some(t) = first(dynamic, gdt::DT_HASH) else {
-            let at = first(dynamic, gdt::DT_SYMTAB).map_or(0, |t| t.at);
-            return Err(Error::malformed(
-                at,
-                "symbol table without DT_SCE_SYMTABSZ or DT_HASH: its size is unknown",
+        if let Some(t) = first(dynamic, gdt::DT_HASH) {
+            let off = self.table("DT_HASH", t, 8)?;
+            return Ok(u64::from(
+                rd::u32(self.bytes(off, 8, t.at, "DT_HASH")?, 4).unwrap_or(0),
             ));
-        };
-        let off = self.table("DT_HASH", t, 8)?;
-        Ok(u64::from(
-            rd::u32(self.bytes(off, 8, t.at, "DT_HASH")?, 4).unwrap_or(0),
+        }
+        if let Some(t) = first(dynamic, gdt::DT_GNU_HASH) {
+            return self.symbol_count_from_gnu_hash(t);
+        }
+        let at = first(dynamic, gdt::DT_SYMTAB).map_or(0, |t| t.at);
+        Err(Error::malformed(
+            at,
+            "symbol table without DT_SCE_SYMTABSZ, DT_HASH or DT_GNU_HASH: its size is unknown",
         ))
+    }
+
+    /// The symbol count a DT_GNU_HASH table implies. Its header is `nbuckets, symoffset,
+    /// bloom_size, bloom_shift` (u32 each), then `bloom_size` u64 bloom words, `nbuckets`
+    /// u32 buckets (the first symbol index of each chain, 0 if empty) and one u32 chain
+    /// word per hashed symbol from `symoffset` on, whose low bit ends a chain. Symbols
+    /// below `symoffset` (the undefined ones) are not hashed; the hashed ones sit at the
+    /// end of the table, so the last chain's end is the last symbol.
+    fn symbol_count_from_gnu_hash(&self, t: Tag) -> Result<u64> {
+        const WHAT: &str = "DT_GNU_HASH";
+        let off = self.table(WHAT, t, 16)?;
+        let head = self.bytes(off, 16, t.at, WHAT)?;
+        let word = |i: u64| u64::from(rd::u32(head, 4 * i).unwrap_or(0));
+        let (nbuckets, symoffset, bloom_size) = (word(0), word(1), word(2));
+        let buckets_at = 16 + 8 * bloom_size;
+        let size = buckets_at + 4 * nbuckets;
+        if size > self.len() {
+            return Err(Error::malformed(
+                off,
+                format!(
+                    "{WHAT} header says {nbuckets} buckets and {bloom_size} bloom words, more than the file holds"
+                ),
+            ));
+        }
+        let off = self.table(WHAT, t, size)?;
+        let table = self.bytes(off, size, t.at, WHAT)?;
+        let last = (0..nbuckets)
+            .map(|b| u64::from(rd::u32(table, buckets_at + 4 * b).unwrap_or(0)))
+            .max()
+            .unwrap_or(0);
+        if last == 0 {
+            // No hashed symbol: only the undefined ones below symoffset.
+            return Ok(symoffset);
+        }
+        if last < symoffset {
+            return Err(Error::malformed(
+                off + buckets_at,
+                format!("{WHAT} bucket names symbol {last}, below its symoffset {symoffset}"),
+            ));
+        }
+        // Walk the chain of the highest bucket to its end bit.
+        let chain_at = t.value.checked_add(size).ok_or_else(|| {
+            Error::malformed(t.at, format!("{WHAT} address {:#x} overflows", t.value))
+        })?;
+        let mut i = last;
+        loop {
+            let at = chain_at + 4 * (i - symoffset);
+            let entry = Tag {
+                value: at,
+                at: t.at,
+            };
+            let word = self
+                .table(WHAT, entry, 4)
+                .ok()
+                .and_then(|o| self.img.get(o, 4))
+                .and_then(|b| rd::u32(b, 0))
+                .ok_or_else(|| {
+                    Error::truncated(
+                        off + buckets_at,
+                        format!(
+                            "{WHAT} chain of symbol {last} runs past the loaded image (at address {at:#x}) without an end bit"
+                        ),
+                    )
+                })?;
+            if word & 1 != 0 {
+                return Ok(i + 1);
+            }
+            i += 1;
+        }
     }
 
     /// Reads one pointer-sized slot of the loaded image (0 if it lies in .bss).

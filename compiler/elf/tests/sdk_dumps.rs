@@ -68,6 +68,7 @@ fn check_fixture(name: &str, ps4: bool) -> usize {
         );
         let m = aps5_elf::parse(&data).unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_eq!(m.format.container, Container::Fself, "{what}");
+        assert!(!m.is_payload(), "{what}: a Sony module is not a payload");
         let (platform, layout) = if ps4 {
             (Platform::Ps4, DynamicLayout::Ps4)
         } else {

@@ -125,7 +125,8 @@ impl Project {
             return Err(BuildError::NotADump {
                 dir: self.layout.dump_dir.clone(),
                 reason: format!(
-                    "the executable {exe} (project.executable in aps5.toml) is missing"
+                    "the executable {exe} (project.executable in aps5.toml) {}",
+                    dump::why_not_scanned(&self.layout.dump_dir, exe)
                 ),
             });
         }
@@ -158,10 +159,28 @@ impl Project {
         std::fs::remove_dir_all(state).map_err(|e| BuildError::io("remove", state, e))
     }
 
-    /// Runs a build.
+    /// Runs a build. When a dump file's bytes turn out not to be what the scan said (a hash
+    /// remembered in the cache index was wrong, or the file changed), the remembered hashes of
+    /// the dump are dropped and the build runs once more on fresh hashes; only a file that
+    /// changes again is reported.
     pub fn build(&self, progress: &dyn Progress) -> Result<BuildReport, BuildError> {
-        let start = Instant::now();
+        // One lock over both tries: a second build of the project waits for this one.
         let _lock = self.lock()?;
+        match self.build_once(progress) {
+            Err(e) if e.is_input_changed() => {
+                let path = e.changed_input().unwrap_or(Path::new("?")).display();
+                tracing::warn!(
+                    "{path}: its bytes are not what the scan hashed (a wrong hash remembered in the cache index, or the file changed); hashing the dump again and building once more"
+                );
+                dump::forget_remembered(&self.cache, &self.layout.dump_dir)?;
+                self.build_once(progress)
+            }
+            result => result,
+        }
+    }
+
+    fn build_once(&self, progress: &dyn Progress) -> Result<BuildReport, BuildError> {
+        let start = Instant::now();
         let (db, dump, scan) = self.load(progress)?;
         tracing::debug!("scanned {} files: {:?}", scan.files.len(), start.elapsed());
         tracing::debug!("phase scan: {:.1} ms", db::ms_since(start));
@@ -374,10 +393,7 @@ impl Project {
 }
 
 fn query_error(e: &db::QueryError) -> BuildError {
-    BuildError::Corrupt {
-        path: e.path.clone(),
-        message: e.message.clone(),
-    }
+    BuildError::from(e)
 }
 
 fn input_reason(old: &Option<State>, scan: &Scan, input: &str) -> &'static str {

@@ -74,8 +74,8 @@ pub struct BuildSection {
     /// Worker threads for hashing and emitting; 0 means one per CPU; at most [`MAX_JOBS`].
     #[serde(default)]
     pub jobs: usize,
-    /// Copy raw system-call instructions unchanged instead of trapping `syscall` into libkernel
-    /// and refusing `int 0x80` / `sysenter` (they would reach Linux with FreeBSD numbers).
+    /// Copy raw system-call instructions unchanged instead of trapping the reachable ones into
+    /// libkernel (they would reach Linux with FreeBSD numbers).
     #[serde(default)]
     pub allow_syscalls: bool,
 }

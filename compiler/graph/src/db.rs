@@ -18,11 +18,15 @@ pub const QUERY_VERSIONS: &[(&str, &str)] = &[
     // Not memoized in the cache (see `module`); its version still names the parser's output.
     ("module", "1"),
     ("module_index", "1"),
-    // 2: links against the sibling bundled modules too. 3: stored zstd-compressed.
-    ("guest_module", "3"),
+    // Which dump files are modules (see module_files).
+    ("module_paths", "1"),
+    // 2: links against the sibling bundled modules too. 3: modules anywhere in the dump, the
+    // run path reaching each module folder. 4: stored zstd-compressed.
+    ("guest_module", "4"),
     // 2: bundled modules the host PRX set replaces no longer join the executable's link set.
-    // 3: stored zstd-compressed, ELF first, coverage after it.
-    ("app_elf", "3"),
+    // 3: the run path reaches every module folder. 4: stored zstd-compressed, ELF first,
+    // coverage after it.
+    ("app_elf", "4"),
 ];
 
 /// The version of one query (see [`QUERY_VERSIONS`]). The relink queries also carry the
@@ -140,10 +144,8 @@ impl Db for Database {
     fn prx(&self) -> Result<&HostPrx, QueryError> {
         self.prx
             .get_or_init(|| {
-                let set = PrxSet::installed().map_err(|e| QueryError {
-                    path: PathBuf::from("libs"),
-                    message: e.to_string(),
-                })?;
+                let set = PrxSet::installed()
+                    .map_err(|e| QueryError::new(PathBuf::from("libs"), e.to_string()))?;
                 let files: Vec<_> = set
                     .files()
                     .into_iter()
@@ -170,37 +172,103 @@ impl Db for Database {
 /// A query failure, kept as a cloneable message so salsa can store it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueryError {
+    /// The file concerned (empty when the message names its own, as cache errors do).
     pub path: PathBuf,
     pub message: String,
+    /// The file's bytes did not hash to what the scan said: a rebuild with fresh hashes
+    /// repairs it (see `BuildError::is_input_changed`).
+    pub input_changed: bool,
 }
 
-/// A file is a PS4/PS5 module when it is the executable or lives in `sce_module/`.
-pub fn is_module_path(rel: &str, executable: &str) -> bool {
-    rel == executable
-        || (rel.starts_with("sce_module/")
-            && !rel["sce_module/".len()..].contains('/')
-            && (rel.ends_with(".prx") || rel.ends_with(".sprx")))
+impl QueryError {
+    pub fn new(path: PathBuf, message: String) -> QueryError {
+        QueryError {
+            path,
+            message,
+            input_changed: false,
+        }
+    }
 }
 
-/// The modules of a dump, in path order.
+/// Whether a dump file is a PS4/PS5 module, from its path and first bytes: the content decides
+/// (an `ET_SCE_DYNAMIC` ELF, plain or in an fSELF, or a shared object in an fSELF), wherever the
+/// file is and whatever its name; a head that does not settle it (an encrypted fSELF, a plain
+/// `ET_DYN` shared object) makes a module of a `.prx`/`.sprx` file only. `sce_sys/` is left out: it is
+/// the package's metadata for the console's shell (every package's `sce_sys/about/right.sprx`
+/// is a module the program never loads).
+pub fn is_module(rel: &str, head: &[u8]) -> bool {
+    if rel.starts_with("sce_sys/") {
+        return false;
+    }
+    match aps5_elf::sniff_module(head) {
+        aps5_elf::Sniff::Module => true,
+        aps5_elf::Sniff::ModuleIfNamedSo => rel.ends_with(".prx") || rel.ends_with(".sprx"),
+        aps5_elf::Sniff::Other => false,
+    }
+}
+
+/// The first [`aps5_elf::SNIFF_LEN`] bytes of a file (fewer if it is shorter; none if it cannot
+/// be read: copying it reports that).
+fn read_head(path: &std::path::Path) -> Vec<u8> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(aps5_elf::SNIFF_LEN);
+    if let Ok(f) = std::fs::File::open(path) {
+        let _ = f.take(aps5_elf::SNIFF_LEN as u64).read_to_end(&mut head);
+    }
+    head
+}
+
+/// The modules of a dump, in path order: the executable and every file whose content is a
+/// module ([`is_module`]), so a program can load any of them by path. Reading the heads is
+/// memoized in the content cache for the dump as a whole (its paths and hashes), so a no-op
+/// build reads none; it is not a recorded query (it derives nothing a user would ask about).
 #[salsa::tracked(returns(ref))]
 pub fn module_files(db: &dyn Db, dump: Dump) -> Vec<SourceFile> {
     let exe = dump.executable(db);
-    dump.files(db)
+    let files = dump.files(db);
+    let hashes: Vec<ContentHash> = files.iter().map(|f| f.hash(db)).collect();
+    let mut names = Vec::new();
+    for f in files {
+        names.extend_from_slice(f.rel(db).as_bytes());
+        names.push(0);
+    }
+    let key = MemoKey::new(
+        "module_paths",
+        &query_version("module_paths"),
+        &hashes,
+        &names,
+    );
+    let known: Option<Vec<String>> = match db.cache().memo_get(&key) {
+        Ok(Lookup::Hit(bytes)) => serde_json::from_slice(&bytes).ok(),
+        _ => None,
+    };
+    let paths = known.unwrap_or_else(|| {
+        let paths: Vec<String> = files
+            .iter()
+            .filter(|f| f.size(db) >= 64 && is_module(f.rel(db), &read_head(f.abs(db))))
+            .map(|f| f.rel(db).clone())
+            .collect();
+        // A cache that cannot store it only costs the next build the same reads.
+        let _ = db
+            .cache()
+            .memo_put(&key, &serde_json::to_vec(&paths).expect("JSON"));
+        paths
+    });
+    let paths: std::collections::BTreeSet<&str> = paths.iter().map(String::as_str).collect();
+    files
         .iter()
         .copied()
-        .filter(|f| is_module_path(f.rel(db), exe))
+        .filter(|f| f.rel(db) == exe || paths.contains(f.rel(db).as_str()))
         .collect()
 }
 
-/// Reads a module file and checks it still has the bytes the scan hashed.
+/// Reads a module file and checks it still has the bytes the scan hashed. Only a regular
+/// file is read, and no more than one byte past the size the scan saw (a file swapped for a
+/// FIFO or a device after the scan cannot hang or flood the build).
 fn read_verified(db: &dyn Db, file: SourceFile) -> Result<Vec<u8>, QueryError> {
     let abs = file.abs(db);
-    let fail = |message: String| QueryError {
-        path: abs.clone(),
-        message,
-    };
-    let bytes = std::fs::read(abs).map_err(|e| {
+    let fail = |message: String| QueryError::new(abs.clone(), message);
+    let bytes = read_bounded(abs, file.size(db)).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             fail(
                 "the file vanished during the build; nothing was written: run the build again"
@@ -211,10 +279,38 @@ fn read_verified(db: &dyn Db, file: SourceFile) -> Result<Vec<u8>, QueryError> {
         }
     })?;
     if ContentHash::of(&bytes) != file.hash(db) {
-        return Err(fail(
-            "the file changed while the build was reading it; nothing was written: run the build again once the dump is stable".into(),
+        return Err(QueryError {
+            input_changed: true,
+            ..fail(
+                "the file changed while the build was reading it; nothing was written: run the build again once the dump is stable".into(),
+            )
+        });
+    }
+    Ok(bytes)
+}
+
+/// Reads a regular file: opened without blocking (a FIFO), checked with fstat, at most
+/// `size + 1` bytes (so a grown file shows as changed, and a huge one cannot fill memory).
+fn read_bounded(path: &std::path::Path, size: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "it is {}, not a regular file",
+                aps5_cache::describe_kind(meta.file_type())
+            ),
         ));
     }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len().min(size)).unwrap_or(0));
+    // A regular file never blocks, so O_NONBLOCK can stay set for the read.
+    file.take(size.saturating_add(1)).read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 
@@ -300,10 +396,8 @@ where
 
 impl From<aps5_cache::CacheError> for QueryError {
     fn from(e: aps5_cache::CacheError) -> Self {
-        QueryError {
-            path: PathBuf::new(),
-            message: e.to_string(),
-        }
+        // The cache's messages name their own file.
+        QueryError::new(PathBuf::new(), e.to_string())
     }
 }
 
@@ -325,10 +419,8 @@ pub fn module_bytes(db: &dyn Db, file: SourceFile) -> Result<Arc<Vec<u8>>, Query
 pub fn module(db: &dyn Db, file: SourceFile) -> Result<Arc<aps5_elf::Module>, QueryError> {
     let bytes = module_bytes(db, file).as_ref().map_err(Clone::clone)?;
     let t = Instant::now();
-    let m = aps5_elf::parse(bytes).map_err(|e| QueryError {
-        path: file.abs(db).clone(),
-        message: e.to_string(),
-    })?;
+    let m =
+        aps5_elf::parse(bytes).map_err(|e| QueryError::new(file.abs(db).clone(), e.to_string()))?;
     tracing::debug!("phase parse: {:.1} ms", ms_since(t));
     db.record(QueryRun {
         query: "module",
@@ -382,8 +474,8 @@ pub fn module_index(db: &dyn Db, dump: Dump) -> Result<Arc<Vec<u8>>, QueryError>
     )
 }
 
-/// The bundled modules (`sce_module/*`) that are converted (relinked into
-/// `app0/sce_module/`), in path order. Those the host PRX set replaces are left out (see
+/// The bundled modules (every module of the dump but the executable) that are converted
+/// (relinked into `app0/` under their dump path), in path order. Those the host PRX set replaces are left out (see
 /// [`replacing_host_file`]).
 #[salsa::tracked(returns(ref))]
 pub fn guest_module_files(db: &dyn Db, dump: Dump) -> Vec<SourceFile> {
@@ -423,16 +515,39 @@ pub fn replacing_host_file(db: &dyn Db, file: SourceFile) -> Option<String> {
 }
 
 /// A dump file's name (`sce_module/libfoo.prx` -> `libfoo.prx`): what the loader finds a
-/// relinked module under.
+/// relinked module under (through the run path, see [`relink_options`]).
 fn file_name(db: &dyn Db, file: SourceFile) -> &str {
     file.rel(db).rsplit('/').next().unwrap_or_default()
 }
 
-fn relink_error(db: &dyn Db, file: SourceFile, e: aps5_relink::RelinkError) -> QueryError {
-    QueryError {
-        path: file.abs(db).clone(),
-        message: e.to_string(),
+/// The output folder a converted module goes in (`app0/` + its dump folder).
+fn output_dir(db: &dyn Db, file: SourceFile) -> String {
+    match file.rel(db).rsplit_once('/') {
+        Some((dir, _)) => format!("app0/{dir}"),
+        None => "app0".into(),
     }
+}
+
+/// The relinker options for the executable (`module` None) or one converted module: the run
+/// path reaches `libs/` and every folder holding a converted module (`app0/sce_module` first),
+/// since a module anywhere in the dump may need another one.
+fn relink_options(db: &dyn Db, dump: Dump, module: Option<SourceFile>) -> RelinkOptions {
+    let mut module_dirs = vec!["app0/sce_module".to_string()];
+    for &g in guest_module_files(db, dump) {
+        let d = output_dir(db, g);
+        if !module_dirs.contains(&d) {
+            module_dirs.push(d);
+        }
+    }
+    RelinkOptions {
+        allow_syscalls: dump.allow_syscalls(db),
+        output_dir: module.map(|f| output_dir(db, f)),
+        module_dirs,
+    }
+}
+
+fn relink_error(db: &dyn Db, file: SourceFile, e: aps5_relink::RelinkError) -> QueryError {
+    QueryError::new(file.abs(db).clone(), e.to_string())
 }
 
 /// A bundled module relinked into a Linux shared object (exports named by NID), memoized.
@@ -446,9 +561,7 @@ pub fn guest_module(db: &dyn Db, dump: Dump, file: SourceFile) -> Result<Arc<Vec
         identity: prx_hash,
         ..
     } = db.prx()?;
-    let opts = RelinkOptions {
-        allow_syscalls: dump.allow_syscalls(db),
-    };
+    let opts = relink_options(db, dump, Some(file));
     let siblings: Vec<SourceFile> = guest_module_files(db, dump)
         .iter()
         .copied()
@@ -456,6 +569,9 @@ pub fn guest_module(db: &dyn Db, dump: Dump, file: SourceFile) -> Result<Arc<Vec
         .collect();
     let mut inputs = vec![file.hash(db), *prx_hash];
     let mut names = vec![opts.allow_syscalls as u8];
+    // The run path depends on where the module and its siblings are.
+    names.extend_from_slice(opts.run_path(true).as_bytes());
+    names.push(0);
     for &g in &siblings {
         inputs.push(g.hash(db));
         names.extend_from_slice(g.rel(db).as_bytes());
@@ -580,9 +696,7 @@ pub fn app_elf(db: &dyn Db, dump: Dump) -> Result<AppElf, QueryError> {
         identity: prx_hash,
         ..
     } = db.prx()?;
-    let opts = RelinkOptions {
-        allow_syscalls: dump.allow_syscalls(db),
-    };
+    let opts = relink_options(db, dump, None);
     let guests = guest_module_files(db, dump);
     let mut inputs = vec![exe.hash(db), *prx_hash];
     let mut names = Vec::new();
@@ -592,6 +706,7 @@ pub fn app_elf(db: &dyn Db, dump: Dump) -> Result<AppElf, QueryError> {
         names.push(0);
     }
     names.push(opts.allow_syscalls as u8);
+    names.extend_from_slice(opts.run_path(false).as_bytes());
     let mut deps = vec![exe.rel(db)];
     deps.extend(guests.iter().map(|g| g.rel(db)));
     memoized(

@@ -36,8 +36,14 @@ pub fn detect(dir: &Path) -> Result<DumpInfo, BuildError> {
     if !meta.is_dir() {
         return Err(not_a_dump("it is not a folder".into()));
     }
-    let executable = if dir.join("eboot.bin").is_file() {
+    let eboot = dir.join("eboot.bin");
+    let executable = if eboot.is_file() {
         "eboot.bin".to_string()
+    } else if let Some(what) = not_a_regular_file(&eboot) {
+        // Something is there, but not a file: say what, rather than "there is no eboot.bin".
+        return Err(not_a_dump(format!(
+            "eboot.bin is {what}, not a regular file; replace it with the game's executable"
+        )));
     } else {
         let mut elfs: Vec<String> = read_dir_names(dir)?
             .into_iter()
@@ -87,6 +93,42 @@ pub fn detect(dir: &Path) -> Result<DumpInfo, BuildError> {
         modules,
         title,
     })
+}
+
+/// What is at `path` when it exists but is not a regular file (after following links):
+/// "a directory", "a FIFO (named pipe)", "a symbolic link that points nowhere", ...
+/// None when it is a regular file or nothing is there.
+pub fn not_a_regular_file(path: &Path) -> Option<String> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => None,
+        Ok(m) => Some(aps5_cache::describe_kind(m.file_type()).to_string()),
+        Err(_) => match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                Some("a symbolic link that points nowhere".to_string())
+            }
+            _ => None,
+        },
+    }
+}
+
+/// Why the executable `rel` is not among the scanned files, for the error message:
+/// "is missing", or "is a FIFO (named pipe), not a regular file".
+pub fn why_not_scanned(dump: &Path, rel: &str) -> String {
+    match not_a_regular_file(&dump.join(rel)) {
+        Some(what) => format!("is {what}, not a regular file"),
+        None => "is missing".to_string(),
+    }
+}
+
+/// The key prefix of a dump's remembered file hashes in the cache index.
+pub fn index_prefix(dump: &Path) -> String {
+    format!("{}/", dump.display())
+}
+
+/// Forgets every remembered hash of the dump's files, so the next scan hashes them all: the
+/// repair when a remembered hash turned out wrong (see `BuildError::is_input_changed`).
+pub fn forget_remembered(cache: &Cache, dump: &Path) -> Result<u64, BuildError> {
+    Ok(cache.forget_file_hashes_under(&index_prefix(dump))?)
 }
 
 fn read_dir_names(dir: &Path) -> Result<Vec<String>, BuildError> {
@@ -252,7 +294,7 @@ pub fn scan(
     walk(dump, dump, "", skip, &mut found)?;
     found.sort_by(|a, b| a.0.cmp(&b.0));
 
-    let prefix = format!("{}/", dump.display());
+    let prefix = index_prefix(dump);
     let known = cache.file_hashes_under(&prefix)?;
     let mut files = Vec::with_capacity(found.len());
     let mut todo = Vec::new();

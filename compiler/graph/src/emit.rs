@@ -163,6 +163,8 @@ pub fn emit(
         .and_then(|cur| outtree::read_beneath(cur, MANIFEST, manifest.len() as u64).ok())
         .is_some_and(|m| m == manifest);
     if result.written.is_empty() && manifest_same && tree.is_generation() {
+        // What killed builds left goes even when nothing changed.
+        tree.prune()?;
         result.untouched = outputs.len();
         record_stamps(out_dir, tree, outputs, &result, &known, &links, cache)?;
         return Ok(result);

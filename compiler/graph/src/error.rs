@@ -17,12 +17,14 @@ pub enum BuildError {
     )]
     NotADump { dir: PathBuf, reason: String },
 
-    #[error("cannot {action} {path}: {source}")]
+    // The OS text is in the message and therefore not exposed as `source()` (a field named
+    // `error`, not `source`): the CLI prints the error chain, and it must read once. The same
+    // rule holds for every variant here and in aps5_cache::CacheError.
+    #[error("cannot {action} {path}: {error}")]
     Io {
         action: &'static str,
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 
     #[error(
@@ -49,11 +51,10 @@ pub enum BuildError {
     )]
     Vanished { path: PathBuf },
 
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Module {
         path: PathBuf,
-        #[source]
-        source: aps5_elf::Error,
+        error: aps5_elf::Error,
     },
 
     #[error(
@@ -65,8 +66,39 @@ pub enum BuildError {
     #[error(transparent)]
     Cache(#[from] aps5_cache::CacheError),
 
-    #[error("{path}: {message}")]
+    /// `path` may be empty (a cache failure inside a query names its own file).
+    #[error("{}{message}", path_prefix(path))]
     Corrupt { path: PathBuf, message: String },
+
+    /// A dump file's bytes did not hash to what the scan said (it changed, or a remembered
+    /// hash was wrong): `Project::build` re-hashes the dump and builds once more.
+    #[error("{path}: {message}")]
+    InputChanged { path: PathBuf, message: String },
+}
+
+/// `"<path>: "`, or nothing for an empty path (no message starts with ": ").
+fn path_prefix(path: &Path) -> String {
+    if path.as_os_str().is_empty() {
+        String::new()
+    } else {
+        format!("{}: ", path.display())
+    }
+}
+
+impl From<&crate::db::QueryError> for BuildError {
+    fn from(e: &crate::db::QueryError) -> BuildError {
+        if e.input_changed {
+            BuildError::InputChanged {
+                path: e.path.clone(),
+                message: e.message.clone(),
+            }
+        } else {
+            BuildError::Corrupt {
+                path: e.path.clone(),
+                message: e.message.clone(),
+            }
+        }
+    }
 }
 
 impl BuildError {
@@ -80,7 +112,24 @@ impl BuildError {
         BuildError::Io {
             action,
             path: path.to_path_buf(),
-            source,
+            error: source,
+        }
+    }
+
+    /// Whether the build failed because a dump file's bytes were not what the scan hashed:
+    /// either the file changed, or the hash remembered in the cache index was wrong. Either
+    /// way, hashing the dump afresh and building again is the repair.
+    pub fn is_input_changed(&self) -> bool {
+        self.changed_input().is_some()
+    }
+
+    /// The dump file of an [`BuildError::is_input_changed`] error.
+    pub fn changed_input(&self) -> Option<&Path> {
+        match self {
+            BuildError::InputChanged { path, .. } | BuildError::ChangedDuringBuild { path, .. } => {
+                Some(path)
+            }
+            _ => None,
         }
     }
 }

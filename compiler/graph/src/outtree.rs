@@ -254,20 +254,21 @@ impl OutTree {
         matches!(self.current, Current::Generation { .. })
     }
 
-    /// Starts a new generation: removes what killed builds left, keeps the current and the
-    /// previous generation.
-    pub fn begin(&self) -> Result<NewGeneration, BuildError> {
+    /// Removes what killed builds left and generations older than the previous one; returns
+    /// the number the next generation gets. Cheap: one listing of `.aps5/out/`.
+    pub fn prune(&self) -> Result<u64, BuildError> {
         let current = match &self.current {
             Current::Generation { name, .. } => Some(name.as_str()),
             _ => None,
         };
         let mut names = self.generation_names()?;
         names.sort_by_key(|n| generation_number(n));
-        // The newest generation other than the current one is the previous: keep it.
+        // The newest finished generation other than the current one is the previous: kept for
+        // a program still running from it.
         let previous = names
             .iter()
             .rev()
-            .find(|n| Some(n.as_str()) != current)
+            .find(|n| Some(n.as_str()) != current && !self.is_unfinished(n))
             .cloned();
         let next = names
             .iter()
@@ -275,14 +276,17 @@ impl OutTree {
             .max()
             .map_or(1, |n| n + 1);
         for n in &names {
-            let keep = Some(n.as_str()) == current
-                || (previous.as_deref() == Some(n.as_str()) && !self.is_unfinished(n));
-            if !keep {
+            if Some(n.as_str()) != current && previous.as_deref() != Some(n.as_str()) {
                 self.remove_generation(n)?;
             }
         }
         let _ = rustix::fs::unlinkat(&self.gens_fd, NEXT_LINK, AtFlags::empty());
-        let name = next.to_string();
+        Ok(next)
+    }
+
+    /// Starts a new generation (after [`OutTree::prune`]).
+    pub fn begin(&self) -> Result<NewGeneration, BuildError> {
+        let name = self.prune()?.to_string();
         rustix::fs::mkdirat(&self.gens_fd, name.as_str(), Mode::from_raw_mode(0o755))
             .map_err(|e| io("create", &self.gens_dir.join(&name), e))?;
         let fd = open_dir_beneath(self.gens_fd.as_fd(), &name)

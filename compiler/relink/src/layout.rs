@@ -5,12 +5,15 @@ use std::collections::{BTreeMap, HashMap};
 
 use aps5_elf::{Module, RelocationTable};
 
+use crate::amd::{self, AmdOnlyKind, AmdOnlySite};
+use crate::reach::{self, CodeSegment, Roots};
+use crate::scan::{self, SyscallSite};
 use crate::stubs::{self, EntryPlan};
 use crate::writer::{
     Phdr, Rela, Shdr, StrTab, Sym, align_up, congruent, gnu_buckets, gnu_hash, gnu_hash_table,
     output_buffer, sysv_hash_table,
 };
-use crate::{CoverageRow, PrxSet, RelinkError, RelinkOptions, Relinked, scan};
+use crate::{CoverageRow, PrxSet, RelinkError, RelinkOptions, Relinked};
 
 /// What is produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +67,9 @@ struct Orig<'a> {
     relro: bool,
 }
 
+/// The libkernel export a PS5 payload's entry stub gets `_start`'s argument from.
+const PAYLOAD_ARGS: &str = "__aps5_payload_args";
+
 /// How an original symbol is bound in the output.
 /// `STB_WEAK`.
 const STB_WEAK: u8 = 2;
@@ -92,7 +98,8 @@ pub(crate) fn relink(
     // header and the new tables can sit in front, and no export has address 0 (the host
     // loader ignores symbols whose value is 0). Relative layout is unchanged.
     let mut names = Names::default();
-    let shift = header_budget(module, prx, &mut names);
+    let run_path_len = opts.run_path(kind == Kind::Module).len() as u64;
+    let shift = header_budget(module, prx, &mut names, run_path_len);
     // The relocations are shifted as they are read (cloning millions of them costs more
     // than the rest of the pass).
     let original_relocations = &module.relocations;
@@ -100,25 +107,79 @@ pub(crate) fn relink(
     let module = &shifted;
     let mut segs = original_segments(&image, module)?;
 
-    // Raw system calls in the game's code: `syscall` becomes the trap libkernel services
-    // (FreeBSD numbers and ABI); `int 0x80` and `sysenter` are refused.
-    let mut trapped_syscalls = 0;
-    if !opts.allow_syscalls {
-        let mut refused = Vec::new();
-        for s in segs.iter_mut().filter(|s| s.flags & PF_X != 0) {
-            let mut sites = Vec::new();
-            scan::scan(&s.bytes, s.vaddr, &mut sites);
-            if sites.iter().any(|x| x.instruction == "syscall") {
-                trapped_syscalls += scan::patch(s.bytes.to_mut(), s.vaddr, &sites);
+    // Raw system calls in the code the program can reach become the trap libkernel
+    // services (FreeBSD numbers and ABI); byte patterns outside it are data and stay.
+    // AMD-only instructions in it are listed (they raise SIGILL on Intel CPUs).
+    let mut trapped: Vec<SyscallSite> = Vec::new();
+    let mut unreachable: Vec<SyscallSite> = Vec::new();
+    let mut amd_only: Vec<AmdOnlySite> = Vec::new();
+    let exec_bytes = || {
+        segs.iter()
+            .filter(|s| s.flags & PF_X != 0)
+            .map(|s| &s.bytes[..])
+    };
+    // Only when the text holds the bytes such instructions are made of (0F 05 / 0F 34 /
+    // CD 80; 0F 78 / 0F 79 / 0F 2B / 0F 01 FA-FD) is the descent run.
+    let want_syscalls = !opts.allow_syscalls && exec_bytes().any(scan::may_hold_syscalls);
+    let want_amd = exec_bytes().any(amd::may_hold);
+    if want_syscalls || want_amd {
+        let mut roots = code_roots(module, original_relocations, shift, kind);
+        // Every function with unwind information (landing pads excepted) is code.
+        if let Some(e) = module.segments.iter().find(|s| s.p_type == PT_GNU_EH_FRAME)
+            && let Some(hdr) = segs.iter().find_map(|s| {
+                let off = usize::try_from(e.vaddr.checked_sub(s.vaddr)?).ok()?;
+                s.bytes.get(off..off.checked_add(e.filesz as usize)?)
+            })
+        {
+            roots
+                .certain
+                .extend(reach::eh_frame_hdr_functions(hdr, e.vaddr));
+        }
+        let code: Vec<CodeSegment> = segs
+            .iter()
+            .map(|s| CodeSegment {
+                vaddr: s.vaddr,
+                bytes: &s.bytes,
+                exec: s.flags & PF_X != 0,
+            })
+            .collect();
+        let reached = reach::reach(&code, &roots, &|i| {
+            (want_syscalls && scan::syscall_name(i).is_some())
+                || (want_amd && AmdOnlyKind::of(i).is_some())
+        });
+        for i in &reached.hits {
+            if let Some(name) = scan::syscall_name(i).filter(|_| want_syscalls) {
+                trapped.push(SyscallSite {
+                    address: i.ip(),
+                    instruction: name.to_owned(),
+                });
+            } else if let Some(kind) = AmdOnlyKind::of(i) {
+                amd_only.push(AmdOnlySite {
+                    address: i.ip() - shift,
+                    length: i.len() as u8,
+                    kind,
+                });
             }
-            refused.extend(sites.into_iter().filter(|x| x.instruction != "syscall"));
         }
+    }
+    if !opts.allow_syscalls {
+        let mut seen = Vec::new();
+        for s in segs.iter().filter(|s| s.flags & PF_X != 0) {
+            scan::sweep(&s.bytes, s.vaddr, &mut seen);
+        }
+        for s in segs.iter_mut().filter(|s| s.flags & PF_X != 0) {
+            let end = s.vaddr + s.bytes.len() as u64;
+            if trapped.iter().any(|t| (s.vaddr..end).contains(&t.address)) {
+                scan::patch(s.bytes.to_mut(), s.vaddr, &trapped);
+            }
+        }
+        unreachable = seen
+            .into_iter()
+            .filter(|x| !trapped.iter().any(|t| t.address == x.address))
+            .collect();
         // Report addresses as in the input file.
-        for site in &mut refused {
+        for site in trapped.iter_mut().chain(unreachable.iter_mut()) {
             site.address -= shift;
-        }
-        if !refused.is_empty() {
-            return Err(RelinkError::Syscalls(refused));
         }
     }
 
@@ -169,18 +230,32 @@ pub(crate) fn relink(
         }))
     };
 
+    // A payload's plain-name imports (ps5-payload-sdk ELFs, whose DT_NEEDED files do not say
+    // which name each serves) are bound by the NID of the name to the first library of the
+    // set exporting it. In a Sony module a plain-name import is no library's (OpenOrbis'
+    // weak `module_start`): it is never looked up.
+    let payload = module.is_payload();
+    let mut plain_names: HashMap<String, String> = HashMap::new();
     for s in &module.symbols {
         if s.is_import() {
+            let plain = s.nid.is_none() && payload;
+            let nid = match &s.nid {
+                Some(n) => n.clone(),
+                None if plain => aps5_nid::nid(&s.name),
+                None => s.name.clone(),
+            };
             let library = match (&s.library, s.library_id) {
                 (Some(l), _) => l.clone(),
                 (None, Some(id)) => format!("#{id}"),
+                (None, None) if plain => plain_library(module, prx, &s.name, &nid),
                 (None, None) => String::new(),
             };
-            let nid = s.nid.clone().unwrap_or_else(|| s.name.clone());
-            let name = s
-                .nid
-                .as_deref()
-                .and_then(|n| names.get(n).map(str::to_owned));
+            let name = if plain {
+                plain_names.insert(nid.clone(), s.name.clone());
+                Some(s.name.clone())
+            } else {
+                names.get(&nid).map(str::to_owned)
+            };
             // STB_WEAK imports stay weak; the type (FUNC/OBJECT/NOTYPE) is kept.
             let info = (s.binding << 4) | (s.kind & 0xF);
             let bound = add_import(
@@ -238,6 +313,28 @@ pub(crate) fn relink(
                 0x12,
             )
         })
+    } else {
+        None
+    };
+    // A PS5 payload's `_start` takes the ELF loader's `payload_args_t *` (libkernel makes
+    // it, see prx/libkernel/src/payload.rs).
+    let mut payload_sym = if kind == Kind::Executable && module.is_payload() {
+        let nid = aps5_nid::nid(PAYLOAD_ARGS);
+        let sym = add_import(
+            &mut dynstr,
+            &mut dynsym,
+            &mut dyn_names,
+            &mut needed,
+            "libkernel",
+            &nid,
+            0x12,
+        );
+        if sym.is_none() {
+            return Err(RelinkError::Prx(format!(
+                "this is a PS5 payload, whose _start needs libkernel's {PAYLOAD_ARGS} ({nid}), which the PRX set lacks"
+            )));
+        }
+        sym
     } else {
         None
     };
@@ -391,6 +488,7 @@ pub(crate) fn relink(
             }
         }
         exit_sym = exit_sym.map(|i| new_index[i as usize]);
+        payload_sym = payload_sym.map(|i| new_index[i as usize]);
     }
 
     // New segments: R (headers and tables) below the shifted image, RW (dynamic, GOT)
@@ -421,7 +519,11 @@ pub(crate) fn relink(
         .filter(|(_, d)| !**d)
         .map(|(k, _)| k)
     {
-        let name = names.get(nid).map_or_else(|| nid.clone(), str::to_owned);
+        let name = plain_names
+            .get(nid)
+            .cloned()
+            .or_else(|| names.get(nid).map(str::to_owned))
+            .unwrap_or_else(|| nid.clone());
         let m = format!("unimplemented: {lib}::{name} ({nid})\n");
         msg_at.push((messages.len() as u64, m.len() as u32));
         messages.extend_from_slice(m.as_bytes());
@@ -650,11 +752,8 @@ pub(crate) fn relink(
         0
     };
     // dynstr gets the run path and needed names before its size is final.
-    let runpath = match kind {
-        Kind::Executable => "$ORIGIN/libs:$ORIGIN/app0/sce_module",
-        Kind::Module => "$ORIGIN/../../libs:$ORIGIN",
-    };
-    let runpath_off = dynstr.add(runpath);
+    let runpath = opts.run_path(kind == Kind::Module);
+    let runpath_off = dynstr.add(&runpath);
     let needed_offs: Vec<u32> = needed.iter().map(|n| dynstr.add(n)).collect();
     let dynsym_at = place(&mut r_cursor, dynsym.len() as u64 * 24, 8);
     let dynstr_at = place(&mut r_cursor, dynstr.bytes.len() as u64, 1);
@@ -668,8 +767,13 @@ pub(crate) fn relink(
         .filter(|o| o.table == RelocationTable::Rela)
         .count()
         + usize::from(exit_slot_needed)
+        + usize::from(payload_sym.is_some())
         + start_slots_wanted.len();
-    let n_jmprel = outs.len() + usize::from(exit_slot_needed) + start_slots_wanted.len() - n_rela;
+    let n_jmprel = outs.len()
+        + usize::from(exit_slot_needed)
+        + usize::from(payload_sym.is_some())
+        + start_slots_wanted.len()
+        - n_rela;
     let rela_at = place(&mut r_cursor, n_rela as u64 * 24, 8);
     let jmprel_at = place(&mut r_cursor, n_jmprel as u64 * 24, 8);
     let msgs_at = place(&mut r_cursor, messages.len() as u64, 1);
@@ -690,6 +794,7 @@ pub(crate) fn relink(
     } else {
         None
     };
+    let payload_slot = payload_sym.map(|sym| (place(&mut rw_cursor, 8, 8), sym));
     let start_slots: Vec<(u64, u32)> = start_slots_wanted
         .iter()
         .map(|&sym| (place(&mut rw_cursor, 8, 8), sym))
@@ -717,6 +822,7 @@ pub(crate) fn relink(
             init: module.init,
             init_array: arr(&module.init_array),
             exit_slot,
+            payload_args_slot: payload_slot.map(|(slot, _)| slot),
             module_starts: start_slots.iter().map(|(slot, _)| *slot).collect(),
             stack_entry: segs
                 .iter()
@@ -793,6 +899,15 @@ pub(crate) fn relink(
         exit_slot_needed = false;
     }
     let _ = exit_slot_needed;
+    if let Some((slot, sym)) = payload_slot {
+        Rela {
+            offset: slot,
+            r_type: R_GLOB_DAT,
+            sym,
+            addend: 0,
+        }
+        .write(&mut rela);
+    }
     for &(slot, sym) in &start_slots {
         Rela {
             offset: slot,
@@ -1354,9 +1469,26 @@ pub(crate) fn relink(
             t.align
         ));
     }
-    if trapped_syscalls > 0 {
+    if !trapped.is_empty() {
         warnings.push(format!(
-            "{trapped_syscalls} raw `syscall` instruction(s) rewritten to the libkernel trap (UD0): FreeBSD system calls libkernel does not implement fail with ENOSYS"
+            "{} raw system call instruction(s) in reachable code rewritten to the libkernel trap (UD0): {}; FreeBSD system calls libkernel does not implement fail with ENOSYS",
+            trapped.len(),
+            scan::count_by_kind(&trapped)
+        ));
+    }
+    if !unreachable.is_empty() {
+        warnings.push(format!(
+            "{} byte pattern(s) a linear decode reads as system calls are not reachable code (data in the text or the middle of instructions) and were left unchanged: {}",
+            unreachable.len(),
+            scan::describe(&unreachable)
+        ));
+    }
+    if !amd_only.is_empty() {
+        warnings.push(format!(
+            "{} instruction(s) only AMD CPUs have in reachable code ({}): they raise SIGILL on Intel CPUs: {}",
+            amd_only.len(),
+            amd::count_by_kind(&amd_only),
+            amd::describe(&amd_only)
         ));
     }
     let unimplemented = coverage
@@ -1374,6 +1506,7 @@ pub(crate) fn relink(
         coverage: coverage.into_values().collect(),
         libs_needed: needed,
         warnings,
+        amd_only,
     })
 }
 
@@ -1427,7 +1560,7 @@ fn original_segments<'a>(image: &'a [u8], module: &Module) -> Result<Vec<Orig<'a
 /// Bytes reserved in front of the image for the ELF header, program headers and the
 /// dynamic tables: an upper bound of what [`relink`] writes there, rounded up to a
 /// multiple of every segment alignment (so the shifted image keeps its congruences).
-fn header_budget(module: &Module, prx: &PrxSet, names: &mut Names) -> u64 {
+fn header_budget(module: &Module, prx: &PrxSet, names: &mut Names, run_path_len: u64) -> u64 {
     let nsym = module.symbols.len() as u64 + 8 + prx.libraries.len() as u64;
     // An import bound to a host system library is named by its plain name, which may be
     // longer than `NID#L#M`.
@@ -1440,7 +1573,8 @@ fn header_budget(module: &Module, prx: &PrxSet, names: &mut Names) -> u64 {
                     .find(l, n)
                     .and_then(|p| p.host_names.as_ref()?.get(n))
                     .map_or(0, String::len),
-                _ => 0,
+                // Plain-name imports bound to a host system library keep their name.
+                _ => s.name.len(),
             };
             s.name.len().max(11).max(plain) as u64 + 1
         })
@@ -1451,6 +1585,7 @@ fn header_budget(module: &Module, prx: &PrxSet, names: &mut Names) -> u64 {
             .map(|l| 2 * l.file_name.len() as u64 + 48)
             .sum::<u64>()
         + 256;
+    let needed_max = module.needed.iter().map(String::len).max().unwrap_or(0);
     let msgs: u64 = module
         .imports()
         .map(|s| {
@@ -1458,8 +1593,11 @@ fn header_budget(module: &Module, prx: &PrxSet, names: &mut Names) -> u64 {
                 .nid
                 .as_deref()
                 .and_then(|n| names.get(n).map(str::len))
-                .unwrap_or(11);
-            40 + s.library.as_ref().map_or(8, |l| l.len()) as u64 + known as u64
+                .unwrap_or(11)
+                .max(s.name.len());
+            // A plain name's library is found later (see plain_library).
+            let library = s.library.as_ref().map_or(64, |l| l.len()).max(needed_max);
+            40 + library as u64 + known as u64
         })
         .sum();
     let total = 64
@@ -1475,6 +1613,8 @@ fn header_budget(module: &Module, prx: &PrxSet, names: &mut Names) -> u64 {
         + 8
         + 24 * (module.relocations.len() as u64 + 8 + prx.libraries.len() as u64)
         + msgs
+        // The default run paths fit the slack above.
+        + run_path_len.saturating_sub(64)
         + 64;
     let align = module
         .segments
@@ -1558,6 +1698,80 @@ fn shift_module(m: &Module, d: u64) -> Module {
         t.vaddr += d;
     }
     m
+}
+
+/// The library a plain-name import is reported under: the one of the set serving its
+/// NID; else the one the NID database names; else the DT_NEEDED file (stem) listed last,
+/// as the SDKs list the system libraries (libkernel, the C library) first.
+fn plain_library(module: &Module, prx: &PrxSet, name: &str, nid: &str) -> String {
+    if let Some(l) = prx.find_nid(nid) {
+        return l.library.clone();
+    }
+    if let Some(l) = aps5_nid::lookup(nid)
+        .iter()
+        .find(|k| k.name == name)
+        .and_then(|k| k.library)
+    {
+        return l.to_owned();
+    }
+    module
+        .needed
+        .last()
+        .map(|n| n.split('.').next().unwrap_or(n).to_owned())
+        .unwrap_or_default()
+}
+
+/// Where reachable-code decoding starts (addresses in the shifted image): the entry
+/// point, init/fini functions and arrays and function symbols for sure; untyped symbols
+/// and every pointer a relocation stores (function-pointer tables, vtables, callbacks)
+/// as candidates.
+fn code_roots(
+    module: &Module,
+    relocations: &[aps5_elf::Relocation],
+    shift: u64,
+    kind: Kind,
+) -> Roots {
+    let mut roots = Roots::default();
+    match kind {
+        Kind::Executable => roots.certain.push(module.entry),
+        Kind::Module => roots.candidates.push(module.entry),
+    }
+    roots.certain.extend(module.init.iter().chain(&module.fini));
+    for a in [
+        &module.preinit_array,
+        &module.init_array,
+        &module.fini_array,
+    ]
+    .into_iter()
+    .flatten()
+    {
+        roots
+            .certain
+            .extend(a.entries.iter().filter(|&&e| e != 0).map(|e| e + shift));
+    }
+    for s in &module.symbols {
+        if s.is_import() || s.shndx == 0 || s.shndx == 0xFFF1 {
+            continue;
+        }
+        match s.kind {
+            2 | 10 => roots.certain.push(s.value), // STT_FUNC, STT_GNU_IFUNC
+            0 => roots.candidates.push(s.value),   // STT_NOTYPE
+            _ => {}
+        }
+    }
+    for r in relocations {
+        let target = match r.r_type {
+            R_RELATIVE => Some((r.addend as u64).wrapping_add(shift)),
+            R_64 | R_GLOB_DAT | R_JUMP_SLOT => module
+                .symbols
+                .get(r.symbol as usize)
+                .filter(|s| r.symbol != 0 && !s.is_import() && s.shndx != 0 && s.shndx != 0xFFF1)
+                .map(|s| s.value.wrapping_add(r.addend as u64)),
+            _ => None,
+        };
+        roots.candidates.extend(target);
+    }
+    roots
 }
 
 /// Readable names of NIDs, looked up once each.

@@ -8,10 +8,13 @@
 //! hash, rela, jmprel, messages | RW: dynamic, GOT slots | RX: stubs, entry
 //! ```
 
+mod amd;
+mod cpu;
 mod cxxabi;
 mod layout;
 pub mod prxfix;
 mod prxset;
+pub mod reach;
 mod scan;
 mod stubs;
 mod writer;
@@ -22,6 +25,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub use amd::{AmdOnlyKind, AmdOnlySite};
+pub use cpu::CpuFeatures;
 pub use cxxabi::LIBSTDCXX;
 pub use scan::{SYSCALL_TRAP, SyscallSite};
 
@@ -98,6 +103,13 @@ impl PrxSet {
             .find(|l| l.library == library && l.exports.contains(nid))
     }
 
+    /// The first library (in set order: libkernel, the C library, ..., then the host C++
+    /// runtime) that exports `nid`: how a plain-name import, which names no library (a
+    /// ps5-payload-sdk ELF's `printf` from `libSceLibcInternal.so`), is bound by its NID.
+    pub fn find_nid(&self, nid: &str) -> Option<&PrxLibrary> {
+        self.libraries.iter().find(|l| l.exports.contains(nid))
+    }
+
     /// This set plus the export libraries of a game's other bundled modules, given as
     /// (file name, parsed module): the set to relink one bundled module against, so that
     /// its imports from a sibling bind to that sibling (a `DT_NEEDED` on the sibling's
@@ -136,12 +148,49 @@ impl PrxSet {
 }
 
 /// Relinker options.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct RelinkOptions {
     /// Copy raw `syscall` / `int 0x80` / `sysenter` instructions verbatim (they would call
-    /// the Linux kernel with FreeBSD numbers). Without it `syscall` is rewritten to the
-    /// trap libkernel services ([`SYSCALL_TRAP`]) and the other two are refused.
+    /// the Linux kernel with FreeBSD numbers). Without it each one in reachable code
+    /// ([`reach`]) is rewritten to the trap libkernel services ([`SYSCALL_TRAP`]); byte
+    /// patterns outside reachable code are left alone and listed in the warnings.
     pub allow_syscalls: bool,
+    /// The folder of the output tree (relative to its root, `/`-separated) a relinked module
+    /// is installed in; `None`: `app0/sce_module`. The executable is always at the root.
+    pub output_dir: Option<String>,
+    /// The folders of the output tree holding relinked guest modules, searched in this order
+    /// after `libs/` for `DT_NEEDED` files; empty: `app0/sce_module` alone.
+    pub module_dirs: Vec<String>,
+}
+
+impl RelinkOptions {
+    /// The `DT_RUNPATH` of the relinked file: `libs/` and every module folder, reached from
+    /// the file's own folder through `$ORIGIN`.
+    pub fn run_path(&self, is_module: bool) -> String {
+        const DEFAULT_DIR: &str = "app0/sce_module";
+        let own = if is_module {
+            self.output_dir.as_deref().unwrap_or(DEFAULT_DIR)
+        } else {
+            ""
+        };
+        let up = "../".repeat(own.split('/').filter(|c| !c.is_empty()).count());
+        let default = [DEFAULT_DIR.to_string()];
+        let dirs = if self.module_dirs.is_empty() {
+            &default[..]
+        } else {
+            &self.module_dirs[..]
+        };
+        let mut parts = vec![format!("$ORIGIN/{up}libs")];
+        for d in dirs {
+            let d = d.trim_matches('/');
+            parts.push(if d == own {
+                "$ORIGIN".to_string()
+            } else {
+                format!("$ORIGIN/{up}{d}")
+            });
+        }
+        parts.join(":")
+    }
 }
 
 /// One import of the program and how it was bound.
@@ -174,6 +223,9 @@ pub struct Relinked {
     pub libs_needed: Vec<String>,
     /// Things that did not stop the relink but may misbehave at run time.
     pub warnings: Vec<String>,
+    /// Instructions only AMD CPUs have, in reachable code (addresses as in the input), in
+    /// address order.
+    pub amd_only: Vec<AmdOnlySite>,
 }
 
 /// Why a relink failed.
@@ -182,15 +234,6 @@ pub enum RelinkError {
     /// The input could not be read.
     #[error("cannot read the input: {0}")]
     Parse(#[from] aps5_elf::Error),
-    /// The game's code makes raw system calls the relinker cannot redirect
-    /// (`int 0x80`, `sysenter`).
-    #[error(
-        "the code makes {} raw system call(s) (Linux would receive FreeBSD numbers): {}; \
-         use allow_syscalls to relink anyway",
-        .0.len(),
-        scan::describe(.0)
-    )]
-    Syscalls(Vec<SyscallSite>),
     /// The segment layout cannot be reproduced.
     #[error("layout: {0}")]
     Layout(String),

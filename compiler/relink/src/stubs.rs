@@ -96,6 +96,9 @@ pub struct EntryPlan {
     pub init_array: Option<(u64, u64)>,
     /// GOT slot holding libc's `exit` (else the stub exits with a raw system call).
     pub exit_slot: Option<u64>,
+    /// PS5 payload: GOT slot of libkernel's `__aps5_payload_args`, whose result (the ELF
+    /// loader's `payload_args_t *`) `_start` gets in rdi instead of the argument block.
+    pub payload_args_slot: Option<u64>,
     /// GOT slots holding the module_start of each linked guest module (0 if none).
     pub module_starts: Vec<u64>,
     /// The entry is a musl-style `_start` (see [`takes_block_from_rsp`]): it is jumped to
@@ -183,8 +186,17 @@ pub fn entry_stub(ip: u64, plan: &EntryPlan) -> Result<Vec<u8>, RelinkError> {
     if let Some(arr) = plan.init_array {
         call_array(&mut a, arr)?;
     }
-    a.mov(rdi, r13).map_err(enc)?;
-    a.mov(rsi, r12).map_err(enc)?;
+    match plan.payload_args_slot {
+        Some(slot) => {
+            a.add_instruction(Instruction::with1(Code::Call_rm64, rip(slot)).map_err(enc)?)
+                .map_err(enc)?;
+            a.mov(rdi, rax).map_err(enc)?;
+        }
+        None => {
+            a.mov(rdi, r13).map_err(enc)?;
+            a.mov(rsi, r12).map_err(enc)?;
+        }
+    }
     a.call(plan.entry).map_err(enc)?;
     a.mov(edi, eax).map_err(enc)?;
     match plan.exit_slot {

@@ -188,6 +188,7 @@ fn damaged_inputs_never_panic() {
                     &prx,
                     &RelinkOptions {
                         allow_syscalls: true,
+                        ..Default::default()
                     },
                 )
             });
@@ -224,6 +225,7 @@ fn bundled_sony_modules_relink() {
             &prx,
             &RelinkOptions {
                 allow_syscalls: true,
+                ..Default::default()
             },
         )
         .unwrap_or_else(|e| panic!("{m}: {e}"));

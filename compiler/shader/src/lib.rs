@@ -36,6 +36,7 @@ pub mod print;
 pub mod table;
 #[allow(clippy::all)]
 pub(crate) mod tables;
+pub mod translate;
 
 pub use decode::{
     DecodeIter, Decoded, Encoding, Family, Instruction, Target, Unsupported, Words, decode,

@@ -11,9 +11,11 @@
 //! later line. BUTTONS is `-` (none) or a `,`/`+`-separated list of `up down left right
 //! cross circle square triangle l1 r1 l2 r2 l3 r3 options touchpad` or hex masks
 //! (`0x4000`). `FRAME key:KEYS` holds keyboard KEYS from FRAME on, `FRAME text:"TEXT"`
-//! types TEXT (two frames a character). Frames must not decrease; `#` starts a comment
-//! (outside quotes). Without the variable no button or key is ever pressed. See
-//! docs/HOMEBREW.md.
+//! types TEXT (two frames a character). Instead of a frame, a line may start with a time
+//! since the program started (`@500ms`, `@2s`, `@1.5s`; monotonic clock), for programs
+//! that never flip; `text:` then types a character every 100 ms. Frames must not
+//! decrease, nor times; `#` starts a comment (outside quotes). Without the variable no
+//! button or key is ever pressed. See docs/HOMEBREW.md.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -39,6 +41,76 @@ pub(crate) fn now_us() -> u64 {
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000
 }
+
+/// `now_us()` when this library was loaded, before the program's `main`: time-keyed
+/// script lines count from here (0 until then).
+static START_US: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn mark_start() {
+    let _ = START_US.compare_exchange(0, now_us(), Ordering::AcqRel, Ordering::Acquire);
+}
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static MARK_START: extern "C" fn() = mark_start;
+
+/// When a script line takes effect: from a flip number on, or from a time since the
+/// program started on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum At {
+    /// From this flip number on.
+    Frame(u64),
+    /// From this many microseconds after the program started on.
+    Micros(u64),
+}
+
+impl At {
+    fn reached(self, now: Clock) -> bool {
+        match self {
+            At::Frame(f) => now.flips >= f,
+            At::Micros(t) => now.micros >= t,
+        }
+    }
+
+    /// `self + n` frames or `self + n * us_per_frame` microseconds (for typed text).
+    fn later(self, frames: u64, micros: u64) -> At {
+        match self {
+            At::Frame(f) => At::Frame(f + frames),
+            At::Micros(t) => At::Micros(t + micros),
+        }
+    }
+
+    fn show(self) -> String {
+        match self {
+            At::Frame(f) => format!("frame {f}"),
+            At::Micros(t) if t % 1000 == 0 => format!("@{}ms", t / 1000),
+            At::Micros(t) => format!("@{t}us"),
+        }
+    }
+}
+
+/// Where the program is: the flips it did and the time since it started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Clock {
+    /// Flips done ([`flip_count`]).
+    pub flips: u64,
+    /// Microseconds since the program started (monotonic clock).
+    pub micros: u64,
+}
+
+impl Clock {
+    /// The program's clock now.
+    pub fn now() -> Clock {
+        mark_start(); // a no-op after load; keeps the clock sane if the constructor did not run
+        Clock {
+            flips: flip_count(),
+            micros: now_us().saturating_sub(START_US.load(Ordering::Acquire)),
+        }
+    }
+}
+
+/// Typed text: a character is held this long, then released as long (time-keyed lines).
+const TEXT_HALF_US: u64 = 50_000;
 
 /// The read path the pad and the keyboard share: the handle's check, then one sample
 /// written to `data`. `num` is `None` for `*ReadState` (returns 0) and the caller's buffer
@@ -269,18 +341,19 @@ pub fn key_by_name(name: &str) -> Option<u8> {
     KEY_NAMES.iter().find(|(k, _)| *k == n).map(|&(_, u)| u)
 }
 
-/// The keyboard part of the input script: states from a frame on, in frame order.
+/// The keyboard part of the input script: states from a frame or a time on, in line order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KeyScript {
-    steps: Vec<(u64, KeyState)>,
-    /// First frame after the last `text:` line's keys (later lines may not start before).
-    busy_until: u64,
+    steps: Vec<(At, KeyState)>,
+    /// First moment after the last `text:` line's keys (later lines of the same kind may
+    /// not start before).
+    busy_until: Option<At>,
 }
 
 impl KeyScript {
     /// Parses the argument of a `key:` item (`a,b`, `lshift+1`, `-` for none) and holds
     /// it from `frame` on. Errors are messages without the line number.
-    pub fn push_keys(&mut self, frame: u64, spec: &str) -> Result<(), String> {
+    pub fn push_keys(&mut self, frame: At, spec: &str) -> Result<(), String> {
         self.check_free(frame)?;
         let mut s = KeyState::default();
         if spec != "-" {
@@ -306,8 +379,9 @@ impl KeyScript {
 
     /// Types the argument of a `text:` item (a double-quoted string with `\"`, `\\`,
     /// `\n`, `\t`, `\b` escapes) from `frame` on: each character is held for one frame and
-    /// released the next, with Shift for capitals and shifted symbols.
-    pub fn push_text(&mut self, frame: u64, quoted: &str) -> Result<(), String> {
+    /// released the next (50 ms each on a time-keyed line), with Shift for capitals and
+    /// shifted symbols.
+    pub fn push_text(&mut self, frame: At, quoted: &str) -> Result<(), String> {
         self.check_free(frame)?;
         let text = unquote(quoted)?;
         let mut f = frame;
@@ -321,24 +395,30 @@ impl KeyScript {
             }
             s.press(usage);
             self.push(f, s);
-            self.push(f + 1, KeyState::default());
-            f += 2;
+            self.push(f.later(1, TEXT_HALF_US), KeyState::default());
+            f = f.later(2, 2 * TEXT_HALF_US);
         }
-        self.busy_until = f;
+        self.busy_until = Some(f);
         Ok(())
     }
 
-    fn check_free(&self, frame: u64) -> Result<(), String> {
-        if frame < self.busy_until {
+    fn check_free(&self, frame: At) -> Result<(), String> {
+        let (inside, last, pace) = match (frame, self.busy_until) {
+            (At::Frame(f), Some(At::Frame(b))) => (f < b, At::Frame(b - 1), "2 frames"),
+            (At::Micros(t), Some(At::Micros(b))) => (t < b, At::Micros(b), "100 ms"),
+            _ => (false, frame, ""),
+        };
+        if inside {
             return Err(format!(
-                "frame {frame} is inside the previous text, which types until frame {} (2 frames a character)",
-                self.busy_until - 1
+                "{} is inside the previous text, which types until {} ({pace} a character)",
+                frame.show(),
+                last.show()
             ));
         }
         Ok(())
     }
 
-    fn push(&mut self, frame: u64, mut s: KeyState) {
+    fn push(&mut self, frame: At, mut s: KeyState) {
         let prev = self.steps.last().map(|p| p.1.clone()).unwrap_or_default();
         s.toggle_locks(&prev);
         // A later line for the same frame replaces the state (LEDs counted once).
@@ -357,12 +437,11 @@ impl KeyScript {
         self.steps.push((frame, s));
     }
 
-    /// The keyboard state at flip number `frame`.
-    pub fn state_at(&self, frame: u64) -> KeyState {
+    /// The keyboard state at `now`: that of the last line (in script order) reached.
+    pub fn state_at(&self, now: Clock) -> KeyState {
         self.steps
             .iter()
-            .take_while(|(f, _)| *f <= frame)
-            .last()
+            .rfind(|(at, _)| at.reached(now))
             .map(|(_, s)| s.clone())
             .unwrap_or_default()
     }
@@ -459,12 +538,12 @@ pub fn host_keys() -> KeyState {
     h.state.clone()
 }
 
-/// An input script: the pad's steps (first frame, buttons held from it on), sorted by
-/// frame, and the keyboard's (`key:` / `text:` lines, see [`crate::keyboard`]).
+/// An input script: the pad's steps (from when, buttons held from then on), in line order,
+/// and the keyboard's (`key:` / `text:` lines, see [`crate::keyboard`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Script {
-    /// Pad steps: (first frame, `SCE_PAD_BUTTON_*` bits held from it on).
-    pub pad: Vec<(u64, u32)>,
+    /// Pad steps: (from when, `SCE_PAD_BUTTON_*` bits held from then on).
+    pub pad: Vec<(At, u32)>,
     /// Keyboard steps.
     pub keys: KeyScript,
 }
@@ -487,11 +566,12 @@ fn strip_comment(line: &str) -> &str {
 impl Script {
     /// Parses the script text; errors name the line.
     ///
-    /// A line is `FRAME BUTTONS` (the pad), `FRAME key:KEYS` or `FRAME text:"TEXT"` (the
-    /// keyboard); frames never decrease. See docs/HOMEBREW.md.
+    /// A line is `WHEN BUTTONS` (the pad), `WHEN key:KEYS` or `WHEN text:"TEXT"` (the
+    /// keyboard); WHEN is a frame number or `@TIME` ([`parse_time`]). Frames never
+    /// decrease, nor times. See docs/HOMEBREW.md.
     pub fn parse(text: &str) -> Result<Script, String> {
         let mut script = Script::default();
-        let mut last_frame = 0;
+        let (mut last_frame, mut last_time) = (0, 0);
         for (i, line) in text.lines().enumerate() {
             let line = strip_comment(line).trim();
             if line.is_empty() {
@@ -500,13 +580,27 @@ impl Script {
             let at = |e: String| format!("line {}: {e}", i + 1);
             let (frame_s, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
             let rest = rest.trim();
-            let frame: u64 = frame_s
-                .parse()
-                .map_err(|_| at(format!("{frame_s:?} is not a frame number")))?;
-            if frame < last_frame {
-                return Err(at(format!("frame {frame} is before the previous line's")));
-            }
-            last_frame = frame;
+            let frame = if let Some(t) = frame_s.strip_prefix('@') {
+                let t = parse_time(t).map_err(|e| at(format!("{frame_s:?}: {e}")))?;
+                if t < last_time {
+                    return Err(at(format!(
+                        "{frame_s} is before the previous time-keyed line's"
+                    )));
+                }
+                last_time = t;
+                At::Micros(t)
+            } else {
+                let f: u64 = frame_s.parse().map_err(|_| {
+                    at(format!(
+                        "{frame_s:?} is not a frame number or a time (@500ms, @2s)"
+                    ))
+                })?;
+                if f < last_frame {
+                    return Err(at(format!("frame {f} is before the previous line's")));
+                }
+                last_frame = f;
+                At::Frame(f)
+            };
             if let Some(keys) = rest.strip_prefix("key:") {
                 script.keys.push_keys(frame, keys.trim()).map_err(at)?;
                 continue;
@@ -553,14 +647,50 @@ impl Script {
         Ok(script)
     }
 
-    /// The buttons held at flip number `frame`.
-    pub fn buttons_at(&self, frame: u64) -> u32 {
+    /// The buttons held at `now`: those of the last pad line (in script order) reached.
+    pub fn buttons_at(&self, now: Clock) -> u32 {
         self.pad
             .iter()
-            .take_while(|&&(f, _)| f <= frame)
-            .last()
+            .rfind(|(at, _)| at.reached(now))
             .map_or(0, |&(_, b)| b)
     }
+}
+
+/// A time after `@` in microseconds: a decimal number and a unit, `ms` or `s`
+/// (`500ms`, `2s`, `1.25s`).
+pub fn parse_time(t: &str) -> Result<u64, String> {
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1_000u64)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1_000_000)
+    } else {
+        return Err("a time needs a unit: ms or s (e.g. @500ms, @2s)".into());
+    };
+    let bad = || {
+        format!(
+            "{num:?} is not a number of {}",
+            if scale == 1000 { "ms" } else { "s" }
+        )
+    };
+    let (whole, frac) = num.split_once('.').unwrap_or((num, ""));
+    if whole.is_empty()
+        || !whole.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Err(bad());
+    }
+    let mut us = whole
+        .parse::<u64>()
+        .ok()
+        .and_then(|w| w.checked_mul(scale))
+        .ok_or_else(bad)?;
+    // Digits of the fraction below a microsecond are dropped.
+    let mut unit = scale;
+    for d in frac.bytes() {
+        unit /= 10;
+        us = us.saturating_add(u64::from(d - b'0') * unit);
+    }
+    Ok(us)
 }
 
 /// The input script; a bad one stops the program (exit status 2) with a message, outside
@@ -594,25 +724,41 @@ pub(crate) fn script() -> &'static Script {
 mod tests {
     use super::*;
 
+    /// The clock at flip `n`, no time passed.
+    fn fr(n: u64) -> Clock {
+        Clock {
+            flips: n,
+            micros: 0,
+        }
+    }
+
+    /// The clock `ms` milliseconds after the start, no flip done.
+    fn ms(ms: u64) -> Clock {
+        Clock {
+            flips: 0,
+            micros: ms * 1000,
+        }
+    }
+
     #[test]
     fn key_lines_hold_and_toggle_locks_on_press() {
         let mut s = KeyScript::default();
-        s.push_keys(10, "h,i").unwrap();
-        s.push_keys(12, "lshift+a").unwrap();
-        s.push_keys(14, "capslock").unwrap();
-        s.push_keys(15, "capslock").unwrap(); // still held: no second toggle
-        s.push_keys(16, "-").unwrap();
-        s.push_keys(18, "CapsLock").unwrap();
-        assert_eq!(s.state_at(9), KeyState::default());
-        assert_eq!(s.state_at(11).keys, [0x0B, 0x0C]);
-        let st = s.state_at(12);
+        s.push_keys(At::Frame(10), "h,i").unwrap();
+        s.push_keys(At::Frame(12), "lshift+a").unwrap();
+        s.push_keys(At::Frame(14), "capslock").unwrap();
+        s.push_keys(At::Frame(15), "capslock").unwrap(); // still held: no second toggle
+        s.push_keys(At::Frame(16), "-").unwrap();
+        s.push_keys(At::Frame(18), "CapsLock").unwrap();
+        assert_eq!(s.state_at(fr(9)), KeyState::default());
+        assert_eq!(s.state_at(fr(11)).keys, [0x0B, 0x0C]);
+        let st = s.state_at(fr(12));
         assert_eq!((st.keys.as_slice(), st.modifiers), (&[0x04u8][..], 0x02));
-        assert_eq!(s.state_at(14).led, LED_CAPS_LOCK);
-        assert_eq!(s.state_at(15).led, LED_CAPS_LOCK);
-        assert_eq!(s.state_at(17).led, LED_CAPS_LOCK);
-        assert_eq!(s.state_at(18).led, 0);
+        assert_eq!(s.state_at(fr(14)).led, LED_CAPS_LOCK);
+        assert_eq!(s.state_at(fr(15)).led, LED_CAPS_LOCK);
+        assert_eq!(s.state_at(fr(17)).led, LED_CAPS_LOCK);
+        assert_eq!(s.state_at(fr(18)).led, 0);
         assert!(
-            s.push_keys(20, "a,nope")
+            s.push_keys(At::Frame(20), "a,nope")
                 .unwrap_err()
                 .contains("unknown key \"nope\"")
         );
@@ -623,9 +769,9 @@ mod tests {
     #[test]
     fn text_types_one_character_every_two_frames() {
         let mut s = KeyScript::default();
-        s.push_text(100, r#""Hi!\n""#).unwrap();
+        s.push_text(At::Frame(100), r#""Hi!\n""#).unwrap();
         let at = |f| {
-            let st = s.state_at(f);
+            let st = s.state_at(fr(f));
             (st.keys, st.modifiers)
         };
         assert_eq!(at(99), (vec![], 0));
@@ -635,23 +781,27 @@ mod tests {
         assert_eq!(at(104), (vec![0x1E], 0x02));
         assert_eq!(at(106), (vec![0x28], 0));
         assert_eq!(at(107), (vec![], 0));
-        let e = s.push_keys(105, "a").unwrap_err();
+        let e = s.push_keys(At::Frame(105), "a").unwrap_err();
         assert!(
             e.contains("inside the previous text") && e.contains("107"),
             "{e}"
         );
-        s.push_keys(108, "a").unwrap();
+        s.push_keys(At::Frame(108), "a").unwrap();
         assert!(
-            s.push_text(200, "hello")
+            s.push_text(At::Frame(200), "hello")
                 .unwrap_err()
                 .contains("double quotes")
         );
         assert!(
-            s.push_text(200, "\"caf\u{e9}\"")
+            s.push_text(At::Frame(200), "\"caf\u{e9}\"")
                 .unwrap_err()
                 .contains("US layout")
         );
-        assert!(s.push_text(200, r#""a\q""#).unwrap_err().contains("escape"));
+        assert!(
+            s.push_text(At::Frame(200), r#""a\q""#)
+                .unwrap_err()
+                .contains("escape")
+        );
     }
 
     #[test]
@@ -678,13 +828,13 @@ mod tests {
         let s =
             Script::parse("# demo\n0 -\n10 right\n12 -   # release\n20 down,cross\n30 0x8000+up\n")
                 .unwrap();
-        assert_eq!(s.buttons_at(0), 0);
-        assert_eq!(s.buttons_at(9), 0);
-        assert_eq!(s.buttons_at(10), 0x20);
-        assert_eq!(s.buttons_at(11), 0x20);
-        assert_eq!(s.buttons_at(12), 0);
-        assert_eq!(s.buttons_at(25), 0x40 | 0x4000);
-        assert_eq!(s.buttons_at(1000), 0x8010);
+        assert_eq!(s.buttons_at(fr(0)), 0);
+        assert_eq!(s.buttons_at(fr(9)), 0);
+        assert_eq!(s.buttons_at(fr(10)), 0x20);
+        assert_eq!(s.buttons_at(fr(11)), 0x20);
+        assert_eq!(s.buttons_at(fr(12)), 0);
+        assert_eq!(s.buttons_at(fr(25)), 0x40 | 0x4000);
+        assert_eq!(s.buttons_at(fr(1000)), 0x8010);
         assert_eq!(s.keys, KeyScript::default());
     }
 
@@ -694,15 +844,19 @@ mod tests {
             "0 cross\n5 key:h,i  # two keys\n6 -\n8 text:\"a #1\" # not part of the text\n20 key:-\n",
         )
         .unwrap();
-        assert_eq!(s.buttons_at(5), 0x4000, "a key: line leaves the pad alone");
-        assert_eq!(s.buttons_at(6), 0);
         assert_eq!(
-            s.keys.state_at(6).keys,
+            s.buttons_at(fr(5)),
+            0x4000,
+            "a key: line leaves the pad alone"
+        );
+        assert_eq!(s.buttons_at(fr(6)), 0);
+        assert_eq!(
+            s.keys.state_at(fr(6)).keys,
             [0x0B, 0x0C],
             "a pad line leaves the keys"
         );
         // "a #1": a, space, shift+3, 1 from frame 8, two frames each.
-        let k = |f| s.keys.state_at(f);
+        let k = |f| s.keys.state_at(fr(f));
         assert_eq!(k(8).keys, [0x04]);
         assert_eq!(k(10).keys, [0x2C]);
         assert_eq!(
@@ -735,5 +889,83 @@ mod tests {
         );
         let e = Script::parse("1 text:\"\u{e9}\"\n").unwrap_err();
         assert!(e.starts_with("line 1:") && e.contains("US layout"), "{e}");
+    }
+
+    #[test]
+    fn time_keyed_lines_drive_a_program_that_never_flips() {
+        let s = Script::parse(
+            "@0ms -\n@500ms cross\n@2s -   # release\n@2.25s key:h\n@3s text:\"Hi\"\n",
+        )
+        .unwrap();
+        assert_eq!(s.buttons_at(ms(0)), 0);
+        assert_eq!(s.buttons_at(ms(499)), 0);
+        assert_eq!(s.buttons_at(ms(500)), 0x4000);
+        assert_eq!(s.buttons_at(ms(1999)), 0x4000);
+        assert_eq!(s.buttons_at(ms(2000)), 0);
+        // Flips do not move time-keyed lines.
+        assert_eq!(s.buttons_at(fr(1_000_000)), 0);
+        assert_eq!(s.keys.state_at(ms(2249)).keys, Vec::<u8>::new());
+        assert_eq!(s.keys.state_at(ms(2250)).keys, [0x0B]);
+        // "Hi": H (shift) held 50 ms, released 50 ms, then i.
+        let k = |t| s.keys.state_at(ms(t));
+        assert_eq!((k(3000).keys, k(3000).modifiers), (vec![0x0B], 0x02));
+        assert!(k(3050).keys.is_empty());
+        assert_eq!((k(3100).keys, k(3100).modifiers), (vec![0x0C], 0));
+        assert!(k(3150).keys.is_empty() && k(9000).keys.is_empty());
+    }
+
+    #[test]
+    fn frame_and_time_lines_mix_in_line_order() {
+        let s = Script::parse("0 up\n@1s down\n10 left\n").unwrap();
+        let at = |flips, micros| Clock { flips, micros };
+        assert_eq!(s.buttons_at(at(0, 0)), 0x10);
+        assert_eq!(
+            s.buttons_at(at(5, 1_000_000)),
+            0x40,
+            "the time line is reached"
+        );
+        assert_eq!(
+            s.buttons_at(at(10, 0)),
+            0x80,
+            "a later line wins once reached"
+        );
+        assert_eq!(s.buttons_at(at(10, 2_000_000)), 0x80);
+    }
+
+    #[test]
+    fn times_parse_with_units_and_bad_ones_name_the_line() {
+        assert_eq!(parse_time("500ms"), Ok(500_000));
+        assert_eq!(parse_time("2s"), Ok(2_000_000));
+        assert_eq!(parse_time("1.25s"), Ok(1_250_000));
+        assert_eq!(parse_time("0.5ms"), Ok(500));
+        for bad in [
+            "5",
+            "ms",
+            "-1s",
+            "1.2.3s",
+            "1,5s",
+            "2m",
+            "",
+            "99999999999999999999s",
+        ] {
+            assert!(parse_time(bad).is_err(), "{bad:?}");
+        }
+        let e = Script::parse("@1s up\n@5 down\n").unwrap_err();
+        assert!(e.starts_with("line 2: \"@5\"") && e.contains("unit"), "{e}");
+        let e = Script::parse("@2s up\n@1s down\n").unwrap_err();
+        assert!(e.starts_with("line 2: @1s is before"), "{e}");
+        let e = Script::parse("@1s text:\"abc\"\n@1200ms key:x\n").unwrap_err();
+        assert!(
+            e.starts_with("line 2: @1200ms is inside the previous text") && e.contains("@1300ms"),
+            "{e}"
+        );
+        // Frames and times are ordered each on their own.
+        Script::parse("100 up\n@1s -\n5 down\n").unwrap_err();
+        Script::parse("5 up\n@1s -\n100 down\n@2s up\n").unwrap();
+        let e = Script::parse("@xs up\n").unwrap_err();
+        assert!(
+            e.starts_with("line 1: \"@xs\": \"x\" is not a number of s"),
+            "{e}"
+        );
     }
 }

@@ -121,7 +121,7 @@ fn state() -> std::sync::MutexGuard<'static, State> {
 
 /// The keyboard's state now: the script's at the current flip merged with the host's.
 pub fn current() -> KeyboardData {
-    let script = input::script().keys.state_at(input::flip_count());
+    let script = input::script().keys.state_at(input::Clock::now());
     let host = input::host_keys();
     let mut keys = script.keys.clone();
     for k in host.keys {

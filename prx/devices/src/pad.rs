@@ -85,7 +85,7 @@ fn state() -> std::sync::MutexGuard<'static, State> {
 /// The pad's state now.
 pub fn current() -> PadData {
     // The script's buttons and those held through the host's keys (a window's keymap).
-    let buttons = script().buttons_at(input::flip_count()) | input::host_buttons();
+    let buttons = script().buttons_at(input::Clock::now()) | input::host_buttons();
     PadData {
         buttons,
         left_stick: [0x80, 0x80],

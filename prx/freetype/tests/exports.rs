@@ -172,6 +172,27 @@ fn guest_calls_render_what_the_host_freetype_renders() {
         );
         assert_eq!(done_face(face2), 0);
 
+        // A symlink in /app0 to a real font outside it is not followed out: every
+        // function that opens a guest path says "cannot open resource" (1), where the
+        // host library, given the link, would open the font.
+        std::os::unix::fs::symlink(FONT, app0.join("fonts/outside.ttf")).unwrap();
+        let escape = c"/app0/fonts/outside.ttf";
+        let mut fc: Ft = 1 as Ft;
+        assert_eq!(new_face(lib, escape.as_ptr(), 0, &mut fc), 1, "FT_New_Face");
+        assert!(fc.is_null());
+        let escape_args = freetype_sys::FT_Open_Args {
+            pathname: escape.as_ptr() as *mut c_char,
+            ..args
+        };
+        let mut fc: Ft = std::ptr::null_mut();
+        assert_eq!(open_face(lib, &escape_args, 0, &mut fc), 1, "FT_Open_Face");
+        let attach_file: extern "C" fn(Ft, *const c_char) -> i32 =
+            std::mem::transmute(sym(f, nid_str!("FT_Attach_File")));
+        let attach_stream: extern "C" fn(Ft, *const freetype_sys::FT_Open_Args) -> i32 =
+            std::mem::transmute(sym(f, nid_str!("FT_Attach_Stream")));
+        assert_eq!(attach_file(face, escape.as_ptr()), 1, "FT_Attach_File");
+        assert_eq!(attach_stream(face, &escape_args), 1, "FT_Attach_Stream");
+
         // A missing file, a host path and an escape from /app0 are "cannot open resource"
         // (1), and the face pointer is cleared.
         for bad in [c"/app0/fonts/missing.ttf", c"/app0/../app0/fonts/font.ttf"] {

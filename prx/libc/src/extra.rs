@@ -53,28 +53,12 @@ unsafe extern "C" {
 // FreeBSD's `struct tm` has glibc's layout and both print the C standard's asctime
 // format ("Sun Sep 16 01:03:52 1973\n").
 
-/// `asctime`.
-#[nid("asctime")]
-pub unsafe extern "C" fn asctime(tm: *const libc::tm) -> *mut c_char {
-    unsafe { host_asctime(tm) }
-}
-
-/// `asctime_r`.
-#[nid("asctime_r")]
-pub unsafe extern "C" fn asctime_r(tm: *const libc::tm, buf: *mut c_char) -> *mut c_char {
-    unsafe { libc::asctime_r(tm, buf) }
-}
-
-/// `ctime`.
-#[nid("ctime")]
-pub unsafe extern "C" fn ctime(t: *const i64) -> *mut c_char {
-    unsafe { host_ctime(t) }
-}
-
-/// `ctime_r`.
-#[nid("ctime_r")]
-pub unsafe extern "C" fn ctime_r(t: *const i64, buf: *mut c_char) -> *mut c_char {
-    unsafe { libc::ctime_r(t, buf) }
+// glibc sets EOVERFLOW when the year does not fit the text.
+forward! {
+    errno "asctime" => fn asctime(tm: *const libc::tm) -> *mut c_char = host_asctime;
+    errno "asctime_r" => fn asctime_r(tm: *const libc::tm, buf: *mut c_char) -> *mut c_char = libc::asctime_r;
+    errno "ctime" => fn ctime(t: *const i64) -> *mut c_char = host_ctime;
+    errno "ctime_r" => fn ctime_r(t: *const i64, buf: *mut c_char) -> *mut c_char = libc::ctime_r;
 }
 
 /// `optind`: index of the next argument `getopt` looks at.

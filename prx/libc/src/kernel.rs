@@ -66,6 +66,18 @@ pub(crate) fn unlink(path: *const libc::c_char) -> i32 {
     }
 }
 
+/// Removes a guest folder through libkernel's `rmdir` (host path without libkernel).
+pub(crate) fn rmdir(path: *const libc::c_char) -> i32 {
+    static F: OnceLock<usize> = OnceLock::new();
+    let f = *F.get_or_init(|| sym(c"c7ZnT7V1B98"));
+    if f == 0 {
+        unsafe { libc::rmdir(path) }
+    } else {
+        let f: extern "C" fn(*const libc::c_char) -> i32 = unsafe { std::mem::transmute(f) };
+        f(path)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -73,5 +85,6 @@ mod tests {
         assert_eq!(aps5_prx_macros::nid_str!("__error"), "9BcDykPmo1I");
         assert_eq!(aps5_prx_macros::nid_str!("open"), "wuCroIGjt2g");
         assert_eq!(aps5_prx_macros::nid_str!("unlink"), "VAzswvTOCzI");
+        assert_eq!(aps5_prx_macros::nid_str!("rmdir"), "c7ZnT7V1B98");
     }
 }

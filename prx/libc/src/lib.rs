@@ -9,6 +9,11 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+#[macro_use]
+pub mod forward;
+
+pub mod atomics;
+pub mod builtins;
 pub mod cxx;
 pub mod dirent;
 pub mod extra;
@@ -29,6 +34,7 @@ mod tests;
 use std::sync::Mutex;
 
 use aps5_prx_macros::{nid, preserve_scratch};
+use libc::c_void;
 
 /// `Need_sceLibc`: a data object a program references to say it needs this library.
 #[nid("Need_sceLibc")]
@@ -120,62 +126,17 @@ pub extern "C" fn abort() -> ! {
     unsafe { libc::abort() }
 }
 
-/// `malloc`.
-#[nid("malloc")]
-pub extern "C" fn malloc(n: usize) -> *mut u8 {
-    unsafe { libc::malloc(n).cast() }
-}
-
-/// `free`.
-#[nid("free")]
-pub unsafe extern "C" fn free(p: *mut u8) {
-    unsafe { libc::free(p.cast()) }
-}
-
-/// `calloc`.
-#[nid("calloc")]
-pub extern "C" fn calloc(n: usize, size: usize) -> *mut u8 {
-    unsafe { libc::calloc(n, size).cast() }
-}
-
-/// `realloc`.
-#[nid("realloc")]
-pub unsafe extern "C" fn realloc(p: *mut u8, n: usize) -> *mut u8 {
-    unsafe { libc::realloc(p.cast(), n).cast() }
-}
-
-/// `memalign`.
-#[nid("memalign")]
-pub extern "C" fn memalign(align: usize, n: usize) -> *mut u8 {
-    unsafe { libc::memalign(align, n).cast() }
-}
-
-/// `aligned_alloc`.
-#[nid("aligned_alloc")]
-pub extern "C" fn aligned_alloc(align: usize, n: usize) -> *mut u8 {
-    unsafe { libc::aligned_alloc(align, n).cast() }
-}
-
-/// `posix_memalign` (returns a FreeBSD errno; EINVAL and ENOMEM match Linux).
-#[nid("posix_memalign")]
-pub unsafe extern "C" fn posix_memalign(out: *mut *mut u8, align: usize, n: usize) -> i32 {
-    unsafe { libc::posix_memalign(out.cast(), align, n) }
-}
-
-/// `malloc_usable_size`.
-#[nid("malloc_usable_size")]
-pub unsafe extern "C" fn malloc_usable_size(p: *mut u8) -> usize {
-    unsafe { libc::malloc_usable_size(p.cast()) }
-}
-
-/// `time`.
-#[nid("time")]
-pub unsafe extern "C" fn time(t: *mut i64) -> i64 {
-    unsafe { libc::time(t) }
-}
-
-/// `getenv`: the host process environment (what `aps5 run` was given).
-#[nid("getenv")]
-pub unsafe extern "C" fn getenv(name: *const libc::c_char) -> *mut libc::c_char {
-    unsafe { libc::getenv(name) }
+// Memory, time and the environment: the host's. The allocators report ENOMEM (and
+// aligned_alloc/memalign EINVAL) in errno; posix_memalign returns its error instead.
+forward! {
+    errno "malloc" => fn malloc(n: usize) -> *mut c_void = libc::malloc;
+    "free" => fn free(p: *mut c_void) -> () = libc::free;
+    errno "calloc" => fn calloc(n: usize, size: usize) -> *mut c_void = libc::calloc;
+    errno "realloc" => fn realloc(p: *mut c_void, n: usize) -> *mut c_void = libc::realloc;
+    errno "memalign" => fn memalign(align: usize, n: usize) -> *mut c_void = libc::memalign;
+    errno "aligned_alloc" => fn aligned_alloc(align: usize, n: usize) -> *mut c_void = libc::aligned_alloc;
+    "posix_memalign" => fn posix_memalign(out: *mut *mut c_void, align: usize, n: usize) -> i32 = libc::posix_memalign;
+    "malloc_usable_size" => fn malloc_usable_size(p: *mut c_void) -> usize = libc::malloc_usable_size;
+    "time" => fn time(t: *mut i64) -> i64 = libc::time;
+    "getenv" => fn getenv(name: *const libc::c_char) -> *mut libc::c_char = libc::getenv;
 }

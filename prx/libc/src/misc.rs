@@ -110,54 +110,28 @@ pub extern "C" fn llabs(v: i64) -> i64 {
     v.wrapping_abs()
 }
 
-/// `atoll`.
-#[nid("atoll")]
-pub unsafe extern "C" fn atoll(s: *const libc::c_char) -> i64 {
-    unsafe { libc::atoll(s) }
-}
-
-/// `strtoimax`.
-#[nid("strtoimax")]
-pub unsafe extern "C" fn strtoimax(
-    s: *const libc::c_char,
-    e: *mut *mut libc::c_char,
-    b: i32,
-) -> i64 {
-    unsafe { libc::strtoll(s, e, b) }
-}
-
-/// `strtoumax`.
-#[nid("strtoumax")]
-pub unsafe extern "C" fn strtoumax(
-    s: *const libc::c_char,
-    e: *mut *mut libc::c_char,
-    b: i32,
-) -> u64 {
-    unsafe { libc::strtoull(s, e, b) }
-}
-
-/// `strcoll` (the C locale: byte order).
-#[nid("strcoll")]
-pub unsafe extern "C" fn strcoll(a: *const libc::c_char, b: *const libc::c_char) -> i32 {
-    unsafe { libc::strcmp(a, b) }
+// Host conversions: out-of-range numbers set ERANGE, a bad base EINVAL.
+// FreeBSD's struct tm has glibc's layout (9 ints, long tm_gmtoff, char *tm_zone); the
+// time conversions set EOVERFLOW when the year does not fit.
+forward! {
+    errno "atoll" => fn atoll(s: *const libc::c_char) -> i64 = libc::atoll;
+    errno "strtoimax" => fn strtoimax(s: *const libc::c_char, e: *mut *mut libc::c_char, b: i32) -> i64 = libc::strtoll;
+    errno "strtoumax" => fn strtoumax(s: *const libc::c_char, e: *mut *mut libc::c_char, b: i32) -> u64 = libc::strtoull;
+    "strcoll" => fn strcoll(a: *const libc::c_char, b: *const libc::c_char) -> i32 = libc::strcmp;
+    "iscntrl" => fn iscntrl(c: i32) -> i32 = libc::iscntrl;
+    "isgraph" => fn isgraph(c: i32) -> i32 = libc::isgraph;
+    errno "gmtime" => fn gmtime(t: *const i64) -> *mut libc::tm = libc::gmtime;
+    errno "gmtime_r" => fn gmtime_r(t: *const i64, out: *mut libc::tm) -> *mut libc::tm = libc::gmtime_r;
+    errno "localtime" => fn localtime(t: *const i64) -> *mut libc::tm = libc::localtime;
+    errno "localtime_r" => fn localtime_r(t: *const i64, out: *mut libc::tm) -> *mut libc::tm = libc::localtime_r;
+    errno "mktime" => fn mktime(tm: *mut libc::tm) -> i64 = libc::mktime;
+    "strftime" => fn strftime(s: *mut libc::c_char, n: usize, f: *const libc::c_char, tm: *const libc::tm) -> usize = libc::strftime;
 }
 
 /// `isblank`.
 #[nid("isblank")]
 pub extern "C" fn isblank(c: i32) -> i32 {
     i32::from(c == 0x20 || c == 0x09)
-}
-
-/// `iscntrl`.
-#[nid("iscntrl")]
-pub extern "C" fn iscntrl(c: i32) -> i32 {
-    unsafe { libc::iscntrl(c) }
-}
-
-/// `isgraph`.
-#[nid("isgraph")]
-pub extern "C" fn isgraph(c: i32) -> i32 {
-    unsafe { libc::isgraph(c) }
 }
 
 /// The `rand` state (FreeBSD: one per process, seed 1).
@@ -217,49 +191,6 @@ pub extern "C" fn clock() -> i64 {
 #[nid("difftime")]
 pub extern "C" fn difftime(a: i64, b: i64) -> f64 {
     (a - b) as f64
-}
-
-// FreeBSD's struct tm has glibc's layout (9 ints, long tm_gmtoff, char *tm_zone).
-
-/// `gmtime`.
-#[nid("gmtime")]
-pub unsafe extern "C" fn gmtime(t: *const i64) -> *mut libc::tm {
-    unsafe { libc::gmtime(t) }
-}
-
-/// `gmtime_r`.
-#[nid("gmtime_r")]
-pub unsafe extern "C" fn gmtime_r(t: *const i64, out: *mut libc::tm) -> *mut libc::tm {
-    unsafe { libc::gmtime_r(t, out) }
-}
-
-/// `localtime`.
-#[nid("localtime")]
-pub unsafe extern "C" fn localtime(t: *const i64) -> *mut libc::tm {
-    unsafe { libc::localtime(t) }
-}
-
-/// `localtime_r`.
-#[nid("localtime_r")]
-pub unsafe extern "C" fn localtime_r(t: *const i64, out: *mut libc::tm) -> *mut libc::tm {
-    unsafe { libc::localtime_r(t, out) }
-}
-
-/// `mktime`.
-#[nid("mktime")]
-pub unsafe extern "C" fn mktime(tm: *mut libc::tm) -> i64 {
-    unsafe { libc::mktime(tm) }
-}
-
-/// `strftime`.
-#[nid("strftime")]
-pub unsafe extern "C" fn strftime(
-    s: *mut libc::c_char,
-    n: usize,
-    f: *const libc::c_char,
-    tm: *const libc::tm,
-) -> usize {
-    unsafe { libc::strftime(s, n, f, tm) }
 }
 
 /// `_Assert(expression, "file, line N")` (Dinkumware's assert failure).

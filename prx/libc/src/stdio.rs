@@ -802,10 +802,25 @@ pub unsafe extern "C" fn setbuf(f: *mut GuestFile, buf: *mut u8) {
     unsafe { setvbuf(f, buf, if buf.is_null() { 2 } else { 0 }, 8192) };
 }
 
-/// `remove`: through libkernel's `unlink` (guest paths, confined).
+/// `remove`: a file through libkernel's `unlink`, a folder (unlink says EPERM, FreeBSD's
+/// answer for one; EISDIR from a host) through its `rmdir`; both confined.
 #[nid("remove")]
 pub unsafe extern "C" fn remove(path: *const libc::c_char) -> i32 {
-    kernel::unlink(path)
+    if kernel::unlink(path) == 0 {
+        return 0;
+    }
+    let e = unsafe { *kernel::errno_ptr() };
+    if e != 1 && e != 21 {
+        return -1;
+    }
+    if kernel::rmdir(path) == 0 {
+        return 0;
+    }
+    // Not a folder after all: unlink's answer stands.
+    if unsafe { *kernel::errno_ptr() } == 20 {
+        kernel::set_errno(e);
+    }
+    -1
 }
 
 /// Reads a stream for the scanner, holding its lock for the whole call. Pushed-back bytes

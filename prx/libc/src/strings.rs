@@ -4,22 +4,12 @@
 use aps5_prx_macros::nid;
 use libc::{c_char, c_int, c_long, c_void, size_t};
 
-/// Forwards a NID export to the host function of the same signature.
-macro_rules! forward {
-    ($($name:literal => fn $f:ident($($a:ident: $t:ty),*) -> $r:ty = $host:path;)*) => {$(
-        #[doc = concat!("`", $name, "` (host implementation).")]
-        #[nid($name)]
-        pub unsafe extern "C" fn $f($($a: $t),*) -> $r {
-            unsafe { $host($($a),*) }
-        }
-    )*};
-}
-
 forward! {
     "memcpy" => fn memcpy(d: *mut c_void, s: *const c_void, n: size_t) -> *mut c_void = libc::memcpy;
     "memmove" => fn memmove(d: *mut c_void, s: *const c_void, n: size_t) -> *mut c_void = libc::memmove;
     "memset" => fn memset(d: *mut c_void, c: c_int, n: size_t) -> *mut c_void = libc::memset;
     "memcmp" => fn memcmp(a: *const c_void, b: *const c_void, n: size_t) -> c_int = libc::memcmp;
+    "bcmp" => fn bcmp(a: *const c_void, b: *const c_void, n: size_t) -> c_int = libc::memcmp;
     "memchr" => fn memchr(a: *const c_void, c: c_int, n: size_t) -> *mut c_void = libc::memchr;
     "strlen" => fn strlen(s: *const c_char) -> size_t = libc::strlen;
     "strnlen" => fn strnlen(s: *const c_char, n: size_t) -> size_t = libc::strnlen;
@@ -37,18 +27,18 @@ forward! {
     "strpbrk" => fn strpbrk(a: *const c_char, b: *const c_char) -> *mut c_char = libc::strpbrk;
     "strspn" => fn strspn(a: *const c_char, b: *const c_char) -> size_t = libc::strspn;
     "strcspn" => fn strcspn(a: *const c_char, b: *const c_char) -> size_t = libc::strcspn;
-    "strdup" => fn strdup(s: *const c_char) -> *mut c_char = libc::strdup;
-    "strndup" => fn strndup(s: *const c_char, n: size_t) -> *mut c_char = libc::strndup;
+    errno "strdup" => fn strdup(s: *const c_char) -> *mut c_char = libc::strdup;
+    errno "strndup" => fn strndup(s: *const c_char, n: size_t) -> *mut c_char = libc::strndup;
     "strtok_r" => fn strtok_r(s: *mut c_char, d: *const c_char, save: *mut *mut c_char) -> *mut c_char = libc::strtok_r;
-    "strtol" => fn strtol(s: *const c_char, e: *mut *mut c_char, b: c_int) -> c_long = libc::strtol;
-    "strtoul" => fn strtoul(s: *const c_char, e: *mut *mut c_char, b: c_int) -> libc::c_ulong = libc::strtoul;
-    "strtoll" => fn strtoll(s: *const c_char, e: *mut *mut c_char, b: c_int) -> libc::c_longlong = libc::strtoll;
-    "strtoull" => fn strtoull(s: *const c_char, e: *mut *mut c_char, b: c_int) -> libc::c_ulonglong = libc::strtoull;
-    "strtod" => fn strtod(s: *const c_char, e: *mut *mut c_char) -> f64 = libc::strtod;
-    "strtof" => fn strtof(s: *const c_char, e: *mut *mut c_char) -> f32 = libc::strtof;
-    "atoi" => fn atoi(s: *const c_char) -> c_int = libc::atoi;
-    "atol" => fn atol(s: *const c_char) -> c_long = libc::atol;
-    "atof" => fn atof(s: *const c_char) -> f64 = libc::atof;
+    errno "strtol" => fn strtol(s: *const c_char, e: *mut *mut c_char, b: c_int) -> c_long = libc::strtol;
+    errno "strtoul" => fn strtoul(s: *const c_char, e: *mut *mut c_char, b: c_int) -> libc::c_ulong = libc::strtoul;
+    errno "strtoll" => fn strtoll(s: *const c_char, e: *mut *mut c_char, b: c_int) -> libc::c_longlong = libc::strtoll;
+    errno "strtoull" => fn strtoull(s: *const c_char, e: *mut *mut c_char, b: c_int) -> libc::c_ulonglong = libc::strtoull;
+    errno "strtod" => fn strtod(s: *const c_char, e: *mut *mut c_char) -> f64 = libc::strtod;
+    errno "strtof" => fn strtof(s: *const c_char, e: *mut *mut c_char) -> f32 = libc::strtof;
+    errno "atoi" => fn atoi(s: *const c_char) -> c_int = libc::atoi;
+    errno "atol" => fn atol(s: *const c_char) -> c_long = libc::atol;
+    errno "atof" => fn atof(s: *const c_char) -> f64 = libc::atof;
     "abs" => fn abs(v: c_int) -> c_int = libc::abs;
     "labs" => fn labs(v: c_long) -> c_long = libc::labs;
     "toupper" => fn toupper(c: c_int) -> c_int = libc::toupper;

@@ -293,7 +293,9 @@ macro_rules! wide_number {
         pub unsafe extern "C" fn $f(s: *const WChar, end: *mut *mut WChar $(, $a: $t)*) -> $r {
             let n = unsafe { narrow_prefix(s) };
             let mut e: *mut libc::c_char = std::ptr::null_mut();
-            let v = unsafe { $host(n.as_ptr().cast(), &mut e $(, $a)*) };
+            let host: unsafe extern "C" fn(*const libc::c_char, *mut *mut libc::c_char $(, $t)*) -> $r =
+                ::std::hint::black_box($host);
+            let v = $crate::forward::carry_errno(|| unsafe { host(n.as_ptr().cast(), &mut e $(, $a)*) });
             if !end.is_null() {
                 let used = e as usize - n.as_ptr() as usize;
                 unsafe { *end = s.add(used).cast_mut() };

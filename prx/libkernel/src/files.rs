@@ -1,13 +1,13 @@
 //! More file and process calls: directory reading in FreeBSD's `struct dirent` layout,
 //! positioned I/O, `fsync`/`ftruncate`, `rmdir`/`mkdir`/`access` on confined guest paths
-//! ([`crate::fs::resolve`]), descriptor duplication, pipes, `sigset_t` helpers, `kill`,
+//! ([`crate::fs::entry`], [`crate::fs::open_beneath`]), descriptor duplication, pipes, `sigset_t` helpers, `kill`,
 //! `clock_getres`, `sceKernelNanosleep` and `getpagesize`.
 
 use std::ffi::CStr;
 
 use aps5_prx_macros::nid;
 
-use crate::fs::resolve;
+use crate::fs::{EROFS, fd_path, mkdir_guest, open_beneath, resolve, rmdir_guest};
 use crate::signal::FbSigset;
 use crate::{errno, sce_error};
 
@@ -37,7 +37,7 @@ fn sce(r: Result<i64, i32>) -> i64 {
     r.unwrap_or_else(|e| i64::from(sce_error(e)))
 }
 
-unsafe fn path<'a>(p: *const libc::c_char) -> Result<&'a [u8], i32> {
+unsafe fn cpath<'a>(p: *const libc::c_char) -> Result<&'a [u8], i32> {
     if p.is_null() {
         Err(EFAULT)
     } else {
@@ -205,76 +205,53 @@ pub extern "C" fn sce_kernel_ftruncate(fd: i32, len: i64) -> i32 {
 
 // ---- Paths ----------------------------------------------------------------------------
 
-fn rmdir_guest(p: &[u8]) -> Result<i64, i32> {
-    let (root, rel) = resolve(p)?;
-    if rel.as_bytes() == b"." {
-        return Err(16); // EBUSY: a mount point itself
-    }
-    check(i64::from(unsafe {
-        libc::unlinkat(root, rel.as_ptr(), libc::AT_REMOVEDIR)
-    }))
-}
-
-fn mkdir_guest(p: &[u8], mode: u32) -> Result<i64, i32> {
-    let (root, rel) = resolve(p)?;
-    check(i64::from(unsafe {
-        libc::mkdirat(root, rel.as_ptr(), mode)
-    }))
-}
-
 /// `rmdir`.
 #[nid("rmdir")]
-pub unsafe extern "C" fn rmdir(p: *const libc::c_char) -> i32 {
-    posix(unsafe { path(p) }.and_then(rmdir_guest)) as i32
+pub unsafe extern "C" fn rmdir(path: *const libc::c_char) -> i32 {
+    posix(unsafe { cpath(path) }.and_then(|p| rmdir_guest(p).map(|r| r as i64))) as i32
 }
 
 /// `sceKernelRmdir`.
 #[nid("sceKernelRmdir")]
-pub unsafe extern "C" fn sce_kernel_rmdir(p: *const libc::c_char) -> i32 {
-    sce(unsafe { path(p) }.and_then(rmdir_guest)) as i32
+pub unsafe extern "C" fn sce_kernel_rmdir(path: *const libc::c_char) -> i32 {
+    sce(unsafe { cpath(path) }.and_then(|p| rmdir_guest(p).map(|r| r as i64))) as i32
 }
 
 /// `mkdir` (the POSIX name; `sceKernelMkdir` is in `fs.rs`).
 #[nid("mkdir")]
-pub unsafe extern "C" fn mkdir(p: *const libc::c_char, mode: u32) -> i32 {
-    posix(unsafe { path(p) }.and_then(|p| mkdir_guest(p, mode))) as i32
+pub unsafe extern "C" fn mkdir(path: *const libc::c_char, mode: u32) -> i32 {
+    posix(unsafe { cpath(path) }.and_then(|p| mkdir_guest(p, mode).map(|r| r as i64))) as i32
 }
 
 /// `access(path, mode)` (F_OK 0, X_OK 1, W_OK 2, R_OK 4 on both systems). `RESOLVE_BENEATH`
 /// is not available to `faccessat`, so the path is opened confined first (`O_PATH`) and
-/// checked through `/proc/self/fd`, which the kernel resolves to that very file.
+/// checked through `/proc/self/fd`, which the kernel resolves to that very file. W_OK
+/// under the read-only `/app0` is EROFS, as on FreeBSD.
 fn access_guest(p: &[u8], mode: i32) -> Result<i64, i32> {
     if mode & !7 != 0 {
         return Err(EINVAL);
     }
-    let (root, rel) = resolve(p)?;
-    let fd = open_path_beneath(root, &rel)?;
-    let proc = std::ffi::CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL");
-    let r = check(i64::from(unsafe { libc::access(proc.as_ptr(), mode) }));
-    unsafe { libc::close(fd) };
-    r
-}
-
-fn open_path_beneath(root: i32, rel: &CStr) -> Result<i32, i32> {
-    check(crate::fs::openat2_beneath(
-        root,
-        rel,
-        libc::O_PATH | libc::O_CLOEXEC,
-        0,
-    ))
-    .map(|fd| fd as i32)
+    let r = resolve(p)?;
+    let fd = open_beneath(r.root, &r.rel, libc::O_PATH, 0)?;
+    check(i64::from(unsafe {
+        libc::access(fd_path(&fd).as_ptr(), mode)
+    }))?;
+    if r.read_only && mode & 2 != 0 {
+        return Err(EROFS);
+    }
+    Ok(0)
 }
 
 /// `access`.
 #[nid("access")]
-pub unsafe extern "C" fn access(p: *const libc::c_char, mode: i32) -> i32 {
-    posix(unsafe { path(p) }.and_then(|p| access_guest(p, mode))) as i32
+pub unsafe extern "C" fn access(path: *const libc::c_char, mode: i32) -> i32 {
+    posix(unsafe { cpath(path) }.and_then(|p| access_guest(p, mode))) as i32
 }
 
 /// `sceKernelCheckReachability(path)`: 0 if the guest path exists, else an SCE error.
 #[nid("sceKernelCheckReachability")]
-pub unsafe extern "C" fn sce_kernel_check_reachability(p: *const libc::c_char) -> i32 {
-    sce(unsafe { path(p) }.and_then(|p| access_guest(p, 0))) as i32
+pub unsafe extern "C" fn sce_kernel_check_reachability(path: *const libc::c_char) -> i32 {
+    sce(unsafe { cpath(path) }.and_then(|p| access_guest(p, 0))) as i32
 }
 
 // ---- Descriptors ----------------------------------------------------------------------

@@ -7,7 +7,7 @@
 //! `data/` next to it), under which `savedata0/`, `temp0/` and `download0/` are created.
 
 use std::ffi::{CStr, CString};
-use std::os::fd::IntoRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -18,8 +18,19 @@ use crate::{errno, sce_error};
 /// Host folders behind the guest mount points.
 #[derive(Debug)]
 pub struct Mounts {
-    /// (guest mount name without the slash, host folder fd)
-    roots: Vec<(&'static str, i32)>,
+    roots: Vec<Mount>,
+}
+
+/// One guest mount point.
+#[derive(Debug)]
+struct Mount {
+    /// Guest name without the slash (`app0`).
+    name: &'static str,
+    /// The host folder, opened once; every guest path is resolved beneath it.
+    fd: i32,
+    /// `/app0` is the game's read-only package on the console; its host folder holds
+    /// hard links to the user's dump, so a write there would change the dump.
+    read_only: bool,
 }
 
 static MOUNTS: OnceLock<Mounts> = OnceLock::new();
@@ -46,12 +57,20 @@ pub(crate) fn init() {
         let data = std::env::var_os("APS5_DATA")
             .map(PathBuf::from)
             .unwrap_or_else(|| exe_dir().join("data"));
-        let mut roots = vec![("app0", open_dir(&app0))];
+        let mut roots = vec![Mount {
+            name: "app0",
+            fd: open_dir(&app0),
+            read_only: true,
+        }];
         for name in ["savedata0", "temp0", "download0"] {
             let dir = data.join(name);
             // Writable areas are created on demand; failure shows up as ENOENT on open.
             let _ = std::fs::create_dir_all(&dir);
-            roots.push((name, open_dir(&dir)));
+            roots.push(Mount {
+                name,
+                fd: open_dir(&dir),
+                read_only: false,
+            });
         }
         Mounts { roots }
     });
@@ -71,12 +90,39 @@ pub fn cwd() -> String {
     }
 }
 
-/// Splits a guest path into (host root fd, path relative to it). Relative guest paths
-/// are relative to the guest working directory ([`cwd`], `/app0` at start).
-pub fn resolve(guest: &[u8]) -> Result<(i32, CString), i32> {
+const ENOENT: i32 = 2;
+const EACCES: i32 = 13;
+const EBUSY: i32 = 16;
+const EEXIST: i32 = 17;
+const EXDEV: i32 = 18;
+const EINVAL: i32 = 22;
+/// FreeBSD `EROFS`: every change under `/app0`.
+pub(crate) const EROFS: i32 = 30;
+
+/// A guest path split into its mount and the path below the mount's folder.
+#[derive(Debug)]
+pub struct Resolved {
+    /// The mount's host folder.
+    pub root: i32,
+    /// The path below it (`.` for the mount itself); never has a `..` component.
+    pub rel: CString,
+    /// Whether the mount is read-only (`/app0`).
+    pub read_only: bool,
+    /// Index of the mount (renames between two mounts are EXDEV, as on the console).
+    mount: usize,
+}
+
+/// Splits a guest path into its mount and the path relative to it; relative guest paths
+/// are relative to the guest working directory ([`cwd`], `/app0` at start). This is
+/// lexical only: every caller goes on through [`open_beneath`] or [`entry`], where the
+/// kernel keeps symlinks from leaving the mount.
+pub fn resolve(guest: &[u8]) -> Result<Resolved, i32> {
     init();
     let mounts = MOUNTS.get().expect("initialised above");
-    let s = std::str::from_utf8(guest).map_err(|_| 2)?;
+    if guest.is_empty() {
+        return Err(ENOENT);
+    }
+    let s = std::str::from_utf8(guest).map_err(|_| ENOENT)?;
     let joined;
     let s = if s.starts_with('/') {
         s
@@ -84,24 +130,29 @@ pub fn resolve(guest: &[u8]) -> Result<(i32, CString), i32> {
         joined = format!("{}/{s}", cwd());
         joined.as_str()
     };
-    let abs = s.strip_prefix('/').unwrap_or(s);
-    let (mount, rest) = abs.split_once('/').unwrap_or((abs, ""));
-    let fd = mounts
+    let abs = s.trim_start_matches('/');
+    let (name, rest) = abs.split_once('/').unwrap_or((abs, ""));
+    let mount = mounts
         .roots
         .iter()
-        .find(|(m, _)| *m == mount)
-        .map(|(_, fd)| *fd)
-        .ok_or(2)?; // ENOENT: no such mount point here
-    if fd < 0 {
-        return Err(2);
+        .position(|m| m.name == name)
+        .ok_or(ENOENT)?; // no such mount point here
+    let m = &mounts.roots[mount];
+    if m.fd < 0 {
+        return Err(ENOENT);
     }
     let rel = rest.trim_start_matches('/');
-    // `..` is refused outright: not every host call below can confine it (mkdirat).
+    // `..` is refused outright, before any host call sees the path.
     if rel.split('/').any(|c| c == "..") {
-        return Err(13); // EACCES
+        return Err(EACCES);
     }
     let rel = if rel.is_empty() { "." } else { rel };
-    Ok((fd, CString::new(rel).map_err(|_| 22)?))
+    Ok(Resolved {
+        root: m.fd,
+        rel: CString::new(rel).map_err(|_| EINVAL)?,
+        read_only: m.read_only,
+        mount,
+    })
 }
 
 /// `struct open_how` of openat2(2) (the libc crate's is non-exhaustive).
@@ -112,15 +163,17 @@ struct OpenHow {
     resolve: u64,
 }
 
-/// openat2(2) of `rel` under the mount root `root` with `RESOLVE_BENEATH`, so the path
-/// cannot leave its mount; the raw result (an fd, or -1 with the host errno set).
-pub(crate) fn openat2_beneath(root: i32, rel: &CStr, flags: i32, mode: u64) -> i64 {
+/// The one confined lookup: openat2(2) of `rel` under the mount folder `root` with
+/// `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`, so neither `..` nor a symlink (relative,
+/// absolute or a `/proc` magic link) can reach a file outside the mount. An attempt to
+/// leave is EACCES, as a `..` component is. Errors are FreeBSD errno values.
+pub(crate) fn open_beneath(root: i32, rel: &CStr, flags: i32, mode: u64) -> Result<OwnedFd, i32> {
     let how = OpenHow {
-        flags: flags as u64,
+        flags: (flags | libc::O_CLOEXEC) as u64,
         mode,
-        resolve: libc::RESOLVE_BENEATH,
+        resolve: libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS,
     };
-    unsafe {
+    let fd = unsafe {
         libc::syscall(
             libc::SYS_openat2,
             root,
@@ -128,7 +181,96 @@ pub(crate) fn openat2_beneath(root: i32, rel: &CStr, flags: i32, mode: u64) -> i
             &how as *const OpenHow,
             std::mem::size_of::<OpenHow>(),
         )
+    };
+    if fd < 0 {
+        let host = std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO);
+        return Err(if host == libc::EXDEV {
+            EACCES
+        } else {
+            errno::from_host(host)
+        });
     }
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Opens a guest path confined to its mount with host `open` flags; a write open
+/// (`O_WRONLY`/`O_RDWR`/`O_CREAT`/`O_TRUNC`/`O_APPEND`) under `/app0` is EROFS.
+pub fn open_confined(guest: &[u8], flags: i32, mode: u64) -> Result<OwnedFd, i32> {
+    let r = resolve(guest)?;
+    let writes = flags & libc::O_ACCMODE != libc::O_RDONLY
+        || flags & (libc::O_CREAT | libc::O_TRUNC | libc::O_APPEND) != 0;
+    if r.read_only && writes && flags & libc::O_PATH == 0 {
+        return Err(EROFS);
+    }
+    open_beneath(r.root, &r.rel, flags, mode)
+}
+
+/// A guest path prepared for an operation on the name itself (mkdir, rmdir, unlink,
+/// rename): its parent folder opened confined ([`open_beneath`]) and the last component,
+/// which the `*at` call then acts on without following it.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    /// The parent folder (an `O_PATH` descriptor).
+    pub dir: OwnedFd,
+    /// The last component: never empty, `.` or `..`.
+    pub leaf: CString,
+    mount: usize,
+}
+
+impl Entry {
+    /// Whether both names are on the same mount.
+    pub fn same_mount(&self, other: &Entry) -> bool {
+        self.mount == other.mount
+    }
+}
+
+/// Splits a guest path into a confined parent and a leaf (see [`Entry`]). The mount
+/// folder itself is refused with `at_root` (EBUSY for removal, EEXIST for mkdir), a
+/// trailing `.` with EINVAL; a change under a read-only mount is EROFS.
+pub(crate) fn entry(guest: &[u8], at_root: i32) -> Result<Entry, i32> {
+    let r = resolve(guest)?;
+    if r.read_only {
+        return Err(EROFS);
+    }
+    let (dir, leaf) = split_beneath(&r, at_root)?;
+    Ok(Entry {
+        dir,
+        leaf,
+        mount: r.mount,
+    })
+}
+
+/// The parent folder of a resolved path, opened confined (`O_PATH`), and its last
+/// component (never empty, `.` or `..`).
+pub(crate) fn split_beneath(r: &Resolved, at_root: i32) -> Result<(OwnedFd, CString), i32> {
+    let rel = r.rel.to_bytes();
+    let mut end = rel.len();
+    while end > 0 && rel[end - 1] == b'/' {
+        end -= 1;
+    }
+    let rel = &rel[..end];
+    if rel.is_empty() || rel == b"." {
+        return Err(at_root);
+    }
+    let (parent, leaf) = match rel.iter().rposition(|&b| b == b'/') {
+        Some(i) => (&rel[..i], &rel[i + 1..]),
+        None => (&b"."[..], rel),
+    };
+    if leaf == b"." {
+        return Err(EINVAL);
+    }
+    let parent = if parent.is_empty() { &b"."[..] } else { parent };
+    let parent = CString::new(parent).map_err(|_| EINVAL)?;
+    let dir = open_beneath(r.root, &parent, libc::O_PATH | libc::O_DIRECTORY, 0)?;
+    Ok((dir, CString::new(leaf).map_err(|_| EINVAL)?))
+}
+
+/// `/proc/self/fd/N`: names the file `fd` refers to for host calls that take a path
+/// (chmod, access, dlopen); the kernel resolves it to that very file.
+pub(crate) fn fd_path(fd: &OwnedFd) -> CString {
+    CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).expect("no NUL")
 }
 
 /// FreeBSD `open` flags -> Linux.
@@ -151,22 +293,14 @@ fn host_flags(f: i32) -> i32 {
     h
 }
 
-/// Opens a guest path; returns the fd or a FreeBSD errno.
+/// Opens a guest path with FreeBSD `open` flags; returns the fd or a FreeBSD errno.
 pub fn open_guest(path: &[u8], flags: i32, mode: u32) -> Result<i32, i32> {
-    let (root, rel) = resolve(path)?;
     let mode = if flags & 0x200 != 0 {
         u64::from(mode & 0o7777)
     } else {
         0
     };
-    let fd = openat2_beneath(root, &rel, host_flags(flags) | libc::O_CLOEXEC, mode);
-    if fd < 0 {
-        Err(errno::from_host(
-            std::io::Error::last_os_error().raw_os_error().unwrap_or(5),
-        ))
-    } else {
-        Ok(fd as i32)
-    }
+    open_confined(path, host_flags(flags), mode).map(IntoRawFd::into_raw_fd)
 }
 
 fn posix<T: Copy>(r: Result<T, i32>, fail: T) -> T {
@@ -348,13 +482,9 @@ fn fstat_host(fd: i32) -> Result<GuestStat, i32> {
 }
 
 fn stat_guest(path: &[u8]) -> Result<GuestStat, i32> {
-    let (root, rel) = resolve(path)?;
-    // O_PATH opens without read permission; RESOLVE_BENEATH keeps it confined.
-    let fd = openat2_beneath(root, &rel, libc::O_PATH | libc::O_CLOEXEC, 0);
-    let fd = host_ret(fd as isize)? as i32;
-    let r = fstat_host(fd);
-    unsafe { libc::close(fd) };
-    r
+    // O_PATH opens without read permission; the lookup is confined as every other.
+    let fd = open_confined(path, libc::O_PATH, 0)?;
+    fstat_host(fd.as_raw_fd())
 }
 
 /// `fstat`.
@@ -405,49 +535,100 @@ pub unsafe extern "C" fn sce_kernel_stat(path: *const libc::c_char, out: *mut Gu
     }
 }
 
-/// `sceKernelMkdir(path, mode)`.
-#[nid("sceKernelMkdir")]
-pub unsafe extern "C" fn sce_kernel_mkdir(path: *const libc::c_char, mode: u32) -> i32 {
-    let r = unsafe { cstr(path) }
-        .and_then(resolve)
-        .and_then(|(root, rel)| {
-            host_ret(unsafe { libc::mkdirat(root, rel.as_ptr(), mode) } as isize).map(|_| 0)
-        });
-    match r {
+/// Guest `mkdir`: the parent confined, the new name not followed (a dangling symlink
+/// there is EEXIST, as on FreeBSD).
+pub(crate) fn mkdir_guest(path: &[u8], mode: u32) -> Result<isize, i32> {
+    let e = entry(path, EEXIST)?;
+    host_ret(unsafe { libc::mkdirat(e.dir.as_raw_fd(), e.leaf.as_ptr(), mode & 0o7777) } as isize)
+}
+
+/// Guest `rmdir`: removes the name itself (a symlink there is ENOTDIR, never its target).
+pub(crate) fn rmdir_guest(path: &[u8]) -> Result<isize, i32> {
+    let e = entry(path, EBUSY)?;
+    host_ret(
+        unsafe { libc::unlinkat(e.dir.as_raw_fd(), e.leaf.as_ptr(), libc::AT_REMOVEDIR) } as isize,
+    )
+}
+
+/// Guest `unlink`: removes the name itself (a symlink, not what it points to); a folder is
+/// EPERM, as on FreeBSD.
+fn unlink_guest(path: &[u8]) -> Result<isize, i32> {
+    let e = entry(path, EBUSY)?;
+    host_ret(unsafe { libc::unlinkat(e.dir.as_raw_fd(), e.leaf.as_ptr(), 0) } as isize).map_err(
+        |err| if err == 21 { 1 } else { err }, // EISDIR -> EPERM
+    )
+}
+
+/// Guest `rename`: both names confined and not followed; between two mounts EXDEV.
+fn rename_guest(from: &[u8], to: &[u8]) -> Result<isize, i32> {
+    let a = entry(from, EBUSY)?;
+    let b = entry(to, EBUSY)?;
+    if !a.same_mount(&b) {
+        return Err(EXDEV);
+    }
+    host_ret(unsafe {
+        libc::renameat(
+            a.dir.as_raw_fd(),
+            a.leaf.as_ptr(),
+            b.dir.as_raw_fd(),
+            b.leaf.as_ptr(),
+        )
+    } as isize)
+}
+
+/// Guest `chmod`: the file is found confined (following symlinks beneath the mount), then
+/// changed through its descriptor's `/proc/self/fd` name.
+fn chmod_guest(path: &[u8], mode: u32) -> Result<isize, i32> {
+    let r = resolve(path)?;
+    if r.read_only {
+        return Err(EROFS);
+    }
+    let fd = open_beneath(r.root, &r.rel, libc::O_PATH, 0)?;
+    host_ret(unsafe { libc::chmod(fd_path(&fd).as_ptr(), mode & 0o7777) } as isize)
+}
+
+/// Guest `truncate`: the file opened confined for writing, then `ftruncate`.
+fn truncate_guest(path: &[u8], len: i64) -> Result<isize, i32> {
+    if len < 0 {
+        return Err(EINVAL);
+    }
+    let fd = open_confined(path, libc::O_WRONLY | libc::O_NONBLOCK, 0)?;
+    host_ret(unsafe { libc::ftruncate(fd.as_raw_fd(), len) } as isize)
+}
+
+fn posix_path(path: *const libc::c_char, f: impl FnOnce(&[u8]) -> Result<isize, i32>) -> i32 {
+    posix(unsafe { cstr(path) }.and_then(f).map(|_| 0), -1)
+}
+
+fn sce_path(path: *const libc::c_char, f: impl FnOnce(&[u8]) -> Result<isize, i32>) -> i32 {
+    match unsafe { cstr(path) }.and_then(f) {
         Ok(_) => 0,
         Err(e) => sce_error(e),
     }
 }
 
+/// `sceKernelMkdir(path, mode)` (`mkdir` is in `files.rs`).
+#[nid("sceKernelMkdir")]
+pub unsafe extern "C" fn sce_kernel_mkdir(path: *const libc::c_char, mode: u32) -> i32 {
+    sce_path(path, |p| mkdir_guest(p, mode))
+}
+
 /// `unlink`.
 #[nid("unlink")]
 pub unsafe extern "C" fn unlink(path: *const libc::c_char) -> i32 {
-    let r = unsafe { cstr(path) }
-        .and_then(resolve)
-        .and_then(
-            |(root, rel)| host_ret(unsafe { libc::unlinkat(root, rel.as_ptr(), 0) } as isize),
-        );
-    posix(r.map(|_| 0), -1)
+    posix_path(path, unlink_guest)
 }
 
 /// `sceKernelUnlink`.
 #[nid("sceKernelUnlink")]
 pub unsafe extern "C" fn sce_kernel_unlink(path: *const libc::c_char) -> i32 {
-    match unsafe { unlink(path) } {
-        0 => 0,
-        _ => sce_error(unsafe { *errno::error() }),
-    }
+    sce_path(path, unlink_guest)
 }
 
-/// `rename` (both paths guest paths, possibly on different mounts).
+/// `rename` (both paths guest paths).
 #[nid("rename")]
 pub unsafe extern "C" fn rename(from: *const libc::c_char, to: *const libc::c_char) -> i32 {
-    let r = (|| {
-        let (r1, p1) = resolve(unsafe { cstr(from) }?)?;
-        let (r2, p2) = resolve(unsafe { cstr(to) }?)?;
-        host_ret(unsafe { libc::renameat(r1, p1.as_ptr(), r2, p2.as_ptr()) } as isize)
-    })();
-    posix(r.map(|_| 0), -1)
+    posix_path(from, |f| rename_guest(f, unsafe { cstr(to) }?))
 }
 
 /// `sceKernelRename`.
@@ -456,10 +637,31 @@ pub unsafe extern "C" fn sce_kernel_rename(
     from: *const libc::c_char,
     to: *const libc::c_char,
 ) -> i32 {
-    match unsafe { rename(from, to) } {
-        0 => 0,
-        _ => sce_error(unsafe { *errno::error() }),
-    }
+    sce_path(from, |f| rename_guest(f, unsafe { cstr(to) }?))
+}
+
+/// `chmod(path, mode)`.
+#[nid("chmod")]
+pub unsafe extern "C" fn chmod(path: *const libc::c_char, mode: u32) -> i32 {
+    posix_path(path, |p| chmod_guest(p, mode))
+}
+
+/// `sceKernelChmod(path, mode)`.
+#[nid("sceKernelChmod")]
+pub unsafe extern "C" fn sce_kernel_chmod(path: *const libc::c_char, mode: u32) -> i32 {
+    sce_path(path, |p| chmod_guest(p, mode))
+}
+
+/// `truncate(path, length)`.
+#[nid("truncate")]
+pub unsafe extern "C" fn truncate(path: *const libc::c_char, len: i64) -> i32 {
+    posix_path(path, |p| truncate_guest(p, len))
+}
+
+/// `sceKernelTruncate(path, length)`.
+#[nid("sceKernelTruncate")]
+pub unsafe extern "C" fn sce_kernel_truncate(path: *const libc::c_char, len: i64) -> i32 {
+    sce_path(path, |p| truncate_guest(p, len))
 }
 
 /// `chdir(path)`: changes the guest working directory (a folder under a mount; `..` is
@@ -471,15 +673,7 @@ pub unsafe extern "C" fn chdir(path: *const libc::c_char) -> i32 {
         if p.is_empty() {
             return Err(2);
         }
-        let (root, rel) = resolve(p)?;
-        let fd = openat2_beneath(
-            root,
-            &rel,
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            0,
-        );
-        host_ret(fd as isize)?;
-        unsafe { libc::close(fd as i32) };
+        drop(open_confined(p, libc::O_PATH | libc::O_DIRECTORY, 0)?);
         let s = std::str::from_utf8(p).map_err(|_| 2)?;
         let abs = if s.starts_with('/') {
             s.to_string()

@@ -4,6 +4,7 @@
 //! The table of loaded modules lives here, once per process.
 
 use std::ffi::{CStr, CString};
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
 use std::sync::Mutex;
 
 use aps5_prx_macros::nid;
@@ -15,12 +16,37 @@ static MODULES: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
 /// `SCE_KERNEL_ERROR_ESRCH`.
 const ESRCH: i32 = 3;
+const EACCES: i32 = 13;
+const EISDIR: i32 = 21;
 
-fn host_path(guest: &[u8]) -> Result<CString, i32> {
-    let (root, rel) = fs::resolve(guest)?;
-    // dlopen needs a path; /proc/self/fd/<root> names the confined folder.
-    let p = format!("/proc/self/fd/{root}/{}", rel.to_string_lossy());
-    CString::new(p).map_err(|_| 22)
+/// The host name `dlopen` loads a guest module by: `/proc/self/fd/D/NAME`, where D is the
+/// module's folder opened confined. The loader's `$ORIGIN` is then that folder, so the
+/// module's run path finds its sibling modules and the output's `libs/` as before, and
+/// the module itself was checked to resolve inside the mount. Only `/app0` holds modules
+/// (those `aps5 build` converted), and the program cannot change it, so no link can be
+/// swapped in between the check and the load. Returns the folder's descriptor (kept open
+/// for as long as the loader may use the name) and the name.
+fn module_host_name(guest: &[u8]) -> Result<(OwnedFd, CString), i32> {
+    let r = fs::resolve(guest)?;
+    if !r.read_only {
+        diag(
+            format!(
+                "aps5: sceKernelLoadStartModule({}): only modules under /app0 (converted by aps5 build) can be loaded\n",
+                String::from_utf8_lossy(guest)
+            )
+            .as_bytes(),
+        );
+        return Err(EACCES);
+    }
+    // The file, confined: a link in /app0 may not lead out of it.
+    drop(fs::open_beneath(r.root, &r.rel, libc::O_RDONLY, 0)?);
+    let (dir, leaf) = fs::split_beneath(&r, EISDIR)?;
+    let name = format!(
+        "/proc/self/fd/{}/{}",
+        dir.as_raw_fd(),
+        leaf.to_string_lossy()
+    );
+    Ok((dir, CString::new(name).map_err(|_| 22)?))
 }
 
 /// `sceKernelLoadStartModule(path, argc, argv, flags, opt, result)`.
@@ -46,8 +72,8 @@ pub unsafe extern "C" fn sce_kernel_load_start_module(
         }
         return m.len() as i32;
     }
-    let host = match host_path(guest) {
-        Ok(p) => p,
+    let (dir, host) = match module_host_name(guest) {
+        Ok(d) => d,
         Err(e) => return sce_error(e),
     };
     let h = unsafe { libc::dlopen(host.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
@@ -64,6 +90,9 @@ pub unsafe extern "C" fn sce_kernel_load_start_module(
         );
         return sce_error(2);
     }
+    // The folder stays open: the loader knows the module by its `/proc/self/fd/D/NAME`
+    // name and would take a later module opened under a reused number for this one.
+    let _ = dir.into_raw_fd();
     let start = entry(h, "module_start");
     if !start.is_null() {
         let f: extern "C" fn(usize, *const u8) -> i32 = unsafe { std::mem::transmute(start) };
@@ -172,20 +201,25 @@ pub unsafe extern "C" fn sce_kernel_dlsym(
         }
     };
     let name = unsafe { CStr::from_ptr(name) }.to_bytes();
+    let Some(p) = lookup(h, name) else {
+        return sce_error(ESRCH);
+    };
+    unsafe { *out = p as *mut u8 };
+    0
+}
+
+/// The export `name` of host `dlopen` handle `h` (or `RTLD_DEFAULT`): by its NID, as
+/// relinked code names exports, then by the plain name (module_start, C++ exports kept
+/// by name).
+pub(crate) fn lookup(h: usize, name: &[u8]) -> Option<usize> {
     let nid = CString::new(crate::nid::nid(name)).expect("NIDs have no NUL");
     let mut p = unsafe { libc::dlsym(h as *mut libc::c_void, nid.as_ptr()) };
-    if p.is_null() {
-        // Plain names (module_start, C++ exports kept by name) are tried too.
-        let plain = CString::new(name).map_err(|_| ()).ok();
-        if let Some(plain) = plain {
-            p = unsafe { libc::dlsym(h as *mut libc::c_void, plain.as_ptr()) };
-        }
+    if p.is_null()
+        && let Ok(plain) = CString::new(name)
+    {
+        p = unsafe { libc::dlsym(h as *mut libc::c_void, plain.as_ptr()) };
     }
-    if p.is_null() {
-        return sce_error(ESRCH);
-    }
-    unsafe { *out = p.cast() };
-    0
+    (!p.is_null()).then_some(p as usize)
 }
 
 /// Adds a host `dlopen` handle to the table; returns its guest handle.

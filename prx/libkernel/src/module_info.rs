@@ -153,9 +153,11 @@ unsafe extern "C" fn collect(
     let mut o = Object {
         name,
         path: loader_path,
+        // A PS5 payload has neither; it is the main program (first in the list).
         guest: phdrs
             .iter()
-            .any(|p| p.p_type == 0x6100_0001 || p.p_type == 0x6100_0002),
+            .any(|p| p.p_type == 0x6100_0001 || p.p_type == 0x6100_0002)
+            || (out.is_empty() && crate::payload::is_payload()),
         base,
         loads: Vec::new(),
         tls: None,

@@ -291,6 +291,9 @@ pub unsafe extern "C" fn sce_kernel_available_flexible_memory_size(out: *mut u64
 /// (at least 0x60 bytes; the PS4's are smaller), as `sceKernelGetCompiledSdkVersion`
 /// reads them.
 pub fn is_ps5() -> bool {
+    if crate::payload::is_payload() {
+        return true;
+    }
     let p = crate::module::sce_kernel_get_proc_param();
     !p.is_null() && unsafe { (p as *const u64).read_unaligned() } >= 0x60
 }

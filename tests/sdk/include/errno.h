@@ -20,12 +20,14 @@ __END_DECLS
 #define EFAULT 14
 #define EBUSY 16
 #define EEXIST 17
+#define EXDEV 18
 #define ENOTDIR 20
 #define EISDIR 21
 #define EINVAL 22
 #define EMFILE 24
 #define ENOSPC 28
 #define ESPIPE 29
+#define EROFS 30
 #define EPIPE 32
 #define EDOM 33
 #define ERANGE 34

@@ -20,6 +20,10 @@ typedef double double_t;
 #define FP_NORMAL 2
 #define FP_SUBNORMAL 3
 #define FP_ZERO 4
+/* The console's (Dinkumware) math functions report errors in errno and in the FP flags. */
+#define MATH_ERRNO 1
+#define MATH_ERREXCEPT 2
+#define math_errhandling (MATH_ERRNO | MATH_ERREXCEPT)
 __BEGIN_DECLS
 double sin(double); double cos(double); double tan(double);
 double asin(double); double acos(double); double atan(double); double atan2(double, double);
@@ -32,5 +36,10 @@ double fmin(double, double); double fmax(double, double); long lround(double);
 float sinf(float); float cosf(float); float tanf(float); float atan2f(float, float);
 float expf(float); float logf(float); float powf(float, float); float sqrtf(float);
 float fabsf(float); float floorf(float); float ceilf(float); float roundf(float); float fmodf(float, float);
+float asinf(float); float acosf(float); float atanf(float); float exp2f(float); float log10f(float);
+float log2f(float); float cbrtf(float); float truncf(float); float hypotf(float, float);
+float fmaxf(float, float); float fminf(float, float); float ldexpf(float, int); float frexpf(float, int *);
+float modff(float, float *); double rint(double); double copysign(double, double);
+long long llround(double); long lroundf(float);
 __END_DECLS
 #endif

@@ -19,11 +19,19 @@ typedef struct _Filet FILE;
 #define SEEK_CUR 1
 #define SEEK_END 2
 __BEGIN_DECLS
-/* Dinkumware standard streams, exported by libc as FILE objects. */
+/* Dinkumware standard streams, exported by libc as FILE objects, and FreeBSD's stream
+ * pointers (libSceLibcInternal data objects), which the ps5-payload-sdk's headers use. */
 extern FILE _Stdin, _Stdout, _Stderr;
+extern FILE *__stdinp, *__stdoutp, *__stderrp;
+#ifdef APS5_PAYLOAD
+#define stdin __stdinp
+#define stdout __stdoutp
+#define stderr __stderrp
+#else
 #define stdin (&_Stdin)
 #define stdout (&_Stdout)
 #define stderr (&_Stderr)
+#endif
 int printf(const char *__restrict, ...) __aps5_printf(1, 2);
 int fprintf(FILE *__restrict, const char *__restrict, ...) __aps5_printf(2, 3);
 int sprintf(char *__restrict, const char *__restrict, ...) __aps5_printf(2, 3);

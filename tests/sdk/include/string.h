@@ -27,6 +27,7 @@ size_t strcspn(const char *, const char *);
 char *strtok(char *__restrict, const char *__restrict);
 char *strtok_r(char *, const char *, char **);
 char *strdup(const char *);
+char *strndup(const char *, size_t);
 char *strerror(int);
 int strcasecmp(const char *, const char *);
 int strncasecmp(const char *, const char *, size_t);

@@ -24,6 +24,8 @@ double difftime(time_t, time_t);
 time_t mktime(struct tm *);
 struct tm *gmtime(const time_t *);
 struct tm *localtime(const time_t *);
+char *asctime(const struct tm *);
+char *ctime(const time_t *);
 size_t strftime(char *__restrict, size_t, const char *__restrict, const struct tm *__restrict);
 /* POSIX clocks are libkernel (libScePosix) functions. */
 int clock_gettime(clockid_t, struct timespec *);

@@ -7,6 +7,7 @@
 pub mod fself;
 pub mod libraries;
 pub mod linked;
+pub mod payload;
 pub mod sce;
 mod toolchain;
 
@@ -16,6 +17,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 pub use libraries::{LibraryEntry, SymbolKind};
+pub use payload::{build_payload, build_payload_in};
 pub use sce::{EmittedSymbol, Layout};
 pub use toolchain::{Tool, find_tool, find_tool_on};
 
@@ -60,6 +62,12 @@ pub fn build_dump(src: &Path, out: &Path, opts: &DumpOptions) -> anyhow::Result<
 pub fn fixtures_dir() -> PathBuf {
     let sdk = sdk_dir();
     sdk.parent().unwrap_or(&sdk).join("fixtures")
+}
+
+/// Programs only a payload can be (they use the payload start files' `payload_get_args`):
+/// `tests/sdk/payloads`, laid out like the fixtures.
+pub fn payloads_dir() -> PathBuf {
+    sdk_dir().join("payloads")
 }
 
 /// The SDK's own folder (`tests/sdk`): headers in `include/`, entry stubs in `crt/`.
@@ -358,6 +366,9 @@ fn compile_flags(opts: &DumpOptions, project: &Project) -> Vec<String> {
         sdk.join("include").to_string_lossy().into_owned(),
         "-Wall".into(),
         "-Werror=implicit-function-declaration".into(),
+        // Sony's compiler (x86_64-scei-ps4) makes wchar_t a 2-byte unsigned short, and the
+        // console's libc reads 16-bit units.
+        "-fshort-wchar".into(),
         "-fno-ident".into(),
         // Keep builds reproducible wherever the tree lives.
         format!("-ffile-prefix-map={}=sdk", sdk.display()),
@@ -693,4 +704,31 @@ pub fn undefined_symbols(objects: &[PathBuf]) -> Result<BTreeSet<String>> {
         );
     }
     Ok(undefined.difference(&defined).cloned().collect())
+}
+
+/// Of [`undefined_symbols`], those every object references weakly (`llvm-nm-14 -u` type
+/// `w`/`v`): the ones a build may leave NULL when nothing exports them.
+pub fn weak_undefined_symbols(objects: &[PathBuf]) -> Result<BTreeSet<String>> {
+    let nm = find_tool(Tool::LlvmNm)?;
+    let mut weak = BTreeSet::new();
+    let mut strong = BTreeSet::new();
+    for o in objects {
+        let out = toolchain::output(&nm, &["-u".as_ref(), o.as_os_str()])?;
+        for l in out.lines() {
+            let mut f = l.split_whitespace();
+            if let (Some(kind), Some(name)) = (f.next(), f.next()) {
+                if kind == "w" || kind == "v" {
+                    weak.insert(name.to_owned());
+                } else {
+                    strong.insert(name.to_owned());
+                }
+            }
+        }
+    }
+    let undefined = undefined_symbols(objects)?;
+    Ok(weak
+        .difference(&strong)
+        .filter(|n| undefined.contains(*n))
+        .cloned()
+        .collect())
 }

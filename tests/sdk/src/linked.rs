@@ -91,7 +91,7 @@ pub struct Rela {
 }
 
 /// The parts of lld's output the writer uses.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Linked {
     /// `e_entry`.
     pub entry: u64,

@@ -74,6 +74,9 @@ const DT_PS5_EXPORT_LIB: u64 = 0x6100_0047;
 const DT_PS5_IMPORT_LIB: u64 = 0x6100_0049;
 
 const R_X86_64_RELATIVE: u32 = 8;
+const R_X86_64_64: u32 = 1;
+const R_X86_64_GLOB_DAT: u32 = 6;
+const R_X86_64_JUMP_SLOT: u32 = 7;
 const STB_GLOBAL: u8 = 1;
 const STT_OBJECT: u8 = 1;
 const STT_FUNC: u8 = 2;
@@ -237,6 +240,46 @@ struct Phdr {
     align: u64,
 }
 
+/// LINKED without the relocations against the symbols NULL_WEAK (dynsym indexes), their
+/// values (the addends) written into the segment bytes instead.
+fn resolve_null_weak(linked: &Linked, null_weak: &[usize]) -> Result<Linked> {
+    let mut out = linked.clone();
+    let mut patches = Vec::new();
+    for list in [&mut out.rela_dyn, &mut out.rela_plt] {
+        list.retain(|r| {
+            let hit = null_weak.contains(&(r.sym as usize));
+            if hit {
+                patches.push(*r);
+            }
+            !hit
+        });
+    }
+    for r in patches {
+        let name = &linked.dynsyms[r.sym as usize].name;
+        ensure!(
+            matches!(r.typ, R_X86_64_64 | R_X86_64_GLOB_DAT | R_X86_64_JUMP_SLOT),
+            "relocation type {} at {:#x} against the undefined weak symbol `{name}`: only \
+             address-sized references (R_X86_64_64, GLOB_DAT, JUMP_SLOT) can be resolved to NULL",
+            r.typ,
+            r.offset
+        );
+        let load = out
+            .loads
+            .iter_mut()
+            .find(|l| r.offset >= l.vaddr && r.offset + 8 <= l.vaddr + l.bytes.len() as u64)
+            .with_context(|| {
+                format!(
+                    "relocation at {:#x} against the undefined weak symbol `{name}` is outside \
+                     the file bytes of every segment",
+                    r.offset
+                )
+            })?;
+        let at = (r.offset - load.vaddr) as usize;
+        load.bytes[at..at + 8].copy_from_slice(&r.addend.to_le_bytes());
+    }
+    Ok(out)
+}
+
 /// Writes the module. `resolve` says which library and module export an undefined symbol.
 pub fn write(
     linked: &Linked,
@@ -255,6 +298,25 @@ pub fn write(
         );
     }
 
+    // 0. A weak undefined symbol that nothing exports is NULL at run time (as the console's
+    // loader and ld.so leave it): it is not imported, and each place lld asked the loader to
+    // patch with its address gets the addend (S + A with S = 0) written in directly.
+    let null_weak: Vec<usize> = linked
+        .dynsyms
+        .iter()
+        .enumerate()
+        .skip(1)
+        .filter(|(_, s)| s.is_undefined() && s.bind() == 2 && resolve(&s.name).is_err())
+        .map(|(i, _)| i)
+        .collect();
+    let patched;
+    let linked = if null_weak.is_empty() {
+        linked
+    } else {
+        patched = resolve_null_weak(linked, &null_weak)?;
+        &patched
+    };
+
     // 1. Classify lld's dynamic symbols.
     struct Imp {
         old: usize,
@@ -266,6 +328,9 @@ pub fn write(
     let mut imports = Vec::new();
     let mut exports = Vec::new();
     for (i, s) in linked.dynsyms.iter().enumerate().skip(1) {
+        if null_weak.contains(&i) {
+            continue;
+        }
         if s.is_undefined() {
             let target = resolve(&s.name)?;
             imports.push(Imp {

@@ -20,6 +20,8 @@ pub enum Tool {
     LlvmNm,
     /// `llvm-readelf-14`.
     LlvmReadelf,
+    /// `llvm-objdump-14` (tests: which calls a build kept).
+    LlvmObjdump,
 }
 
 impl Tool {
@@ -32,6 +34,7 @@ impl Tool {
             Tool::LlvmMc => "llvm-mc-14",
             Tool::LlvmNm => "llvm-nm-14",
             Tool::LlvmReadelf => "llvm-readelf-14",
+            Tool::LlvmObjdump => "llvm-objdump-14",
         }
     }
     /// The Debian package that installs it.
@@ -39,7 +42,7 @@ impl Tool {
         match self {
             Tool::Clang | Tool::Clangxx => "clang-14",
             Tool::Lld => "lld-14",
-            Tool::LlvmMc | Tool::LlvmNm | Tool::LlvmReadelf => "llvm-14",
+            Tool::LlvmMc | Tool::LlvmNm | Tool::LlvmReadelf | Tool::LlvmObjdump => "llvm-14",
         }
     }
 }

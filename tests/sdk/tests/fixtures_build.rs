@@ -233,18 +233,25 @@ fn check_fixture(fixture: &Path, ps4: bool) -> Checked {
         );
 
         // Imports: exactly what the objects leave undefined (llvm-nm), by NID, each from the
-        // library and module that the stub table (or a module of this dump) names.
+        // library and module that the stub table (or a module of this dump) names; a weak
+        // reference nothing exports is no import (NULL at run time).
         let undefined = aps5_sdk::undefined_symbols(&m.objects).unwrap();
+        let weak = aps5_sdk::weak_undefined_symbols(&m.objects).unwrap();
+        let mut null_weak = BTreeSet::new();
         let want: BTreeMap<String, (String, String)> = undefined
             .iter()
-            .map(|n| {
+            .filter_map(|n| {
                 let from = module_exports
                     .iter()
                     .find(|(mname, e)| mname.as_str() != own && e.contains(n))
                     .map(|(mname, _)| (mname.clone(), mname.clone()))
-                    .or_else(|| table.get(n).map(|e| (e.library.clone(), e.module.clone())))
-                    .unwrap_or_else(|| panic!("{mctx}: `{n}` is in no library"));
-                (aps5_nid::nid(n), from)
+                    .or_else(|| table.get(n).map(|e| (e.library.clone(), e.module.clone())));
+                if from.is_none() && weak.contains(n) {
+                    null_weak.insert(aps5_nid::nid(n));
+                    return None;
+                }
+                let from = from.unwrap_or_else(|| panic!("{mctx}: `{n}` is in no library"));
+                Some((aps5_nid::nid(n), from))
             })
             .collect();
         let got: BTreeMap<String, (String, String)> = module
@@ -341,12 +348,14 @@ fn check_fixture(fixture: &Path, ps4: bool) -> Checked {
             );
         }
 
-        // Relocations are lld's, one for one, with symbols renamed to NIDs (or kept plain).
-        let want = lld_relocations(&work.join(if prx {
+        // Relocations are lld's, one for one, with symbols renamed to NIDs (or kept plain),
+        // except those against weak symbols nothing exports (NULL: written in place).
+        let mut want = lld_relocations(&work.join(if prx {
             format!("module-{own}/linked.elf")
         } else {
             "eboot/linked.elf".to_string()
         }));
+        want.retain(|(_, _, sym, _)| !null_weak.contains(sym));
         let mut got: Vec<(u64, u32, String, i64)> = module
             .relocations
             .iter()

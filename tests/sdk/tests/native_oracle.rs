@@ -173,7 +173,10 @@ fn native(fixture: &Path, run_dir: &Path, clang: &Path) -> NativeRun {
         .arg("-o")
         .arg(run_dir.join("eboot.bin"))
         .args(&module_files)
-        .args(["-Wl,-rpath,$ORIGIN/sce_module", "-ldl", "-lpthread", "-lm"]);
+        .args(["-Wl,-rpath,$ORIGIN/sce_module", "-ldl", "-lpthread", "-lm"])
+        // <stdatomic.h> on objects too large for one instruction (libSceLibcInternal's
+        // __atomic_* calls): GCC's libatomic on the host.
+        .arg("-latomic");
     run(&mut cmd, "native build of the eboot");
     if let Some(app0) = &project.app0 {
         copy_tree(app0, run_dir);

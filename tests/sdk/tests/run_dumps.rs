@@ -58,6 +58,25 @@ const SKIP: &[(&str, &str)] = &[
         "needs libc.prx's FreeBSD and Dinkumware ctype objects",
     ),
     ("wide_stdio", "needs libc.prx's 2-byte wchar_t functions"),
+    // Raw FreeBSD system calls reach only libkernel's trap (the host kernel reads Linux numbers).
+    (
+        "raw_syscalls",
+        "makes FreeBSD system calls with the syscall instruction",
+    ),
+    (
+        "static_libc_syscalls",
+        "makes FreeBSD system calls with the syscall instruction",
+    ),
+    // glibc's errno numbering is Linux's (EOVERFLOW 75, FreeBSD's 84), and glibc exports no
+    // compiler-runtime helpers nor __atomic_* calls; aps5's relinked programs run them.
+    ("errno_host", "needs libc.prx's FreeBSD errno numbering"),
+    ("errno_host_O0", "needs libc.prx's FreeBSD errno numbering"),
+    ("compiler_rt", "needs libc.prx's compiler-runtime helpers"),
+    (
+        "compiler_rt_O0",
+        "needs libc.prx's compiler-runtime helpers",
+    ),
+    ("stdatomic", "needs libc.prx's __atomic_* library calls"),
     // sceNet* calls and FreeBSD sockaddrs have no host-libc counterpart to bind to.
     (
         "sce_net",

@@ -72,7 +72,13 @@ fn every_declared_symbol_has_a_row() {
         .collect();
     std::fs::write(&src, text).unwrap();
     let out = Command::new(clang)
-        .args(["--target=x86_64-pc-freebsd12-elf", "-nostdinc", "-isystem"])
+        // -fshort-wchar: the SDK's 2-byte wchar_t (wchar.h checks it).
+        .args([
+            "--target=x86_64-pc-freebsd12-elf",
+            "-fshort-wchar",
+            "-nostdinc",
+            "-isystem",
+        ])
         .arg(&include)
         .args(["-fsyntax-only", "-Xclang", "-ast-dump=json"])
         .arg(&src)
@@ -186,4 +192,86 @@ fn sysv_hash_agrees_with_lld() {
         checked += 1;
     }
     assert!(checked >= 5, "too few symbols checked ({checked})");
+}
+
+/// The compiler-runtime and atomic helpers the console's libc exports (compiler-rt's names,
+/// found in the ps4libdoc export tables of libc.sprx and libSceLibcInternal.sprx): each has a
+/// row, so SDK programs link, and each is called by the compiler_rt or stdatomic fixture,
+/// whose expected output comes from the host's libgcc/libatomic.
+#[test]
+fn every_compiler_runtime_export_has_a_row_and_a_fixture_call() {
+    const FAMILY: &[&str] = &[
+        "absv", "addv", "subv", "mulv", "negv", "add", "sub", "mul", "div", "mod", "udiv", "umod",
+        "fix", "float", "neg", "ashl", "ashr", "lshr", "cmp", "ucmp", "clz", "ctz", "ffs",
+        "parity", "popcount", "powi", "eq", "ne", "lt", "le", "gt", "ge", "unord", "extend",
+        "trunc", "atomic", "sync", "bswap",
+    ];
+    // GCC's size-generic builtin names: no library ABI, no program calls them.
+    const NO_ABI: &[&str] = &[
+        "__atomic_load_n",
+        "__atomic_store_n",
+        "__atomic_exchange_n",
+        "__atomic_compare_exchange_n",
+    ];
+    const GENERIC_ATOMICS: &[&str] = &[
+        "__atomic_load",
+        "__atomic_store",
+        "__atomic_exchange",
+        "__atomic_compare_exchange",
+    ];
+    let corpus = aps5_nid::generate::find_corpus(std::path::Path::new(env!("CARGO_MANIFEST_DIR")))
+        .expect("shared/corpus/nid-names not found above the crate; this test needs the corpus");
+    let text = std::fs::read_to_string(corpus.join("ps4libdoc-9.00.tsv")).unwrap();
+    let mut family = BTreeSet::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let [_, name, library, module] = f[..] else {
+            continue;
+        };
+        let exported = (module == "libc.sprx" && library == "libc")
+            || (module == "libSceLibcInternal.sprx" && library == "libSceLibcInternal");
+        let rest = name.strip_prefix("__").unwrap_or("");
+        if exported
+            && FAMILY.iter().any(|p| rest.starts_with(p))
+            && rest
+                .bytes()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_')
+            && !NO_ABI.contains(&name)
+        {
+            family.insert(name.to_owned());
+        }
+    }
+    // The whole family, not a sample (182 names less the 4 above in 9.00).
+    assert!(
+        family.len() > 170,
+        "only {} names found: {family:?}",
+        family.len()
+    );
+    let table = aps5_sdk::libraries::table().unwrap();
+    let fixtures = aps5_sdk::fixtures_dir();
+    let calls = ["compiler_rt", "stdatomic"]
+        .map(|f| std::fs::read_to_string(fixtures.join(f).join("main.c")).unwrap())
+        .join("\n");
+    let mut bad = Vec::new();
+    for n in &family {
+        if !table.contains_key(n) {
+            bad.push(format!("{n}: no row in libraries.tsv"));
+        }
+        // The generic calls are the compiler's (calls_kept.rs finds them in stdatomic).
+        let compiler_emitted = GENERIC_ATOMICS.contains(&n.as_str());
+        // A sized call written once for every size: `__atomic_load_##N(` with SIZED(N, ...).
+        let sized = n.rsplit_once('_').is_some_and(|(base, size)| {
+            calls.contains(&format!("{base}_##N(")) && calls.contains(&format!("SIZED({size},"))
+        });
+        if !compiler_emitted
+            && !sized
+            && !calls.contains(&format!("{n}("))
+            && !calls.contains(&format!("\"{n}\""))
+        {
+            bad.push(format!(
+                "{n}: no call in tests/fixtures/compiler_rt or stdatomic"
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }

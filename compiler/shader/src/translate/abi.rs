@@ -1,0 +1,311 @@
+//! The translator's public contract with drivers and the kernel-diff harness
+//! (docs/SHADER_ABI.md is the prose form; keep both in step).
+//!
+//! Run-time interface: no descriptors. Everything reaches the shader through one push-constant
+//! block (layout below) and buffer device addresses. Guest addresses are translated through a
+//! guest->device range table on every memory access; an access outside the table (or against
+//! its permissions) is dropped and reported in the fault buffer.
+
+use std::fmt;
+
+/// Compute dispatch state the program runs under (what the PM4 stream or kernel descriptor sets).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ComputeState {
+    /// COMPUTE_PGM_RSRC1 as the dispatch sets it.
+    pub pgm_rsrc1: u32,
+    /// COMPUTE_PGM_RSRC2 (USER_SGPR count, TGID_X/Y/Z_EN, TG_SIZE_EN, TIDIG_COMP_CNT, LDS_SIZE).
+    pub pgm_rsrc2: u32,
+    /// COMPUTE_NUM_THREAD_X/Y/Z: the guest workgroup size in lanes.
+    pub workgroup_size: [u32; 3],
+    /// Wave size of the program: 64 when true, 32 otherwise.
+    pub wave64: bool,
+    /// Static LDS the program needs in bytes (kd group_segment_fixed_size or RSRC2 LDS_SIZE).
+    pub lds_bytes: u32,
+    /// Private (scratch) segment size per lane in bytes, 0 if none.
+    pub scratch_bytes_per_lane: u32,
+}
+
+impl ComputeState {
+    /// USER_SGPR count (RSRC2 bits 1..5).
+    pub fn user_sgprs(&self) -> u32 {
+        (self.pgm_rsrc2 >> 1) & 0x1F
+    }
+    /// TGID_X/Y/Z_EN (RSRC2 bits 7, 8, 9): which workgroup ids follow the user SGPRs.
+    pub fn tgid_enabled(&self) -> [bool; 3] {
+        [7, 8, 9].map(|b| (self.pgm_rsrc2 >> b) & 1 != 0)
+    }
+    /// TG_SIZE_EN (RSRC2 bit 10): the thread-group-size SGPR follows the workgroup ids.
+    pub fn tg_size_enabled(&self) -> bool {
+        (self.pgm_rsrc2 >> 10) & 1 != 0
+    }
+    /// TIDIG_COMP_CNT (RSRC2 bits 11..12): v0 holds x (0), x,y (1) or x,y,z (2) ids.
+    pub fn tidig_comp_cnt(&self) -> u32 {
+        (self.pgm_rsrc2 >> 11) & 3
+    }
+    /// Lanes per wave.
+    pub fn wave_lanes(&self) -> u32 {
+        if self.wave64 { 64 } else { 32 }
+    }
+}
+
+/// Knobs for the host device class.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Options {
+    /// Host subgroup size when known (lavapipe 8, NVIDIA 32). The wave-serial mapping does not
+    /// depend on it; a later lane-per-invocation mapping will.
+    pub host_subgroup_size: Option<u32>,
+    /// Bound on loop back-edges per invocation before the shader stops with fault reason 4
+    /// (0 = no bound). Guards the host against a guest program that never ends.
+    pub loop_limit: u32,
+}
+
+/// Byte offsets of the push-constant block (little-endian; 96 bytes in all).
+pub mod push {
+    /// u32[16]: initial user SGPR values s0..s15.
+    pub const USER_SGPRS: u32 = 0;
+    /// u64: device address of the guest->device range table.
+    pub const RANGE_TABLE: u32 = 64;
+    /// u64: device address of the fault buffer.
+    pub const FAULT_BUFFER: u32 = 72;
+    /// u32: number of range-table entries.
+    pub const RANGE_COUNT: u32 = 80;
+    /// u32: reserved, 0.
+    pub const RESERVED: u32 = 84;
+    /// u64: device address of the scratch (private memory) buffer, 0 if none.
+    pub const SCRATCH: u32 = 88;
+    /// Total size of the block.
+    pub const SIZE: u32 = 96;
+}
+
+/// One entry of the guest->device range table (32 bytes, entries sorted by `guest_begin`,
+/// non-overlapping).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(C)]
+pub struct RangeEntry {
+    /// First guest address of the range.
+    pub guest_begin: u64,
+    /// One past the last guest address.
+    pub guest_end: u64,
+    /// Device address of `guest_begin`.
+    pub device_addr: u64,
+    /// [`PERM_READ`] | [`PERM_WRITE`].
+    pub perms: u32,
+    /// 0.
+    pub pad: u32,
+}
+
+/// Range-table permission: loads allowed.
+pub const PERM_READ: u32 = 1;
+/// Range-table permission: stores and atomics allowed (atomics also need [`PERM_READ`]).
+pub const PERM_WRITE: u32 = 2;
+
+impl RangeEntry {
+    /// The 32 little-endian bytes the shader reads.
+    pub fn to_bytes(&self) -> [u8; 32] {
+        let mut b = [0u8; 32];
+        b[0..8].copy_from_slice(&self.guest_begin.to_le_bytes());
+        b[8..16].copy_from_slice(&self.guest_end.to_le_bytes());
+        b[16..24].copy_from_slice(&self.device_addr.to_le_bytes());
+        b[24..28].copy_from_slice(&self.perms.to_le_bytes());
+        b[28..32].copy_from_slice(&self.pad.to_le_bytes());
+        b
+    }
+}
+
+/// Fault buffer (32 bytes). First fault wins: the shader does `atomicCompSwap(state, 0, 1)`,
+/// writes the fields, then stores `state = 2`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(C)]
+pub struct FaultRecord {
+    /// 0 empty, 1 being written, 2 ready.
+    pub state: u32,
+    /// A [`FaultReason`] as u32.
+    pub reason: u32,
+    /// Guest address of the access.
+    pub address: u64,
+    /// Bytes of the access.
+    pub bytes: u32,
+    /// 0 = compute.
+    pub stage: u32,
+    /// Byte offset of the faulting instruction in the program.
+    pub inst_offset: u32,
+    /// 0.
+    pub pad: u32,
+}
+
+/// Size of the fault buffer in bytes.
+pub const FAULT_BYTES: u32 = 32;
+
+impl FaultRecord {
+    /// Parses the 32 bytes read back from the fault buffer.
+    pub fn from_bytes(b: &[u8; 32]) -> FaultRecord {
+        let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+        FaultRecord {
+            state: u32_at(0),
+            reason: u32_at(4),
+            address: u32_at(8) as u64 | (u32_at(12) as u64) << 32,
+            bytes: u32_at(16),
+            stage: u32_at(20),
+            inst_offset: u32_at(24),
+            pad: u32_at(28),
+        }
+    }
+    /// The reason, when the record is ready and the code known.
+    pub fn fault(&self) -> Option<FaultReason> {
+        if self.state != 2 {
+            return None;
+        }
+        FaultReason::from_u32(self.reason)
+    }
+}
+
+/// Why an access faulted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FaultReason {
+    /// No range-table entry holds the whole access.
+    Unmapped = 1,
+    /// The entry lacks the permission (read for loads, write for stores, both for atomics).
+    Permission = 2,
+    /// The address is not aligned as the instruction needs.
+    Unaligned = 3,
+    /// The program ran past [`Options::loop_limit`] back-edges.
+    LoopLimit = 4,
+}
+
+impl FaultReason {
+    /// From the fault buffer's `reason` field.
+    pub fn from_u32(v: u32) -> Option<FaultReason> {
+        Some(match v {
+            1 => FaultReason::Unmapped,
+            2 => FaultReason::Permission,
+            3 => FaultReason::Unaligned,
+            4 => FaultReason::LoopLimit,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for FaultReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FaultReason::Unmapped => "unmapped address",
+            FaultReason::Permission => "permission denied",
+            FaultReason::Unaligned => "unaligned address",
+            FaultReason::LoopLimit => "loop limit reached",
+        })
+    }
+}
+
+/// Shader stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Stage {
+    /// Compute.
+    Compute,
+}
+
+/// How guest waves map onto host invocations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WaveMapping {
+    /// One host invocation runs one whole guest wave; lanes are loops (docs/TRANSLATOR.md).
+    WaveSerial,
+}
+
+/// One guest memory access site found by the resource analysis.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MemoryAccess {
+    /// Byte offset of the instruction.
+    pub inst_offset: u32,
+    /// Instruction text (LLVM syntax).
+    pub text: String,
+    /// Memory space ("smem", "global", "flat", "lds", ...).
+    pub space: &'static str,
+    /// Reads / writes / both (atomics).
+    pub reads: bool,
+    /// Writes memory.
+    pub writes: bool,
+    /// Bytes per lane (or per scalar load).
+    pub bytes: u32,
+    /// The user-data SGPR the base address comes from when the analysis can tell
+    /// (e.g. `Some(4)` for a kernarg pointer in s[4:5]); None when it is computed or loaded.
+    pub base_user_sgpr: Option<u32>,
+}
+
+/// What a driver needs besides the SPIR-V.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ShaderMeta {
+    /// Stage.
+    pub stage: Stage,
+    /// Wave mapping used.
+    pub mapping: WaveMapping,
+    /// Guest lanes per wave.
+    pub wave_lanes: u32,
+    /// Guest waves per guest workgroup (= host invocations per host workgroup, wave-serial).
+    pub waves_per_group: u32,
+    /// Workgroup (LDS) bytes the module declares.
+    pub lds_bytes: u32,
+    /// Descriptor bindings: none (everything is push constants + buffer device address).
+    pub bindings: Vec<u32>,
+    /// Every guest memory access site.
+    pub accesses: Vec<MemoryAccess>,
+    /// Host features the module requires (Vulkan feature names).
+    pub required_features: Vec<&'static str>,
+    /// Guest instructions translated.
+    pub guest_instructions: u32,
+}
+
+/// A translated program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Translation {
+    /// SPIR-V 1.5 words, entry point "main", GLCompute.
+    pub spirv: Vec<u32>,
+    /// The host workgroup size to dispatch with (wave-serial: [waves per guest group, 1, 1]).
+    pub local_size: [u32; 3],
+    /// Host workgroups per guest workgroup along x (the host grid is the guest grid times this;
+    /// 1 for the wave-serial mapping).
+    pub groups_per_guest_group: u32,
+    /// Size of the push-constant block ([`push::SIZE`]).
+    pub push_constant_bytes: u32,
+    /// Metadata.
+    pub meta: ShaderMeta,
+}
+
+/// A translation failure: names the instruction, its byte offset and the reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TranslateError {
+    /// Byte offset of the instruction in the program (None for whole-program errors).
+    pub offset: Option<usize>,
+    /// Instruction text (LLVM syntax), empty for whole-program errors.
+    pub inst: String,
+    /// Why.
+    pub reason: String,
+}
+
+impl TranslateError {
+    /// An error about one instruction.
+    pub fn at(offset: usize, inst: impl Into<String>, reason: impl Into<String>) -> Self {
+        TranslateError {
+            offset: Some(offset),
+            inst: inst.into(),
+            reason: reason.into(),
+        }
+    }
+    /// An error about the whole program or its state.
+    pub fn program(reason: impl Into<String>) -> Self {
+        TranslateError {
+            offset: None,
+            inst: String::new(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl fmt::Display for TranslateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.offset {
+            Some(o) => write!(f, "offset 0x{o:x}: `{}`: {}", self.inst, self.reason),
+            None => write!(f, "{}", self.reason),
+        }
+    }
+}
+
+impl std::error::Error for TranslateError {}

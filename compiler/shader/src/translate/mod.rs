@@ -1,0 +1,128 @@
+//! RDNA2 -> SPIR-V translator (docs/TRANSLATOR.md).
+//!
+//! Split the way naga splits a translator:
+//! * [`frontend`]: decoded RDNA2 -> basic blocks (from branch targets) of IR;
+//! * [`ir`]: the IR (typed SSA values inside scalar and per-lane regions);
+//! * [`passes`]: constant folding, copy propagation, dead code, resource analysis;
+//! * [`spirv`]: the SPIR-V 1.5 back end (rspirv), deterministic;
+//! * [`validate`]: `spirv-val` over emitted modules (tests and the CLI).
+//!
+//! [`abi`] holds the contract with drivers and the kernel-diff harness (docs/SHADER_ABI.md).
+
+pub mod abi;
+pub mod frontend;
+pub mod ir;
+pub mod passes;
+pub mod spirv;
+pub mod validate;
+
+use std::collections::BTreeMap;
+
+pub use abi::{
+    ComputeState, FaultReason, FaultRecord, MemoryAccess, Options, RangeEntry, ShaderMeta, Stage,
+    TranslateError, Translation, WaveMapping,
+};
+
+use crate::disasm::{self, instruction_text};
+use crate::{Decoded, Target, decode_at_wave};
+
+/// Checks the dispatch state and returns the guest waves per workgroup.
+fn check_state(state: &ComputeState) -> Result<u32, TranslateError> {
+    let [x, y, z] = state.workgroup_size;
+    let lanes = x as u64 * y as u64 * z as u64;
+    if lanes == 0 || lanes > 1024 {
+        return Err(TranslateError::program(format!(
+            "workgroup size {x}x{y}x{z} is outside 1..=1024 lanes"
+        )));
+    }
+    if state.user_sgprs() > 16 {
+        return Err(TranslateError::program(format!(
+            "COMPUTE_PGM_RSRC2 asks for {} user SGPRs; the push-constant block holds 16",
+            state.user_sgprs()
+        )));
+    }
+    if state.pgm_rsrc2 & 1 != 0 || state.scratch_bytes_per_lane != 0 {
+        return Err(TranslateError::program(
+            "scratch (private segment) memory is not supported yet",
+        ));
+    }
+    if state.tg_size_enabled() {
+        return Err(TranslateError::program(
+            "COMPUTE_PGM_RSRC2.TG_SIZE_EN (thread-group info SGPR) is not supported yet",
+        ));
+    }
+    // RSRC2 LDS_SIZE (bits 15..23) in 512-byte granules on gfx10; take the larger request.
+    if state.lds_bytes > 65536 {
+        return Err(TranslateError::program(format!(
+            "{} bytes of LDS exceed the 64 KiB a workgroup can have",
+            state.lds_bytes
+        )));
+    }
+    Ok(lanes.div_ceil(state.wave_lanes() as u64) as u32)
+}
+
+/// Lowers `code` (little-endian dwords from the entry point) to optimised IR.
+pub fn lower_compute(code: &[u32], state: &ComputeState) -> Result<ir::Body, TranslateError> {
+    check_state(state)?;
+    let bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let mut body = frontend::lower(&bytes, state.wave64)?;
+    passes::optimize(&mut body);
+    Ok(body)
+}
+
+/// Translates a compute program (`code` = little-endian dwords starting at the entry point).
+pub fn translate_compute(
+    code: &[u32],
+    state: &ComputeState,
+    opts: &Options,
+) -> Result<Translation, TranslateError> {
+    let waves = check_state(state)?;
+    let body = lower_compute(code, state)?;
+    let lds_bytes = state.lds_bytes.max(((state.pgm_rsrc2 >> 15) & 0x1FF) * 512);
+    let mut st = state.clone();
+    st.lds_bytes = lds_bytes;
+    let spirv = spirv::emit_compute(&body, &st, opts, waves).map_err(TranslateError::program)?;
+    let bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let mut texts = BTreeMap::new();
+    let mut count = 0;
+    for b in &body.blocks {
+        for r in &b.regions {
+            for s in r.stmts() {
+                texts.entry(s.inst).or_insert_with(|| {
+                    match decode_at_wave(&bytes, s.inst as usize, Target::Gfx1030, state.wave64) {
+                        Decoded::Inst(i) => instruction_text(
+                            &i,
+                            &disasm::Options {
+                                wave64: state.wave64,
+                                ..Default::default()
+                            },
+                        ),
+                        Decoded::Unsupported(_) => String::new(),
+                    }
+                });
+            }
+        }
+        count += 1;
+    }
+    let _ = count;
+    let accesses = passes::resources(&body, state.user_sgprs(), &texts);
+    let mut features = vec!["bufferDeviceAddress", "shaderInt64", "shaderFloat64"];
+    features.sort_unstable();
+    Ok(Translation {
+        spirv,
+        local_size: [waves, 1, 1],
+        groups_per_guest_group: 1,
+        push_constant_bytes: abi::push::SIZE,
+        meta: ShaderMeta {
+            stage: Stage::Compute,
+            mapping: WaveMapping::WaveSerial,
+            wave_lanes: state.wave_lanes(),
+            waves_per_group: waves,
+            lds_bytes,
+            bindings: Vec::new(),
+            accesses,
+            required_features: features,
+            guest_instructions: frontend::count_instructions(&body),
+        },
+    })
+}

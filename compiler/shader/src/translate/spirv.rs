@@ -1,0 +1,1582 @@
+//! SPIR-V 1.5 back end (rspirv): the wave-serial mapping of docs/TRANSLATOR.md.
+//!
+//! One host invocation runs one guest wave. Scalar registers are Function variables, each
+//! VGPR a Function array with one element per lane, lane regions are loops over the lanes
+//! whose EXEC bit is set, and blocks run in a block-index dispatcher loop (a switch inside a
+//! loop: always structured, any guest control flow). Guest memory goes through helper
+//! functions that translate addresses through the range table and record faults
+//! (docs/SHADER_ABI.md). Ids are handed out in a fixed order, so the same input gives the same
+//! words.
+
+use std::collections::BTreeMap;
+
+use rspirv::dr::{Builder, Operand};
+use rspirv::spirv::{self, Word};
+
+use super::abi::{ComputeState, FaultReason, Options, PERM_READ, PERM_WRITE, push};
+use super::ir::*;
+
+/// Emits the module for a lowered compute program.
+pub fn emit_compute(
+    body: &Body,
+    state: &ComputeState,
+    opts: &Options,
+    waves: u32,
+) -> Result<Vec<u32>, String> {
+    let mut e = Emit::new(body.wave_lanes, state.lds_bytes);
+    e.module(body, state, opts, waves)
+        .map_err(|err| format!("SPIR-V builder: {err}"))?;
+    Ok(e.finish())
+}
+
+type Res<T> = Result<T, rspirv::dr::Error>;
+
+/// GLSL.std.450 instruction numbers.
+mod glsl {
+    pub const ROUND_EVEN: u32 = 2;
+    pub const TRUNC: u32 = 3;
+    pub const FABS: u32 = 4;
+    pub const FLOOR: u32 = 8;
+    pub const CEIL: u32 = 9;
+    pub const FRACT: u32 = 10;
+    pub const SQRT: u32 = 31;
+    pub const UMIN: u32 = 38;
+    pub const SMIN: u32 = 39;
+    pub const UMAX: u32 = 41;
+    pub const SMAX: u32 = 42;
+    pub const FMA: u32 = 50;
+    pub const LDEXP: u32 = 53;
+    pub const FIND_ILSB: u32 = 73;
+    pub const FIND_UMSB: u32 = 75;
+    pub const NMIN: u32 = 79;
+    pub const NMAX: u32 = 80;
+}
+
+const END_BLOCK: u32 = u32::MAX;
+const SCOPE_DEVICE: u32 = 1;
+const SCOPE_WORKGROUP: u32 = 2;
+
+struct Types {
+    void: Word,
+    bool: Word,
+    u32: Word,
+    u64: Word,
+    f32: Word,
+    f64: Word,
+    p_fn_u32: Word,
+    p_fn_u64: Word,
+    p_fn_bool: Word,
+    p_psb_u32: Word,
+    p_psb_u64: Word,
+    p_pc_u32: Word,
+    p_pc_u64: Word,
+    p_in_v3: Word,
+    v3u32: Word,
+    lane_arr: Word,
+    p_fn_lane_arr: Word,
+    p_wg_u32: Word,
+}
+
+struct Helpers {
+    fault: Word,
+    xlate: Word,
+    ld: Word,
+    st: Word,
+    lds_ld: Word,
+    lds_st: Word,
+    atomics: BTreeMap<(u8, bool), Word>,
+}
+
+struct Emit {
+    b: Builder,
+    t: Types,
+    glsl: Word,
+    consts: BTreeMap<(Word, u64), Word>,
+    lanes: u32,
+    lds_words: u32,
+    pc: Word,
+    lds: Option<Word>,
+    wg_id: Word,
+    local_id: Word,
+    h: Option<Helpers>,
+}
+
+fn atomic_key(op: AtomicOp) -> u8 {
+    op as u8
+}
+
+impl Emit {
+    fn new(lanes: u32, lds_bytes: u32) -> Emit {
+        let mut b = Builder::new();
+        b.set_version(1, 5);
+        b.capability(spirv::Capability::Shader);
+        b.capability(spirv::Capability::Int64);
+        b.capability(spirv::Capability::Float64);
+        b.capability(spirv::Capability::PhysicalStorageBufferAddresses);
+        b.memory_model(
+            spirv::AddressingModel::PhysicalStorageBuffer64,
+            spirv::MemoryModel::GLSL450,
+        );
+        let glsl = b.ext_inst_import("GLSL.std.450");
+        let void = b.type_void();
+        let bool_t = b.type_bool();
+        let u32_t = b.type_int(32, 0);
+        let u64_t = b.type_int(64, 0);
+        let f32_t = b.type_float(32);
+        let f64_t = b.type_float(64);
+        let p_fn_u32 = b.type_pointer(None, spirv::StorageClass::Function, u32_t);
+        let p_fn_u64 = b.type_pointer(None, spirv::StorageClass::Function, u64_t);
+        let p_fn_bool = b.type_pointer(None, spirv::StorageClass::Function, bool_t);
+        let p_psb_u32 = b.type_pointer(None, spirv::StorageClass::PhysicalStorageBuffer, u32_t);
+        let p_psb_u64 = b.type_pointer(None, spirv::StorageClass::PhysicalStorageBuffer, u64_t);
+        let p_pc_u32 = b.type_pointer(None, spirv::StorageClass::PushConstant, u32_t);
+        let p_pc_u64 = b.type_pointer(None, spirv::StorageClass::PushConstant, u64_t);
+        let v3u32 = b.type_vector(u32_t, 3);
+        let p_in_v3 = b.type_pointer(None, spirv::StorageClass::Input, v3u32);
+        let n = b.constant_bit32(u32_t, lanes);
+        let lane_arr = b.type_array(u32_t, n);
+        let p_fn_lane_arr = b.type_pointer(None, spirv::StorageClass::Function, lane_arr);
+        let p_wg_u32 = b.type_pointer(None, spirv::StorageClass::Workgroup, u32_t);
+        let mut consts = BTreeMap::new();
+        consts.insert((u32_t, lanes as u64), n);
+        Emit {
+            b,
+            t: Types {
+                void,
+                bool: bool_t,
+                u32: u32_t,
+                u64: u64_t,
+                f32: f32_t,
+                f64: f64_t,
+                p_fn_u32,
+                p_fn_u64,
+                p_fn_bool,
+                p_psb_u32,
+                p_psb_u64,
+                p_pc_u32,
+                p_pc_u64,
+                p_in_v3,
+                v3u32,
+                lane_arr,
+                p_fn_lane_arr,
+                p_wg_u32,
+            },
+            glsl,
+            consts,
+            lanes,
+            lds_words: lds_bytes.div_ceil(4),
+            pc: 0,
+            lds: None,
+            wg_id: 0,
+            local_id: 0,
+            h: None,
+        }
+    }
+
+    fn finish(self) -> Vec<u32> {
+        use rspirv::binary::Assemble;
+        self.b.module().assemble()
+    }
+
+    // ---- small helpers -------------------------------------------------------------------
+
+    fn k32(&mut self, v: u32) -> Word {
+        let t = self.t.u32;
+        *self
+            .consts
+            .entry((t, v as u64))
+            .or_insert_with(|| self.b.constant_bit32(t, v))
+    }
+    fn k64(&mut self, v: u64) -> Word {
+        let t = self.t.u64;
+        *self
+            .consts
+            .entry((t, v))
+            .or_insert_with(|| self.b.constant_bit64(t, v))
+    }
+    fn kbool(&mut self, v: bool) -> Word {
+        let t = self.t.bool;
+        *self.consts.entry((t, v as u64)).or_insert_with(|| {
+            if v {
+                self.b.constant_true(t)
+            } else {
+                self.b.constant_false(t)
+            }
+        })
+    }
+
+    fn ext(&mut self, inst: u32, ty: Word, args: &[Word]) -> Res<Word> {
+        let g = self.glsl;
+        self.b
+            .ext_inst(ty, None, g, inst, args.iter().map(|a| Operand::IdRef(*a)))
+    }
+    fn load(&mut self, ty: Word, ptr: Word) -> Res<Word> {
+        self.b.load(ty, None, ptr, None, [])
+    }
+    fn store(&mut self, ptr: Word, v: Word) -> Res<()> {
+        self.b.store(ptr, v, None, [])
+    }
+    /// Load through a physical-storage-buffer pointer made from a device address.
+    fn load_psb(&mut self, ty: Word, addr: Word, align: u32) -> Res<Word> {
+        let pty = if ty == self.t.u64 {
+            self.t.p_psb_u64
+        } else {
+            self.t.p_psb_u32
+        };
+        let p = self.b.convert_u_to_ptr(pty, None, addr)?;
+        self.b.load(
+            ty,
+            None,
+            p,
+            Some(spirv::MemoryAccess::ALIGNED),
+            [Operand::LiteralBit32(align)],
+        )
+    }
+    fn store_psb(&mut self, addr: Word, v: Word, wide: bool) -> Res<()> {
+        let (pty, align) = if wide {
+            (self.t.p_psb_u64, 8)
+        } else {
+            (self.t.p_psb_u32, 4)
+        };
+        let p = self.b.convert_u_to_ptr(pty, None, addr)?;
+        self.b.store(
+            p,
+            v,
+            Some(spirv::MemoryAccess::ALIGNED),
+            [Operand::LiteralBit32(align)],
+        )
+    }
+    fn pc_u32(&mut self, member: u32, index: Option<u32>) -> Res<Word> {
+        let m = self.k32(member);
+        let mut idx = vec![m];
+        if let Some(i) = index {
+            idx.push(self.k32(i));
+        }
+        let (pu32, pc, u32t) = (self.t.p_pc_u32, self.pc, self.t.u32);
+        let p = self.b.access_chain(pu32, None, pc, idx)?;
+        self.load(u32t, p)
+    }
+    fn pc_u64(&mut self, member: u32) -> Res<Word> {
+        let m = self.k32(member);
+        let (pu64, pc, u64t) = (self.t.p_pc_u64, self.pc, self.t.u64);
+        let p = self.b.access_chain(pu64, None, pc, [m])?;
+        self.load(u64t, p)
+    }
+    fn zext(&mut self, v: Word) -> Res<Word> {
+        let t = self.t.u64;
+        self.b.u_convert(t, None, v)
+    }
+    fn lo(&mut self, v: Word) -> Res<Word> {
+        let t = self.t.u32;
+        self.b.u_convert(t, None, v)
+    }
+    fn hi(&mut self, v: Word) -> Res<Word> {
+        let c = self.k64(32);
+        let t64 = self.t.u64;
+        let s = self.b.shift_right_logical(t64, None, v, c)?;
+        self.lo(s)
+    }
+    fn pack(&mut self, lo: Word, hi: Word) -> Res<Word> {
+        let l = self.zext(lo)?;
+        let h = self.zext(hi)?;
+        let c = self.k64(32);
+        let t64 = self.t.u64;
+        let hs = self.b.shift_left_logical(t64, None, h, c)?;
+        self.b.bitwise_or(t64, None, l, hs)
+    }
+    /// Starts a new block with a fresh label and returns the label.
+    fn block(&mut self, label: Word) -> Res<()> {
+        self.b.begin_block(Some(label))?;
+        Ok(())
+    }
+    /// `if cond { then() }`: structured selection; leaves the builder in the merge block.
+    fn if_then(&mut self, cond: Word, then: impl FnOnce(&mut Emit) -> Res<()>) -> Res<()> {
+        let t = self.b.id();
+        let m = self.b.id();
+        self.b.selection_merge(m, spirv::SelectionControl::NONE)?;
+        self.b.branch_conditional(cond, t, m, [])?;
+        self.block(t)?;
+        then(self)?;
+        self.b.branch(m)?;
+        self.block(m)
+    }
+    // ---- module ------------------------------------------------------------------------------
+
+    fn module(&mut self, body: &Body, state: &ComputeState, opts: &Options, waves: u32) -> Res<()> {
+        self.interface(state)?;
+        self.helpers(body)?;
+        let main = self.main(body, state, opts, waves)?;
+        let mut iface = vec![self.pc, self.wg_id, self.local_id];
+        if let Some(l) = self.lds {
+            iface.push(l);
+        }
+        self.b
+            .entry_point(spirv::ExecutionModel::GLCompute, main, "main", iface);
+        self.b
+            .execution_mode(main, spirv::ExecutionMode::LocalSize, [waves.max(1), 1, 1]);
+        Ok(())
+    }
+
+    fn interface(&mut self, state: &ComputeState) -> Res<()> {
+        let t = &self.t;
+        let (u32t, u64t) = (t.u32, t.u64);
+        let n16 = self.k32(16);
+        let arr = self.b.type_array(u32t, n16);
+        self.b.decorate(
+            arr,
+            spirv::Decoration::ArrayStride,
+            [Operand::LiteralBit32(4)],
+        );
+        let st = self.b.type_struct([arr, u64t, u64t, u32t, u32t, u64t]);
+        self.b.decorate(st, spirv::Decoration::Block, []);
+        let offs = [
+            push::USER_SGPRS,
+            push::RANGE_TABLE,
+            push::FAULT_BUFFER,
+            push::RANGE_COUNT,
+            push::RESERVED,
+            push::SCRATCH,
+        ];
+        for (i, o) in offs.iter().enumerate() {
+            self.b.member_decorate(
+                st,
+                i as u32,
+                spirv::Decoration::Offset,
+                [Operand::LiteralBit32(*o)],
+            );
+        }
+        let pst = self
+            .b
+            .type_pointer(None, spirv::StorageClass::PushConstant, st);
+        self.pc = self
+            .b
+            .variable(pst, None, spirv::StorageClass::PushConstant, None);
+        let pin = self.t.p_in_v3;
+        self.wg_id = self.b.variable(pin, None, spirv::StorageClass::Input, None);
+        self.b.decorate(
+            self.wg_id,
+            spirv::Decoration::BuiltIn,
+            [Operand::BuiltIn(spirv::BuiltIn::WorkgroupId)],
+        );
+        self.local_id = self.b.variable(pin, None, spirv::StorageClass::Input, None);
+        self.b.decorate(
+            self.local_id,
+            spirv::Decoration::BuiltIn,
+            [Operand::BuiltIn(spirv::BuiltIn::LocalInvocationId)],
+        );
+        if state.lds_bytes > 0 {
+            let n = self.k32(self.lds_words);
+            let arr = self.b.type_array(u32t, n);
+            let p = self
+                .b
+                .type_pointer(None, spirv::StorageClass::Workgroup, arr);
+            self.lds = Some(
+                self.b
+                    .variable(p, None, spirv::StorageClass::Workgroup, None),
+            );
+        }
+        let _ = self.t.v3u32;
+        Ok(())
+    }
+
+    // ---- helper functions --------------------------------------------------------------------
+
+    fn helpers(&mut self, body: &Body) -> Res<()> {
+        let fault = self.fn_fault()?;
+        let xlate = self.fn_xlate(fault)?;
+        let ld = self.fn_ld()?;
+        let st = self.fn_st()?;
+        let (lds_ld, lds_st) = if self.lds.is_some() {
+            (self.fn_lds(fault, false)?, self.fn_lds(fault, true)?)
+        } else {
+            (0, 0)
+        };
+        self.h = Some(Helpers {
+            fault,
+            xlate,
+            ld,
+            st,
+            lds_ld,
+            lds_st,
+            atomics: BTreeMap::new(),
+        });
+        // Atomic helpers in a fixed order.
+        let mut used: Vec<(u8, bool, AtomicOp)> = Vec::new();
+        for b in &body.blocks {
+            for r in &b.regions {
+                for s in r.stmts() {
+                    if let Op::Atomic { space, op, .. } = s.op {
+                        let k = (atomic_key(op), space == Space::Lds, op);
+                        if !used.iter().any(|u| u.0 == k.0 && u.1 == k.1) {
+                            used.push(k);
+                        }
+                    }
+                }
+            }
+        }
+        used.sort_by_key(|u| (u.0, u.1));
+        for (k, lds, op) in used {
+            let f = self.fn_atomic(op, lds, fault)?;
+            self.h.as_mut().unwrap().atomics.insert((k, lds), f);
+        }
+        Ok(())
+    }
+
+    /// fault(reason, addr, bytes, inst): first fault wins.
+    fn fn_fault(&mut self) -> Res<Word> {
+        let (void, u32t, u64t) = (self.t.void, self.t.u32, self.t.u64);
+        let fty = self.b.type_function(void, [u32t, u64t, u32t, u32t]);
+        let f = self
+            .b
+            .begin_function(void, None, spirv::FunctionControl::NONE, fty)?;
+        let reason = self.b.function_parameter(u32t)?;
+        let addr = self.b.function_parameter(u64t)?;
+        let bytes = self.b.function_parameter(u32t)?;
+        let inst = self.b.function_parameter(u32t)?;
+        self.b.begin_block(None)?;
+        let buf = self.pc_u64(2)?;
+        let z64 = self.k64(0);
+        let have = self.b.i_not_equal(self.t.bool, None, buf, z64)?;
+        self.if_then(have, |e| {
+            let p = e.b.convert_u_to_ptr(e.t.p_psb_u32, None, buf)?;
+            let (one, zero, two) = (e.k32(1), e.k32(0), e.k32(2));
+            let dev = e.k32(SCOPE_DEVICE);
+            let relaxed = e.k32(0);
+            let old =
+                e.b.atomic_compare_exchange(e.t.u32, None, p, dev, relaxed, relaxed, one, zero)?;
+            let won = e.b.i_equal(e.t.bool, None, old, zero)?;
+            e.if_then(won, |e| {
+                let at = |e: &mut Emit, off: u64| -> Res<Word> {
+                    let c = e.k64(off);
+                    e.b.i_add(e.t.u64, None, buf, c)
+                };
+                let a = at(e, 4)?;
+                e.store_psb(a, reason, false)?;
+                let a = at(e, 8)?;
+                e.store_psb(a, addr, true)?;
+                let a = at(e, 16)?;
+                e.store_psb(a, bytes, false)?;
+                let a = at(e, 20)?;
+                let z = e.k32(0);
+                e.store_psb(a, z, false)?;
+                let a = at(e, 24)?;
+                e.store_psb(a, inst, false)?;
+                // Publish: release so a reader that sees 2 sees the fields.
+                let sem = e.k32(0x4 | 0x40);
+                e.b.atomic_store(p, dev, sem, two)?;
+                Ok(())
+            })
+        })?;
+        self.b.ret()?;
+        self.b.end_function()?;
+        Ok(f)
+    }
+
+    /// xlate(addr, bytes, need, inst) -> device address, or 0 after recording a fault.
+    fn fn_xlate(&mut self, fault: Word) -> Res<Word> {
+        let (u32t, u64t, boolt) = (self.t.u32, self.t.u64, self.t.bool);
+        let fty = self.b.type_function(u64t, [u64t, u32t, u32t, u32t]);
+        let f = self
+            .b
+            .begin_function(u64t, None, spirv::FunctionControl::NONE, fty)?;
+        let addr = self.b.function_parameter(u64t)?;
+        let bytes = self.b.function_parameter(u32t)?;
+        let need = self.b.function_parameter(u32t)?;
+        let inst = self.b.function_parameter(u32t)?;
+        self.b.begin_block(None)?;
+        let (pu32, pu64) = (self.t.p_fn_u32, self.t.p_fn_u64);
+        let i_var = self
+            .b
+            .variable(pu32, None, spirv::StorageClass::Function, None);
+        let res = self
+            .b
+            .variable(pu64, None, spirv::StorageClass::Function, None);
+        let why = self
+            .b
+            .variable(pu32, None, spirv::StorageClass::Function, None);
+        let z32 = self.k32(0);
+        let z64 = self.k64(0);
+        let unmapped = self.k32(FaultReason::Unmapped as u32);
+        self.store(i_var, z32)?;
+        self.store(res, z64)?;
+        self.store(why, unmapped)?;
+        let table = self.pc_u64(1)?;
+        let count = self.pc_u32(3, None)?;
+        let bytes64 = self.zext(bytes)?;
+        let end = self.b.i_add(u64t, None, addr, bytes64)?;
+        let nowrap = self.b.u_greater_than_equal(boolt, None, end, addr)?;
+        // Dword accesses need 4-byte alignment (SPIR-V pointers are typed).
+        let three = self.k64(3);
+        let low = self.b.bitwise_and(u64t, None, addr, three)?;
+        let aligned = self.b.i_equal(boolt, None, low, z64)?;
+        let (hdr, body, cont, merge) = (self.b.id(), self.b.id(), self.b.id(), self.b.id());
+        self.b.branch(hdr)?;
+        self.block(hdr)?;
+        self.b
+            .loop_merge(merge, cont, spirv::LoopControl::NONE, [])?;
+        let check = self.b.id();
+        self.b.branch(check)?;
+        self.block(check)?;
+        let i = self.load(u32t, i_var)?;
+        let more = self.b.u_less_than(boolt, None, i, count)?;
+        let r = self.load(u64t, res)?;
+        let open = self.b.i_equal(boolt, None, r, z64)?;
+        let go0 = self.b.logical_and(boolt, None, more, open)?;
+        let go1 = self.b.logical_and(boolt, None, go0, nowrap)?;
+        let go = self.b.logical_and(boolt, None, go1, aligned)?;
+        self.b.branch_conditional(go, body, merge, [])?;
+        self.block(body)?;
+        let i64v = self.zext(i)?;
+        let c32 = self.k64(32);
+        let off = self.b.i_mul(u64t, None, i64v, c32)?;
+        let e = self.b.i_add(u64t, None, table, off)?;
+        let gb = self.load_psb(u64t, e, 8)?;
+        let c8 = self.k64(8);
+        let ea = self.b.i_add(u64t, None, e, c8)?;
+        let ge = self.load_psb(u64t, ea, 8)?;
+        let c16 = self.k64(16);
+        let da = self.b.i_add(u64t, None, e, c16)?;
+        let dev = self.load_psb(u64t, da, 8)?;
+        let c24 = self.k64(24);
+        let pa = self.b.i_add(u64t, None, e, c24)?;
+        let perms = self.load_psb(u32t, pa, 4)?;
+        let in_lo = self.b.u_greater_than_equal(boolt, None, addr, gb)?;
+        let in_hi = self.b.u_less_than_equal(boolt, None, end, ge)?;
+        let inside = self.b.logical_and(boolt, None, in_lo, in_hi)?;
+        self.if_then(inside, |em| {
+            let have = em.b.bitwise_and(u32t, None, perms, need)?;
+            let ok = em.b.i_equal(boolt, None, have, need)?;
+            let delta = em.b.i_sub(u64t, None, addr, gb)?;
+            let d = em.b.i_add(u64t, None, dev, delta)?;
+            let perm = em.k32(FaultReason::Permission as u32);
+            let w = em.b.select(u32t, None, ok, unmapped, perm)?;
+            em.store(why, w)?;
+            let r = em.b.select(u64t, None, ok, d, z64)?;
+            em.store(res, r)?;
+            // A permission failure ends the search too (ranges do not overlap).
+            let nope = em.b.logical_not(boolt, None, ok)?;
+            em.if_then(nope, |em| {
+                let c = em.load(u32t, i_var)?;
+                em.store(i_var, count)?;
+                let _ = c;
+                Ok(())
+            })
+        })?;
+        self.b.branch(cont)?;
+        self.block(cont)?;
+        let i2 = self.load(u32t, i_var)?;
+        let one = self.k32(1);
+        let i3 = self.b.i_add(u32t, None, i2, one)?;
+        self.store(i_var, i3)?;
+        self.b.branch(hdr)?;
+        self.block(merge)?;
+        let r = self.load(u64t, res)?;
+        let failed = self.b.i_equal(boolt, None, r, z64)?;
+        self.if_then(failed, |em| {
+            let w = em.load(u32t, why)?;
+            let un = em.k32(FaultReason::Unaligned as u32);
+            let w2 = em.b.select(u32t, None, aligned, w, un)?;
+            let void = em.t.void;
+            em.b.function_call(void, None, fault, [w2, addr, bytes, inst])?;
+            Ok(())
+        })?;
+        let r = self.load(u64t, res)?;
+        self.b.ret_value(r)?;
+        self.b.end_function()?;
+        Ok(f)
+    }
+
+    /// ld(dev) -> u32: 0 when dev is 0 (a faulted access).
+    fn fn_ld(&mut self) -> Res<Word> {
+        let (u32t, u64t, boolt) = (self.t.u32, self.t.u64, self.t.bool);
+        let fty = self.b.type_function(u32t, [u64t]);
+        let f = self
+            .b
+            .begin_function(u32t, None, spirv::FunctionControl::NONE, fty)?;
+        let dev = self.b.function_parameter(u64t)?;
+        self.b.begin_block(None)?;
+        let pu32 = self.t.p_fn_u32;
+        let v = self
+            .b
+            .variable(pu32, None, spirv::StorageClass::Function, None);
+        let z32 = self.k32(0);
+        self.store(v, z32)?;
+        let z64 = self.k64(0);
+        let ok = self.b.i_not_equal(boolt, None, dev, z64)?;
+        self.if_then(ok, |e| {
+            let x = e.load_psb(u32t, dev, 4)?;
+            e.store(v, x)
+        })?;
+        let r = self.load(u32t, v)?;
+        self.b.ret_value(r)?;
+        self.b.end_function()?;
+        Ok(f)
+    }
+
+    /// st(dev, value): nothing when dev is 0.
+    fn fn_st(&mut self) -> Res<Word> {
+        let (void, u32t, u64t, boolt) = (self.t.void, self.t.u32, self.t.u64, self.t.bool);
+        let fty = self.b.type_function(void, [u64t, u32t]);
+        let f = self
+            .b
+            .begin_function(void, None, spirv::FunctionControl::NONE, fty)?;
+        let dev = self.b.function_parameter(u64t)?;
+        let val = self.b.function_parameter(u32t)?;
+        self.b.begin_block(None)?;
+        let z64 = self.k64(0);
+        let ok = self.b.i_not_equal(boolt, None, dev, z64)?;
+        self.if_then(ok, |e| e.store_psb(dev, val, false))?;
+        self.b.ret()?;
+        self.b.end_function()?;
+        Ok(f)
+    }
+
+    /// LDS word access by byte address: out of range reads 0 / drops the write (as the
+    /// hardware does beyond the allocation); an unaligned address is a fault.
+    fn fn_lds(&mut self, fault: Word, write: bool) -> Res<Word> {
+        let (void, u32t, boolt) = (self.t.void, self.t.u32, self.t.bool);
+        let ret = if write { void } else { u32t };
+        let params: Vec<Word> = if write {
+            vec![u32t, u32t, u32t]
+        } else {
+            vec![u32t, u32t]
+        };
+        let fty = self.b.type_function(ret, params);
+        let f = self
+            .b
+            .begin_function(ret, None, spirv::FunctionControl::NONE, fty)?;
+        let addr = self.b.function_parameter(u32t)?;
+        let val = if write {
+            Some(self.b.function_parameter(u32t)?)
+        } else {
+            None
+        };
+        let inst = self.b.function_parameter(u32t)?;
+        self.b.begin_block(None)?;
+        let pu32 = self.t.p_fn_u32;
+        let v = self
+            .b
+            .variable(pu32, None, spirv::StorageClass::Function, None);
+        let z32 = self.k32(0);
+        self.store(v, z32)?;
+        let three = self.k32(3);
+        let low = self.b.bitwise_and(u32t, None, addr, three)?;
+        let aligned = self.b.i_equal(boolt, None, low, z32)?;
+        let two = self.k32(2);
+        let idx = self.b.shift_right_logical(u32t, None, addr, two)?;
+        let n = self.k32(self.lds_words);
+        let inb = self.b.u_less_than(boolt, None, idx, n)?;
+        let ok = self.b.logical_and(boolt, None, aligned, inb)?;
+        let lds = self.lds.unwrap_or(0);
+        self.if_then(ok, |e| {
+            let pw = e.t.p_wg_u32;
+            let p = e.b.access_chain(pw, None, lds, [idx])?;
+            match val {
+                Some(x) => e.store(p, x),
+                None => {
+                    let x = e.load(u32t, p)?;
+                    e.store(v, x)
+                }
+            }
+        })?;
+        let bad = self.b.logical_not(boolt, None, aligned)?;
+        self.if_then(bad, |e| {
+            let reason = e.k32(FaultReason::Unaligned as u32);
+            let a = e.zext(addr)?;
+            let four = e.k32(4);
+            e.b.function_call(e.t.void, None, fault, [reason, a, four, inst])?;
+            Ok(())
+        })?;
+        if write {
+            self.b.ret()?;
+        } else {
+            let r = self.load(u32t, v)?;
+            self.b.ret_value(r)?;
+        }
+        self.b.end_function()?;
+        Ok(f)
+    }
+
+    /// atomic(addr, data, cmp, inst) -> old, for one op and space.
+    fn fn_atomic(&mut self, op: AtomicOp, lds: bool, fault: Word) -> Res<Word> {
+        let (u32t, u64t, boolt) = (self.t.u32, self.t.u64, self.t.bool);
+        let at = if lds { u32t } else { u64t };
+        let fty = self.b.type_function(u32t, [at, u32t, u32t, u32t]);
+        let f = self
+            .b
+            .begin_function(u32t, None, spirv::FunctionControl::NONE, fty)?;
+        let addr = self.b.function_parameter(at)?;
+        let data = self.b.function_parameter(u32t)?;
+        let cmp = self.b.function_parameter(u32t)?;
+        let inst = self.b.function_parameter(u32t)?;
+        self.b.begin_block(None)?;
+        let pu32 = self.t.p_fn_u32;
+        let v = self
+            .b
+            .variable(pu32, None, spirv::StorageClass::Function, None);
+        let z32 = self.k32(0);
+        self.store(v, z32)?;
+        let (ptr, ok, scope) = if lds {
+            let three = self.k32(3);
+            let low = self.b.bitwise_and(u32t, None, addr, three)?;
+            let aligned = self.b.i_equal(boolt, None, low, z32)?;
+            let two = self.k32(2);
+            let idx = self.b.shift_right_logical(u32t, None, addr, two)?;
+            let n = self.k32(self.lds_words);
+            let inb = self.b.u_less_than(boolt, None, idx, n)?;
+            let ok = self.b.logical_and(boolt, None, aligned, inb)?;
+            let bad = self.b.logical_not(boolt, None, aligned)?;
+            self.if_then(bad, |e| {
+                let reason = e.k32(FaultReason::Unaligned as u32);
+                let a = e.zext(addr)?;
+                let four = e.k32(4);
+                e.b.function_call(e.t.void, None, fault, [reason, a, four, inst])?;
+                Ok(())
+            })?;
+            (PtrSrc::Lds(idx), ok, SCOPE_WORKGROUP)
+        } else {
+            let xl = self.h.as_ref().map(|h| h.xlate).unwrap_or(0);
+            let four = self.k32(4);
+            let need = self.k32(PERM_READ | PERM_WRITE);
+            let dev = self
+                .b
+                .function_call(u64t, None, xl, [addr, four, need, inst])?;
+            let z64 = self.k64(0);
+            let ok = self.b.i_not_equal(boolt, None, dev, z64)?;
+            (PtrSrc::Dev(dev), ok, SCOPE_DEVICE)
+        };
+        let lds_var = self.lds.unwrap_or(0);
+        self.if_then(ok, |e| {
+            let p = match ptr {
+                PtrSrc::Lds(idx) => {
+                    let pw = e.t.p_wg_u32;
+                    e.b.access_chain(pw, None, lds_var, [idx])?
+                }
+                PtrSrc::Dev(d) => e.b.convert_u_to_ptr(e.t.p_psb_u32, None, d)?,
+            };
+            let sc = e.k32(scope);
+            let sem = e.k32(0);
+            let t = e.t.u32;
+            let old = match op {
+                AtomicOp::Swap => e.b.atomic_exchange(t, None, p, sc, sem, data)?,
+                AtomicOp::Add => e.b.atomic_i_add(t, None, p, sc, sem, data)?,
+                AtomicOp::Sub => e.b.atomic_i_sub(t, None, p, sc, sem, data)?,
+                AtomicOp::MinI => e.b.atomic_s_min(t, None, p, sc, sem, data)?,
+                AtomicOp::MinU => e.b.atomic_u_min(t, None, p, sc, sem, data)?,
+                AtomicOp::MaxI => e.b.atomic_s_max(t, None, p, sc, sem, data)?,
+                AtomicOp::MaxU => e.b.atomic_u_max(t, None, p, sc, sem, data)?,
+                AtomicOp::And => e.b.atomic_and(t, None, p, sc, sem, data)?,
+                AtomicOp::Or => e.b.atomic_or(t, None, p, sc, sem, data)?,
+                AtomicOp::Xor => e.b.atomic_xor(t, None, p, sc, sem, data)?,
+                AtomicOp::CmpSwap => {
+                    e.b.atomic_compare_exchange(t, None, p, sc, sem, sem, data, cmp)?
+                }
+            };
+            e.store(v, old)
+        })?;
+        let r = self.load(u32t, v)?;
+        self.b.ret_value(r)?;
+        self.b.end_function()?;
+        Ok(f)
+    }
+
+    // ---- main --------------------------------------------------------------------------------
+
+    fn main(&mut self, body: &Body, state: &ComputeState, opts: &Options, waves: u32) -> Res<Word> {
+        let void = self.t.void;
+        let fty = self.b.type_function(void, []);
+        let f = self
+            .b
+            .begin_function(void, None, spirv::FunctionControl::NONE, fty)?;
+        self.b.begin_block(None)?;
+        let (u32t, boolt) = (self.t.u32, self.t.bool);
+        // Registers the program touches, in index order (deterministic ids).
+        let mut sregs: Vec<SReg> = vec![EXEC_LO, EXEC_LO + 1, VCC_LO, VCC_LO + 1];
+        let mut vregs: Vec<u16> = vec![0, 1, 2];
+        for b in &body.blocks {
+            for r in &b.regions {
+                for s in r.stmts() {
+                    match s.op {
+                        Op::ReadS(x) | Op::WriteS(x, _) => sregs.push(x),
+                        Op::ReadMaskBit(x) | Op::WriteMaskBit(x, _) => {
+                            sregs.push(x);
+                            sregs.push(x + 1);
+                        }
+                        Op::ReadV(x) | Op::WriteV(x, _) | Op::ReadLane(x, _) => vregs.push(x),
+                        _ => {}
+                    }
+                }
+                if let Region::Lanes { masks, .. } = r {
+                    for m in masks {
+                        sregs.push(*m);
+                        sregs.push(*m + 1);
+                    }
+                }
+            }
+        }
+        for u in 0..state.user_sgprs().min(16) as SReg {
+            sregs.push(u);
+        }
+        sregs.sort_unstable();
+        sregs.dedup();
+        vregs.sort_unstable();
+        vregs.dedup();
+        let z32 = self.k32(0);
+        let pfn = self.t.p_fn_u32;
+        let mut svars = BTreeMap::new();
+        for &r in &sregs {
+            let v = self
+                .b
+                .variable(pfn, None, spirv::StorageClass::Function, Some(z32));
+            svars.insert(r, v);
+        }
+        let null_lanes = self.b.constant_null(self.t.lane_arr);
+        let mut vvars = BTreeMap::new();
+        for &r in &vregs {
+            let pa = self.t.p_fn_lane_arr;
+            let v = self
+                .b
+                .variable(pa, None, spirv::StorageClass::Function, Some(null_lanes));
+            vvars.insert(r, v);
+        }
+        let fbool = self.kbool(false);
+        let pb = self.t.p_fn_bool;
+        let scc = self
+            .b
+            .variable(pb, None, spirv::StorageClass::Function, Some(fbool));
+        let block_var = self
+            .b
+            .variable(pfn, None, spirv::StorageClass::Function, Some(z32));
+        let lane_var = self
+            .b
+            .variable(pfn, None, spirv::StorageClass::Function, Some(z32));
+        let iter_var = self
+            .b
+            .variable(pfn, None, spirv::StorageClass::Function, Some(z32));
+        let mut cx = MainCx {
+            svars,
+            vvars,
+            scc,
+            lane_var,
+            vals: vec![0; body.values as usize],
+            tys: value_types(body),
+            multi: BTreeMap::new(),
+            lane: None,
+        };
+
+        // Prologue: the compute ABI (user SGPRs, workgroup ids, thread ids, EXEC).
+        for u in 0..state.user_sgprs().min(16) {
+            let v = self.pc_u32(0, Some(u))?;
+            let var = cx.svars[&(u as SReg)];
+            self.store(var, v)?;
+        }
+        let mut next = state.user_sgprs() as SReg;
+        let wg = self.load(self.t.v3u32, self.wg_id)?;
+        for (d, on) in state.tgid_enabled().iter().enumerate() {
+            if *on {
+                // Only registers the program reads have variables.
+                if let Some(&var) = cx.svars.get(&next) {
+                    let c = self.b.composite_extract(u32t, None, wg, [d as u32])?;
+                    self.store(var, c)?;
+                }
+                next += 1;
+            }
+        }
+        let lid = self.load(self.t.v3u32, self.local_id)?;
+        let wave = self.b.composite_extract(u32t, None, lid, [0])?;
+        let [wx, wy, wz] = state.workgroup_size;
+        let total = wx * wy * wz;
+        // EXEC: the lanes of this wave that hold a work-item.
+        let lanes_c = self.k32(self.lanes);
+        let first = self.b.i_mul(u32t, None, wave, lanes_c)?;
+        let tot = self.k32(total);
+        let left = self.b.i_sub(u32t, None, tot, first)?;
+        let cnt = self.ext(glsl::UMIN, u32t, &[left, lanes_c])?;
+        let cnt64 = self.zext(cnt)?;
+        let one64 = self.k64(1);
+        let u64t = self.t.u64;
+        let sh = self.b.shift_left_logical(u64t, None, one64, cnt64)?;
+        let m = self.b.i_sub(u64t, None, sh, one64)?;
+        let c64 = self.k64(64);
+        let full = self.b.i_equal(boolt, None, cnt64, c64)?;
+        let all = self.k64(if self.lanes == 64 {
+            u64::MAX
+        } else {
+            0xFFFF_FFFF
+        });
+        let exec = self.b.select(u64t, None, full, all, m)?;
+        let lo = self.lo(exec)?;
+        let hi = self.hi(exec)?;
+        self.store(cx.svars[&EXEC_LO], lo)?;
+        self.store(cx.svars[&(EXEC_LO + 1)], hi)?;
+        // Thread ids: v0 = x, v1 = y, v2 = z (TIDIG_COMP_CNT says how many).
+        let comps = state.tidig_comp_cnt().min(2) + 1;
+        let wxk = self.k32(wx.max(1));
+        let wyk = self.k32(wy.max(1));
+        self.lane_loop(&mut cx, None, |e, cx, lane| {
+            let flat = e.b.i_add(u32t, None, first, lane)?;
+            let x = e.b.u_mod(u32t, None, flat, wxk)?;
+            let q = e.b.u_div(u32t, None, flat, wxk)?;
+            let y = e.b.u_mod(u32t, None, q, wyk)?;
+            let z = e.b.u_div(u32t, None, q, wyk)?;
+            for (i, v) in [x, y, z].into_iter().enumerate().take(comps as usize) {
+                let p = e.vptr(cx, i as u16, lane)?;
+                e.store(p, v)?;
+            }
+            Ok(())
+        })?;
+        let _ = (wz, waves);
+
+        // Dispatcher loop.
+        let (hdr, sel, sw, sw_merge, cont, exit) = (
+            self.b.id(),
+            self.b.id(),
+            self.b.id(),
+            self.b.id(),
+            self.b.id(),
+            self.b.id(),
+        );
+        self.b.branch(hdr)?;
+        self.block(hdr)?;
+        self.b
+            .loop_merge(exit, cont, spirv::LoopControl::NONE, [])?;
+        self.b.branch(sel)?;
+        self.block(sel)?;
+        let id = self.load(u32t, block_var)?;
+        let endk = self.k32(END_BLOCK);
+        let running = self.b.i_not_equal(boolt, None, id, endk)?;
+        self.b.branch_conditional(running, sw, exit, [])?;
+        self.block(sw)?;
+        if opts.loop_limit > 0 {
+            let n = self.load(u32t, iter_var)?;
+            let one = self.k32(1);
+            let n1 = self.b.i_add(u32t, None, n, one)?;
+            self.store(iter_var, n1)?;
+            let lim = self.k32(opts.loop_limit);
+            let over = self.b.u_greater_than(boolt, None, n1, lim)?;
+            let fault = self.h.as_ref().unwrap().fault;
+            let offsets: Vec<u32> = body.blocks.iter().map(|b| b.offset).collect();
+            self.if_then(over, |e| {
+                // Name the block that was about to run.
+                let cur = e.load(u32t, block_var)?;
+                let mut off = e.k32(0);
+                for (k, o) in offsets.iter().enumerate() {
+                    let kk = e.k32(k as u32);
+                    let is = e.b.i_equal(boolt, None, cur, kk)?;
+                    let ok = e.k32(*o);
+                    off = e.b.select(u32t, None, is, ok, off)?;
+                }
+                let r = e.k32(FaultReason::LoopLimit as u32);
+                let z64 = e.k64(0);
+                let z = e.k32(0);
+                e.b.function_call(e.t.void, None, fault, [r, z64, z, off])?;
+                e.store(block_var, endk)
+            })?;
+        }
+        let id2 = self.load(u32t, block_var)?;
+        let labels: Vec<Word> = body.blocks.iter().map(|_| self.b.id()).collect();
+        self.b
+            .selection_merge(sw_merge, spirv::SelectionControl::NONE)?;
+        self.b.switch(
+            id2,
+            sw_merge,
+            labels
+                .iter()
+                .enumerate()
+                .map(|(k, l)| (Operand::LiteralBit32(k as u32), *l)),
+        )?;
+        for (k, blk) in body.blocks.iter().enumerate() {
+            self.block(labels[k])?;
+            for r in &blk.regions {
+                match r {
+                    Region::Scalar(stmts) => {
+                        cx.lane = None;
+                        for s in stmts {
+                            self.stmt(&mut cx, s)?;
+                        }
+                    }
+                    Region::Lanes { body: stmts, masks } => {
+                        let masks = masks.clone();
+                        self.lane_loop(&mut cx, Some(&masks), |e, cx, lane| {
+                            cx.lane = Some(lane);
+                            for s in stmts {
+                                e.stmt(cx, s)?;
+                            }
+                            cx.lane = None;
+                            Ok(())
+                        })?;
+                    }
+                }
+            }
+            let next = match &blk.term {
+                Terminator::End => self.k32(END_BLOCK),
+                Terminator::Jump(t) => self.k32(*t as u32),
+                Terminator::Branch {
+                    cond,
+                    taken,
+                    not_taken,
+                } => {
+                    let c = cx.vals[cond.0 as usize];
+                    let a = self.k32(*taken as u32);
+                    let b = self.k32(*not_taken as u32);
+                    self.b.select(u32t, None, c, a, b)?
+                }
+            };
+            self.store(block_var, next)?;
+            self.b.branch(sw_merge)?;
+        }
+        self.block(sw_merge)?;
+        self.b.branch(cont)?;
+        self.block(cont)?;
+        self.b.branch(hdr)?;
+        self.block(exit)?;
+        self.b.ret()?;
+        self.b.end_function()?;
+        Ok(f)
+    }
+
+    fn vptr(&mut self, cx: &MainCx, r: u16, lane: Word) -> Res<Word> {
+        let arr = cx.vvars[&r];
+        let p = self.t.p_fn_u32;
+        self.b.access_chain(p, None, arr, [lane])
+    }
+
+    /// The lane mask in s[r] (wave32) or s[r:r+1] (wave64) as u64.
+    fn mask64(&mut self, cx: &MainCx, r: SReg) -> Res<Word> {
+        let u32t = self.t.u32;
+        let lo = self.load(u32t, cx.svars[&r])?;
+        if self.lanes == 32 {
+            return self.zext(lo);
+        }
+        let hi = self.load(u32t, cx.svars[&(r + 1)])?;
+        self.pack(lo, hi)
+    }
+    fn lane_bit(&mut self, cx: &MainCx, r: SReg, lane: Word) -> Res<Word> {
+        let m = self.mask64(cx, r)?;
+        let l64 = self.zext(lane)?;
+        let u64t = self.t.u64;
+        let s = self.b.shift_right_logical(u64t, None, m, l64)?;
+        let one = self.k64(1);
+        let b = self.b.bitwise_and(u64t, None, s, one)?;
+        let z = self.k64(0);
+        self.b.i_not_equal(self.t.bool, None, b, z)
+    }
+    fn set_lane_bit(&mut self, cx: &MainCx, r: SReg, lane: Word, bit: Word) -> Res<()> {
+        let u64t = self.t.u64;
+        let m = self.mask64(cx, r)?;
+        let l64 = self.zext(lane)?;
+        let one = self.k64(1);
+        let sh = self.b.shift_left_logical(u64t, None, one, l64)?;
+        let nsh = self.b.not(u64t, None, sh)?;
+        let cleared = self.b.bitwise_and(u64t, None, m, nsh)?;
+        let z = self.k64(0);
+        let add = self.b.select(u64t, None, bit, sh, z)?;
+        let nm = self.b.bitwise_or(u64t, None, cleared, add)?;
+        let lo = self.lo(nm)?;
+        self.store(cx.svars[&r], lo)?;
+        if self.lanes == 64 {
+            let hi = self.hi(nm)?;
+            self.store(cx.svars[&(r + 1)], hi)?;
+        }
+        Ok(())
+    }
+
+    /// for lane in 0..LANES { if EXEC[lane] { body } else { clear masks[lane] } }
+    /// With `masks` None (the prologue) every lane runs.
+    fn lane_loop(
+        &mut self,
+        cx: &mut MainCx,
+        masks: Option<&[SReg]>,
+        body: impl FnOnce(&mut Emit, &mut MainCx, Word) -> Res<()>,
+    ) -> Res<()> {
+        let (u32t, boolt) = (self.t.u32, self.t.bool);
+        let z = self.k32(0);
+        self.store(cx.lane_var, z)?;
+        let (hdr, check, lb, cont, merge) = (
+            self.b.id(),
+            self.b.id(),
+            self.b.id(),
+            self.b.id(),
+            self.b.id(),
+        );
+        self.b.branch(hdr)?;
+        self.block(hdr)?;
+        self.b
+            .loop_merge(merge, cont, spirv::LoopControl::NONE, [])?;
+        self.b.branch(check)?;
+        self.block(check)?;
+        let l = self.load(u32t, cx.lane_var)?;
+        let n = self.k32(self.lanes);
+        let more = self.b.u_less_than(boolt, None, l, n)?;
+        self.b.branch_conditional(more, lb, merge, [])?;
+        self.block(lb)?;
+        match masks {
+            None => body(self, cx, l)?,
+            Some(masks) => {
+                let active = self.lane_bit(cx, EXEC_LO, l)?;
+                let (on, off, m) = (self.b.id(), self.b.id(), self.b.id());
+                self.b.selection_merge(m, spirv::SelectionControl::NONE)?;
+                self.b.branch_conditional(
+                    active,
+                    on,
+                    if masks.is_empty() { m } else { off },
+                    [],
+                )?;
+                self.block(on)?;
+                body(self, cx, l)?;
+                self.b.branch(m)?;
+                if !masks.is_empty() {
+                    self.block(off)?;
+                    let f = self.kbool(false);
+                    for &r in masks {
+                        self.set_lane_bit(cx, r, l, f)?;
+                    }
+                    self.b.branch(m)?;
+                }
+                self.block(m)?;
+            }
+        }
+        self.b.branch(cont)?;
+        self.block(cont)?;
+        let l2 = self.load(u32t, cx.lane_var)?;
+        let one = self.k32(1);
+        let l3 = self.b.i_add(u32t, None, l2, one)?;
+        self.store(cx.lane_var, l3)?;
+        self.b.branch(hdr)?;
+        self.block(merge)
+    }
+
+    fn ty(&self, t: Ty) -> Word {
+        match t {
+            Ty::U32 => self.t.u32,
+            Ty::U64 => self.t.u64,
+            Ty::F32 => self.t.f32,
+            Ty::F64 => self.t.f64,
+            Ty::Bool => self.t.bool,
+        }
+    }
+
+    fn stmt(&mut self, cx: &mut MainCx, s: &Stmt) -> Res<()> {
+        let v = |x: &ValueId| cx.vals[x.0 as usize];
+        let (u32t, u64t, boolt) = (self.t.u32, self.t.u64, self.t.bool);
+        let rty = s.def.map(|(_, t)| self.ty(t)).unwrap_or(self.t.void);
+        let lane = || cx.lane.ok_or(rspirv::dr::Error::DetachedInstruction(None));
+        fn h(e: &Emit) -> &Helpers {
+            e.h.as_ref().expect("helpers are emitted before main")
+        }
+        let inst = self.k32(s.inst);
+        let out: Option<Word> = match &s.op {
+            Op::Const(c) => Some(self.k32(*c)),
+            Op::Const64(c) => Some(self.k64(*c)),
+            Op::ConstBool(b) => Some(self.kbool(*b)),
+            Op::ReadS(r) => Some(self.load(u32t, cx.svars[r])?),
+            Op::WriteS(r, x) => {
+                self.store(cx.svars[r], v(x))?;
+                None
+            }
+            Op::ReadScc => Some(self.load(boolt, cx.scc)?),
+            Op::WriteScc(x) => {
+                self.store(cx.scc, v(x))?;
+                None
+            }
+            Op::ReadV(r) => {
+                let p = self.vptr(cx, *r, lane()?)?;
+                Some(self.load(u32t, p)?)
+            }
+            Op::WriteV(r, x) => {
+                let p = self.vptr(cx, *r, lane()?)?;
+                self.store(p, v(x))?;
+                None
+            }
+            Op::ReadMaskBit(r) => Some(self.lane_bit(cx, *r, lane()?)?),
+            Op::WriteMaskBit(r, x) => {
+                self.set_lane_bit(cx, *r, lane()?, v(x))?;
+                None
+            }
+            Op::LaneId => Some(lane()?),
+            Op::ReadLane(r, l) => {
+                let p = self.vptr(cx, *r, v(l))?;
+                Some(self.load(u32t, p)?)
+            }
+            Op::FirstActiveLane => {
+                let m = self.mask64(cx, EXEC_LO)?;
+                let lo = self.lo(m)?;
+                let hi = self.hi(m)?;
+                let a = self.ext(glsl::FIND_ILSB, u32t, &[lo])?;
+                let b = self.ext(glsl::FIND_ILSB, u32t, &[hi])?;
+                let c32 = self.k32(32);
+                let b32 = self.b.i_add(u32t, None, b, c32)?;
+                let z = self.k32(0);
+                let lo_nz = self.b.i_not_equal(boolt, None, lo, z)?;
+                let hi_nz = self.b.i_not_equal(boolt, None, hi, z)?;
+                let h2 = self.b.select(u32t, None, hi_nz, b32, z)?;
+                Some(self.b.select(u32t, None, lo_nz, a, h2)?)
+            }
+            Op::Bin(op, a, b) => Some(self.bin(*op, rty, v(a), v(b))?),
+            Op::Un(op, a) => Some(self.un(*op, rty, v(a), cx.tys[a.0 as usize])?),
+            Op::Cmp(op, a, b) => Some(self.cmp(*op, v(a), v(b))?),
+            Op::Fma(a, b, c) => Some(self.ext(glsl::FMA, rty, &[v(a), v(b), v(c)])?),
+            Op::Select(c, a, b) => Some(self.b.select(rty, None, v(c), v(a), v(b))?),
+            Op::Pack64(a, b) => Some(self.pack(v(a), v(b))?),
+            Op::Load {
+                space,
+                addr,
+                dwords,
+            } => {
+                let mut words = Vec::new();
+                match space {
+                    Space::Guest => {
+                        let bytes = self.k32(4 * *dwords as u32);
+                        let need = self.k32(PERM_READ);
+                        let xl = h(self).xlate;
+                        let dev =
+                            self.b
+                                .function_call(u64t, None, xl, [v(addr), bytes, need, inst])?;
+                        let z64 = self.k64(0);
+                        let ok = self.b.i_not_equal(boolt, None, dev, z64)?;
+                        let ld = h(self).ld;
+                        for k in 0..*dwords {
+                            let c = self.k64(4 * k as u64);
+                            let a = self.b.i_add(u64t, None, dev, c)?;
+                            let a = self.b.select(u64t, None, ok, a, z64)?;
+                            words.push(self.b.function_call(u32t, None, ld, [a])?);
+                        }
+                    }
+                    Space::Lds => {
+                        let f = h(self).lds_ld;
+                        for k in 0..*dwords {
+                            let c = self.k32(4 * k as u32);
+                            let a = self.b.i_add(u32t, None, v(addr), c)?;
+                            words.push(self.b.function_call(u32t, None, f, [a, inst])?);
+                        }
+                    }
+                }
+                let first = words[0];
+                if let Some((id, _)) = s.def {
+                    cx.multi.insert(id, words);
+                }
+                Some(first)
+            }
+            Op::Extract(x, k) => Some(cx.multi[x][*k as usize]),
+            Op::Store { space, addr, data } => {
+                let void = self.t.void;
+                match space {
+                    Space::Guest => {
+                        let bytes = self.k32(4 * data.len() as u32);
+                        let need = self.k32(PERM_WRITE);
+                        let xl = h(self).xlate;
+                        let dev =
+                            self.b
+                                .function_call(u64t, None, xl, [v(addr), bytes, need, inst])?;
+                        let z64 = self.k64(0);
+                        let ok = self.b.i_not_equal(boolt, None, dev, z64)?;
+                        let st = h(self).st;
+                        for (k, d) in data.iter().enumerate() {
+                            let c = self.k64(4 * k as u64);
+                            let a = self.b.i_add(u64t, None, dev, c)?;
+                            let a = self.b.select(u64t, None, ok, a, z64)?;
+                            self.b.function_call(void, None, st, [a, v(d)])?;
+                        }
+                    }
+                    Space::Lds => {
+                        let f = h(self).lds_st;
+                        for (k, d) in data.iter().enumerate() {
+                            let c = self.k32(4 * k as u32);
+                            let a = self.b.i_add(u32t, None, v(addr), c)?;
+                            self.b.function_call(void, None, f, [a, v(d), inst])?;
+                        }
+                    }
+                }
+                None
+            }
+            Op::Atomic {
+                space,
+                op,
+                addr,
+                data,
+                cmp,
+            } => {
+                let f = h(self).atomics[&(atomic_key(*op), *space == Space::Lds)];
+                let z = self.k32(0);
+                let c = cmp.map(|c| v(&c)).unwrap_or(z);
+                Some(
+                    self.b
+                        .function_call(u32t, None, f, [v(addr), v(data), c, inst])?,
+                )
+            }
+            Op::Barrier => {
+                let wg = self.k32(SCOPE_WORKGROUP);
+                // AcquireRelease | UniformMemory | WorkgroupMemory
+                let sem = self.k32(0x8 | 0x40 | 0x100);
+                self.b.control_barrier(wg, wg, sem)?;
+                None
+            }
+            Op::WorkgroupId(d) => {
+                let wg = self.load(self.t.v3u32, self.wg_id)?;
+                Some(self.b.composite_extract(u32t, None, wg, [*d as u32])?)
+            }
+        };
+        if let (Some((id, _)), Some(w)) = (s.def, out) {
+            cx.vals[id.0 as usize] = w;
+        }
+        Ok(())
+    }
+
+    fn bin(&mut self, op: BinOp, ty: Word, a: Word, b: Word) -> Res<Word> {
+        let boolt = self.t.bool;
+        let is_bool = ty == boolt;
+        let wide = ty == self.t.u64;
+        // Shift counts are masked to the width, as the hardware does.
+        let count = |e: &mut Emit, b: Word| -> Res<Word> {
+            let u32t = e.t.u32;
+            let m = e.k32(if wide { 63 } else { 31 });
+            let c = e.b.bitwise_and(u32t, None, b, m)?;
+            if wide { e.zext(c) } else { Ok(c) }
+        };
+        Ok(match op {
+            BinOp::Add => self.b.i_add(ty, None, a, b)?,
+            BinOp::Sub => self.b.i_sub(ty, None, a, b)?,
+            BinOp::Mul => self.b.i_mul(ty, None, a, b)?,
+            BinOp::MulHiU | BinOp::MulHiI => {
+                let u64t = self.t.u64;
+                let (x, y) = if op == BinOp::MulHiU {
+                    (self.zext(a)?, self.zext(b)?)
+                } else {
+                    (
+                        self.b.s_convert(u64t, None, a)?,
+                        self.b.s_convert(u64t, None, b)?,
+                    )
+                };
+                let p = self.b.i_mul(u64t, None, x, y)?;
+                self.hi(p)?
+            }
+            BinOp::And if is_bool => self.b.logical_and(ty, None, a, b)?,
+            BinOp::Or if is_bool => self.b.logical_or(ty, None, a, b)?,
+            BinOp::Xor if is_bool => self.b.logical_not_equal(ty, None, a, b)?,
+            BinOp::And => self.b.bitwise_and(ty, None, a, b)?,
+            BinOp::Or => self.b.bitwise_or(ty, None, a, b)?,
+            BinOp::Xor => self.b.bitwise_xor(ty, None, a, b)?,
+            BinOp::Shl => {
+                let c = count(self, b)?;
+                self.b.shift_left_logical(ty, None, a, c)?
+            }
+            BinOp::ShrU => {
+                let c = count(self, b)?;
+                self.b.shift_right_logical(ty, None, a, c)?
+            }
+            BinOp::ShrI => {
+                let c = count(self, b)?;
+                self.b.shift_right_arithmetic(ty, None, a, c)?
+            }
+            BinOp::MinU => self.ext(glsl::UMIN, ty, &[a, b])?,
+            BinOp::MaxU => self.ext(glsl::UMAX, ty, &[a, b])?,
+            BinOp::MinI => self.ext(glsl::SMIN, ty, &[a, b])?,
+            BinOp::MaxI => self.ext(glsl::SMAX, ty, &[a, b])?,
+            BinOp::FAdd => self.b.f_add(ty, None, a, b)?,
+            BinOp::FSub => self.b.f_sub(ty, None, a, b)?,
+            BinOp::FMul => self.b.f_mul(ty, None, a, b)?,
+            BinOp::FDiv => self.b.f_div(ty, None, a, b)?,
+            BinOp::FMin => self.ext(glsl::NMIN, ty, &[a, b])?,
+            BinOp::FMax => self.ext(glsl::NMAX, ty, &[a, b])?,
+            BinOp::Ldexp => self.ext(glsl::LDEXP, ty, &[a, b])?,
+        })
+    }
+
+    fn un(&mut self, op: UnOp, ty: Word, a: Word, arg: Ty) -> Res<Word> {
+        let (u32t, f32t, f64t, boolt) = (self.t.u32, self.t.f32, self.t.f64, self.t.bool);
+        let wide = arg == Ty::U64;
+        Ok(match op {
+            UnOp::Not if ty == boolt => self.b.logical_not(ty, None, a)?,
+            UnOp::Not => self.b.not(ty, None, a)?,
+            UnOp::FNeg => self.b.f_negate(ty, None, a)?,
+            UnOp::FAbs => self.ext(glsl::FABS, ty, &[a])?,
+            UnOp::Popcount => {
+                if wide {
+                    let lo = self.lo(a)?;
+                    let hi = self.hi(a)?;
+                    let x = self.b.bit_count(u32t, None, lo)?;
+                    let y = self.b.bit_count(u32t, None, hi)?;
+                    self.b.i_add(u32t, None, x, y)?
+                } else {
+                    self.b.bit_count(u32t, None, a)?
+                }
+            }
+            UnOp::FindLsb => {
+                if wide {
+                    let lo = self.lo(a)?;
+                    let hi = self.hi(a)?;
+                    let x = self.ext(glsl::FIND_ILSB, u32t, &[lo])?;
+                    let y = self.ext(glsl::FIND_ILSB, u32t, &[hi])?;
+                    let c32 = self.k32(32);
+                    let y32 = self.b.i_add(u32t, None, y, c32)?;
+                    let z = self.k32(0);
+                    let all = self.k32(!0);
+                    let lo_nz = self.b.i_not_equal(boolt, None, lo, z)?;
+                    let hi_nz = self.b.i_not_equal(boolt, None, hi, z)?;
+                    let h2 = self.b.select(u32t, None, hi_nz, y32, all)?;
+                    self.b.select(u32t, None, lo_nz, x, h2)?
+                } else {
+                    self.ext(glsl::FIND_ILSB, u32t, &[a])?
+                }
+            }
+            UnOp::FindMsbFromTop => {
+                let m = self.ext(glsl::FIND_UMSB, u32t, &[a])?;
+                let c31 = self.k32(31);
+                let r = self.b.i_sub(u32t, None, c31, m)?;
+                let z = self.k32(0);
+                let all = self.k32(!0);
+                let nz = self.b.i_not_equal(boolt, None, a, z)?;
+                self.b.select(u32t, None, nz, r, all)?
+            }
+            UnOp::BitReverse => self.b.bit_reverse(u32t, None, a)?,
+            UnOp::U32ToF32 => self.b.convert_u_to_f(f32t, None, a)?,
+            UnOp::I32ToF32 => self.b.convert_s_to_f(f32t, None, a)?,
+            UnOp::U32ToF64 => self.b.convert_u_to_f(f64t, None, a)?,
+            UnOp::I32ToF64 => self.b.convert_s_to_f(f64t, None, a)?,
+            UnOp::F32ToU32 | UnOp::F64ToU32 | UnOp::F32ToI32 | UnOp::F64ToI32 => {
+                self.f_to_int(op, a)?
+            }
+            UnOp::F32ToF64 => self.b.f_convert(f64t, None, a)?,
+            UnOp::F64ToF32 => self.b.f_convert(f32t, None, a)?,
+            UnOp::Trunc => self.ext(glsl::TRUNC, ty, &[a])?,
+            UnOp::Floor => self.ext(glsl::FLOOR, ty, &[a])?,
+            UnOp::Ceil => self.ext(glsl::CEIL, ty, &[a])?,
+            UnOp::RoundEven => self.ext(glsl::ROUND_EVEN, ty, &[a])?,
+            UnOp::Fract => self.ext(glsl::FRACT, ty, &[a])?,
+            UnOp::Sqrt => self.ext(glsl::SQRT, ty, &[a])?,
+            UnOp::Bitcast => self.b.bitcast(ty, None, a)?,
+            UnOp::Lo => self.lo(a)?,
+            UnOp::Hi => self.hi(a)?,
+            UnOp::Zext => self.zext(a)?,
+            UnOp::BoolToU32 => {
+                let one = self.k32(1);
+                let z = self.k32(0);
+                self.b.select(u32t, None, a, one, z)?
+            }
+            UnOp::U32ToBool => {
+                let z = self.k32(0);
+                self.b.i_not_equal(boolt, None, a, z)?
+            }
+        })
+    }
+
+    /// Float -> integer with the hardware's saturation: NaN -> 0, out of range -> the limit.
+    fn f_to_int(&mut self, op: UnOp, a: Word) -> Res<Word> {
+        let (u32t, boolt) = (self.t.u32, self.t.bool);
+        let f64src = matches!(op, UnOp::F64ToU32 | UnOp::F64ToI32);
+        let signed = matches!(op, UnOp::F32ToI32 | UnOp::F64ToI32);
+        let ft = if f64src { self.t.f64 } else { self.t.f32 };
+        let fk = |e: &mut Emit, x: f64| -> Word {
+            if f64src {
+                let c = e.k64(x.to_bits());
+                let _ = c;
+                let t = e.t.f64;
+                *e.consts
+                    .entry((t, x.to_bits()))
+                    .or_insert_with(|| e.b.constant_bit64(t, x.to_bits()))
+            } else {
+                let t = e.t.f32;
+                let bits = (x as f32).to_bits();
+                *e.consts
+                    .entry((t, bits as u64))
+                    .or_insert_with(|| e.b.constant_bit32(t, bits))
+            }
+        };
+        let nan = self.b.is_nan(boolt, None, a)?;
+        let (lo, hi, lo_v, hi_v) = if signed {
+            (-2147483648.0, 2147483648.0, 0x8000_0000u32, 0x7FFF_FFFFu32)
+        } else {
+            (0.0, 4294967296.0, 0, u32::MAX)
+        };
+        let lo_k = fk(self, lo);
+        let hi_k = fk(self, hi);
+        // Clamp into range first so the conversion itself is always defined.
+        let below = self.b.f_ord_less_than_equal(boolt, None, a, lo_k)?;
+        let above = self.b.f_ord_greater_than_equal(boolt, None, a, hi_k)?;
+        let zero_f = fk(self, 0.0);
+        let safe0 = self.b.select(ft, None, below, zero_f, a)?;
+        let safe1 = self.b.select(ft, None, above, zero_f, safe0)?;
+        let safe = self.b.select(ft, None, nan, zero_f, safe1)?;
+        let conv = if signed {
+            self.b.convert_f_to_s(u32t, None, safe)?
+        } else {
+            self.b.convert_f_to_u(u32t, None, safe)?
+        };
+        let lo_c = self.k32(lo_v);
+        let hi_c = self.k32(hi_v);
+        let z = self.k32(0);
+        let r0 = self.b.select(u32t, None, below, lo_c, conv)?;
+        let r1 = self.b.select(u32t, None, above, hi_c, r0)?;
+        self.b.select(u32t, None, nan, z, r1)
+    }
+
+    fn cmp(&mut self, op: CmpOp, a: Word, b: Word) -> Res<Word> {
+        let t = self.t.bool;
+        Ok(match op {
+            CmpOp::Eq => self.b.i_equal(t, None, a, b)?,
+            CmpOp::Ne => self.b.i_not_equal(t, None, a, b)?,
+            CmpOp::LtU => self.b.u_less_than(t, None, a, b)?,
+            CmpOp::LeU => self.b.u_less_than_equal(t, None, a, b)?,
+            CmpOp::GtU => self.b.u_greater_than(t, None, a, b)?,
+            CmpOp::GeU => self.b.u_greater_than_equal(t, None, a, b)?,
+            CmpOp::LtI => self.b.s_less_than(t, None, a, b)?,
+            CmpOp::LeI => self.b.s_less_than_equal(t, None, a, b)?,
+            CmpOp::GtI => self.b.s_greater_than(t, None, a, b)?,
+            CmpOp::GeI => self.b.s_greater_than_equal(t, None, a, b)?,
+            CmpOp::FEq => self.b.f_ord_equal(t, None, a, b)?,
+            CmpOp::FNeq => self.b.f_unord_not_equal(t, None, a, b)?,
+            CmpOp::FLt => self.b.f_ord_less_than(t, None, a, b)?,
+            CmpOp::FLe => self.b.f_ord_less_than_equal(t, None, a, b)?,
+            CmpOp::FGt => self.b.f_ord_greater_than(t, None, a, b)?,
+            CmpOp::FGe => self.b.f_ord_greater_than_equal(t, None, a, b)?,
+            CmpOp::FLg => self.b.f_ord_not_equal(t, None, a, b)?,
+            CmpOp::FNge => self.b.f_unord_less_than(t, None, a, b)?,
+            CmpOp::FNle => self.b.f_unord_greater_than(t, None, a, b)?,
+            CmpOp::FNgt => self.b.f_unord_less_than_equal(t, None, a, b)?,
+            CmpOp::FNlt => self.b.f_unord_greater_than_equal(t, None, a, b)?,
+            CmpOp::FNlg => self.b.f_unord_equal(t, None, a, b)?,
+            CmpOp::FO | CmpOp::FU => {
+                let x = self.b.is_nan(t, None, a)?;
+                let y = self.b.is_nan(t, None, b)?;
+                let any = self.b.logical_or(t, None, x, y)?;
+                if op == CmpOp::FU {
+                    any
+                } else {
+                    self.b.logical_not(t, None, any)?
+                }
+            }
+        })
+    }
+}
+
+/// The type of every value (indexed by `ValueId`).
+fn value_types(body: &Body) -> Vec<Ty> {
+    let mut t = vec![Ty::U32; body.values as usize];
+    for b in &body.blocks {
+        for r in &b.regions {
+            for s in r.stmts() {
+                if let Some((id, ty)) = s.def {
+                    t[id.0 as usize] = ty;
+                }
+            }
+        }
+    }
+    t
+}
+
+#[derive(Clone, Copy)]
+enum PtrSrc {
+    Lds(Word),
+    Dev(Word),
+}
+
+struct MainCx {
+    svars: BTreeMap<SReg, Word>,
+    vvars: BTreeMap<u16, Word>,
+    scc: Word,
+    lane_var: Word,
+    vals: Vec<Word>,
+    tys: Vec<Ty>,
+    multi: BTreeMap<ValueId, Vec<Word>>,
+    lane: Option<Word>,
+}

@@ -1,0 +1,110 @@
+//! Shared by the translator tests: compiles tests/translate/kernels.cl with clang-14 for
+//! gfx1030 and reads each kernel's code and kernel descriptor (the outside oracle for the
+//! compute state).
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use aps5_shader::translate::ComputeState;
+use object::{Object, ObjectSection, ObjectSymbol};
+
+pub const KERNELS: &[&str] = &[
+    "add", "loop", "reduce", "atom", "imath", "fmath", "d64", "sw", "chase", "xlane",
+];
+
+pub struct Kernel {
+    pub name: String,
+    pub code: Vec<u32>,
+    pub state: ComputeState,
+    /// kernel_code_properties of the descriptor.
+    pub props: u16,
+    /// kernarg_size of the descriptor.
+    pub kernarg_size: u32,
+}
+
+fn clang() -> Option<&'static str> {
+    let ok = Command::new("clang-14")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some("clang-14")
+}
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/translate")
+}
+
+/// Compiles tests/translate/kernels.cl and reads each kernel's code and descriptor.
+pub fn build(wave64: bool, local: [u32; 3]) -> Option<Vec<Kernel>> {
+    let Some(cc) = clang() else {
+        eprintln!("SKIP: clang-14 not found (Debian package clang-14); translator tests need it");
+        return None;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let obj = tmp.path().join("k.o");
+    let mut cmd = Command::new(cc);
+    cmd.args([
+        "-x",
+        "cl",
+        "-Xclang",
+        "-finclude-default-header",
+        "-target",
+        "amdgcn-amd-amdhsa",
+        "-mcpu=gfx1030",
+        "-nogpulib",
+        "-O2",
+        "-include",
+    ])
+    .arg(dir().join("shim.h"))
+    .arg("-c")
+    .arg(dir().join("kernels.cl"))
+    .arg("-o")
+    .arg(&obj);
+    if wave64 {
+        cmd.arg("-mwavefrontsize64");
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "clang: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let data = std::fs::read(&obj).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let text = file.section_by_name(".text").unwrap();
+    let text_bytes = text.data().unwrap();
+    let mut out = Vec::new();
+    for name in KERNELS {
+        let sym = file.symbols().find(|s| s.name() == Ok(name)).unwrap();
+        let kd = file
+            .symbols()
+            .find(|s| s.name() == Ok(&format!("{name}.kd")))
+            .unwrap();
+        let kd_sec = file.section_by_index(kd.section_index().unwrap()).unwrap();
+        let kd_data = &kd_sec.data().unwrap()[kd.address() as usize..][..64];
+        let u32_at = |o: usize| u32::from_le_bytes(kd_data[o..o + 4].try_into().unwrap());
+        let props = u16::from_le_bytes(kd_data[56..58].try_into().unwrap());
+        let code: Vec<u32> = text_bytes[sym.address() as usize..]
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        out.push(Kernel {
+            name: name.to_string(),
+            code,
+            state: ComputeState {
+                pgm_rsrc1: u32_at(48),
+                pgm_rsrc2: u32_at(52),
+                workgroup_size: local,
+                wave64: props & (1 << 10) == 0,
+                lds_bytes: u32_at(0),
+                scratch_bytes_per_lane: u32_at(4),
+            },
+            props,
+            kernarg_size: u32_at(8),
+        });
+    }
+    assert!(out.iter().all(|k| k.state.wave64 == wave64));
+    Some(out)
+}

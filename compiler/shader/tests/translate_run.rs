@@ -1,0 +1,464 @@
+//! End to end on Vulkan (lavapipe in CI): clang-14 gfx1030 kernels translated by us, run with
+//! the Khronos validation layer on, and every output checked against the arithmetic the
+//! kernel's OpenCL source states (computed here on the CPU). Also: an access outside every
+//! buffer ends with a fault record naming the address and instruction, and nothing else is
+//! written.
+
+#![allow(clippy::needless_range_loop)] // index loops read best against the kernel source
+
+#[path = "translate/support.rs"]
+mod support;
+
+use aps5_shader::translate::abi::{PERM_READ, PERM_WRITE, RangeEntry, push};
+use aps5_shader::translate::{FaultReason, FaultRecord, Options, translate_compute};
+use aps5_vulkan::{Buffer, Gpu, GpuOptions, PipelineDesc};
+use support::{Kernel, build};
+
+fn gpu() -> Gpu {
+    let mut opts = GpuOptions::from_env();
+    opts.validation = true;
+    Gpu::new(&opts).expect("open a Vulkan device (lavapipe: mesa-vulkan-drivers)")
+}
+
+/// A kernel argument.
+enum Arg {
+    /// A buffer of bytes (written back after the run).
+    Buf(Vec<u8>),
+    /// A 32-bit scalar.
+    U32(u32),
+}
+
+struct Run {
+    bufs: Vec<Vec<u8>>,
+    fault: FaultRecord,
+}
+
+fn u32s(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+fn to_u32s(b: &[u8]) -> Vec<u32> {
+    b.chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// Lays out guest memory (dispatch packet, kernargs, one region per buffer, each its own
+/// range-table entry), runs `groups` workgroups of `local` lanes and reads everything back.
+fn run(gpu: &Gpu, k: &Kernel, local: u32, groups: u32, args: Vec<Arg>) -> Run {
+    let mut state = k.state.clone();
+    state.workgroup_size = [local, 1, 1];
+    let t = translate_compute(
+        &k.code,
+        &state,
+        &Options {
+            loop_limit: 1 << 20,
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", k.name));
+    // Regions, each 256-byte aligned: packet, kernargs, buffers.
+    let mut regions: Vec<(u64, Vec<u8>, u32)> = Vec::new();
+    let mut at = 0u64;
+    let mut place = |bytes: Vec<u8>, perms: u32, regions: &mut Vec<(u64, Vec<u8>, u32)>| {
+        let a = at;
+        at += (bytes.len() as u64).max(4).div_ceil(256) * 256 + 256;
+        regions.push((a, bytes, perms));
+        a
+    };
+    let mut packet = vec![0u8; 64];
+    packet[4..6].copy_from_slice(&(local as u16).to_le_bytes());
+    packet[6..8].copy_from_slice(&1u16.to_le_bytes());
+    packet[8..10].copy_from_slice(&1u16.to_le_bytes());
+    packet[12..16].copy_from_slice(&(local * groups).to_le_bytes());
+    packet[16..20].copy_from_slice(&1u32.to_le_bytes());
+    packet[20..24].copy_from_slice(&1u32.to_le_bytes());
+    place(packet, PERM_READ, &mut regions);
+    let kernarg_idx = regions.len();
+    place(
+        vec![0u8; k.kernarg_size.max(8) as usize],
+        PERM_READ,
+        &mut regions,
+    );
+    let mut kernargs = vec![0u8; k.kernarg_size.max(8) as usize];
+    let mut ka = 0usize;
+    let mut buf_regions = Vec::new();
+    for a in args {
+        match a {
+            Arg::Buf(b) => {
+                let ga = place(b, PERM_READ | PERM_WRITE, &mut regions);
+                buf_regions.push(regions.len() - 1);
+                ka = ka.next_multiple_of(8);
+                kernargs[ka..ka + 8].copy_from_slice(&ga.to_le_bytes());
+                ka += 8;
+            }
+            Arg::U32(v) => {
+                ka = ka.next_multiple_of(4);
+                kernargs[ka..ka + 4].copy_from_slice(&v.to_le_bytes());
+                ka += 4;
+            }
+        }
+    }
+    regions[kernarg_idx].1 = kernargs;
+    let mut mem: Buffer = gpu.create_buffer(at).unwrap();
+    let base = mem.device_address();
+    // Guest addresses are the device addresses of the one buffer: the table still bounds them.
+    let mut table = Vec::new();
+    for (a, bytes, perms) in &regions {
+        mem.write(*a as usize, bytes).unwrap();
+        table.extend(
+            RangeEntry {
+                guest_begin: base + a,
+                guest_end: base + a + bytes.len() as u64,
+                device_addr: base + a,
+                perms: *perms,
+                pad: 0,
+            }
+            .to_bytes(),
+        );
+    }
+    // The kernarg pointers were written as offsets; make them guest addresses.
+    let mut ks = regions[kernarg_idx].1.clone();
+    let mut ka = 0usize;
+    for &r in &buf_regions {
+        // Buffers were placed in argument order; find each pointer slot again.
+        while u64::from_le_bytes(ks[ka..ka + 8].try_into().unwrap()) != regions[r].0 {
+            ka += 4;
+        }
+        ks[ka..ka + 8].copy_from_slice(&(base + regions[r].0).to_le_bytes());
+        ka += 8;
+    }
+    mem.write(regions[kernarg_idx].0 as usize, &ks).unwrap();
+    let mut tbuf = gpu.create_buffer(table.len() as u64).unwrap();
+    tbuf.write(0, &table).unwrap();
+    let fbuf = gpu.create_buffer(32).unwrap();
+    // User SGPRs in HSA order from kernel_code_properties.
+    let mut sgprs = Vec::new();
+    let p = k.props;
+    if p & 1 != 0 {
+        sgprs.extend([0u32; 4]);
+    }
+    if p & 2 != 0 {
+        let a = base + regions[0].0;
+        sgprs.extend([a as u32, (a >> 32) as u32]);
+    }
+    if p & 4 != 0 {
+        sgprs.extend([0u32; 2]);
+    }
+    if p & 8 != 0 {
+        let a = base + regions[kernarg_idx].0;
+        sgprs.extend([a as u32, (a >> 32) as u32]);
+    }
+    assert!(p & 0x70 == 0, "{}: unexpected user SGPRs {p:#x}", k.name);
+    assert_eq!(sgprs.len() as u32, state.user_sgprs(), "{}", k.name);
+    let mut pc = vec![0u8; push::SIZE as usize];
+    for (i, s) in sgprs.iter().enumerate() {
+        pc[i * 4..i * 4 + 4].copy_from_slice(&s.to_le_bytes());
+    }
+    pc[64..72].copy_from_slice(&tbuf.device_address().to_le_bytes());
+    pc[72..80].copy_from_slice(&fbuf.device_address().to_le_bytes());
+    pc[80..84].copy_from_slice(&((table.len() / 32) as u32).to_le_bytes());
+    let pipe = gpu
+        .create_compute_pipeline(&PipelineDesc {
+            spirv: &t.spirv,
+            entry: "main",
+            push_constant_bytes: t.push_constant_bytes,
+            required_subgroup_size: None,
+        })
+        .unwrap_or_else(|e| panic!("{}: {e}", k.name));
+    gpu.dispatch(&pipe, &pc, [groups, 1, 1])
+        .unwrap_or_else(|e| panic!("{}: {e}", k.name));
+    gpu.check_validation().unwrap();
+    let all = mem.bytes();
+    let bufs = buf_regions
+        .iter()
+        .map(|&r| all[regions[r].0 as usize..][..regions[r].1.len()].to_vec())
+        .collect();
+    let fault = FaultRecord::from_bytes(fbuf.bytes()[..32].try_into().unwrap());
+    Run { bufs, fault }
+}
+
+fn kernel<'a>(ks: &'a [Kernel], name: &str) -> &'a Kernel {
+    ks.iter().find(|k| k.name == name).unwrap()
+}
+
+fn hash(i: u32) -> u32 {
+    i.wrapping_mul(2654435761) ^ (i >> 3)
+}
+
+#[test]
+fn kernels_match_their_source_on_vulkan() {
+    let gpu = gpu();
+    for wave64 in [false, true] {
+        let Some(ks) = build(wave64, [64, 1, 1]) else {
+            return;
+        };
+        let w = if wave64 { "wave64" } else { "wave32" };
+        // add: c[i] = a[i] * 3 + b[i] for i < n (n not a multiple of the wave).
+        let n = 150u32;
+        let a: Vec<u32> = (0..160).map(hash).collect();
+        let b: Vec<u32> = (0..160).map(|i| hash(i + 1000)).collect();
+        let r = run(
+            &gpu,
+            kernel(&ks, "add"),
+            64,
+            3,
+            vec![
+                Arg::Buf(u32s(&a)),
+                Arg::Buf(u32s(&b)),
+                Arg::Buf(vec![0xEE; 160 * 4]),
+                Arg::U32(n),
+            ],
+        );
+        let c = to_u32s(&r.bufs[2]);
+        for i in 0..160 {
+            let want = if (i as u32) < n {
+                a[i].wrapping_mul(3).wrapping_add(b[i])
+            } else {
+                0xEEEE_EEEE
+            };
+            assert_eq!(c[i], want, "{w} add c[{i}]");
+        }
+        assert_eq!(r.fault.state, 0, "{w} add: unexpected fault {:?}", r.fault);
+
+        // reduce: out[g] = sum of the group's 64 inputs (LDS + barriers).
+        let a: Vec<u32> = (0..256).map(hash).collect();
+        let r = run(
+            &gpu,
+            kernel(&ks, "reduce"),
+            64,
+            4,
+            vec![Arg::Buf(u32s(&a)), Arg::Buf(vec![0; 16])],
+        );
+        let out = to_u32s(&r.bufs[1]);
+        for g in 0..4 {
+            let want = a[g * 64..][..64]
+                .iter()
+                .fold(0u32, |s, x| s.wrapping_add(*x));
+            assert_eq!(out[g], want, "{w} reduce out[{g}]");
+        }
+
+        // atom: a[0] += every i; b[i] = i * 0x100000001 + b[i].
+        let b: Vec<u64> = (0..128).map(|i| (hash(i) as u64) << 7).collect();
+        let r = run(
+            &gpu,
+            kernel(&ks, "atom"),
+            64,
+            2,
+            vec![
+                Arg::Buf(u32s(&[5])),
+                Arg::Buf(b.iter().flat_map(|x| x.to_le_bytes()).collect()),
+            ],
+        );
+        assert_eq!(
+            to_u32s(&r.bufs[0])[0],
+            5 + (0..128).sum::<u32>(),
+            "{w} atom a[0]"
+        );
+        for i in 0..128 {
+            let got = u64::from_le_bytes(r.bufs[1][i * 8..][..8].try_into().unwrap());
+            let want = (i as u64).wrapping_mul(0x1_0000_0001).wrapping_add(b[i]);
+            assert_eq!(got, want, "{w} atom b[{i}]");
+        }
+
+        // sw: switch + loop with continue/break, per lane divergent.
+        let a: Vec<u32> = (0..64).map(|i| hash(i) % 2000).collect();
+        let r = run(&gpu, kernel(&ks, "sw"), 64, 1, vec![Arg::Buf(u32s(&a))]);
+        let got = to_u32s(&r.bufs[0]);
+        for i in 0..64u32 {
+            let x = a[i as usize] as i32;
+            let mut v = match x & 7 {
+                0 => 10,
+                1 => x * 2,
+                2 => -1,
+                5 => 77,
+                _ => 3,
+            };
+            for k in 0..10 {
+                if k == (i & 3) as i32 {
+                    continue;
+                }
+                if v > 1000 {
+                    break;
+                }
+                v += k;
+            }
+            assert_eq!(got[i as usize] as i32, v, "{w} sw a[{i}]");
+        }
+
+        // loop: a[i] = sum over k < i % 7 of a[k] * 0.5 (one wave, so every lane reads the
+        // inputs before any lane stores).
+        let a: Vec<f32> = (0..32).map(|i| (hash(i) % 1000) as f32 * 0.25).collect();
+        let r = run(
+            &gpu,
+            kernel(&ks, "loop"),
+            32,
+            1,
+            vec![
+                Arg::Buf(a.iter().flat_map(|x| x.to_le_bytes()).collect()),
+                Arg::U32(32),
+            ],
+        );
+        let got = to_u32s(&r.bufs[0]);
+        for i in 0..32 {
+            let mut s = 0f32;
+            for k in 0..i % 7 {
+                s = a[k].mul_add(0.5, s);
+            }
+            assert_eq!(f32::from_bits(got[i]), s, "{w} loop a[{i}]");
+        }
+
+        // imath: integer ALU (shifts, min/max, popcount, clz, abs, 32-bit multiply).
+        let xa: Vec<u32> = (0..64).map(|i| hash(i).rotate_left(i)).collect();
+        let yb: Vec<u32> = (0..64).map(|i| hash(i + 77)).collect();
+        let r = run(
+            &gpu,
+            kernel(&ks, "imath"),
+            64,
+            1,
+            vec![Arg::Buf(u32s(&xa)), Arg::Buf(u32s(&yb))],
+        );
+        let got = to_u32s(&r.bufs[0]);
+        for i in 0..64 {
+            let (x, y) = (xa[i] as i32, yb[i]);
+            let want = (x >> 2)
+                .wrapping_add((y >> (x & 31)) as i32)
+                .wrapping_add(x.min(y as i32))
+                .wrapping_add(x.max(3))
+                .wrapping_add(x ^ y as i32)
+                .wrapping_add(y.count_ones() as i32)
+                .wrapping_add(if y != 0 { y.leading_zeros() as i32 } else { 32 })
+                .wrapping_add(x.wrapping_abs())
+                .wrapping_add(y.wrapping_mul(2654435761) as i32);
+            assert_eq!(got[i] as i32, want, "{w} imath a[{i}] x={x} y={y}");
+        }
+
+        // fmath: float ALU, conversions, compares; the GPU may contract x*y+k into an fma, so
+        // compare within a relative 1e-5.
+        let fa: Vec<f32> = (0..64)
+            .map(|i| (hash(i) % 2000) as f32 / 7.0 - 100.0)
+            .collect();
+        let fb: Vec<f32> = (0..64)
+            .map(|i| (hash(i + 5) % 2000) as f32 / 3.0 - 300.0)
+            .collect();
+        let k = 1.25f32;
+        let r = run(
+            &gpu,
+            kernel(&ks, "fmath"),
+            64,
+            1,
+            vec![
+                Arg::Buf(fa.iter().flat_map(|x| x.to_le_bytes()).collect()),
+                Arg::Buf(fb.iter().flat_map(|x| x.to_le_bytes()).collect()),
+                Arg::U32(k.to_bits()),
+            ],
+        );
+        let got = to_u32s(&r.bufs[0]);
+        for i in 0..64 {
+            let (x, y) = (fa[i], fb[i]);
+            let want = (x * y + k) - x.min(y)
+                + x.abs() * if x > y { 2.0 } else { -3.0 }
+                + i as f32
+                + (i >> 3) as f32
+                + y.abs().sqrt()
+                + x.floor();
+            let g = f32::from_bits(got[i]);
+            assert!(
+                (g - want).abs() <= 1e-5 * want.abs().max(1.0),
+                "{w} fmath a[{i}]: got {g}, want {want}"
+            );
+        }
+
+        // d64: f64 multiply-add and conversion, 64-bit integer multiply/shift/add.
+        let da: Vec<f64> = (0..64).map(|i| hash(i) as f64 / 1024.0 - 7.5).collect();
+        let db: Vec<i64> = (0..64)
+            .map(|i| ((hash(i) as i64) << 20) - (hash(i + 9) as i64) * 977)
+            .collect();
+        let r = run(
+            &gpu,
+            kernel(&ks, "d64"),
+            64,
+            1,
+            vec![
+                Arg::Buf(da.iter().flat_map(|x| x.to_le_bytes()).collect()),
+                Arg::Buf(db.iter().flat_map(|x| x.to_le_bytes()).collect()),
+            ],
+        );
+        for i in 0..64 {
+            let ga = f64::from_le_bytes(r.bufs[0][i * 8..][..8].try_into().unwrap());
+            let want = da[i] * 1.5 + (db[i] as i32) as f64;
+            assert!(
+                (ga - want).abs() <= 1e-12 * want.abs().max(1.0),
+                "{w} d64 a[{i}]: got {ga}, want {want}"
+            );
+            let gb = i64::from_le_bytes(r.bufs[1][i * 8..][..8].try_into().unwrap());
+            let b = db[i];
+            let want = b
+                .wrapping_mul(3)
+                .wrapping_add(b >> 3)
+                .wrapping_add(i as i64);
+            assert_eq!(gb, want, "{w} d64 b[{i}]");
+        }
+
+        // xlane: a[i] = v + readfirstlane(v): the first lane of each wave.
+        let a: Vec<u32> = (0..64).map(hash).collect();
+        let r = run(&gpu, kernel(&ks, "xlane"), 64, 1, vec![Arg::Buf(u32s(&a))]);
+        let got = to_u32s(&r.bufs[0]);
+        let lanes = if wave64 { 64 } else { 32 };
+        for i in 0..64 {
+            let first = a[i / lanes * lanes];
+            assert_eq!(got[i], a[i].wrapping_add(first), "{w} xlane a[{i}]");
+        }
+    }
+    gpu.check_validation().unwrap();
+}
+
+#[test]
+fn out_of_bounds_store_is_reported_and_dropped() {
+    let gpu = gpu();
+    let Some(ks) = build(false, [64, 1, 1]) else {
+        return;
+    };
+    // n larger than the buffers: lanes 16.. write past c, which must fault, not corrupt.
+    let a = vec![1u32; 16];
+    let r = run(
+        &gpu,
+        kernel(&ks, "add"),
+        64,
+        1,
+        vec![
+            Arg::Buf(u32s(&a)),
+            Arg::Buf(u32s(&a)),
+            Arg::Buf(vec![0; 16 * 4]),
+            Arg::U32(64),
+        ],
+    );
+    assert_eq!(
+        r.fault.fault(),
+        Some(FaultReason::Unmapped),
+        "{:?}",
+        r.fault
+    );
+    assert_eq!(r.fault.bytes, 4);
+    // The first fault is a lane's load past `a` or `b` (loads come before the store), and the
+    // record names that instruction, as llvm-mc's text of the code at the offset shows.
+    let k = kernel(&ks, "add");
+    let bytes: Vec<u8> = k.code.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let inst =
+        match aps5_shader::decode_at(&bytes, r.fault.inst_offset as usize, Default::default()) {
+            aps5_shader::Decoded::Inst(i) => i,
+            d => panic!(
+                "fault offset {:#x} is no instruction: {d:?}",
+                r.fault.inst_offset
+            ),
+        };
+    assert_eq!(inst.name(), "global_load_dword", "{:?}", r.fault);
+    assert!(
+        r.fault.address.is_multiple_of(4) && r.fault.address != 0,
+        "{:?}",
+        r.fault
+    );
+    assert!(
+        to_u32s(&r.bufs[2]).iter().all(|&x| x == 4),
+        "in-bounds results kept"
+    );
+}

@@ -1,0 +1,820 @@
+//! aps5-vulkan: the Vulkan back end's compute core, on ash.
+//!
+//! [`Gpu`] picks a device (the first, or the one `APS5_VK_DEVICE` names by index or by a part of
+//! its name), enables the features a translated shader may use when the device has them, and
+//! with validation on (`APS5_VK_VALIDATION=1`, or [`GpuOptions::validation`]) turns every error
+//! the Khronos validation layer reports into a failure of the call that caused it.
+//!
+//! Shaders get no descriptors: everything reaches them through push constants and buffer device
+//! addresses (docs/SHADER_ABI.md), so a [`Buffer`] is host-visible memory with a device address
+//! and a [`ComputePipeline`] is SPIR-V plus a push-constant range.
+//!
+//! ```no_run
+//! use aps5_vulkan::{Gpu, GpuOptions};
+//! let gpu = Gpu::new(&GpuOptions::from_env()).unwrap();
+//! let buf = gpu.create_buffer(256).unwrap();
+//! println!("{} at {:#x}", gpu.info().name, buf.device_address());
+//! ```
+
+use std::ffi::{CStr, CString, c_void};
+use std::sync::{Arc, Mutex};
+
+use ash::vk;
+
+/// What went wrong, with the Vulkan call or the condition that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum VkError {
+    #[error("cannot load the Vulkan loader (libvulkan.so.1; Debian package libvulkan1): {0}")]
+    Load(String),
+    #[error("{call} failed: {result}")]
+    Call {
+        call: &'static str,
+        result: vk::Result,
+    },
+    #[error(
+        "the Khronos validation layer is not installed (Debian package vulkan-validationlayers)"
+    )]
+    NoValidationLayer,
+    #[error("no Vulkan device{0}")]
+    NoDevice(String),
+    #[error("device {name}: {what}")]
+    Unsupported { name: String, what: String },
+    #[error("no host-visible, host-coherent memory type for a {0}-byte buffer")]
+    NoMemoryType(u64),
+    #[error("the validation layer reported {} error(s):\n{}", .0.len(), .0.join("\n"))]
+    Validation(Vec<String>),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+pub type Result<T> = std::result::Result<T, VkError>;
+
+fn call<T>(name: &'static str, r: std::result::Result<T, vk::Result>) -> Result<T> {
+    r.map_err(|result| VkError::Call { call: name, result })
+}
+
+/// How to open the GPU.
+#[derive(Clone, Debug, Default)]
+pub struct GpuOptions {
+    /// Enable VK_LAYER_KHRONOS_validation and fail on every error it reports.
+    pub validation: bool,
+    /// A device index ("1") or a case-insensitive part of its name ("llvmpipe"); None = the first.
+    pub device: Option<String>,
+}
+
+impl GpuOptions {
+    /// `APS5_VK_VALIDATION=1` and `APS5_VK_DEVICE=...` from the environment.
+    pub fn from_env() -> GpuOptions {
+        GpuOptions {
+            validation: std::env::var("APS5_VK_VALIDATION").is_ok_and(|v| v == "1"),
+            device: std::env::var("APS5_VK_DEVICE")
+                .ok()
+                .filter(|s| !s.is_empty()),
+        }
+    }
+}
+
+/// Facts about the chosen device that callers plan with.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    pub index: usize,
+    pub name: String,
+    /// VK_API_VERSION of the device, decoded as (major, minor, patch).
+    pub api_version: (u32, u32, u32),
+    pub driver: String,
+    /// Default subgroup size (VkPhysicalDeviceSubgroupProperties::subgroupSize).
+    pub subgroup_size: u32,
+    /// Range VK_EXT_subgroup_size_control allows (equal to subgroup_size when it is absent).
+    pub min_subgroup_size: u32,
+    pub max_subgroup_size: u32,
+    pub subgroup_size_control: bool,
+    pub max_push_constants_size: u32,
+    pub max_compute_shared_memory_size: u32,
+    pub max_compute_workgroup_invocations: u32,
+    pub shader_float64: bool,
+    pub shader_int64: bool,
+    pub validation: bool,
+}
+
+/// The collected validation messages; the callback's user data points here.
+type Messages = Mutex<Vec<String>>;
+
+struct Inner {
+    _entry: ash::Entry,
+    instance: ash::Instance,
+    debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
+    messages: Box<Messages>,
+    device: ash::Device,
+    /// The queue and the command pool, used by one submission at a time (Vulkan requires
+    /// external synchronisation of both).
+    submit: Mutex<(vk::Queue, vk::CommandPool)>,
+    memory: vk::PhysicalDeviceMemoryProperties,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // SAFETY: every object below was created from these handles, and the buffers and
+        // pipelines that hold an Arc<Inner> are gone, so nothing else uses them.
+        unsafe {
+            let _ = self.device.device_wait_idle();
+            let (_, pool) = *self.submit.lock().unwrap_or_else(|e| e.into_inner());
+            self.device.destroy_command_pool(pool, None);
+            self.device.destroy_device(None);
+            if let Some((utils, messenger)) = self.debug.take() {
+                utils.destroy_debug_utils_messenger(messenger, None);
+            }
+            self.instance.destroy_instance(None);
+        }
+    }
+}
+
+/// An opened Vulkan device with one compute queue.
+pub struct Gpu {
+    inner: Arc<Inner>,
+    info: DeviceInfo,
+}
+
+unsafe extern "system" fn on_message(
+    severity: vk::DebugUtilsMessageSeverityFlagsEXT,
+    _types: vk::DebugUtilsMessageTypeFlagsEXT,
+    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
+    user: *mut c_void,
+) -> vk::Bool32 {
+    // SAFETY: the layer passes valid callback data; user is the Box<Messages> Inner owns and
+    // frees only after destroying the messenger.
+    let (text, messages) = unsafe {
+        let d = &*data;
+        let text = if d.p_message.is_null() {
+            String::from("(no message)")
+        } else {
+            CStr::from_ptr(d.p_message).to_string_lossy().into_owned()
+        };
+        (text, &*(user as *const Messages))
+    };
+    if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR) {
+        if let Ok(mut m) = messages.lock() {
+            m.push(text);
+        }
+    } else {
+        eprintln!("vulkan validation: {text}");
+    }
+    vk::FALSE
+}
+
+fn version(v: u32) -> (u32, u32, u32) {
+    (
+        vk::api_version_major(v),
+        vk::api_version_minor(v),
+        vk::api_version_patch(v),
+    )
+}
+
+fn c_chars(chars: &[std::ffi::c_char]) -> String {
+    let bytes: Vec<u8> = chars
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+impl Gpu {
+    /// Opens the device `opts` names (see [`GpuOptions`]).
+    pub fn new(opts: &GpuOptions) -> Result<Gpu> {
+        // SAFETY: loading libvulkan runs its initialisers; it is the system Vulkan loader.
+        let entry = unsafe { ash::Entry::load() }.map_err(|e| VkError::Load(e.to_string()))?;
+        let validation_layer = c"VK_LAYER_KHRONOS_validation";
+        let mut layers = Vec::new();
+        let mut extensions = Vec::new();
+        if opts.validation {
+            // SAFETY: plain enumeration calls on a loaded entry.
+            let have = call("vkEnumerateInstanceLayerProperties", unsafe {
+                entry.enumerate_instance_layer_properties()
+            })?;
+            if !have
+                .iter()
+                .any(|l| l.layer_name_as_c_str() == Ok(validation_layer))
+            {
+                return Err(VkError::NoValidationLayer);
+            }
+            layers.push(validation_layer.as_ptr());
+            extensions.push(ash::ext::debug_utils::NAME.as_ptr());
+        }
+        let app = vk::ApplicationInfo::default()
+            .application_name(c"aps5")
+            .api_version(vk::API_VERSION_1_3);
+        let messages: Box<Messages> = Box::new(Mutex::new(Vec::new()));
+        let severities = vk::DebugUtilsMessageSeverityFlagsEXT::ERROR
+            | vk::DebugUtilsMessageSeverityFlagsEXT::WARNING;
+        let types = vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
+            | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
+            | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE;
+        let user = &*messages as *const Messages as *mut c_void;
+        let mut messenger_info = vk::DebugUtilsMessengerCreateInfoEXT::default()
+            .message_severity(severities)
+            .message_type(types)
+            .pfn_user_callback(Some(on_message))
+            .user_data(user);
+        let mut create = vk::InstanceCreateInfo::default()
+            .application_info(&app)
+            .enabled_layer_names(&layers)
+            .enabled_extension_names(&extensions);
+        if opts.validation {
+            // Also catches errors in vkCreateInstance / vkDestroyInstance themselves.
+            create = create.push_next(&mut messenger_info);
+        }
+        // SAFETY: create info and everything it points to live across the call.
+        let instance = call("vkCreateInstance", unsafe {
+            entry.create_instance(&create, None)
+        })?;
+        let debug = if opts.validation {
+            let utils = ash::ext::debug_utils::Instance::new(&entry, &instance);
+            let info = vk::DebugUtilsMessengerCreateInfoEXT::default()
+                .message_severity(severities)
+                .message_type(types)
+                .pfn_user_callback(Some(on_message))
+                .user_data(user);
+            // SAFETY: the user data outlives the messenger (both owned by Inner, freed after).
+            match unsafe { utils.create_debug_utils_messenger(&info, None) } {
+                Ok(m) => Some((utils, m)),
+                Err(result) => {
+                    // SAFETY: nothing else was created from this instance.
+                    unsafe { instance.destroy_instance(None) };
+                    return Err(VkError::Call {
+                        call: "vkCreateDebugUtilsMessengerEXT",
+                        result,
+                    });
+                }
+            }
+        } else {
+            None
+        };
+        match open_device(&instance, opts) {
+            Ok((physical, index, device, queue, pool, mut info)) => {
+                info.index = index;
+                info.validation = opts.validation;
+                // SAFETY: physical is a handle enumerated from this instance.
+                let memory = unsafe { instance.get_physical_device_memory_properties(physical) };
+                Ok(Gpu {
+                    inner: Arc::new(Inner {
+                        _entry: entry,
+                        instance,
+                        debug,
+                        messages,
+                        device,
+                        submit: Mutex::new((queue, pool)),
+                        memory,
+                    }),
+                    info,
+                })
+            }
+            Err(e) => {
+                // SAFETY: no device exists; tear down what we made, in reverse order.
+                unsafe {
+                    if let Some((utils, m)) = debug {
+                        utils.destroy_debug_utils_messenger(m, None);
+                    }
+                    instance.destroy_instance(None);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Fails with every validation error reported since the last check (and forgets them).
+    pub fn check_validation(&self) -> Result<()> {
+        let mut m = self.inner.messages.lock().expect("validation messages");
+        if m.is_empty() {
+            Ok(())
+        } else {
+            Err(VkError::Validation(std::mem::take(&mut *m)))
+        }
+    }
+
+    /// A host-visible, host-coherent storage buffer of `bytes` (at least 4) with a device
+    /// address, zero-filled.
+    pub fn create_buffer(&self, bytes: u64) -> Result<Buffer> {
+        let d = &self.inner.device;
+        let size = bytes.max(4).next_multiple_of(4);
+        let info = vk::BufferCreateInfo::default()
+            .size(size)
+            .usage(
+                vk::BufferUsageFlags::STORAGE_BUFFER
+                    | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS
+                    | vk::BufferUsageFlags::TRANSFER_SRC
+                    | vk::BufferUsageFlags::TRANSFER_DST,
+            )
+            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        // SAFETY: valid create info on our device.
+        let buffer = call("vkCreateBuffer", unsafe { d.create_buffer(&info, None) })?;
+        let destroy_buffer = |e| {
+            // SAFETY: the buffer is unused and unbound.
+            unsafe { d.destroy_buffer(buffer, None) };
+            e
+        };
+        // SAFETY: buffer is a live handle of this device.
+        let req = unsafe { d.get_buffer_memory_requirements(buffer) };
+        let wanted = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+        let mem = &self.inner.memory;
+        let Some(type_index) = (0..mem.memory_type_count).find(|&i| {
+            req.memory_type_bits & (1 << i) != 0
+                && mem.memory_types[i as usize].property_flags.contains(wanted)
+        }) else {
+            return Err(destroy_buffer(VkError::NoMemoryType(size)));
+        };
+        let mut flags =
+            vk::MemoryAllocateFlagsInfo::default().flags(vk::MemoryAllocateFlags::DEVICE_ADDRESS);
+        let alloc = vk::MemoryAllocateInfo::default()
+            .allocation_size(req.size)
+            .memory_type_index(type_index)
+            .push_next(&mut flags);
+        // SAFETY: valid allocate info.
+        let memory = match unsafe { d.allocate_memory(&alloc, None) } {
+            Ok(m) => m,
+            Err(result) => {
+                return Err(destroy_buffer(VkError::Call {
+                    call: "vkAllocateMemory",
+                    result,
+                }));
+            }
+        };
+        let free = |e| {
+            // SAFETY: unused memory and buffer of this device.
+            unsafe {
+                d.destroy_buffer(buffer, None);
+                d.free_memory(memory, None);
+            }
+            e
+        };
+        // SAFETY: memory is large enough (from the requirements) and not yet bound.
+        if let Err(result) = unsafe { d.bind_buffer_memory(buffer, memory, 0) } {
+            return Err(free(VkError::Call {
+                call: "vkBindBufferMemory",
+                result,
+            }));
+        }
+        // SAFETY: host-visible memory, mapped once for the buffer's lifetime.
+        let ptr =
+            match unsafe { d.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) } {
+                Ok(p) => p as *mut u8,
+                Err(result) => {
+                    return Err(free(VkError::Call {
+                        call: "vkMapMemory",
+                        result,
+                    }));
+                }
+            };
+        // SAFETY: the mapping covers `size` bytes.
+        unsafe { std::ptr::write_bytes(ptr, 0, size as usize) };
+        let addr_info = vk::BufferDeviceAddressInfo::default().buffer(buffer);
+        // SAFETY: the buffer was created with SHADER_DEVICE_ADDRESS and is bound.
+        let address = unsafe { d.get_buffer_device_address(&addr_info) };
+        Ok(Buffer {
+            inner: self.inner.clone(),
+            buffer,
+            memory,
+            ptr,
+            size,
+            address,
+        })
+    }
+
+    /// A compute pipeline for SPIR-V `words` with a push-constant range of
+    /// `push_constant_bytes` and no descriptor sets.
+    pub fn create_compute_pipeline(&self, desc: &PipelineDesc<'_>) -> Result<ComputePipeline> {
+        let d = &self.inner.device;
+        if desc.push_constant_bytes > self.info.max_push_constants_size {
+            return Err(VkError::Unsupported {
+                name: self.info.name.clone(),
+                what: format!(
+                    "{} bytes of push constants (the device allows {})",
+                    desc.push_constant_bytes, self.info.max_push_constants_size
+                ),
+            });
+        }
+        let entry = CString::new(desc.entry)
+            .map_err(|_| VkError::Invalid(format!("entry point name {:?}", desc.entry)))?;
+        let module_info = vk::ShaderModuleCreateInfo::default().code(desc.spirv);
+        // SAFETY: valid create info; the SPIR-V is checked by the driver / validation layer.
+        let module = call("vkCreateShaderModule", unsafe {
+            d.create_shader_module(&module_info, None)
+        })?;
+        let ranges = [vk::PushConstantRange::default()
+            .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            .offset(0)
+            .size(desc.push_constant_bytes)];
+        let layout_info = if desc.push_constant_bytes > 0 {
+            vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&ranges)
+        } else {
+            vk::PipelineLayoutCreateInfo::default()
+        };
+        // SAFETY: valid create info.
+        let layout = match unsafe { d.create_pipeline_layout(&layout_info, None) } {
+            Ok(l) => l,
+            Err(result) => {
+                // SAFETY: the module is unused.
+                unsafe { d.destroy_shader_module(module, None) };
+                return Err(VkError::Call {
+                    call: "vkCreatePipelineLayout",
+                    result,
+                });
+            }
+        };
+        let mut required = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default()
+            .required_subgroup_size(
+                desc.required_subgroup_size
+                    .unwrap_or(self.info.subgroup_size),
+            );
+        let mut stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(module)
+            .name(&entry);
+        if desc.required_subgroup_size.is_some() {
+            stage = stage.push_next(&mut required);
+        }
+        let info = vk::ComputePipelineCreateInfo::default()
+            .stage(stage)
+            .layout(layout);
+        // SAFETY: valid create info; module and layout are live.
+        let created =
+            unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) };
+        // SAFETY: a pipeline keeps no reference to its module.
+        unsafe { d.destroy_shader_module(module, None) };
+        let pipeline = match created {
+            Ok(p) => p[0],
+            Err((_, result)) => {
+                // SAFETY: the layout is unused.
+                unsafe { d.destroy_pipeline_layout(layout, None) };
+                return Err(VkError::Call {
+                    call: "vkCreateComputePipelines",
+                    result,
+                });
+            }
+        };
+        self.check_validation()?;
+        Ok(ComputePipeline {
+            inner: self.inner.clone(),
+            pipeline,
+            layout,
+            push_constant_bytes: desc.push_constant_bytes,
+        })
+    }
+
+    /// Records push constants + one dispatch of `groups`, submits, and waits for completion.
+    pub fn dispatch(
+        &self,
+        pipeline: &ComputePipeline,
+        push: &[u8],
+        groups: [u32; 3],
+    ) -> Result<()> {
+        if push.len() != pipeline.push_constant_bytes as usize {
+            return Err(VkError::Invalid(format!(
+                "{} bytes of push constants for a pipeline that takes {}",
+                push.len(),
+                pipeline.push_constant_bytes
+            )));
+        }
+        let d = &self.inner.device;
+        let submit = self.inner.submit.lock().unwrap_or_else(|e| e.into_inner());
+        let (queue, pool) = *submit;
+        let alloc = vk::CommandBufferAllocateInfo::default()
+            .command_pool(pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(1);
+        // SAFETY: valid allocate info; the pool is ours while `submit` is locked.
+        let cmd = call("vkAllocateCommandBuffers", unsafe {
+            d.allocate_command_buffers(&alloc)
+        })?[0];
+        let result = (|| {
+            let begin = vk::CommandBufferBeginInfo::default()
+                .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+            // SAFETY: cmd is a fresh primary command buffer; every handle recorded is live.
+            unsafe {
+                call("vkBeginCommandBuffer", d.begin_command_buffer(cmd, &begin))?;
+                d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipeline.pipeline);
+                if !push.is_empty() {
+                    d.cmd_push_constants(
+                        cmd,
+                        pipeline.layout,
+                        vk::ShaderStageFlags::COMPUTE,
+                        0,
+                        push,
+                    );
+                }
+                d.cmd_dispatch(cmd, groups[0], groups[1], groups[2]);
+                // Make the shader's writes visible to the host reads that follow.
+                let barrier = vk::MemoryBarrier::default()
+                    .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                    .dst_access_mask(vk::AccessFlags::HOST_READ);
+                d.cmd_pipeline_barrier(
+                    cmd,
+                    vk::PipelineStageFlags::COMPUTE_SHADER,
+                    vk::PipelineStageFlags::HOST,
+                    vk::DependencyFlags::empty(),
+                    &[barrier],
+                    &[],
+                    &[],
+                );
+                call("vkEndCommandBuffer", d.end_command_buffer(cmd))?;
+                let fence = call(
+                    "vkCreateFence",
+                    d.create_fence(&vk::FenceCreateInfo::default(), None),
+                )?;
+                let cmds = [cmd];
+                let info = vk::SubmitInfo::default().command_buffers(&cmds);
+                let waited =
+                    call("vkQueueSubmit", d.queue_submit(queue, &[info], fence)).and_then(|()| {
+                        call(
+                            "vkWaitForFences",
+                            d.wait_for_fences(&[fence], true, u64::MAX),
+                        )
+                    });
+                d.destroy_fence(fence, None);
+                waited
+            }
+        })();
+        // SAFETY: the submission finished (or never started); the buffer is idle.
+        unsafe { d.free_command_buffers(pool, &[cmd]) };
+        drop(submit);
+        result?;
+        self.check_validation()
+    }
+}
+
+type Opened = (
+    vk::PhysicalDevice,
+    usize,
+    ash::Device,
+    vk::Queue,
+    vk::CommandPool,
+    DeviceInfo,
+);
+
+fn open_device(instance: &ash::Instance, opts: &GpuOptions) -> Result<Opened> {
+    // SAFETY: enumeration on a live instance.
+    let physicals = call("vkEnumeratePhysicalDevices", unsafe {
+        instance.enumerate_physical_devices()
+    })?;
+    let names: Vec<String> = physicals
+        .iter()
+        // SAFETY: handles from the enumeration above.
+        .map(|&p| c_chars(&unsafe { instance.get_physical_device_properties(p) }.device_name))
+        .collect();
+    let index = match &opts.device {
+        None => 0,
+        Some(want) => match want.parse::<usize>() {
+            Ok(i) => i,
+            Err(_) => {
+                let w = want.to_lowercase();
+                names
+                    .iter()
+                    .position(|n| n.to_lowercase().contains(&w))
+                    .ok_or_else(|| {
+                        VkError::NoDevice(format!(
+                            " named {want:?} (devices: {})",
+                            names.join(", ")
+                        ))
+                    })?
+            }
+        },
+    };
+    let Some(&physical) = physicals.get(index) else {
+        return Err(VkError::NoDevice(if physicals.is_empty() {
+            " (is a Vulkan driver installed? lavapipe: Debian package mesa-vulkan-drivers)".into()
+        } else {
+            format!(" {index} (devices: {})", names.join(", "))
+        }));
+    };
+    let name = names[index].clone();
+
+    let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
+    let mut sizes = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
+    let mut driver = vk::PhysicalDeviceDriverProperties::default();
+    let mut props2 = vk::PhysicalDeviceProperties2::default()
+        .push_next(&mut subgroup)
+        .push_next(&mut sizes)
+        .push_next(&mut driver);
+    // SAFETY: a live physical device; the chain structs outlive the call.
+    unsafe { instance.get_physical_device_properties2(physical, &mut props2) };
+    let props = props2.properties;
+    let api = props.api_version;
+    if version(api) < (1, 2, 0) {
+        return Err(VkError::Unsupported {
+            name,
+            what: format!("Vulkan {:?}; aps5 needs 1.2", version(api)),
+        });
+    }
+    let has13 = version(api) >= (1, 3, 0);
+
+    let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
+    let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
+    let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
+    let mut have = vk::PhysicalDeviceFeatures2::default()
+        .push_next(&mut f11)
+        .push_next(&mut f12);
+    if has13 {
+        have = have.push_next(&mut f13);
+    }
+    // SAFETY: as above.
+    unsafe { instance.get_physical_device_features2(physical, &mut have) };
+    let base = have.features;
+    if f12.buffer_device_address == vk::FALSE || base.shader_int64 == vk::FALSE {
+        return Err(VkError::Unsupported {
+            name,
+            what: "no bufferDeviceAddress or shaderInt64 (both required)".into(),
+        });
+    }
+    // Enable what a translated shader may use, where the device has it.
+    let want_base = vk::PhysicalDeviceFeatures::default()
+        .shader_int64(true)
+        .shader_int16(base.shader_int16 == vk::TRUE)
+        .shader_float64(base.shader_float64 == vk::TRUE);
+    let mut want11 = vk::PhysicalDeviceVulkan11Features::default()
+        .storage_buffer16_bit_access(f11.storage_buffer16_bit_access == vk::TRUE)
+        .variable_pointers_storage_buffer(f11.variable_pointers_storage_buffer == vk::TRUE)
+        .variable_pointers(f11.variable_pointers == vk::TRUE);
+    let mut want12 = vk::PhysicalDeviceVulkan12Features::default()
+        .buffer_device_address(true)
+        .storage_buffer8_bit_access(f12.storage_buffer8_bit_access == vk::TRUE)
+        .shader_int8(f12.shader_int8 == vk::TRUE)
+        .shader_float16(f12.shader_float16 == vk::TRUE)
+        .vulkan_memory_model(f12.vulkan_memory_model == vk::TRUE)
+        .vulkan_memory_model_device_scope(f12.vulkan_memory_model_device_scope == vk::TRUE)
+        .shader_subgroup_extended_types(f12.shader_subgroup_extended_types == vk::TRUE)
+        .scalar_block_layout(f12.scalar_block_layout == vk::TRUE)
+        .shader_buffer_int64_atomics(f12.shader_buffer_int64_atomics == vk::TRUE)
+        .shader_shared_int64_atomics(f12.shader_shared_int64_atomics == vk::TRUE);
+    let mut want13 = vk::PhysicalDeviceVulkan13Features::default()
+        .subgroup_size_control(f13.subgroup_size_control == vk::TRUE)
+        .compute_full_subgroups(f13.compute_full_subgroups == vk::TRUE)
+        .maintenance4(f13.maintenance4 == vk::TRUE);
+
+    // SAFETY: as above.
+    let families = unsafe { instance.get_physical_device_queue_family_properties(physical) };
+    let Some(family) = families
+        .iter()
+        .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
+    else {
+        return Err(VkError::Unsupported {
+            name,
+            what: "no compute queue".into(),
+        });
+    };
+    let priorities = [1.0f32];
+    let queues = [vk::DeviceQueueCreateInfo::default()
+        .queue_family_index(family as u32)
+        .queue_priorities(&priorities)];
+    let mut create = vk::DeviceCreateInfo::default()
+        .queue_create_infos(&queues)
+        .enabled_features(&want_base)
+        .push_next(&mut want11)
+        .push_next(&mut want12);
+    if has13 {
+        create = create.push_next(&mut want13);
+    }
+    // SAFETY: valid create info; every chained struct outlives the call.
+    let device = call("vkCreateDevice", unsafe {
+        instance.create_device(physical, &create, None)
+    })?;
+    // SAFETY: family/queue 0 were requested above.
+    let queue = unsafe { device.get_device_queue(family as u32, 0) };
+    let pool_info = vk::CommandPoolCreateInfo::default()
+        .queue_family_index(family as u32)
+        .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+    // SAFETY: valid create info.
+    let pool = match unsafe { device.create_command_pool(&pool_info, None) } {
+        Ok(p) => p,
+        Err(result) => {
+            // SAFETY: nothing else was created from the device.
+            unsafe { device.destroy_device(None) };
+            return Err(VkError::Call {
+                call: "vkCreateCommandPool",
+                result,
+            });
+        }
+    };
+    let control = has13 && f13.subgroup_size_control == vk::TRUE;
+    let info = DeviceInfo {
+        index,
+        name,
+        api_version: version(api),
+        driver: format!(
+            "{} {}",
+            c_chars(&driver.driver_name),
+            c_chars(&driver.driver_info)
+        ),
+        subgroup_size: subgroup.subgroup_size,
+        min_subgroup_size: if control {
+            sizes.min_subgroup_size
+        } else {
+            subgroup.subgroup_size
+        },
+        max_subgroup_size: if control {
+            sizes.max_subgroup_size
+        } else {
+            subgroup.subgroup_size
+        },
+        subgroup_size_control: control,
+        max_push_constants_size: props.limits.max_push_constants_size,
+        max_compute_shared_memory_size: props.limits.max_compute_shared_memory_size,
+        max_compute_workgroup_invocations: props.limits.max_compute_work_group_invocations,
+        shader_float64: base.shader_float64 == vk::TRUE,
+        shader_int64: true,
+        validation: false,
+    };
+    Ok((physical, index, device, queue, pool, info))
+}
+
+/// Host-visible device memory with a device address (buffer device address).
+pub struct Buffer {
+    inner: Arc<Inner>,
+    buffer: vk::Buffer,
+    memory: vk::DeviceMemory,
+    ptr: *mut u8,
+    size: u64,
+    address: u64,
+}
+
+impl Buffer {
+    /// The address shaders use (vkGetBufferDeviceAddress).
+    pub fn device_address(&self) -> u64 {
+        self.address
+    }
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+    /// The mapped contents (host-coherent; read only while no dispatch runs).
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: the mapping is `size` bytes and lives as long as self.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.size as usize) }
+    }
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above; &mut self gives exclusive host access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.size as usize) }
+    }
+    /// Copies `data` in at byte `offset`.
+    pub fn write(&mut self, offset: usize, data: &[u8]) -> Result<()> {
+        let end = offset
+            .checked_add(data.len())
+            .filter(|&e| e as u64 <= self.size)
+            .ok_or_else(|| {
+                VkError::Invalid(format!(
+                    "write of {} bytes at {offset} into a {}-byte buffer",
+                    data.len(),
+                    self.size
+                ))
+            })?;
+        self.bytes_mut()[offset..end].copy_from_slice(data);
+        Ok(())
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        let d = &self.inner.device;
+        // SAFETY: dispatch() waits for completion, so no GPU work uses the buffer now.
+        unsafe {
+            d.unmap_memory(self.memory);
+            d.destroy_buffer(self.buffer, None);
+            d.free_memory(self.memory, None);
+        }
+    }
+}
+
+/// What a compute pipeline is built from.
+#[derive(Clone, Debug)]
+pub struct PipelineDesc<'a> {
+    pub spirv: &'a [u32],
+    pub entry: &'a str,
+    pub push_constant_bytes: u32,
+    /// Force the subgroup size (VK_EXT_subgroup_size_control); None = the driver's choice.
+    pub required_subgroup_size: Option<u32>,
+}
+
+/// A compute pipeline with a push-constant-only layout.
+pub struct ComputePipeline {
+    inner: Arc<Inner>,
+    pipeline: vk::Pipeline,
+    layout: vk::PipelineLayout,
+    push_constant_bytes: u32,
+}
+
+impl Drop for ComputePipeline {
+    fn drop(&mut self) {
+        // SAFETY: dispatch() waits for completion, so the pipeline is idle.
+        unsafe {
+            self.inner.device.destroy_pipeline(self.pipeline, None);
+            self.inner.device.destroy_pipeline_layout(self.layout, None);
+        }
+    }
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu").field("info", &self.info).finish()
+    }
+}

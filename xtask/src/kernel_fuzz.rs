@@ -1,0 +1,179 @@
+//! `cargo xtask kernel-fuzz N [SEED]`: random OpenCL C kernels (straight-line and looping
+//! integer and float code, with divergent trip counts) through the kernel-diff harness at both
+//! wave sizes. A mismatch, a fault, invalid SPIR-V or a Vulkan error fails the run (the kernel
+//! is kept under target/kernel-fuzz/ to reproduce it with `cargo xtask kernel-diff`); a
+//! translation error is counted, not failed: refusing a program is allowed, a wrong result is
+//! not.
+
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use crate::kernel_diff::{Harness, Outcome, load_spec};
+use crate::util::root;
+
+/// xorshift64*: the generator's own randomness (deterministic per seed).
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+const INT_VARS: usize = 6;
+const FLOAT_VARS: usize = 4;
+
+/// One random statement assigning an integer or float variable.
+fn statement(g: &mut Gen, out: &mut String, indent: &str) {
+    let (a, b, c) = (g.below(INT_VARS), g.below(INT_VARS), g.below(INT_VARS));
+    if g.below(3) == 0 {
+        let (d, x, y) = (
+            g.below(FLOAT_VARS),
+            g.below(FLOAT_VARS),
+            g.below(FLOAT_VARS),
+        );
+        let e = match g.below(8) {
+            0 => format!("f{x} + f{y}"),
+            1 => format!("f{x} - f{y}"),
+            2 => format!("f{x} * f{y}"),
+            3 => format!("fmin(f{x}, f{y})"),
+            4 => format!("fmax(f{x}, f{y})"),
+            5 => format!("(f{x} < f{y}) ? f{x} : f{y} * 0.5f"),
+            6 => format!("(float)(x{a} & 0xffffu) * 0.125f"),
+            _ => format!("f{x} * 0.75f + (float)((int)(x{a} & 15u) - 8)"),
+        };
+        let _ = writeln!(out, "{indent}f{d} = {e};");
+        if g.below(4) == 0 {
+            // Float -> integer stays in range (an out-of-range conversion is undefined).
+            let _ = writeln!(
+                out,
+                "{indent}x{c} ^= (uint)(int)fmin(fmax(f{d}, -1.0e6f), 1.0e6f);"
+            );
+        }
+        return;
+    }
+    let e = match g.below(16) {
+        0 => format!("x{a} + x{b}"),
+        1 => format!("x{a} - x{b}"),
+        2 => format!("x{a} * x{b}"),
+        3 => format!("x{a} ^ x{b}"),
+        4 => format!("x{a} & x{b}"),
+        5 => format!("x{a} | x{b}"),
+        6 => format!("x{a} << (x{b} & 31u)"),
+        7 => format!("x{a} >> (x{b} & 31u)"),
+        8 => format!("(uint)((int)x{a} >> (x{b} & 31u))"),
+        9 => format!("x{a} / (x{b} | 1u)"),
+        10 => format!("x{a} % (x{b} | 1u)"),
+        11 => format!("(x{a} < x{b}) ? x{c} : x{a} + 7u"),
+        12 => format!("((int)x{a} < (int)x{b}) ? x{b} : x{c}"),
+        13 => format!("(uint)__builtin_popcount(x{a}) + x{b}"),
+        14 => format!("(uint)__builtin_clz(x{a} | 1u) * x{b}"),
+        _ => format!("x{a} * {}u + {}u", g.next() as u32 | 1, g.next() as u16),
+    };
+    let _ = writeln!(out, "{indent}x{c} = {e};");
+}
+
+/// A random kernel `fuzz(a, f, out, outf)`.
+fn kernel(g: &mut Gen) -> String {
+    let mut s = String::from(
+        "__kernel void fuzz(__global const uint *a, __global const float *f,\n\
+         \x20                  __global uint *out, __global float *outf) {\n\
+         \x20   size_t i = get_global_id(0);\n",
+    );
+    for v in 0..INT_VARS {
+        let _ = writeln!(s, "    uint x{v} = a[(i * {} + {v}) % 128];", 2 * v + 1);
+    }
+    for v in 0..FLOAT_VARS {
+        let _ = writeln!(s, "    float f{v} = f[(i * {} + {v}) % 128];", 2 * v + 3);
+    }
+    for _ in 0..2 + g.below(3) {
+        if g.below(3) == 0 {
+            // A loop whose trip count differs per lane (divergent), with a break and a continue.
+            let (n, brk, cont) = (g.below(INT_VARS), g.below(INT_VARS), g.below(INT_VARS));
+            let _ = writeln!(s, "    for (uint k = 0; k < (x{n} & 7u) + 1u; k++) {{");
+            let _ = writeln!(s, "        if ((x{cont} & 3u) == k) continue;");
+            for _ in 0..1 + g.below(4) {
+                statement(g, &mut s, "        ");
+            }
+            let _ = writeln!(s, "        if ((x{brk} & 31u) == 5u) break;");
+            s.push_str("    }\n");
+        } else {
+            for _ in 0..1 + g.below(5) {
+                statement(g, &mut s, "    ");
+            }
+        }
+    }
+    s.push_str("    out[i] = x0");
+    for v in 1..INT_VARS {
+        let _ = write!(s, " ^ (x{v} * {}u)", 2 * v + 1);
+    }
+    s.push_str(";\n    outf[i] = f0");
+    for v in 1..FLOAT_VARS {
+        let _ = write!(s, " + f{v}");
+    }
+    s.push_str(";\n}\n");
+    s
+}
+
+const SPEC: &str = r#"{"kernel":"fuzz","global":[128],"local":[64],"args":[
+ {"buffer":"u32","len":128,"init":"random:SEED","name":"a"},
+ {"buffer":"f32","len":128,"init":"random:SEED","name":"f"},
+ {"buffer":"u32","len":128,"init":"zero","out":true,"name":"out"},
+ {"buffer":"f32","len":128,"init":"zero","out":true,"name":"outf"}],"ulp":1}
+"#;
+
+pub fn fuzz(count: u32, seed: u64) -> Result<bool> {
+    let dir = root().join("target/kernel-fuzz");
+    std::fs::create_dir_all(&dir)?;
+    let h = Harness::new()?;
+    let mut g = Gen(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let (mut passed, mut refused, mut failed) = (0, 0, 0);
+    for n in 0..count {
+        let name = format!("fuzz-{seed}-{n}");
+        let cl = dir.join(format!("{name}.cl"));
+        std::fs::write(&cl, kernel(&mut g))?;
+        std::fs::write(
+            cl.with_extension("json"),
+            SPEC.replace("SEED", &(seed * 1000 + u64::from(n)).to_string()),
+        )?;
+        let spec = load_spec(&cl, None)?;
+        let mut keep = false;
+        for wave64 in [false, true] {
+            let wave = if wave64 { "w64" } else { "w32" };
+            match h.run(&cl, &spec, wave64).0 {
+                Outcome::Pass => passed += 1,
+                Outcome::Refused(e) => {
+                    refused += 1;
+                    println!(
+                        "{name} {wave}: translation error: {}",
+                        e.lines().next().unwrap_or("")
+                    );
+                }
+                Outcome::Fail(e) | Outcome::Broken(e) => {
+                    failed += 1;
+                    keep = true;
+                    println!("{name} {wave}: FAIL: {e}");
+                }
+            }
+        }
+        if keep {
+            println!(
+                "  kept {} (rerun: cargo xtask kernel-diff {0})",
+                cl.display()
+            );
+        } else {
+            let _ = std::fs::remove_file(&cl);
+            let _ = std::fs::remove_file(cl.with_extension("json"));
+        }
+    }
+    println!("kernel-fuzz: {count} kernels x 2 waves: {refused} refused by the translator");
+    println!("kernel-fuzz: {passed} passed, {failed} failed");
+    Ok(failed == 0)
+}
