@@ -1112,7 +1112,17 @@ pub fn corpus(filter: Option<&str>, update: bool) -> Result<bool> {
         .filter(|p| filter.is_none_or(|f| p.to_string_lossy().contains(f)))
         .collect();
     kernels.sort();
-    let (mut passed, mut failed) = (0, 0);
+    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
+    // Kernels listed as hanging at both waves cost the whole timeout each: run only when asked
+    // (APS5_KERNEL_DIFF_HANGS=1, or when rewriting the list), so CI stays fast.
+    let run_hangs = update || std::env::var_os("APS5_KERNEL_DIFF_HANGS").is_some();
+    let hangs = |name: &str| {
+        ["w32", "w64"].iter().all(|w| {
+            known
+                .get(&(name.to_string(), w.to_string()))
+                .is_some_and(|r| r.starts_with("timed out"))
+        })
+    };
     let mut new_known = String::from(
         "# Corpus kernels that do not pass yet: NAME WAVE REASON (tests/kernels/README.md).\n\
          # `cargo xtask kernel-diff --corpus --update-known-failing` rewrites this file.\n",
@@ -1124,6 +1134,13 @@ pub fn corpus(filter: Option<&str>, update: bool) -> Result<bool> {
             .unwrap_or_default()
             .to_string_lossy()
             .into_owned();
+        if !run_hangs && hangs(&name) {
+            println!(
+                "{name}: skipped, listed as hanging at both waves (APS5_KERNEL_DIFF_HANGS=1 runs it)"
+            );
+            skipped += 2;
+            continue;
+        }
         let outcomes = run_child(cl)?;
         for (wave, outcome) in ["w32", "w64"].into_iter().zip(outcomes) {
             let listed = known.get(&(name.clone(), wave.to_string()));
@@ -1170,7 +1187,7 @@ pub fn corpus(filter: Option<&str>, update: bool) -> Result<bool> {
         kernels.len(),
         t0.elapsed().as_secs_f64()
     );
-    println!("kernel corpus: {passed} passed, {failed} failed");
+    println!("kernel corpus: {passed} passed, {failed} failed, {skipped} skipped (hanging)");
     Ok(update || failed == 0)
 }
 
