@@ -187,10 +187,17 @@ fn graph(quick: bool) -> Result<serde_json::Value> {
     } else {
         (10_000, 2u64 << 30)
     };
-    if !crate::util::cargo(&["build", "--release", "--locked", "-q", "-p", "aps5"], &[])? {
-        bail!("cannot build aps5");
-    }
-    let aps5 = root().join("target/release/aps5");
+    // APS5_BENCH_APS5=BINARY measures that binary (built elsewhere, e.g. carried to a quiet
+    // machine); else the workspace's release build.
+    let aps5 = match std::env::var_os("APS5_BENCH_APS5") {
+        Some(bin) => std::path::PathBuf::from(bin),
+        None => {
+            if !crate::util::cargo(&["build", "--release", "--locked", "-q", "-p", "aps5"], &[])? {
+                bail!("cannot build aps5");
+            }
+            root().join("target/release/aps5")
+        }
+    };
     let work = root().join("target/bench/graph-work");
     let _ = std::fs::remove_dir_all(&work);
     let dump = work.join("dump");
