@@ -280,8 +280,12 @@ fn graph(quick: bool) -> Result<serde_json::Value> {
     Ok(figures)
 }
 
-/// Builds the release `aps5` binary; returns its path.
+/// The `aps5` binary to measure: APS5_BENCH_APS5=BINARY (built elsewhere, e.g. carried to a
+/// quiet machine), else the workspace's release build, built now.
 fn build_aps5() -> Result<PathBuf> {
+    if let Some(bin) = std::env::var_os("APS5_BENCH_APS5") {
+        return Ok(PathBuf::from(bin));
+    }
     if !crate::util::cargo(&["build", "--release", "--locked", "-q", "-p", "aps5"], &[])? {
         bail!("cannot build aps5");
     }
