@@ -192,7 +192,21 @@ pub fn ci(install: bool, fuzz_seconds: u64) -> Result<bool> {
     });
     // The translator against the kernel corpus on lavapipe (tests/kernels/README.md).
     run_step(&mut steps, "kernel-diff corpus (wave32 + wave64)", || {
-        crate::kernel_diff::corpus(None, false)
+        // Through cargo, not in this process: the corpus re-executes its own binary per kernel,
+        // and `cargo test` above may have replaced this xtask binary on disk.
+        cargo(
+            &[
+                "run",
+                "--locked",
+                "-q",
+                "-p",
+                "xtask",
+                "--",
+                "kernel-diff",
+                "--corpus",
+            ],
+            &[],
+        )
     });
     // `cargo xtask kernel-fuzz` is not a CI step yet: random kernels still meet a translator
     // bug (wave32, wrong values from workgroup 1 on; see tests/kernels/README.md).
