@@ -258,12 +258,18 @@ impl Project {
         let title = serde_json::to_value(&self.config.title).expect("JSON");
         let manifest = emit::render_manifest(&outputs, &toolchain_identity(), &title);
         tracing::debug!("outputs listed: {:?}", start.elapsed());
-        let previous_manifest = emit::read_manifest(&self.layout.out_dir);
+        // The same manifest as the last build's means the same outputs with the same bytes:
+        // nothing to compare file by file (a no-op build of 10,000 files skips the parse).
+        let previous_bytes = outtree::read_manifest_bytes(&self.layout.out_dir);
+        let first_build = previous_bytes.is_none();
+        let same_manifest = previous_bytes.as_deref() == Some(manifest.as_slice());
+        let previous_manifest = previous_bytes
+            .filter(|_| !same_manifest)
+            .and_then(|b| emit::parse_manifest(&b));
         let previous = previous_manifest
             .as_ref()
             .map(|m| m.hashes.keys().cloned().collect())
             .unwrap_or_default();
-        let first_build = previous_manifest.is_none();
         let previous_hashes = previous_manifest.map(|m| m.hashes).unwrap_or_default();
         progress.update("writing", 0, outputs.len() as u64);
         let mut tree = OutTree::open(
@@ -308,13 +314,19 @@ impl Project {
             .iter()
             .map(|(r, w)| (r.as_str(), *w))
             .collect();
-        for o in outputs
+        let compared = if same_manifest && written.is_empty() {
+            &[][..]
+        } else {
+            &outputs[..]
+        };
+        for o in compared
             .iter()
             .map(|o| (o.rel.as_str(), o.hash.to_hex()))
             .chain([(emit::MANIFEST, String::new())])
         {
             let (rel, hash) = o;
-            let changed = rel != emit::MANIFEST && previous_hashes.get(rel) != Some(&hash);
+            let changed =
+                rel != emit::MANIFEST && !same_manifest && previous_hashes.get(rel) != Some(&hash);
             let reason = match (changed, written.get(rel)) {
                 (false, None) => continue,
                 (true, _) if previous_hashes.contains_key(rel) => match rel.strip_prefix("app0/") {

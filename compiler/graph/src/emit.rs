@@ -71,6 +71,11 @@ pub struct PreviousManifest {
 /// The manifest of a previous build, if there is a readable one (typed, so a no-op build of
 /// 10,000 files does not build a JSON tree first). Read without following links in the tree.
 pub fn read_manifest(out_dir: &Path) -> Option<PreviousManifest> {
+    parse_manifest(&outtree::read_manifest_bytes(out_dir)?)
+}
+
+/// Reads a manifest's files and hashes.
+pub fn parse_manifest(bytes: &[u8]) -> Option<PreviousManifest> {
     #[derive(serde::Deserialize)]
     struct File {
         path: String,
@@ -80,8 +85,7 @@ pub fn read_manifest(out_dir: &Path) -> Option<PreviousManifest> {
     struct Manifest {
         files: Vec<File>,
     }
-    let bytes = outtree::read_manifest_bytes(out_dir)?;
-    let m: Manifest = serde_json::from_slice(&bytes).ok()?;
+    let m: Manifest = serde_json::from_slice(bytes).ok()?;
     Some(PreviousManifest {
         hashes: m.files.into_iter().map(|f| (f.path, f.blake3)).collect(),
     })
