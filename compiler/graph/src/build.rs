@@ -258,9 +258,14 @@ impl Project {
         let title = serde_json::to_value(&self.config.title).expect("JSON");
         let manifest = emit::render_manifest(&outputs, &toolchain_identity(), &title);
         tracing::debug!("outputs listed: {:?}", start.elapsed());
+        let mut tree = OutTree::open(
+            &self.layout.project_dir,
+            &self.config.project.out_dir,
+            &self.layout.state_dir,
+        )?;
         // The same manifest as the last build's means the same outputs with the same bytes:
         // nothing to compare file by file (a no-op build of 10,000 files skips the parse).
-        let previous_bytes = outtree::read_manifest_bytes(&self.layout.out_dir);
+        let previous_bytes = tree.manifest();
         let first_build = previous_bytes.is_none();
         let same_manifest = previous_bytes.as_deref() == Some(manifest.as_slice());
         let previous_manifest = previous_bytes
@@ -272,17 +277,13 @@ impl Project {
             .unwrap_or_default();
         let previous_hashes = previous_manifest.map(|m| m.hashes).unwrap_or_default();
         progress.update("writing", 0, outputs.len() as u64);
-        let mut tree = OutTree::open(
-            &self.layout.project_dir,
-            &self.config.project.out_dir,
-            &self.layout.state_dir,
-        )?;
         let emit_start = Instant::now();
         let emitted = emit::emit(
             &mut tree,
             &self.layout.out_dir,
             &outputs,
             &manifest,
+            same_manifest,
             &previous,
             self.config.build.link_mode,
             &self.cache,

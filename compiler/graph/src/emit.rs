@@ -131,12 +131,15 @@ pub fn render_manifest(
 
 /// Brings the output tree to exactly `outputs` (+ the manifest). When anything differs, a new
 /// generation is written (unchanged files hard-linked from the current one) and switched in with
-/// one rename (outtree.rs); a build that changes nothing touches nothing.
+/// one rename (outtree.rs); a build that changes nothing touches nothing. `manifest_same`: the
+/// current tree's manifest is `manifest` byte for byte.
+#[allow(clippy::too_many_arguments)]
 pub fn emit(
     tree: &mut OutTree,
     out_dir: &Path,
     outputs: &[Output],
     manifest: &[u8],
+    manifest_same: bool,
     previous: &BTreeSet<String>,
     link_mode: LinkMode,
     cache: &Cache,
@@ -162,10 +165,6 @@ pub fn emit(
             Err(why) => result.written.push((o.rel.clone(), why)),
         }
     }
-    let manifest_same = tree
-        .current()
-        .and_then(|cur| outtree::read_beneath(cur, MANIFEST, manifest.len() as u64).ok())
-        .is_some_and(|m| m == manifest);
     if result.written.is_empty() && manifest_same && tree.is_generation() {
         // What killed builds left goes even when nothing changed.
         tree.prune()?;

@@ -16,6 +16,7 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags, RenameFlags, ResolveFlags};
@@ -116,8 +117,6 @@ pub fn lock(state_dir: &Path, waiting: &dyn Fn(&str)) -> Result<ProjectLock, Bui
     let _ = (&file).write_all(std::process::id().to_string().as_bytes());
     Ok(ProjectLock { _file: file })
 }
-
-use std::os::unix::fs::OpenOptionsExt;
 
 /// What `aps5-out` is now.
 enum Current {
@@ -247,6 +246,11 @@ impl OutTree {
             Current::None => None,
             Current::Generation { fd, .. } | Current::Legacy { fd } => Some(fd.as_fd()),
         }
+    }
+
+    /// The current tree's manifest, read without following a link.
+    pub fn manifest(&self) -> Option<Vec<u8>> {
+        read_beneath(self.current()?, MANIFEST, MANIFEST_MAX).ok()
     }
 
     /// Whether the current tree is a generation (a plain older folder must be switched once).
