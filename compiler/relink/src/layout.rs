@@ -573,6 +573,10 @@ pub(crate) fn relink(
     }
     let mut outs: Vec<Out> = Vec::new();
     let mut patches: Vec<(u64, Target, i64)> = Vec::new(); // PC32 fixed at link time: (P, S, A)
+    // 64-bit values known at link time (S + A with no symbol, or a weak import nothing
+    // implements): written into the image. An R_X86_64_64 against symbol 0 would not do:
+    // the loader adds the load base to it in a position-independent output.
+    let mut constants: Vec<(u64, u64)> = Vec::new();
     for r in original_relocations {
         let r = &shift_relocation(r, shift);
         let type_name = aps5_elf::names::relocation_type_name(r.r_type);
@@ -633,8 +637,8 @@ pub(crate) fn relink(
                 true
             }
             (R_64, None) => {
-                push(R_64, Target::None, r.addend, false);
-                true
+                constants.push((r.offset, r.addend as u64));
+                false
             }
             (R_DTPMOD64 | R_DTPOFF64 | R_TPOFF64, None) => {
                 push(r.r_type, Target::None, r.addend, false);
@@ -664,8 +668,8 @@ pub(crate) fn relink(
             // S = 0: R_X86_64_64 stores the addend, the GOT forms store 0.
             (R_64 | R_GLOB_DAT | R_JUMP_SLOT, Some(Bind::Zero)) => {
                 let addend = if r.r_type == R_64 { r.addend } else { 0 };
-                push(R_64, Target::None, addend, false);
-                true
+                constants.push((r.offset, addend as u64));
+                false
             }
             (R_64 | R_GLOB_DAT | R_JUMP_SLOT, Some(Bind::Stub(n))) => {
                 push(R_RELATIVE, Target::Stub(n as u32), r.addend, false);
@@ -938,6 +942,28 @@ pub(crate) fn relink(
             })?;
         let at = (*p - seg.vaddr) as usize;
         seg.bytes.to_mut()[at..at + 4].copy_from_slice(&v32.to_le_bytes());
+    }
+
+    for &(p, v) in &constants {
+        let seg = segs
+            .iter_mut()
+            .find(|s| p >= s.vaddr && p + 8 <= s.vaddr + s.memsz)
+            .ok_or_else(|| RelinkError::Relocation {
+                offset: p,
+                type_name: "R_X86_64_64",
+                why: "it writes 8 bytes past the end of its segment".into(),
+            })?;
+        let at = (p - seg.vaddr) as usize;
+        if at + 8 <= seg.bytes.len() {
+            seg.bytes.to_mut()[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        } else if v != 0 || at < seg.bytes.len() {
+            // Zero-filled memory already holds 0; anything else would need file data there.
+            return Err(RelinkError::Relocation {
+                offset: p,
+                type_name: "R_X86_64_64",
+                why: format!("it stores the constant {v:#x} in zero-filled (bss) memory"),
+            });
+        }
     }
 
     // ---- dynamic table ----

@@ -31,13 +31,6 @@ const NOT_PAYLOADS: &[(&str, &str)] = &[
         "tls",
         "native TLS (the payload SDK builds with emulated TLS)",
     ),
-    // Open bug (next session): in a payload the weak plain-name imports nothing implements
-    // are dynamic weak imports (-z dynamic-undefined-weak) and coverage marks them weak, yet
-    // the program sees them non-NULL and crashes; Sony-format builds pass.
-    (
-        "weak_undefined",
-        "open bug: a payload's weak imports nothing implements read non-NULL",
-    ),
 ];
 
 /// How a fixture is built.
