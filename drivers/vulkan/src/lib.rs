@@ -126,6 +126,10 @@ pub struct DeviceInfo {
     /// pipelines are fast-linked from libraries (see [`graphics`]).
     pub pipeline_library: bool,
     pub max_image_dimension_2d: u32,
+    /// Colour attachments may blend differently (independentBlend).
+    pub independent_blend: bool,
+    /// VkPhysicalDeviceDriverProperties::driverID (for the workarounds graphics.rs lists).
+    pub driver_id: vk::DriverId,
 }
 
 /// The collected validation messages; the callback's user data points here.
@@ -720,7 +724,8 @@ fn open_device(instance: &ash::Instance, opts: &GpuOptions) -> Result<Opened> {
     let want_base = vk::PhysicalDeviceFeatures::default()
         .shader_int64(true)
         .shader_int16(base.shader_int16 == vk::TRUE)
-        .shader_float64(base.shader_float64 == vk::TRUE);
+        .shader_float64(base.shader_float64 == vk::TRUE)
+        .independent_blend(base.independent_blend == vk::TRUE);
     let mut want11 = vk::PhysicalDeviceVulkan11Features::default()
         .storage_buffer16_bit_access(f11.storage_buffer16_bit_access == vk::TRUE)
         .variable_pointers_storage_buffer(f11.variable_pointers_storage_buffer == vk::TRUE)
@@ -884,6 +889,8 @@ fn open_device(instance: &ash::Instance, opts: &GpuOptions) -> Result<Opened> {
         dynamic_rendering,
         pipeline_library,
         max_image_dimension_2d: props.limits.max_image_dimension2_d,
+        independent_blend: base.independent_blend == vk::TRUE,
+        driver_id: driver.driver_id,
     };
     Ok((physical, index, device, queue, pool, info))
 }

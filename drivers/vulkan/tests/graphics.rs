@@ -324,7 +324,13 @@ fn depth_test_less_keeps_the_nearer_surface_in_either_draw_order() {
 
 #[test]
 fn alpha_blending_and_write_masks_follow_the_blend_equation_per_attachment() {
-    let gpu = gpu();
+    for whole in [true, false] {
+        eprintln!("whole pipelines: {whole}");
+        blend_and_masks(&gpu_with(whole));
+    }
+}
+
+fn blend_and_masks(gpu: &Gpu) {
     let fs = r#"#version 450
 layout(location = 0) in vec4 v_color;
 layout(location = 0) out vec4 c0;
@@ -349,6 +355,8 @@ void main() { c0 = v_color; c1 = v_color; }
         },
     ];
     let pipeline = gpu.graphics_pipeline(&desc).unwrap();
+    pipeline.wait_optimized();
+    eprintln!("path: {:?}", pipeline.path());
     let img = |_| {
         gpu.create_image(&ImageDesc {
             width: W,
@@ -712,8 +720,10 @@ fn a_thousand_draws_in_one_list_each_set_their_own_pixel_and_binds_are_filtered(
     let t = list.submit().unwrap();
     rec.wait(t).unwrap();
     assert_eq!(stats.draws, (W * H) as u64);
-    assert_eq!(stats.pipeline_binds, 1, "{stats:?}");
-    assert!(stats.filtered >= 2 * (W * H) as u64 - 2, "{stats:?}");
+    // One bind, plus one more if the background optimised link finished mid-list (later binds
+    // switch to it).
+    assert!(stats.pipeline_binds <= 2, "{stats:?}");
+    assert!(stats.filtered >= 2 * (W * H) as u64 - 3, "{stats:?}");
     let out = gpu.read_image(&img).unwrap();
     for y in 0..H {
         for x in 0..W {
