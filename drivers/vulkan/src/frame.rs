@@ -501,7 +501,7 @@ impl<'a> CommandList<'a> {
                 "push constants before any pipeline bind".into(),
             ));
         }
-        if data.len() > self.state.push_bytes as usize || data.len() % 4 != 0 {
+        if data.len() > self.state.push_bytes as usize || !data.len().is_multiple_of(4) {
             return Err(VkError::Invalid(format!(
                 "{} bytes of push constants for a pipeline that takes {}",
                 data.len(),

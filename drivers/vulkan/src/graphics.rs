@@ -405,7 +405,7 @@ impl Gpu {
             )));
         }
         if desc.push_constant_bytes > self.info.max_push_constants_size
-            || desc.push_constant_bytes % 4 != 0
+            || !desc.push_constant_bytes.is_multiple_of(4)
         {
             return Err(VkError::Invalid(format!(
                 "{} bytes of push constants (a multiple of 4, at most {})",

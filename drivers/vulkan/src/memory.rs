@@ -66,7 +66,7 @@ impl Gpu {
             });
         };
         let align = self.info.host_import_alignment.unwrap_or(1);
-        if len == 0 || (ptr as u64) % align != 0 || len as u64 % align != 0 {
+        if len == 0 || !(ptr as u64).is_multiple_of(align) || !(len as u64).is_multiple_of(align) {
             return Err(VkError::Invalid(format!(
                 "host import of {len} bytes at {ptr:p}: pointer and length must be non-zero \
                  multiples of minImportedHostPointerAlignment ({align:#x})"

@@ -337,8 +337,8 @@ layout(location = 0) out vec4 c0;
 layout(location = 1) out vec4 c1;
 void main() { c0 = v_color; c1 = v_color; }
 "#;
-    let vs = shader(&gpu, "vert", VS_RECT);
-    let fs = shader(&gpu, "frag", fs);
+    let vs = shader(gpu, "vert", VS_RECT);
+    let fs = shader(gpu, "frag", fs);
     let format = vk::Format::R8G8B8A8_UNORM;
     let mut desc = GraphicsDesc::new(vs, fs, format);
     desc.push_constant_bytes = 48;
