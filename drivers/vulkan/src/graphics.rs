@@ -287,6 +287,14 @@ impl GraphicsPipeline {
                 .unwrap_or_else(|e| e.into_inner());
         }
     }
+    /// The vk::Pipeline a bind uses now (the optimised link once it is done).
+    pub fn raw_handle(&self) -> vk::Pipeline {
+        self.handle()
+    }
+    /// Its pipeline layout (push constants for both stages, set 0 = textures).
+    pub fn raw_layout(&self) -> vk::PipelineLayout {
+        self.layout.layout
+    }
     /// The handle a bind uses now.
     pub(crate) fn handle(&self) -> vk::Pipeline {
         vk::Pipeline::from_raw(self.current.load(Ordering::Acquire))

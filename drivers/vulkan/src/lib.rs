@@ -365,6 +365,11 @@ impl Gpu {
         &self.info
     }
 
+    /// The ash device, for calls this crate does not wrap (benchmarks compare against it).
+    pub fn raw_device(&self) -> &ash::Device {
+        &self.inner.device
+    }
+
     /// Fails with every validation error reported since the last check (and forgets them).
     pub fn check_validation(&self) -> Result<()> {
         self.inner.check()
