@@ -287,6 +287,36 @@ impl GraphicsPipeline {
                 .unwrap_or_else(|e| e.into_inner());
         }
     }
+    /// Builds the link-time-optimised pipeline and makes binds use it; false if that failed
+    /// (the fast-linked one stays). Wakes `wait_optimized` either way.
+    fn optimize(&self) -> bool {
+        let handles: Vec<vk::Pipeline> = self.libraries.iter().map(|l| l.pipeline).collect();
+        let built = build(
+            &self.inner.device,
+            &self.desc,
+            &self.layout,
+            Build::Link {
+                libraries: &handles,
+                optimize: true,
+            },
+        );
+        let mut g = self.optimized.lock().unwrap_or_else(|e| e.into_inner());
+        let ok = built.is_ok();
+        if let Ok(opt) = built {
+            g.1 = Some(opt);
+            self.current.store(opt.as_raw(), Ordering::Release);
+        }
+        g.0 = true;
+        drop(g);
+        self.optimized_done.notify_all();
+        ok
+    }
+
+    fn give_up_optimizing(&self) {
+        self.optimized.lock().unwrap_or_else(|e| e.into_inner()).0 = true;
+        self.optimized_done.notify_all();
+    }
+
     /// The vk::Pipeline a bind uses now (the optimised link once it is done).
     pub fn raw_handle(&self) -> vk::Pipeline {
         self.handle()
@@ -345,10 +375,12 @@ pub(crate) struct GraphicsCache {
     layouts: HashMap<(u32, u32), Arc<Layout>>,
     libraries: HashMap<(u32, u64), Arc<Library>>,
     stats: CacheStats,
+    /// The optimised-link worker's queue (None until the first linked pipeline; Some(None) if
+    /// the thread could not be started).
+    optimizer: Option<Option<std::sync::mpsc::Sender<Arc<GraphicsPipeline>>>>,
+    /// Optimised links finished (counted by the worker).
+    optimized: Arc<AtomicU64>,
 }
-
-/// Optimised links finished, counted outside the cache lock (they run on other threads).
-static OPTIMIZED: AtomicU64 = AtomicU64::new(0);
 
 fn key_of(parts: impl Hash) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -508,30 +540,31 @@ impl Gpu {
                 desc: desc.clone(),
                 build_time: start.elapsed(),
             });
-            // The optimised link runs on its own thread; binds switch to it when it is stored.
-            let bg = p.clone();
-            std::thread::spawn(move || {
-                let handles: Vec<vk::Pipeline> = bg.libraries.iter().map(|l| l.pipeline).collect();
-                let built = build(
-                    &bg.inner.device,
-                    &bg.desc,
-                    &bg.layout,
-                    Build::Link {
-                        libraries: &handles,
-                        optimize: true,
-                    },
-                );
-                let mut g = bg.optimized.lock().unwrap_or_else(|e| e.into_inner());
-                // On failure the fast-linked pipeline stays; waiters wake all the same.
-                if let Ok(opt) = built {
-                    g.1 = Some(opt);
-                    bg.current.store(opt.as_raw(), Ordering::Release);
-                    OPTIMIZED.fetch_add(1, Ordering::Relaxed);
-                }
-                g.0 = true;
-                drop(g);
-                bg.optimized_done.notify_all();
+            // The optimised link runs on the cache's worker thread (one for all pipelines, in
+            // the order they were first asked for); binds switch to it when it is stored.
+            let optimized = cache.optimized.clone();
+            let worker = cache.optimizer.get_or_insert_with(|| {
+                let (tx, rx) = std::sync::mpsc::channel::<Arc<GraphicsPipeline>>();
+                std::thread::Builder::new()
+                    .name("aps5-vk-optimize".into())
+                    .spawn(move || {
+                        // Ends when the Gpu (the sender's owner) is dropped.
+                        for p in rx {
+                            if p.optimize() {
+                                optimized.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    })
+                    .map(|_| tx)
+                    .ok()
             });
+            if let Some(tx) = worker {
+                if tx.send(p.clone()).is_err() {
+                    p.give_up_optimizing();
+                }
+            } else {
+                p.give_up_optimizing();
+            }
             p
         } else {
             let first = build(d, desc, &layout, Build::Whole)?;
@@ -570,7 +603,12 @@ impl Gpu {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .stats;
-        s.optimized_linked = OPTIMIZED.load(Ordering::Relaxed);
+        s.optimized_linked = self
+            .graphics
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .optimized
+            .load(Ordering::Relaxed);
         s
     }
 

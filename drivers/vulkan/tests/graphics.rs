@@ -794,3 +794,163 @@ fn bad_requests_fail_with_a_message_naming_the_problem() {
     drop(list);
     gpu.check_validation().unwrap();
 }
+
+#[test]
+fn stencil_written_by_one_draw_masks_the_next() {
+    let gpu = gpu();
+    let ds = gpu.depth_stencil_format().expect("a depth-stencil format");
+    let vs = shader(&gpu, "vert", VS_RECT);
+    let fs = shader(&gpu, "frag", FS_COLOR);
+    let mut desc = GraphicsDesc::new(vs, fs, vk::Format::R8G8B8A8_UNORM);
+    desc.push_constant_bytes = 48;
+    desc.depth_format = ds;
+    let p = gpu.graphics_pipeline(&desc).unwrap();
+    let color = gpu
+        .create_image(&ImageDesc {
+            width: W,
+            height: H,
+            format: vk::Format::R8G8B8A8_UNORM,
+            kind: ImageKind::Color,
+        })
+        .unwrap();
+    let depth = gpu
+        .create_image(&ImageDesc {
+            width: W,
+            height: H,
+            format: ds,
+            kind: ImageKind::Depth,
+        })
+        .unwrap();
+    let mut rec = gpu.create_recorder(1).unwrap();
+    let mut list = rec.begin().unwrap();
+    list.begin_rendering(&Rendering {
+        colors: &[Attachment {
+            image: &color,
+            clear: Some([0.0, 0.0, 0.0, 1.0]),
+        }],
+        depth: Some(DepthAttachment {
+            image: &depth,
+            clear_depth: Some(1.0),
+            clear_stencil: Some(0),
+        }),
+    })
+    .unwrap();
+    list.bind_pipeline(&p);
+    list.set_topology(vk::PrimitiveTopology::TRIANGLE_STRIP);
+    let write = aps5_vulkan::frame::StencilFace {
+        pass: vk::StencilOp::REPLACE,
+        compare: vk::CompareOp::ALWAYS,
+        reference: 1,
+        ..aps5_vulkan::frame::StencilFace::KEEP
+    };
+    list.set_stencil(true, Some(write), Some(write));
+    list.push_constants(&rect(4, 6, 20, 26, 0.5, [1.0, 0.0, 0.0, 1.0]))
+        .unwrap();
+    list.draw(4, 1, 0, 0).unwrap();
+    let test = aps5_vulkan::frame::StencilFace {
+        compare: vk::CompareOp::EQUAL,
+        reference: 1,
+        ..aps5_vulkan::frame::StencilFace::KEEP
+    };
+    list.set_stencil(true, Some(test), Some(test));
+    list.push_constants(&rect(0, 0, 32, 32, 0.5, [0.0, 1.0, 0.0, 1.0]))
+        .unwrap();
+    list.draw(4, 1, 0, 0).unwrap();
+    list.end_rendering().unwrap();
+    let t = list.submit().unwrap();
+    rec.wait(t).unwrap();
+    let out = gpu.read_image(&color).unwrap();
+    for y in 0..H {
+        for x in 0..W {
+            let inside = (4..20).contains(&x) && (6..26).contains(&y);
+            let want = if inside {
+                [0, 255, 0, 255]
+            } else {
+                [0, 0, 0, 255]
+            };
+            assert_eq!(px(&out, x, y), want, "pixel ({x}, {y})");
+        }
+    }
+    gpu.check_validation().unwrap();
+}
+
+#[test]
+fn a_dispatch_writes_vertices_that_a_draw_in_the_same_list_reads() {
+    let gpu = gpu();
+    // Six vec2 corners of the pixel rectangle (8..24, 4..12), written by the compute shader.
+    let cs = r#"#version 460
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+layout(local_size_x = 6) in;
+layout(buffer_reference, std430) buffer V { vec2 p[]; };
+layout(push_constant) uniform P { uint64_t dst; } pc;
+void main() {
+    uint i = gl_LocalInvocationID.x;
+    const uint order[6] = uint[](0u, 1u, 2u, 2u, 1u, 3u);
+    uint c = order[i];
+    vec2 px = vec2((c & 1u) != 0u ? 24.0 : 8.0, (c & 2u) != 0u ? 12.0 : 4.0);
+    V(pc.dst).p[i] = px / 16.0 - 1.0;
+}
+"#;
+    let spirv = compile_glsl("comp", cs).unwrap();
+    let compute = gpu
+        .create_compute_pipeline(&aps5_vulkan::PipelineDesc {
+            spirv: &spirv,
+            entry: "main",
+            push_constant_bytes: 8,
+            required_subgroup_size: None,
+        })
+        .unwrap();
+    let verts = gpu.create_buffer(48).unwrap();
+    let vs = shader(&gpu, "vert", VS_POS2);
+    let fs = shader(&gpu, "frag", FS_WHITE);
+    let mut desc = GraphicsDesc::new(vs, fs, vk::Format::R8G8B8A8_UNORM);
+    desc.bindings = vec![aps5_vulkan::VertexBinding {
+        binding: 0,
+        stride: 8,
+        per_instance: false,
+    }];
+    desc.attributes = vec![VertexAttribute {
+        location: 0,
+        binding: 0,
+        format: vk::Format::R32G32_SFLOAT,
+        offset: 0,
+    }];
+    let p = gpu.graphics_pipeline(&desc).unwrap();
+    let img = gpu
+        .create_image(&ImageDesc {
+            width: W,
+            height: H,
+            format: vk::Format::R8G8B8A8_UNORM,
+            kind: ImageKind::Color,
+        })
+        .unwrap();
+    let mut rec = gpu.create_recorder(1).unwrap();
+    let mut list = rec.begin().unwrap();
+    list.dispatch(&compute, &verts.device_address().to_le_bytes(), [1, 1, 1])
+        .unwrap();
+    list.memory_barrier().unwrap();
+    list.begin_rendering(&Rendering {
+        colors: &[Attachment {
+            image: &img,
+            clear: Some([0.0, 0.0, 0.0, 1.0]),
+        }],
+        depth: None,
+    })
+    .unwrap();
+    list.bind_pipeline(&p);
+    list.bind_vertex_buffer(0, &verts, 0).unwrap();
+    list.draw(6, 1, 0, 0).unwrap();
+    list.end_rendering().unwrap();
+    let t = list.submit().unwrap();
+    rec.wait(t).unwrap();
+    let out = gpu.read_image(&img).unwrap();
+    for y in 0..H {
+        for x in 0..W {
+            let inside = (8..24).contains(&x) && (4..12).contains(&y);
+            let want = if inside { [255; 4] } else { [0, 0, 0, 255] };
+            assert_eq!(px(&out, x, y), want, "pixel ({x}, {y})");
+        }
+    }
+    gpu.check_validation().unwrap();
+}
