@@ -8,6 +8,11 @@
 //! dynamic-state call is filtered against what the command buffer already has, so a draw whose
 //! state did not change costs one push-constant compare and one vkCmdDraw.
 //!
+//! Coordinates are Vulkan's: the default viewport maps NDC y = -1 to the top row (no flip).
+//! Image layouts are tracked as recorded: a list dropped without submit leaves the images'
+//! remembered layouts ahead of the device (don't reuse them without a new transition from
+//! UNDEFINED, e.g. a fresh image).
+//!
 //! Resources a list records must outlive it (the borrow checker enforces that while recording);
 //! after submit, dropping a resource waits for the queue to be idle, so nothing in flight is
 //! destroyed under the GPU.
@@ -835,6 +840,81 @@ impl<'a> CommandList<'a> {
         // Compute push constants disturb the graphics push-constant filter only when the
         // layouts differ, which they always do here: forget the graphics bytes.
         self.state.push_len = usize::MAX;
+        Ok(())
+    }
+
+    /// Copies the whole image (depth aspect for depth formats) into `buffer` at `offset` as
+    /// tightly packed rows, outside rendering: a render target written back into guest memory
+    /// (an imported [`Buffer`]) without a host copy. Leaves the image in TRANSFER_SRC_OPTIMAL;
+    /// the bytes are visible to the host after the submission's wait.
+    pub fn copy_image_to_buffer(
+        &mut self,
+        image: &'a Image,
+        buffer: &'a Buffer,
+        offset: u64,
+    ) -> Result<()> {
+        self.check_copy("copy_image_to_buffer", image, buffer, offset)?;
+        let d = &self.inner.device;
+        image.record_transition(d, self.cmd, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
+        let region = crate::image::copy_region(image).buffer_offset(offset);
+        // SAFETY: live image and buffer; the region lies inside both (checked above).
+        unsafe {
+            d.cmd_copy_image_to_buffer(
+                self.cmd,
+                image.image,
+                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+                buffer.buffer,
+                &[region],
+            )
+        };
+        Ok(())
+    }
+
+    /// Fills the whole image from tightly packed rows in `buffer` at `offset` (a texture from
+    /// guest memory without a host copy), leaving it in SHADER_READ_ONLY_OPTIMAL for sampling.
+    pub fn copy_buffer_to_image(
+        &mut self,
+        buffer: &'a Buffer,
+        offset: u64,
+        image: &'a Image,
+    ) -> Result<()> {
+        self.check_copy("copy_buffer_to_image", image, buffer, offset)?;
+        let d = &self.inner.device;
+        image.record_transition(d, self.cmd, vk::ImageLayout::TRANSFER_DST_OPTIMAL);
+        let region = crate::image::copy_region(image).buffer_offset(offset);
+        // SAFETY: as above.
+        unsafe {
+            d.cmd_copy_buffer_to_image(
+                self.cmd,
+                buffer.buffer,
+                image.image,
+                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                &[region],
+            )
+        };
+        image.record_transition(d, self.cmd, vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL);
+        Ok(())
+    }
+
+    fn check_copy(&self, what: &str, image: &Image, buffer: &Buffer, offset: u64) -> Result<()> {
+        if self.state.rendering {
+            return Err(VkError::Invalid(format!("{what} inside a render pass")));
+        }
+        let bytes = image.host_bytes() as u64;
+        let texel = crate::image::texel_bytes(image.format()).unwrap_or(4) as u64;
+        if offset
+            .checked_add(bytes)
+            .is_none_or(|end| end > buffer.size)
+            || offset % texel.min(4) != 0
+        {
+            return Err(VkError::Invalid(format!(
+                "{what}: {bytes} bytes of a {}x{} {:?} image at offset {offset} of a {}-byte buffer",
+                image.width(),
+                image.height(),
+                image.format(),
+                buffer.size
+            )));
+        }
         Ok(())
     }
 

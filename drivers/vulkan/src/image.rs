@@ -486,7 +486,7 @@ impl Gpu {
     }
 }
 
-fn copy_region(image: &Image) -> vk::BufferImageCopy {
+pub(crate) fn copy_region(image: &Image) -> vk::BufferImageCopy {
     // Depth-stencil images copy their depth aspect only.
     let aspect = if image.aspect.contains(vk::ImageAspectFlags::DEPTH) {
         vk::ImageAspectFlags::DEPTH

@@ -954,3 +954,84 @@ void main() {
     }
     gpu.check_validation().unwrap();
 }
+
+#[test]
+fn a_render_target_is_copied_into_imported_host_memory_and_back_into_a_texture() {
+    let gpu = gpu();
+    let align = gpu
+        .host_import_alignment()
+        .expect("lavapipe imports host memory") as usize;
+    let len = ((W * H * 4) as usize).next_multiple_of(align);
+    let layout = std::alloc::Layout::from_size_align(len, align.max(4096)).unwrap();
+    // SAFETY: non-zero size; freed at the end, after the buffer is dropped.
+    let host = unsafe { std::alloc::alloc_zeroed(layout) };
+    // SAFETY: the allocation outlives `guest` and is only read after the wait.
+    let guest = unsafe { gpu.import_host_memory(host, len) }.unwrap();
+    let target = gpu
+        .create_image(&ImageDesc {
+            width: W,
+            height: H,
+            format: vk::Format::R8G8B8A8_UNORM,
+            kind: ImageKind::Color,
+        })
+        .unwrap();
+    let texture = gpu
+        .create_image(&ImageDesc {
+            width: W,
+            height: H,
+            format: vk::Format::R8G8B8A8_UNORM,
+            kind: ImageKind::Texture,
+        })
+        .unwrap();
+    let vs = shader(&gpu, "vert", VS_RECT);
+    let fs = shader(&gpu, "frag", FS_COLOR);
+    let mut desc = GraphicsDesc::new(vs, fs, vk::Format::R8G8B8A8_UNORM);
+    desc.push_constant_bytes = 48;
+    let p = gpu.graphics_pipeline(&desc).unwrap();
+    let mut rec = gpu.create_recorder(1).unwrap();
+    let mut list = rec.begin().unwrap();
+    list.begin_rendering(&Rendering {
+        colors: &[Attachment {
+            image: &target,
+            clear: Some([0.2, 0.4, 0.6, 1.0]),
+        }],
+        depth: None,
+    })
+    .unwrap();
+    list.bind_pipeline(&p);
+    list.set_topology(vk::PrimitiveTopology::TRIANGLE_STRIP);
+    list.push_constants(&rect(0, 0, 16, 8, 0.0, [1.0, 1.0, 0.0, 1.0]))
+        .unwrap();
+    list.draw(4, 1, 0, 0).unwrap();
+    list.end_rendering().unwrap();
+    list.copy_image_to_buffer(&target, &guest, 0).unwrap();
+    list.memory_barrier().unwrap();
+    list.copy_buffer_to_image(&guest, 0, &texture).unwrap();
+    let e = list
+        .copy_image_to_buffer(&target, &guest, len as u64 - 4)
+        .unwrap_err();
+    assert!(e.to_string().contains("offset"), "{e}");
+    let t = list.submit().unwrap();
+    rec.wait(t).unwrap();
+    // SAFETY: the GPU is done with the pages.
+    let pixels = unsafe { std::slice::from_raw_parts(host, (W * H * 4) as usize) }.to_vec();
+    for y in 0..H {
+        for x in 0..W {
+            let want = if x < 16 && y < 8 {
+                [255, 255, 0, 255]
+            } else {
+                [51, 102, 153, 255]
+            };
+            assert_eq!(px(&pixels, x, y), want, "guest pixel ({x}, {y})");
+        }
+    }
+    assert_eq!(
+        gpu.read_image(&texture).unwrap(),
+        pixels,
+        "texture from guest memory"
+    );
+    drop(guest);
+    // SAFETY: allocated above with this layout; the buffer is gone.
+    unsafe { std::alloc::dealloc(host, layout) };
+    gpu.check_validation().unwrap();
+}
