@@ -901,11 +901,16 @@ impl<'a> CommandList<'a> {
             return Err(VkError::Invalid(format!("{what} inside a render pass")));
         }
         let bytes = image.host_bytes() as u64;
-        let texel = crate::image::texel_bytes(image.format()).unwrap_or(4) as u64;
+        // bufferOffset: a multiple of the texel size (colour) or of 4 (depth).
+        let align = if image.aspect.contains(vk::ImageAspectFlags::DEPTH) {
+            4
+        } else {
+            crate::image::texel_bytes(image.format()).unwrap_or(4) as u64
+        };
         if offset
             .checked_add(bytes)
             .is_none_or(|end| end > buffer.size)
-            || offset % texel.min(4) != 0
+            || !offset.is_multiple_of(align)
         {
             return Err(VkError::Invalid(format!(
                 "{what}: {bytes} bytes of a {}x{} {:?} image at offset {offset} of a {}-byte buffer",
