@@ -114,10 +114,9 @@ fn main() {
     let mut rec = gpu.create_recorder(2).unwrap();
     // mode 0: one pipeline (binds filtered); 1: the pipeline alternates every draw;
     // 2: bare ash calls (the limit).
-    let mut run = |mode: u32| -> (Vec<f64>, Vec<f64>) {
-        let mut cpu = Vec::new();
-        let mut frame = Vec::new();
-        for n in 0..frames + 1 {
+    // One frame in `mode`: (CPU ms to record + submit, ms until the device finished).
+    let mut run = |mode: u32| -> (f64, f64) {
+        {
             let t0 = Instant::now();
             let mut list = rec.begin().unwrap();
             list.begin_rendering(&Rendering {
@@ -164,17 +163,25 @@ fn main() {
             let t1 = Instant::now();
             rec.wait(value).unwrap();
             let t2 = Instant::now();
-            if n > 0 {
-                // Frame 0 warms up (lavapipe compiles shaders at first use).
-                cpu.push(ms(t1 - t0));
-                frame.push(ms(t2 - t0));
-            }
+            (ms(t1 - t0), ms(t2 - t0))
         }
-        (cpu, frame)
     };
-    let (cpu, frame) = run(0);
-    let (cpu_alt, frame_alt) = run(1);
-    let (cpu_raw, _) = run(2);
+    // The modes take turns frame by frame, so machine noise hits them alike; round 0 warms up
+    // (lavapipe compiles shaders at first use).
+    let (mut cpu, mut frame, mut cpu_alt, mut frame_alt, mut cpu_raw) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for round in 0..frames + 1 {
+        let a = run(0);
+        let b = run(1);
+        let c = run(2);
+        if round > 0 {
+            cpu.push(a.0);
+            frame.push(a.1);
+            cpu_alt.push(b.0);
+            frame_alt.push(b.1);
+            cpu_raw.push(c.0);
+        }
+    }
     let per_draw = |v: &[f64]| median(v.to_vec()) * 1e3 / DRAWS as f64;
     println!(
         "{{\n  \"device\": {:?},\n  \"driver\": {:?},\n  \"pipeline_path\": {:?},\n  \
