@@ -1035,3 +1035,107 @@ fn a_render_target_is_copied_into_imported_host_memory_and_back_into_a_texture()
     unsafe { std::alloc::dealloc(host, layout) };
     gpu.check_validation().unwrap();
 }
+
+/// A full-target quad whose UV runs 0..`scale` (push constant), sampling set 0 binding 0.
+const VS_UV: &str = r#"#version 450
+layout(push_constant) uniform P { float scale; } pc;
+layout(location = 0) out vec2 uv;
+void main() {
+    vec2 c = vec2(gl_VertexIndex & 1, (gl_VertexIndex >> 1) & 1);
+    uv = c * pc.scale;
+    gl_Position = vec4(c * 2.0 - 1.0, 0.0, 1.0);
+}
+"#;
+const FS_TEX: &str = r#"#version 450
+layout(set = 0, binding = 0) uniform sampler2D tex;
+layout(location = 0) in vec2 uv;
+layout(location = 0) out vec4 color;
+void main() { color = texture(tex, uv); }
+"#;
+
+fn sampled_scene(rgba: Vec<u8>, size: u32, sampler: SamplerDesc, scale: f32) -> Scene {
+    let mut scene = Scene::new(W, H, VS_UV, FS_TEX);
+    scene.topology = vk::PrimitiveTopology::TRIANGLE_STRIP;
+    scene.push_constant_bytes = 4;
+    scene.textures = vec![Texture {
+        width: size,
+        height: size,
+        rgba,
+        sampler,
+    }];
+    scene.draws = vec![Draw {
+        push_constants: scale.to_le_bytes().to_vec(),
+        ..Draw::vertices(4)
+    }];
+    scene
+}
+
+#[test]
+fn address_modes_repeat_mirror_and_clamp_pick_the_texels_the_spec_says() {
+    let gpu = gpu();
+    let texel = |t: u32| [(t * 60 + 10) as u8, 0, 0, 255];
+    // A 4x4 texture whose red channel encodes the column.
+    let rgba: Vec<u8> = (0..4).flat_map(|_| (0..4).flat_map(texel)).collect();
+    for (mode, name) in [
+        (vk::SamplerAddressMode::REPEAT, "repeat"),
+        (vk::SamplerAddressMode::MIRRORED_REPEAT, "mirrored repeat"),
+        (vk::SamplerAddressMode::CLAMP_TO_EDGE, "clamp to edge"),
+    ] {
+        let sampler = SamplerDesc {
+            address: [mode; 3],
+            ..SamplerDesc::NEAREST_CLAMP
+        };
+        // UV 0..2 across 32 pixels: texel coordinate (x + 0.5) / 4, never on a boundary.
+        let out = reference::render(&gpu, &sampled_scene(rgba.clone(), 4, sampler, 2.0)).unwrap();
+        for x in 0..W {
+            let i = x / 4; // integer texel coordinate, 0..8
+            let col = match name {
+                "repeat" => i % 4,
+                "mirrored repeat" => {
+                    if i < 4 {
+                        i
+                    } else {
+                        7 - i
+                    }
+                }
+                _ => i.min(3),
+            };
+            assert_eq!(px(&out, x, 3), texel(col), "{name}: pixel x {x}");
+        }
+    }
+    gpu.check_validation().unwrap();
+}
+
+#[test]
+fn linear_filtering_blends_the_four_nearest_texels_with_bilinear_weights() {
+    let gpu = gpu();
+    // 2x2 texture: red channel 0, 200 (top row), 100, 40 (bottom row).
+    let reds = [0u8, 200, 100, 40];
+    let rgba: Vec<u8> = reds.iter().flat_map(|&r| [r, 0, 0, 255]).collect();
+    let sampler = SamplerDesc {
+        address: [vk::SamplerAddressMode::CLAMP_TO_EDGE; 3],
+        ..SamplerDesc::LINEAR_REPEAT
+    };
+    let out = reference::render(&gpu, &sampled_scene(rgba, 2, sampler, 1.0)).unwrap();
+    let t = |x: i64, y: i64| reds[(y.clamp(0, 1) * 2 + x.clamp(0, 1)) as usize] as f64;
+    for y in 0..H {
+        for x in 0..W {
+            // The spec's linear filter: texel space u * size - 0.5, weights from the fraction.
+            let u = (x as f64 + 0.5) / W as f64 * 2.0 - 0.5;
+            let v = (y as f64 + 0.5) / H as f64 * 2.0 - 0.5;
+            let (i, j) = (u.floor() as i64, v.floor() as i64);
+            let (a, b) = (u - u.floor(), v - v.floor());
+            let want = (1.0 - a) * (1.0 - b) * t(i, j)
+                + a * (1.0 - b) * t(i + 1, j)
+                + (1.0 - a) * b * t(i, j + 1)
+                + a * b * t(i + 1, j + 1);
+            let got = px(&out, x, y)[0] as f64;
+            // Implementations filter with a few bits of sub-texel precision: 2 steps allowed.
+            assert!(
+                (got - want).abs() <= 2.0,
+                "pixel ({x}, {y}): {got} vs {want:.2}"
+            );
+        }
+    }
+    gpu.check_validation().unwrap();
+}
