@@ -105,7 +105,7 @@ impl Gpu {
 impl Recorder {
     /// Starts a command list in the next command buffer of the ring (waiting for that buffer's
     /// previous submission first). Dynamic state starts at: cull none, counter-clockwise front
-    /// faces, triangle list, depth test and write off with LESS, stencil off.
+    /// faces, triangle list, no primitive restart, depth test and write off with LESS, stencil off.
     pub fn begin(&mut self) -> Result<CommandList<'_>> {
         let (cmd, busy_until) = self.slots[self.next];
         self.wait(busy_until)?;
@@ -243,6 +243,7 @@ struct State {
     cull: vk::CullModeFlags,
     front: vk::FrontFace,
     topology: vk::PrimitiveTopology,
+    restart: bool,
     depth: (bool, bool, vk::CompareOp),
     stencil_enable: bool,
     stencil: [StencilFace; 2],
@@ -267,6 +268,7 @@ impl Default for State {
             cull: vk::CullModeFlags::NONE,
             front: vk::FrontFace::COUNTER_CLOCKWISE,
             topology: vk::PrimitiveTopology::TRIANGLE_LIST,
+            restart: false,
             depth: (false, false, vk::CompareOp::LESS),
             stencil_enable: false,
             stencil: [StencilFace::KEEP; 2],
@@ -320,6 +322,7 @@ impl<'a> CommandList<'a> {
             d.cmd_set_cull_mode(cmd, s.cull);
             d.cmd_set_front_face(cmd, s.front);
             d.cmd_set_primitive_topology(cmd, s.topology);
+            d.cmd_set_primitive_restart_enable(cmd, s.restart);
             d.cmd_set_depth_test_enable(cmd, s.depth.0);
             d.cmd_set_depth_write_enable(cmd, s.depth.1);
             d.cmd_set_depth_compare_op(cmd, s.depth.2);
@@ -676,6 +679,22 @@ impl<'a> CommandList<'a> {
         // SAFETY: as above.
         unsafe { self.inner.device.cmd_set_primitive_topology(self.cmd, t) };
         self.state.topology = t;
+    }
+
+    /// Primitive restart for indexed strips and fans: the all-ones index (0xffff / 0xffffffff)
+    /// starts a new primitive.
+    pub fn set_primitive_restart(&mut self, enable: bool) {
+        if self.state.restart == enable {
+            self.stats.filtered += 1;
+            return;
+        }
+        // SAFETY: core 1.3 dynamic state.
+        unsafe {
+            self.inner
+                .device
+                .cmd_set_primitive_restart_enable(self.cmd, enable)
+        };
+        self.state.restart = enable;
     }
 
     /// Depth test on/off, depth write on/off, compare op.

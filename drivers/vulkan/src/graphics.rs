@@ -5,7 +5,7 @@
 //! descriptor set (set 0) of `textures` combined image samplers, bindings 0.., visible to the
 //! fragment stage. Viewport, scissor, cull mode, front face, topology (within its class),
 //! depth test / write / compare op and the stencil test are dynamic state (core in Vulkan 1.3),
-//! so they are not part of a pipeline's key; blending, write masks, formats, vertex layout and
+//! primitive restart, so they are not part of a pipeline's key; blending, write masks, formats, vertex layout and
 //! shaders are.
 //!
 //! [`Gpu::graphics_pipeline`] looks the key up in an in-memory cache. On a device with
@@ -389,7 +389,10 @@ fn key_of(parts: impl Hash) -> u64 {
 }
 
 /// The dynamic states of every pipeline, by the library subset they belong to.
-const DYNAMIC_VERTEX_INPUT: &[vk::DynamicState] = &[vk::DynamicState::PRIMITIVE_TOPOLOGY];
+const DYNAMIC_VERTEX_INPUT: &[vk::DynamicState] = &[
+    vk::DynamicState::PRIMITIVE_TOPOLOGY,
+    vk::DynamicState::PRIMITIVE_RESTART_ENABLE,
+];
 const DYNAMIC_PRE_RASTER: &[vk::DynamicState] = &[
     vk::DynamicState::VIEWPORT,
     vk::DynamicState::SCISSOR,

@@ -1139,3 +1139,78 @@ fn linear_filtering_blends_the_four_nearest_texels_with_bilinear_weights() {
     }
     gpu.check_validation().unwrap();
 }
+
+#[test]
+fn primitive_restart_splits_an_indexed_strip_at_the_all_ones_index() {
+    let gpu = gpu();
+    let vs = shader(&gpu, "vert", VS_POS2);
+    let fs = shader(&gpu, "frag", FS_WHITE);
+    let mut desc = GraphicsDesc::new(vs, fs, vk::Format::R8G8B8A8_UNORM);
+    desc.bindings = vec![aps5_vulkan::VertexBinding {
+        binding: 0,
+        stride: 8,
+        per_instance: false,
+    }];
+    desc.attributes = vec![VertexAttribute {
+        location: 0,
+        binding: 0,
+        format: vk::Format::R32G32_SFLOAT,
+        offset: 0,
+    }];
+    let p = gpu.graphics_pipeline(&desc).unwrap();
+    // Two rectangles (pixels 2..10 and 20..30 across, rows 4..28) as strips of 4 vertices.
+    let n = |x: f32, y: f32| [x / 16.0 - 1.0, y / 16.0 - 1.0];
+    let mut v = Vec::new();
+    for (x0, x1) in [(2.0, 10.0), (20.0, 30.0)] {
+        for (x, y) in [(x0, 4.0), (x1, 4.0), (x0, 28.0), (x1, 28.0)] {
+            v.extend(n(x, y));
+        }
+    }
+    let mut vb = gpu.create_buffer(v.len() as u64 * 4).unwrap();
+    vb.write(0, &f32s(&v)).unwrap();
+    let idx: Vec<u8> = [0u16, 1, 2, 3, 0xffff, 4, 5, 6, 7]
+        .iter()
+        .flat_map(|i| i.to_le_bytes())
+        .collect();
+    let mut ib = gpu.create_buffer(idx.len() as u64).unwrap();
+    ib.write(0, &idx).unwrap();
+    let img = gpu
+        .create_image(&ImageDesc {
+            width: W,
+            height: H,
+            format: vk::Format::R8G8B8A8_UNORM,
+            kind: ImageKind::Color,
+        })
+        .unwrap();
+    let mut rec = gpu.create_recorder(1).unwrap();
+    let mut list = rec.begin().unwrap();
+    list.begin_rendering(&Rendering {
+        colors: &[Attachment {
+            image: &img,
+            clear: Some([0.0, 0.0, 0.0, 1.0]),
+        }],
+        depth: None,
+    })
+    .unwrap();
+    list.bind_pipeline(&p);
+    list.bind_vertex_buffer(0, &vb, 0).unwrap();
+    list.bind_index_buffer(&ib, 0, vk::IndexType::UINT16)
+        .unwrap();
+    list.set_topology(vk::PrimitiveTopology::TRIANGLE_STRIP);
+    list.set_primitive_restart(true);
+    list.draw_indexed(9, 1, 0, 0, 0).unwrap();
+    list.end_rendering().unwrap();
+    let t = list.submit().unwrap();
+    rec.wait(t).unwrap();
+    let out = gpu.read_image(&img).unwrap();
+    for y in 0..H {
+        for x in 0..W {
+            // Without restart the strip would also join the two (triangles 2-3-4', ...).
+            let rows = (4..28).contains(&y);
+            let inside = rows && ((2..10).contains(&x) || (20..30).contains(&x));
+            let want = if inside { [255; 4] } else { [0, 0, 0, 255] };
+            assert_eq!(px(&out, x, y), want, "pixel ({x}, {y})");
+        }
+    }
+    gpu.check_validation().unwrap();
+}
