@@ -920,11 +920,13 @@ impl<'a> CommandList<'a> {
             return Err(VkError::Invalid(format!("{what} inside a render pass")));
         }
         let bytes = image.host_bytes() as u64;
-        // bufferOffset: a multiple of the texel size (colour) or of 4 (depth).
+        // bufferOffset: a multiple of the texel (block) size, or of 4 for depth.
         let align = if image.aspect.contains(vk::ImageAspectFlags::DEPTH) {
             4
         } else {
-            crate::image::texel_bytes(image.format()).unwrap_or(4) as u64
+            crate::image::block_bytes(image.format())
+                .or_else(|| crate::image::texel_bytes(image.format()))
+                .unwrap_or(4) as u64
         };
         if offset
             .checked_add(bytes)

@@ -49,6 +49,39 @@ pub fn texel_bytes(format: vk::Format) -> Option<u32> {
     })
 }
 
+/// Block-compressed formats (4x4 texels a block): bytes per block. Texture images only.
+pub fn block_bytes(format: vk::Format) -> Option<u32> {
+    use vk::Format as F;
+    Some(match format {
+        F::BC1_RGB_UNORM_BLOCK
+        | F::BC1_RGB_SRGB_BLOCK
+        | F::BC1_RGBA_UNORM_BLOCK
+        | F::BC1_RGBA_SRGB_BLOCK
+        | F::BC4_UNORM_BLOCK
+        | F::BC4_SNORM_BLOCK => 8,
+        F::BC2_UNORM_BLOCK
+        | F::BC2_SRGB_BLOCK
+        | F::BC3_UNORM_BLOCK
+        | F::BC3_SRGB_BLOCK
+        | F::BC5_UNORM_BLOCK
+        | F::BC5_SNORM_BLOCK
+        | F::BC6H_UFLOAT_BLOCK
+        | F::BC6H_SFLOAT_BLOCK
+        | F::BC7_UNORM_BLOCK
+        | F::BC7_SRGB_BLOCK => 16,
+        _ => return None,
+    })
+}
+
+/// Bytes of a tightly packed `width` x `height` image of `format` (whole 4x4 blocks for
+/// block-compressed formats); None for formats this crate does not move.
+pub fn image_bytes(format: vk::Format, width: u32, height: u32) -> Option<usize> {
+    if let Some(b) = block_bytes(format) {
+        return Some(width.div_ceil(4) as usize * height.div_ceil(4) as usize * b as usize);
+    }
+    texel_bytes(format).map(|t| width as usize * height as usize * t as usize)
+}
+
 /// Whether `format` is a depth format, and whether it also has stencil.
 pub fn depth_aspects(format: vk::Format) -> Option<bool> {
     use vk::Format as F;
@@ -96,11 +129,9 @@ impl Image {
     pub fn layout(&self) -> vk::ImageLayout {
         vk::ImageLayout::from_raw(self.layout.load(Ordering::Relaxed))
     }
-    /// Bytes of a tightly packed readback / upload.
+    /// Bytes of a tightly packed readback / upload (whole blocks for BC formats).
     pub fn host_bytes(&self) -> usize {
-        self.desc.width as usize
-            * self.desc.height as usize
-            * texel_bytes(self.desc.format).unwrap_or(0) as usize
+        image_bytes(self.desc.format, self.desc.width, self.desc.height).unwrap_or(0)
     }
 
     /// Records a barrier that moves the image to `new` (nothing if it is there already and
@@ -288,7 +319,14 @@ impl Gpu {
                 desc.width, desc.height
             )));
         }
-        if texel_bytes(desc.format).is_none() {
+        let compressed = block_bytes(desc.format).is_some();
+        if compressed && desc.kind != ImageKind::Texture {
+            return Err(VkError::Invalid(format!(
+                "block-compressed format {:?} as a {:?} image (textures only)",
+                desc.format, desc.kind
+            )));
+        }
+        if image_bytes(desc.format, 1, 1).is_none() {
             return Err(VkError::Invalid(format!(
                 "image format {:?} is not supported by aps5-vulkan",
                 desc.format
@@ -405,7 +443,8 @@ impl Gpu {
         })
     }
 
-    /// Fills the whole image from tightly packed rows of `data` (width * height * texel bytes)
+    /// Fills the whole image from tightly packed rows of `data` (width * height * texel bytes;
+    /// for BC formats, rows of 4x4 blocks)
     /// and leaves a texture in SHADER_READ_ONLY_OPTIMAL (other kinds in TRANSFER_DST_OPTIMAL;
     /// the next render pass moves them). Depth images take the depth aspect's bytes.
     pub fn upload_image(&self, image: &Image, data: &[u8]) -> Result<()> {

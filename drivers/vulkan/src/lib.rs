@@ -730,7 +730,8 @@ fn open_device(instance: &ash::Instance, opts: &GpuOptions) -> Result<Opened> {
         .shader_int64(true)
         .shader_int16(base.shader_int16 == vk::TRUE)
         .shader_float64(base.shader_float64 == vk::TRUE)
-        .independent_blend(base.independent_blend == vk::TRUE);
+        .independent_blend(base.independent_blend == vk::TRUE)
+        .texture_compression_bc(base.texture_compression_bc == vk::TRUE);
     let mut want11 = vk::PhysicalDeviceVulkan11Features::default()
         .storage_buffer16_bit_access(f11.storage_buffer16_bit_access == vk::TRUE)
         .variable_pointers_storage_buffer(f11.variable_pointers_storage_buffer == vk::TRUE)

@@ -28,12 +28,14 @@ use crate::graphics::{
 use crate::image::{ImageDesc, ImageKind, SamplerDesc};
 use crate::{Gpu, Result, VkError};
 
-/// A texture of RGBA8 texels (R8G8B8A8_UNORM), bound at the next binding of set 0.
+/// A texture bound at the next binding of set 0: `data` in `format` (tightly packed rows, or
+/// rows of 4x4 blocks for BC formats).
 #[derive(Clone, Debug)]
 pub struct Texture {
     pub width: u32,
     pub height: u32,
-    pub rgba: Vec<u8>,
+    pub format: vk::Format,
+    pub data: Vec<u8>,
     pub sampler: SamplerDesc,
 }
 
@@ -213,10 +215,10 @@ pub fn render(gpu: &Gpu, scene: &Scene) -> Result<Vec<u8>> {
         let img = gpu.create_image(&ImageDesc {
             width: t.width,
             height: t.height,
-            format: vk::Format::R8G8B8A8_UNORM,
+            format: t.format,
             kind: ImageKind::Texture,
         })?;
-        gpu.upload_image(&img, &t.rgba)?;
+        gpu.upload_image(&img, &t.data)?;
         images.push(img);
         samplers.push(gpu.create_sampler(&t.sampler)?);
     }

@@ -464,7 +464,8 @@ void main() { color = texture(tex, uv); }
     scene.textures = vec![Texture {
         width: 4,
         height: 4,
-        rgba,
+        format: vk::Format::R8G8B8A8_UNORM,
+        data: rgba,
         sampler: SamplerDesc::NEAREST_CLAMP,
     }];
     scene.draws = vec![Draw::vertices(4)];
@@ -766,12 +767,12 @@ fn bad_requests_fail_with_a_message_naming_the_problem() {
         .create_image(&ImageDesc {
             width: W,
             height: H,
-            format: vk::Format::BC1_RGB_UNORM_BLOCK,
+            format: vk::Format::R4G4_UNORM_PACK8,
             kind: ImageKind::Texture,
         })
         .err()
         .unwrap();
-    assert!(e.to_string().contains("BC1_RGB_UNORM_BLOCK"), "{e}");
+    assert!(e.to_string().contains("R4G4_UNORM_PACK8"), "{e}");
     let tex = gpu
         .create_image(&ImageDesc {
             width: 4,
@@ -1054,13 +1055,24 @@ void main() { color = texture(tex, uv); }
 "#;
 
 fn sampled_scene(rgba: Vec<u8>, size: u32, sampler: SamplerDesc, scale: f32) -> Scene {
+    sampled_scene_in(vk::Format::R8G8B8A8_UNORM, rgba, size, sampler, scale)
+}
+
+fn sampled_scene_in(
+    format: vk::Format,
+    data: Vec<u8>,
+    size: u32,
+    sampler: SamplerDesc,
+    scale: f32,
+) -> Scene {
     let mut scene = Scene::new(W, H, VS_UV, FS_TEX);
     scene.topology = vk::PrimitiveTopology::TRIANGLE_STRIP;
     scene.push_constant_bytes = 4;
     scene.textures = vec![Texture {
         width: size,
         height: size,
-        rgba,
+        format,
+        data,
         sampler,
     }];
     scene.draws = vec![Draw {
@@ -1209,6 +1221,48 @@ fn primitive_restart_splits_an_indexed_strip_at_the_all_ones_index() {
             let rows = (4..28).contains(&y);
             let inside = rows && ((2..10).contains(&x) || (20..30).contains(&x));
             let want = if inside { [255; 4] } else { [0, 0, 0, 255] };
+            assert_eq!(px(&out, x, y), want, "pixel ({x}, {y})");
+        }
+    }
+    gpu.check_validation().unwrap();
+}
+
+#[test]
+fn bc1_texture_blocks_decode_to_their_endpoint_colours() {
+    let gpu = gpu();
+    // An 8x8 BC1 texture: 2x2 blocks, each {color0 = red 0xf800, color1 = blue 0x001f (color0 >
+    // color1: four-colour mode), 2-bit indices}; only indices 0 and 1 are used, which the format
+    // defines as the endpoints exactly (5/6-bit channels 31 / 0 -> 255 / 0).
+    let index = |tx: u32, ty: u32| (tx + ty + (ty / 4) * 2 + tx / 4) & 1;
+    let mut data = Vec::new();
+    for by in 0..2 {
+        for bx in 0..2 {
+            data.extend(0xf800u16.to_le_bytes());
+            data.extend(0x001fu16.to_le_bytes());
+            let mut bits = 0u32;
+            for y in 0..4 {
+                for x in 0..4 {
+                    bits |= index(bx * 4 + x, by * 4 + y) << (2 * (y * 4 + x));
+                }
+            }
+            data.extend(bits.to_le_bytes());
+        }
+    }
+    let scene = sampled_scene_in(
+        vk::Format::BC1_RGB_UNORM_BLOCK,
+        data,
+        8,
+        SamplerDesc::NEAREST_CLAMP,
+        1.0,
+    );
+    let out = reference::render(&gpu, &scene).unwrap();
+    for y in 0..H {
+        for x in 0..W {
+            let want = if index(x / 4, y / 4) == 0 {
+                [255, 0, 0, 255]
+            } else {
+                [0, 0, 255, 255]
+            };
             assert_eq!(px(&out, x, y), want, "pixel ({x}, {y})");
         }
     }
