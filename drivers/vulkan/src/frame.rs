@@ -105,7 +105,7 @@ impl Gpu {
 impl Recorder {
     /// Starts a command list in the next command buffer of the ring (waiting for that buffer's
     /// previous submission first). Dynamic state starts at: cull none, counter-clockwise front
-    /// faces, triangle list, no primitive restart, depth test and write off with LESS, stencil off.
+    /// faces, triangle list, no primitive restart, no depth bias, depth test and write off with LESS, stencil off.
     pub fn begin(&mut self) -> Result<CommandList<'_>> {
         let (cmd, busy_until) = self.slots[self.next];
         self.wait(busy_until)?;
@@ -244,6 +244,8 @@ struct State {
     front: vk::FrontFace,
     topology: vk::PrimitiveTopology,
     restart: bool,
+    /// Enabled, then constant factor, clamp, slope factor (f32 bits).
+    bias: (bool, [u32; 3]),
     depth: (bool, bool, vk::CompareOp),
     stencil_enable: bool,
     stencil: [StencilFace; 2],
@@ -269,6 +271,7 @@ impl Default for State {
             front: vk::FrontFace::COUNTER_CLOCKWISE,
             topology: vk::PrimitiveTopology::TRIANGLE_LIST,
             restart: false,
+            bias: (false, [0; 3]),
             depth: (false, false, vk::CompareOp::LESS),
             stencil_enable: false,
             stencil: [StencilFace::KEEP; 2],
@@ -323,6 +326,8 @@ impl<'a> CommandList<'a> {
             d.cmd_set_front_face(cmd, s.front);
             d.cmd_set_primitive_topology(cmd, s.topology);
             d.cmd_set_primitive_restart_enable(cmd, s.restart);
+            d.cmd_set_depth_bias_enable(cmd, s.bias.0);
+            d.cmd_set_depth_bias(cmd, 0.0, 0.0, 0.0);
             d.cmd_set_depth_test_enable(cmd, s.depth.0);
             d.cmd_set_depth_write_enable(cmd, s.depth.1);
             d.cmd_set_depth_compare_op(cmd, s.depth.2);
@@ -695,6 +700,27 @@ impl<'a> CommandList<'a> {
                 .cmd_set_primitive_restart_enable(self.cmd, enable)
         };
         self.state.restart = enable;
+    }
+
+    /// Depth bias (polygon offset): on/off, constant factor (in units of the format's minimum
+    /// resolvable difference), clamp (0 = none), slope factor.
+    pub fn set_depth_bias(&mut self, enable: bool, constant: f32, clamp: f32, slope: f32) {
+        let key = (enable, [constant, clamp, slope].map(f32::to_bits));
+        if self.state.bias == key {
+            self.stats.filtered += 1;
+            return;
+        }
+        let d = &self.inner.device;
+        // SAFETY: core dynamic state (DEPTH_BIAS_ENABLE is core in 1.3).
+        unsafe {
+            if self.state.bias.0 != enable {
+                d.cmd_set_depth_bias_enable(self.cmd, enable);
+            }
+            if self.state.bias.1 != key.1 {
+                d.cmd_set_depth_bias(self.cmd, constant, clamp, slope);
+            }
+        }
+        self.state.bias = key;
     }
 
     /// Depth test on/off, depth write on/off, compare op.

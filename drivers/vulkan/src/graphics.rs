@@ -5,7 +5,7 @@
 //! descriptor set (set 0) of `textures` combined image samplers, bindings 0.., visible to the
 //! fragment stage. Viewport, scissor, cull mode, front face, topology (within its class),
 //! depth test / write / compare op and the stencil test are dynamic state (core in Vulkan 1.3),
-//! primitive restart, so they are not part of a pipeline's key; blending, write masks, formats, vertex layout and
+//! primitive restart and depth bias, so they are not part of a pipeline's key; blending, write masks, formats, vertex layout and
 //! shaders are.
 //!
 //! [`Gpu::graphics_pipeline`] looks the key up in an in-memory cache. On a device with
@@ -398,6 +398,8 @@ const DYNAMIC_PRE_RASTER: &[vk::DynamicState] = &[
     vk::DynamicState::SCISSOR,
     vk::DynamicState::CULL_MODE,
     vk::DynamicState::FRONT_FACE,
+    vk::DynamicState::DEPTH_BIAS_ENABLE,
+    vk::DynamicState::DEPTH_BIAS,
 ];
 const DYNAMIC_FRAGMENT: &[vk::DynamicState] = &[
     vk::DynamicState::DEPTH_TEST_ENABLE,

@@ -1268,3 +1268,78 @@ fn bc1_texture_blocks_decode_to_their_endpoint_colours() {
     }
     gpu.check_validation().unwrap();
 }
+
+#[test]
+fn depth_bias_moves_a_coplanar_surface_in_front_under_less() {
+    let gpu = gpu();
+    let vs = shader(&gpu, "vert", VS_RECT);
+    let fs = shader(&gpu, "frag", FS_COLOR);
+    let mut desc = GraphicsDesc::new(vs, fs, vk::Format::R8G8B8A8_UNORM);
+    desc.push_constant_bytes = 48;
+    desc.depth_format = vk::Format::D32_SFLOAT;
+    let p = gpu.graphics_pipeline(&desc).unwrap();
+    let color = gpu
+        .create_image(&ImageDesc {
+            width: W,
+            height: H,
+            format: vk::Format::R8G8B8A8_UNORM,
+            kind: ImageKind::Color,
+        })
+        .unwrap();
+    let depth = gpu
+        .create_image(&ImageDesc {
+            width: W,
+            height: H,
+            format: vk::Format::D32_SFLOAT,
+            kind: ImageKind::Depth,
+        })
+        .unwrap();
+    let mut rec = gpu.create_recorder(1).unwrap();
+    let mut list = rec.begin().unwrap();
+    list.begin_rendering(&Rendering {
+        colors: &[Attachment {
+            image: &color,
+            clear: Some([0.0, 0.0, 0.0, 1.0]),
+        }],
+        depth: Some(DepthAttachment {
+            image: &depth,
+            clear_depth: Some(1.0),
+            clear_stencil: None,
+        }),
+    })
+    .unwrap();
+    list.bind_pipeline(&p);
+    list.set_topology(vk::PrimitiveTopology::TRIANGLE_STRIP);
+    list.set_depth(true, true, vk::CompareOp::LESS);
+    list.push_constants(&rect(0, 0, 32, 32, 0.5, [1.0, 0.0, 0.0, 1.0]))
+        .unwrap();
+    list.draw(4, 1, 0, 0).unwrap();
+    // The same depth again: LESS fails without bias (left half), passes with a negative
+    // constant bias (right half).
+    list.push_constants(&rect(0, 0, 16, 32, 0.5, [0.0, 1.0, 0.0, 1.0]))
+        .unwrap();
+    list.draw(4, 1, 0, 0).unwrap();
+    list.set_depth_bias(true, -64.0, 0.0, 0.0);
+    list.push_constants(&rect(16, 0, 32, 32, 0.5, [0.0, 0.0, 1.0, 1.0]))
+        .unwrap();
+    list.draw(4, 1, 0, 0).unwrap();
+    list.end_rendering().unwrap();
+    let t = list.submit().unwrap();
+    rec.wait(t).unwrap();
+    let out = gpu.read_image(&color).unwrap();
+    for y in 0..H {
+        for x in 0..W {
+            let want = if x < 16 {
+                [255, 0, 0, 255]
+            } else {
+                [0, 0, 255, 255]
+            };
+            assert_eq!(px(&out, x, y), want, "pixel ({x}, {y})");
+        }
+    }
+    let d = gpu.read_image(&depth).unwrap();
+    let at = |x: u32| f32::from_le_bytes(d[(x * 4) as usize..][..4].try_into().unwrap());
+    assert_eq!(at(3), 0.5);
+    assert!(at(20) < 0.5, "biased depth {} is nearer", at(20));
+    gpu.check_validation().unwrap();
+}
