@@ -123,6 +123,7 @@ fn main() {
                 colors: &[Attachment {
                     image: &target,
                     clear: Some([0.0; 4]),
+                    resolve: None,
                 }],
                 depth: None,
             })

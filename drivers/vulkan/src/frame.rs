@@ -180,10 +180,24 @@ impl Drop for Recorder {
 }
 
 /// A colour attachment of a render pass; `clear` = None loads the previous contents.
+/// `resolve`: a single-sampled image of the same format that a multisampled `image` is
+/// averaged into at the end of the pass.
 #[derive(Clone, Copy)]
 pub struct Attachment<'a> {
     pub image: &'a Image,
     pub clear: Option<[f32; 4]>,
+    pub resolve: Option<&'a Image>,
+}
+
+impl<'a> Attachment<'a> {
+    /// A single-sampled attachment, cleared to `clear` (None: loaded).
+    pub fn new(image: &'a Image, clear: Option<[f32; 4]>) -> Attachment<'a> {
+        Attachment {
+            image,
+            clear,
+            resolve: None,
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -395,12 +409,34 @@ impl<'a> CommandList<'a> {
                 "begin_rendering without attachments".into(),
             ));
         }
+        for a in r.colors {
+            if let Some(res) = a.resolve
+                && (a.image.samples < 2 || res.samples != 1 || res.format() != a.image.format())
+            {
+                return Err(VkError::Invalid(format!(
+                    "resolve of a {}-sample {:?} image into a {}-sample {:?} one (want \
+                     multisampled into single-sampled, same format)",
+                    a.image.samples,
+                    a.image.format(),
+                    res.samples,
+                    res.format()
+                )));
+            }
+        }
         let d = &self.inner.device;
         let mut colors = [vk::RenderingAttachmentInfo::default(); MAX_COLOR_ATTACHMENTS];
         for (slot, a) in colors.iter_mut().zip(r.colors) {
             let layout = attachment_layout(a.image.aspect);
             a.image.record_transition(d, self.cmd, layout);
-            *slot = vk::RenderingAttachmentInfo::default()
+            let mut info = vk::RenderingAttachmentInfo::default();
+            if let Some(res) = a.resolve {
+                res.record_transition(d, self.cmd, vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL);
+                info = info
+                    .resolve_mode(vk::ResolveModeFlags::AVERAGE)
+                    .resolve_image_view(res.view)
+                    .resolve_image_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL);
+            }
+            *slot = info
                 .image_view(a.image.view)
                 .image_layout(layout)
                 .load_op(if a.clear.is_some() {

@@ -170,6 +170,8 @@ pub struct GraphicsDesc {
     pub targets: Vec<ColorTarget>,
     /// vk::Format::UNDEFINED = no depth attachment.
     pub depth_format: vk::Format,
+    /// Samples per pixel of the attachments (1 = no multisampling).
+    pub samples: u32,
 }
 
 impl GraphicsDesc {
@@ -189,6 +191,7 @@ impl GraphicsDesc {
                 blend: Blend::OPAQUE,
             }],
             depth_format: vk::Format::UNDEFINED,
+            samples: 1,
         }
     }
 }
@@ -457,6 +460,12 @@ impl Gpu {
                 desc.push_constant_bytes, self.info.max_push_constants_size
             )));
         }
+        if !matches!(desc.samples, 1 | 2 | 4 | 8) {
+            return Err(VkError::Invalid(format!(
+                "{} samples per pixel (1, 2, 4 or 8)",
+                desc.samples
+            )));
+        }
         for a in &desc.attributes {
             if !desc.bindings.iter().any(|b| b.binding == a.binding) {
                 return Err(VkError::Invalid(format!(
@@ -502,7 +511,7 @@ impl Gpu {
                 ),
                 (
                     LibFlags::FRAGMENT_OUTPUT_INTERFACE,
-                    key_of((&desc.targets, desc.depth_format)),
+                    key_of((&desc.targets, desc.depth_format, desc.samples)),
                 ),
             ];
             let mut libraries = Vec::with_capacity(4);
@@ -745,7 +754,7 @@ fn build(
         .polygon_mode(vk::PolygonMode::FILL)
         .line_width(1.0);
     let multisample = vk::PipelineMultisampleStateCreateInfo::default()
-        .rasterization_samples(vk::SampleCountFlags::TYPE_1);
+        .rasterization_samples(vk::SampleCountFlags::from_raw(desc.samples));
     let depth_stencil = vk::PipelineDepthStencilStateCreateInfo::default()
         .depth_compare_op(vk::CompareOp::LESS)
         .max_depth_bounds(1.0);

@@ -110,6 +110,8 @@ pub struct Image {
     pub(crate) aspect: vk::ImageAspectFlags,
     /// The layout after the last recorded transition (a vk::ImageLayout's raw value).
     layout: AtomicI32,
+    /// Samples per pixel (1, or 2/4/8 for a multisampled render target).
+    pub(crate) samples: u32,
 }
 
 impl Image {
@@ -124,6 +126,9 @@ impl Image {
     }
     pub fn format(&self) -> vk::Format {
         self.desc.format
+    }
+    pub fn samples(&self) -> u32 {
+        self.samples
     }
     /// The layout the image is in once the work recorded so far has run.
     pub fn layout(&self) -> vk::ImageLayout {
@@ -310,6 +315,40 @@ impl Gpu {
     /// A device-local image for `desc`, in layout UNDEFINED. Fails naming the format when the
     /// device cannot use it for `desc.kind`.
     pub fn create_image(&self, desc: &ImageDesc) -> Result<Image> {
+        self.create_image_multisampled(desc, 1)
+    }
+
+    /// A render target (colour or depth) with `samples` per pixel (1, 2, 4 or 8; the device
+    /// must support the count for the format). Multisampled images are resolved into a
+    /// single-sampled one by a render pass ([`crate::Attachment::resolve`]); they cannot be
+    /// read back or sampled directly.
+    pub fn create_image_multisampled(&self, desc: &ImageDesc, samples: u32) -> Result<Image> {
+        let counts = {
+            // SAFETY: a live physical device.
+            let limits = unsafe {
+                self.inner
+                    .instance
+                    .get_physical_device_properties(self.inner.physical)
+            }
+            .limits;
+            if depth_aspects(desc.format).is_some() {
+                limits.framebuffer_depth_sample_counts
+            } else {
+                limits.framebuffer_color_sample_counts
+            }
+        };
+        let flag = vk::SampleCountFlags::from_raw(samples);
+        if !matches!(samples, 1 | 2 | 4 | 8)
+            || (samples > 1 && (desc.kind == ImageKind::Texture || !counts.contains(flag)))
+        {
+            return Err(VkError::Unsupported {
+                name: self.info.name.clone(),
+                what: format!(
+                    "{samples} samples for a {:?} {:?} image (render targets only; device counts {counts:?})",
+                    desc.kind, desc.format
+                ),
+            });
+        }
         use vk::FormatFeatureFlags as FF;
         use vk::ImageUsageFlags as U;
         let max = self.info.max_image_dimension_2d;
@@ -373,7 +412,7 @@ impl Gpu {
             })
             .mip_levels(1)
             .array_layers(1)
-            .samples(vk::SampleCountFlags::TYPE_1)
+            .samples(flag)
             .tiling(vk::ImageTiling::OPTIMAL)
             .usage(usage)
             .sharing_mode(vk::SharingMode::EXCLUSIVE)
@@ -440,6 +479,7 @@ impl Gpu {
             desc: *desc,
             aspect,
             layout: AtomicI32::new(vk::ImageLayout::UNDEFINED.as_raw()),
+            samples,
         })
     }
 
@@ -448,6 +488,12 @@ impl Gpu {
     /// and leaves a texture in SHADER_READ_ONLY_OPTIMAL (other kinds in TRANSFER_DST_OPTIMAL;
     /// the next render pass moves them). Depth images take the depth aspect's bytes.
     pub fn upload_image(&self, image: &Image, data: &[u8]) -> Result<()> {
+        if image.samples > 1 {
+            return Err(VkError::Invalid(format!(
+                "upload into a {}-sample image",
+                image.samples
+            )));
+        }
         let want = image.host_bytes();
         if data.len() != want {
             return Err(VkError::Invalid(format!(
@@ -483,6 +529,12 @@ impl Gpu {
     /// bytes a texel for D32 / D24 (24 bits in the low bits), 2 for D16). Waits for all work
     /// submitted before, and leaves the image in TRANSFER_SRC_OPTIMAL.
     pub fn read_image(&self, image: &Image) -> Result<Vec<u8>> {
+        if image.samples > 1 {
+            return Err(VkError::Invalid(format!(
+                "readback of a {}-sample image (resolve it into a single-sampled one first)",
+                image.samples
+            )));
+        }
         let bytes = image.host_bytes();
         let staging = self.create_buffer(bytes as u64)?;
         let region = copy_region(image);

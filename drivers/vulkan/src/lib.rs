@@ -128,6 +128,8 @@ pub struct DeviceInfo {
     pub max_image_dimension_2d: u32,
     /// Colour attachments may blend differently (independentBlend).
     pub independent_blend: bool,
+    /// Multisampled rasterization uses the standard sample positions.
+    pub standard_sample_locations: bool,
     /// VkPhysicalDeviceDriverProperties::driverID (for the workarounds graphics.rs lists).
     pub driver_id: vk::DriverId,
 }
@@ -897,6 +899,7 @@ fn open_device(instance: &ash::Instance, opts: &GpuOptions) -> Result<Opened> {
         max_image_dimension_2d: props.limits.max_image_dimension2_d,
         independent_blend: base.independent_blend == vk::TRUE,
         driver_id: driver.driver_id,
+        standard_sample_locations: props.limits.standard_sample_locations == vk::TRUE,
     };
     Ok((physical, index, device, queue, pool, info))
 }

@@ -246,6 +246,7 @@ pub fn render(gpu: &Gpu, scene: &Scene) -> Result<Vec<u8>> {
     let colors = [Attachment {
         image: &target,
         clear: Some(scene.clear),
+        resolve: None,
     }];
     list.begin_rendering(&Rendering {
         colors: &colors,

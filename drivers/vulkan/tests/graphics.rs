@@ -66,6 +66,7 @@ fn clear_to(gpu: &Gpu, format: vk::Format, value: [f32; 4]) -> Vec<u8> {
         colors: &[Attachment {
             image: &img,
             clear: Some(value),
+            resolve: None,
         }],
         depth: None,
     })
@@ -376,10 +377,12 @@ void main() { c0 = v_color; c1 = v_color; }
             Attachment {
                 image: &t0,
                 clear: Some(dst),
+                resolve: None,
             },
             Attachment {
                 image: &t1,
                 clear: Some(dst),
+                resolve: None,
             },
         ],
         depth: None,
@@ -612,6 +615,7 @@ fn draw_with(gpu: &Gpu, pipeline: &aps5_vulkan::GraphicsPipeline) -> Vec<u8> {
         colors: &[Attachment {
             image: &img,
             clear: Some([0.0, 0.0, 0.0, 1.0]),
+            resolve: None,
         }],
         depth: None,
     })
@@ -702,6 +706,7 @@ fn a_thousand_draws_in_one_list_each_set_their_own_pixel_and_binds_are_filtered(
         colors: &[Attachment {
             image: &img,
             clear: Some([0.0; 4]),
+            resolve: None,
         }],
         depth: None,
     })
@@ -828,6 +833,7 @@ fn stencil_written_by_one_draw_masks_the_next() {
         colors: &[Attachment {
             image: &color,
             clear: Some([0.0, 0.0, 0.0, 1.0]),
+            resolve: None,
         }],
         depth: Some(DepthAttachment {
             image: &depth,
@@ -935,6 +941,7 @@ void main() {
         colors: &[Attachment {
             image: &img,
             clear: Some([0.0, 0.0, 0.0, 1.0]),
+            resolve: None,
         }],
         depth: None,
     })
@@ -995,6 +1002,7 @@ fn a_render_target_is_copied_into_imported_host_memory_and_back_into_a_texture()
         colors: &[Attachment {
             image: &target,
             clear: Some([0.2, 0.4, 0.6, 1.0]),
+            resolve: None,
         }],
         depth: None,
     })
@@ -1200,6 +1208,7 @@ fn primitive_restart_splits_an_indexed_strip_at_the_all_ones_index() {
         colors: &[Attachment {
             image: &img,
             clear: Some([0.0, 0.0, 0.0, 1.0]),
+            resolve: None,
         }],
         depth: None,
     })
@@ -1300,6 +1309,7 @@ fn depth_bias_moves_a_coplanar_surface_in_front_under_less() {
         colors: &[Attachment {
             image: &color,
             clear: Some([0.0, 0.0, 0.0, 1.0]),
+            resolve: None,
         }],
         depth: Some(DepthAttachment {
             image: &depth,
@@ -1341,5 +1351,111 @@ fn depth_bias_moves_a_coplanar_surface_in_front_under_less() {
     let at = |x: u32| f32::from_le_bytes(d[(x * 4) as usize..][..4].try_into().unwrap());
     assert_eq!(at(3), 0.5);
     assert!(at(20) < 0.5, "biased depth {} is nearer", at(20));
+    gpu.check_validation().unwrap();
+}
+
+#[test]
+fn multisampled_edges_resolve_to_the_fraction_of_standard_sample_positions_covered() {
+    let gpu = gpu();
+    if !gpu.info().standard_sample_locations {
+        eprintln!("no standardSampleLocations: the expected coverage is not defined");
+        return;
+    }
+    let vs = shader(&gpu, "vert", VS_POS2);
+    let fs = shader(&gpu, "frag", FS_WHITE);
+    let format = vk::Format::R8G8B8A8_UNORM;
+    let mut desc = GraphicsDesc::new(vs, fs, format);
+    desc.samples = 4;
+    desc.bindings = vec![aps5_vulkan::VertexBinding {
+        binding: 0,
+        stride: 8,
+        per_instance: false,
+    }];
+    desc.attributes = vec![VertexAttribute {
+        location: 0,
+        binding: 0,
+        format: vk::Format::R32G32_SFLOAT,
+        offset: 0,
+    }];
+    let p = gpu.graphics_pipeline(&desc).unwrap();
+    // A triangle with slanted edges through the middle of pixels (vertices on pixel corners).
+    let tri = [(3.0f64, 2.0f64), (29.0, 9.0), (8.0, 30.0)];
+    let mut v = Vec::new();
+    for &(x, y) in &tri {
+        v.push((x / 16.0 - 1.0) as f32);
+        v.push((y / 16.0 - 1.0) as f32);
+    }
+    let mut vb = gpu.create_buffer(24).unwrap();
+    vb.write(0, &f32s(&v)).unwrap();
+    let desc_img = ImageDesc {
+        width: W,
+        height: H,
+        format,
+        kind: ImageKind::Color,
+    };
+    let msaa = gpu.create_image_multisampled(&desc_img, 4).unwrap();
+    let resolved = gpu.create_image(&desc_img).unwrap();
+    assert!(
+        gpu.read_image(&msaa).is_err(),
+        "a multisampled image is not read back"
+    );
+    let mut rec = gpu.create_recorder(1).unwrap();
+    let mut list = rec.begin().unwrap();
+    list.begin_rendering(&Rendering {
+        colors: &[Attachment {
+            image: &msaa,
+            clear: Some([0.0, 0.0, 0.0, 1.0]),
+            resolve: Some(&resolved),
+        }],
+        depth: None,
+    })
+    .unwrap();
+    list.bind_pipeline(&p);
+    list.bind_vertex_buffer(0, &vb, 0).unwrap();
+    list.draw(3, 1, 0, 0).unwrap();
+    list.end_rendering().unwrap();
+    let t = list.submit().unwrap();
+    rec.wait(t).unwrap();
+    let out = gpu.read_image(&resolved).unwrap();
+    // Vulkan's standard 4-sample positions within a pixel.
+    let positions = [
+        (0.375, 0.125),
+        (0.875, 0.375),
+        (0.125, 0.625),
+        (0.625, 0.875),
+    ];
+    let inside = |px: f64, py: f64| {
+        (0..3).all(|i| {
+            let a = tri[i];
+            let b = tri[(i + 1) % 3];
+            let c = tri[(i + 2) % 3];
+            let side = |p: (f64, f64)| (b.0 - a.0) * (p.1 - a.1) - (b.1 - a.1) * (p.0 - a.0);
+            side((px, py)) * side(c) > 0.0
+        })
+    };
+    let mut partial = 0;
+    for y in 0..H {
+        for x in 0..W {
+            let k = positions
+                .iter()
+                .filter(|(sx, sy)| inside(x as f64 + sx, y as f64 + sy))
+                .count();
+            partial += usize::from(k > 0 && k < 4);
+            let want = 255.0 * k as f64 / 4.0;
+            let got = px(&out, x, y);
+            // The average of k white and 4 - k black samples; rounding of the average may
+            // differ by one step.
+            for c in 0..3 {
+                assert!(
+                    (got[c] as f64 - want).abs() <= 1.0,
+                    "pixel ({x}, {y}): {got:?}, {k} of 4 samples"
+                );
+            }
+        }
+    }
+    assert!(
+        partial > 20,
+        "the edges cross pixels ({partial} partly covered)"
+    );
     gpu.check_validation().unwrap();
 }
