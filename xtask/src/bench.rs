@@ -10,6 +10,8 @@
 //!   cache over the input's size, and where the time goes (the `-vv` phase timings);
 //!   `APS5_BENCH_BASELINE=PATH` measures another aps5 binary on the same dump in the same run.
 //! - `elf`, `shader`, `cache`: each crate's `examples/bench_<name>.rs`, which prints one JSON object.
+//! - `draws`: aps5-vulkan's `examples/bench_draws.rs`: CPU time per draw recorded + submitted at
+//!   10,000 draws per frame (against bare ash calls), frame time, pipeline build times per path.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -29,6 +31,7 @@ pub fn bench(quick: bool, only: &[String]) -> Result<bool> {
         ("elf", "aps5-elf"),
         ("shader", "aps5-shader"),
         ("cache", "aps5-cache"),
+        ("draws", "aps5-vulkan"),
     ] {
         if !want(name) {
             continue;
