@@ -37,7 +37,8 @@ pub fn is_compute_queue(id: u32) -> bool {
 
 struct State {
     exec: Option<Executor>,
-    queues: HashMap<u32, Queue>,
+    /// Queue id -> its processor state (created at the first submission).
+    queues: Option<HashMap<u32, Queue>>,
     /// (equeue, event id, udata) registrations from sceAgcDriverAddEqEvent.
     events: Vec<(u64, u32, u64)>,
     /// Shaders from sceAgcCreateShader before the GPU was opened.
@@ -45,17 +46,14 @@ struct State {
 }
 
 fn state() -> MutexGuard<'static, State> {
-    static S: Mutex<Option<State>> = Mutex::new(None);
+    static S: Mutex<State> = Mutex::new(State {
+        exec: None,
+        queues: None,
+        events: Vec::new(),
+        pending_shaders: Vec::new(),
+    });
     // One lock for the driver: submissions are serialised, as they are on one GPU ring.
-    let g = S.lock().unwrap_or_else(|e| e.into_inner());
-    MutexGuard::map(g, |s| {
-        s.get_or_insert_with(|| State {
-            exec: None,
-            queues: HashMap::new(),
-            events: Vec::new(),
-            pending_shaders: Vec::new(),
-        })
-    })
+    S.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Records a program `sceAgcCreateShader` saw.
@@ -95,7 +93,7 @@ fn submit(id: u32, words: u64, count: u32) -> i32 {
         s.exec = Some(e);
     }
     let exec = s.exec.as_mut().expect("opened above");
-    let queue = s.queues.entry(id).or_insert_with(|| {
+    let queue = s.queues.get_or_insert_with(HashMap::new).entry(id).or_insert_with(|| {
         Queue::new(if is_compute_queue(id) {
             QueueKind::Compute
         } else {
