@@ -114,7 +114,12 @@ impl RegisterFile {
 
     /// Writes `values` to consecutive registers of `space` from `offset` (relative to the
     /// space's base), as SET_*_REG does. Nothing is written when any would fall outside.
-    pub fn write(&mut self, space: Space, offset: u32, values: &[u32]) -> Result<(), RegisterError> {
+    pub fn write(
+        &mut self,
+        space: Space,
+        offset: u32,
+        values: &[u32],
+    ) -> Result<(), RegisterError> {
         let (base, end) = space.range().ok_or_else(|| RegisterError {
             register: offset,
             reason: "not a register space".into(),
@@ -126,7 +131,10 @@ impl RegisterFile {
             _ => {
                 return Err(RegisterError {
                     register: base + offset,
-                    reason: format!("the {} space is not written by command buffers", space.name()),
+                    reason: format!(
+                        "the {} space is not written by command buffers",
+                        space.name()
+                    ),
                 });
             }
         };
