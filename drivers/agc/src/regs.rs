@@ -84,7 +84,20 @@ impl RegisterFile {
     /// The value of the register at absolute dword offset `reg`; 0 outside the spaces.
     #[inline]
     pub fn get(&self, reg: u32) -> u32 {
-        self.slot(reg).map(|(s, i)| s[i]).unwrap_or(0)
+        // Range checks on constants: the state views call this per register per draw.
+        let c = reg.wrapping_sub(CONTEXT_BASE);
+        if c < CONTEXT_END - CONTEXT_BASE {
+            return self.context[c as usize];
+        }
+        let s = reg.wrapping_sub(SH_BASE);
+        if s < SH_END - SH_BASE {
+            return self.sh[s as usize];
+        }
+        let u = reg.wrapping_sub(UCONFIG_BASE);
+        if u < UCONFIG_END - UCONFIG_BASE {
+            return self.uconfig[u as usize];
+        }
+        0
     }
 
     /// Whether `reg` lies in one of the three spaces.

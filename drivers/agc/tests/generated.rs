@@ -27,7 +27,12 @@ fn every_gfx103_register_is_in_the_table_at_its_offset() {
         assert_eq!(r.fields.len(), fields.len(), "{name}");
         for f in r.fields {
             let (lo, hi) = fields[f.name];
-            assert_eq!((f.shift as u32, f.width as u32), (lo, hi - lo + 1), "{name}.{}", f.name);
+            assert_eq!(
+                (f.shift as u32, f.width as u32),
+                (lo, hi - lo + 1),
+                "{name}.{}",
+                f.name
+            );
         }
     }
     // sid.h's bases, as SOURCE.md restates them.

@@ -47,7 +47,10 @@ fn hand_header() -> Vec<u8> {
     let sh = [
         (common::reg("SPI_SHADER_PGM_LO_PS") - SH_BASE, 0x1), // code + 256 bytes
         (common::reg("SPI_SHADER_PGM_HI_PS") - SH_BASE, 0xabcd_0000),
-        (common::reg("SPI_SHADER_PGM_RSRC1_PS") - SH_BASE, 0x0030_0001),
+        (
+            common::reg("SPI_SHADER_PGM_RSRC1_PS") - SH_BASE,
+            0x0030_0001,
+        ),
     ];
     for (i, (o, v)) in sh.iter().enumerate() {
         put32(&mut b, 0x70 + 8 * i, *o);
@@ -63,13 +66,25 @@ fn parses_a_hand_laid_header() {
     assert_eq!(h.shader_type, ShaderType::Ps);
     assert_eq!((h.header_size, h.code_size), (0x90, 0x400));
     assert_eq!(h.context_registers.len(), 2);
-    assert_eq!(h.context_registers[1].offset, common::reg("SPI_SHADER_COL_FORMAT") - CX_BASE);
+    assert_eq!(
+        h.context_registers[1].offset,
+        common::reg("SPI_SHADER_COL_FORMAT") - CX_BASE
+    );
     assert_eq!(h.sh_registers[2].value, 0x0030_0001);
     assert_eq!(h.input_semantics, vec![0x0001_0203]);
-    assert_eq!((h.cx_at, h.sh_at, h.input_semantics_at), (Some(0x60), Some(0x70), Some(0x88)));
+    assert_eq!(
+        (h.cx_at, h.sh_at, h.input_semantics_at),
+        (Some(0x60), Some(0x70), Some(0x88))
+    );
     assert_eq!(h.specials, None);
-    assert_eq!(shader::program_register(ShaderType::Ps), Some(common::reg("SPI_SHADER_PGM_LO_PS") - SH_BASE));
-    assert_eq!(shader::program_register(ShaderType::Cs), Some(common::reg("COMPUTE_PGM_LO") - SH_BASE));
+    assert_eq!(
+        shader::program_register(ShaderType::Ps),
+        Some(common::reg("SPI_SHADER_PGM_LO_PS") - SH_BASE)
+    );
+    assert_eq!(
+        shader::program_register(ShaderType::Cs),
+        Some(common::reg("COMPUTE_PGM_LO") - SH_BASE)
+    );
 }
 
 #[test]
@@ -116,7 +131,10 @@ fn bad_headers_name_the_field() {
     let mut b = hand_header();
     put32(&mut b, 0x70, 0x3ff);
     let e = shader::rebase(&mut b, 0x1000, 0x2000).unwrap_err();
-    assert!(e.field == "sh_registers" && e.reason.contains("program address"), "{e}");
+    assert!(
+        e.field == "sh_registers" && e.reason.contains("program address"),
+        "{e}"
+    );
     let mut b = hand_header();
     let e = shader::rebase(&mut b, 0x1000, 0x2010).unwrap_err();
     assert!(e.reason.contains("256-byte aligned"), "{e}");
@@ -136,11 +154,23 @@ fn writer_lays_out_the_documented_fields() {
         target: 0,
         context_registers: vec![],
         sh_registers: vec![
-            RegPair { offset: common::reg("COMPUTE_PGM_LO") - SH_BASE, value: 0 },
-            RegPair { offset: common::reg("COMPUTE_PGM_HI") - SH_BASE, value: 0 },
-            RegPair { offset: common::reg("COMPUTE_PGM_RSRC2") - SH_BASE, value: 0x8 },
+            RegPair {
+                offset: common::reg("COMPUTE_PGM_LO") - SH_BASE,
+                value: 0,
+            },
+            RegPair {
+                offset: common::reg("COMPUTE_PGM_HI") - SH_BASE,
+                value: 0,
+            },
+            RegPair {
+                offset: common::reg("COMPUTE_PGM_RSRC2") - SH_BASE,
+                value: 0x8,
+            },
         ],
-        specials: Some(Specials { user_data_range: (0, 4), ..Default::default() }),
+        specials: Some(Specials {
+            user_data_range: (0, 4),
+            ..Default::default()
+        }),
         user_data: Some((vec![0, 2], 0, 4)),
         input_semantics: vec![],
         output_semantics: vec![],

@@ -66,17 +66,27 @@ pub fn db() -> &'static Db {
 }
 
 pub fn op(name: &str) -> u8 {
-    *db().ops.get(name).unwrap_or_else(|| panic!("{name} not in sid.h's table"))
+    *db()
+        .ops
+        .get(name)
+        .unwrap_or_else(|| panic!("{name} not in sid.h's table"))
 }
 
 pub fn reg(name: &str) -> u32 {
-    db().regs.get(name).unwrap_or_else(|| panic!("{name} not in gfx103.json")).0
+    db().regs
+        .get(name)
+        .unwrap_or_else(|| panic!("{name} not in gfx103.json"))
+        .0
 }
 
 /// `value` placed in field `field` of register `name`, by the database's bit range.
 pub fn field(name: &str, field: &str, value: u32) -> u32 {
     let (lo, hi) = db().regs[name].1[field];
-    let mask = if hi - lo == 31 { u32::MAX } else { (1u32 << (hi - lo + 1)) - 1 };
+    let mask = if hi - lo == 31 {
+        u32::MAX
+    } else {
+        (1u32 << (hi - lo + 1)) - 1
+    };
     assert!(value <= mask, "{value} does not fit {name}.{field}");
     value << lo
 }
@@ -146,7 +156,8 @@ impl Backend for Recorder {
     }
     fn draw(&mut self, d: &Draw<'_>) -> Result<(), String> {
         self.events.push(Event::Draw(format!("{:?}", d.kind)));
-        self.draws.push((d.kind, (*d.state).clone(), d.num_instances));
+        self.draws
+            .push((d.kind, (*d.state).clone(), d.num_instances));
         Ok(())
     }
     fn release_mem(&mut self, r: &ReleaseMem) -> Result<(), String> {
@@ -154,7 +165,8 @@ impl Backend for Recorder {
         Ok(())
     }
     fn write_data(&mut self, w: &WriteData<'_>) -> Result<(), String> {
-        self.events.push(Event::WriteData(w.address, w.data.to_vec()));
+        self.events
+            .push(Event::WriteData(w.address, w.data.to_vec()));
         Ok(())
     }
     fn wait_reg_mem(&mut self, w: &WaitRegMem) -> Result<WaitResult, String> {
