@@ -161,7 +161,9 @@ fn space_bases(source_md: &str) -> Result<BTreeMap<String, (u32, u32)>, String> 
         };
         let parse = |s: &str| u32::from_str_radix(s.trim_start_matches("0x"), 16);
         let (Ok(b), Ok(e)) = (parse(val), parse(end)) else {
-            return Err(format!("SOURCE.md: cannot read the register base line `{line}`"));
+            return Err(format!(
+                "SOURCE.md: cannot read the register base line `{line}`"
+            ));
         };
         out.insert(name.to_string(), (b, e));
     }
@@ -281,7 +283,10 @@ fn emit_struct(
     }
     let _ = writeln!(out, "        }}");
     let _ = writeln!(out, "    }}");
-    let _ = writeln!(out, "    /// The register value; field values wider than their field are cut.");
+    let _ = writeln!(
+        out,
+        "    /// The register value; field values wider than their field are cut."
+    );
     let _ = writeln!(out, "    #[inline]");
     let _ = writeln!(out, "    pub fn to_raw(&self) -> u32 {{");
     let _ = write!(out, "        0");
@@ -403,7 +408,10 @@ pub fn generate(db: &Path) -> Result<String, String> {
         }
         all_ops.insert(*v, (n.to_string(), c.to_string()));
     }
-    let _ = writeln!(out, "/// PKT3 opcodes (sid.h, plus the marked GPU.md extras).");
+    let _ = writeln!(
+        out,
+        "/// PKT3 opcodes (sid.h, plus the marked GPU.md extras)."
+    );
     let _ = writeln!(out, "pub mod op {{");
     for (v, (n, c)) in &all_ops {
         if v > &0xff {
@@ -451,7 +459,9 @@ pub fn generate(db: &Path) -> Result<String, String> {
             &format!("gfx103.json {name}"),
         )?;
         if at % 4 != 0 {
-            return Err(format!("gfx103.json: {name} at {at:#x} is not dword aligned"));
+            return Err(format!(
+                "gfx103.json: {name} at {at:#x} is not dword aligned"
+            ));
         }
         let ty = m.get("type_ref").and_then(Value::as_str).map(String::from);
         list.push((at / 4, name, ty));
@@ -529,7 +539,10 @@ pub fn generate(db: &Path) -> Result<String, String> {
 
     // Enums.
     let enums = regs.get("enums").ok_or("gfx103.json: no enums")?;
-    let _ = writeln!(out, "/// Field value names (the database's enums that some field uses).");
+    let _ = writeln!(
+        out,
+        "/// Field value names (the database's enums that some field uses)."
+    );
     emit_enums(&mut out, enums, &enums_used, "gfx103.json", "")?;
     out.push('\n');
 
@@ -555,7 +568,9 @@ pub fn generate(db: &Path) -> Result<String, String> {
         }
         let name = str_of(m, "name", "pkt3.json mapping")?.to_string();
         let at = int_of(
-            m.get("map").and_then(|x| x.get("at")).unwrap_or(&Value::Null),
+            m.get("map")
+                .and_then(|x| x.get("at"))
+                .unwrap_or(&Value::Null),
             &format!("pkt3.json {name}"),
         )?;
         let ty = m.get("type_ref").and_then(Value::as_str).map(String::from);

@@ -44,7 +44,7 @@ enum Cmd {
         /// A small dump (1,000 files / 200 MB) instead of 10,000 files / 2 GB.
         #[arg(long)]
         quick: bool,
-        /// Only these benchmarks (build, graph, elf, shader, cache).
+        /// Only these benchmarks (build, graph, elf, shader, cache, agc).
         only: Vec<String>,
     },
     /// Build a test dump from fixture sources.

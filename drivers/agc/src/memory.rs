@@ -90,12 +90,7 @@ impl BufferMemory {
         self.map(addr, dwords.iter().flat_map(|d| d.to_le_bytes()).collect());
     }
 
-    fn locate<R>(
-        &self,
-        addr: u64,
-        len: usize,
-        f: impl FnOnce(&mut [u8]) -> R,
-    ) -> Result<R, Fault> {
+    fn locate<R>(&self, addr: u64, len: usize, f: impl FnOnce(&mut [u8]) -> R) -> Result<R, Fault> {
         let mut regions = self.regions.borrow_mut();
         for (base, bytes) in regions.iter_mut() {
             if addr >= *base {

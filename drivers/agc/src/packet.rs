@@ -606,9 +606,10 @@ fn decode_sony<'a>(h: Header, body: &'a [u32]) -> Result<SonyCommand<'a>, String
         }),
         SonyCode::PushMarker => {
             let bytes: Vec<u8> = body.iter().flat_map(|d| d.to_le_bytes()).collect();
-            let end = bytes.iter().position(|&b| b == 0).ok_or(
-                "push marker text is not NUL-terminated within the packet".to_string(),
-            )?;
+            let end = bytes
+                .iter()
+                .position(|&b| b == 0)
+                .ok_or("push marker text is not NUL-terminated within the packet".to_string())?;
             SonyCommand::PushMarker(String::from_utf8_lossy(&bytes[..end]).into_owned())
         }
         SonyCode::PopMarker => SonyCommand::PopMarker,

@@ -160,9 +160,13 @@ pub struct Draw<'a> {
 /// How a dispatch gets its size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DispatchKind {
-    Direct { groups: [u32; 3] },
+    Direct {
+        groups: [u32; 3],
+    },
     /// Group counts (three dwords) in memory.
-    Indirect { args_address: u64 },
+    Indirect {
+        args_address: u64,
+    },
 }
 
 /// A dispatch: the packet's arguments plus the compute state.
@@ -502,20 +506,39 @@ impl Queue {
             Packet::DispatchDirect { x, y, z, initiator } => {
                 if !skip_pred {
                     ctx.stats.dispatches += 1;
-                    self.dispatch(DispatchKind::Direct { groups: [*x, *y, *z] }, *initiator, here, backend)?;
+                    self.dispatch(
+                        DispatchKind::Direct {
+                            groups: [*x, *y, *z],
+                        },
+                        *initiator,
+                        here,
+                        backend,
+                    )?;
                 }
             }
             Packet::DispatchIndirect { args, initiator } => {
                 if !skip_pred {
                     let a = self.arg_address(*args);
                     ctx.stats.dispatches += 1;
-                    self.dispatch(DispatchKind::Indirect { args_address: a }, *initiator, here, backend)?;
+                    self.dispatch(
+                        DispatchKind::Indirect { args_address: a },
+                        *initiator,
+                        here,
+                        backend,
+                    )?;
                 }
             }
             Packet::DrawIndexAuto { count, initiator } => {
                 if !skip_pred {
                     ctx.stats.draws += 1;
-                    self.draw(DrawKind::Auto { vertex_count: *count }, *initiator, here, backend)?;
+                    self.draw(
+                        DrawKind::Auto {
+                            vertex_count: *count,
+                        },
+                        *initiator,
+                        here,
+                        backend,
+                    )?;
                 }
             }
             Packet::DrawIndex2 {
@@ -635,7 +658,9 @@ impl Queue {
             Packet::WriteData(w) => backend.write_data(w)?,
             Packet::WaitRegMem(w) => {
                 if w.operation == 1 {
-                    return Err("WAIT_REG_MEM write-wait-write (operation 1) is not supported".into());
+                    return Err(
+                        "WAIT_REG_MEM write-wait-write (operation 1) is not supported".into(),
+                    );
                 }
                 if !w.memory {
                     return Err(format!(
@@ -738,7 +763,8 @@ impl Queue {
         let last = first + values.len() as u32;
         if space == Space::Uconfig {
             if (first..last).contains(&reg::VGT_INDEX_TYPE) {
-                self.index.index_type = ty::VgtIndexType::from_raw(self.regs.get(reg::VGT_INDEX_TYPE));
+                self.index.index_type =
+                    ty::VgtIndexType::from_raw(self.regs.get(reg::VGT_INDEX_TYPE));
             }
             if (first..last).contains(&reg::VGT_NUM_INSTANCES) {
                 self.num_instances = self.regs.get(reg::VGT_NUM_INSTANCES);

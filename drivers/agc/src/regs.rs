@@ -84,7 +84,20 @@ impl RegisterFile {
     /// The value of the register at absolute dword offset `reg`; 0 outside the spaces.
     #[inline]
     pub fn get(&self, reg: u32) -> u32 {
-        self.slot(reg).map(|(s, i)| s[i]).unwrap_or(0)
+        // Range checks on constants: the state views call this per register per draw.
+        let c = reg.wrapping_sub(CONTEXT_BASE);
+        if c < CONTEXT_END - CONTEXT_BASE {
+            return self.context[c as usize];
+        }
+        let s = reg.wrapping_sub(SH_BASE);
+        if s < SH_END - SH_BASE {
+            return self.sh[s as usize];
+        }
+        let u = reg.wrapping_sub(UCONFIG_BASE);
+        if u < UCONFIG_END - UCONFIG_BASE {
+            return self.uconfig[u as usize];
+        }
+        0
     }
 
     /// Whether `reg` lies in one of the three spaces.
@@ -114,7 +127,12 @@ impl RegisterFile {
 
     /// Writes `values` to consecutive registers of `space` from `offset` (relative to the
     /// space's base), as SET_*_REG does. Nothing is written when any would fall outside.
-    pub fn write(&mut self, space: Space, offset: u32, values: &[u32]) -> Result<(), RegisterError> {
+    pub fn write(
+        &mut self,
+        space: Space,
+        offset: u32,
+        values: &[u32],
+    ) -> Result<(), RegisterError> {
         let (base, end) = space.range().ok_or_else(|| RegisterError {
             register: offset,
             reason: "not a register space".into(),
@@ -126,7 +144,10 @@ impl RegisterFile {
             _ => {
                 return Err(RegisterError {
                     register: base + offset,
-                    reason: format!("the {} space is not written by command buffers", space.name()),
+                    reason: format!(
+                        "the {} space is not written by command buffers",
+                        space.name()
+                    ),
                 });
             }
         };

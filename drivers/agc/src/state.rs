@@ -115,9 +115,7 @@ impl DepthStencil {
             control: ty::DbDepthControl::from_raw(r.get(reg::DB_DEPTH_CONTROL)),
             stencil_control: ty::DbStencilControl::from_raw(r.get(reg::DB_STENCIL_CONTROL)),
             stencil_ref_mask: ty::DbStencilrefmask::from_raw(r.get(reg::DB_STENCILREFMASK)),
-            stencil_ref_mask_bf: ty::DbStencilrefmaskBf::from_raw(
-                r.get(reg::DB_STENCILREFMASK_BF),
-            ),
+            stencil_ref_mask_bf: ty::DbStencilrefmaskBf::from_raw(r.get(reg::DB_STENCILREFMASK_BF)),
             render_control: ty::DbRenderControl::from_raw(r.get(reg::DB_RENDER_CONTROL)),
             shader_control: ty::DbShaderControl::from_raw(r.get(reg::DB_SHADER_CONTROL)),
             depth_clear: f32_of(r, reg::DB_DEPTH_CLEAR),
@@ -270,11 +268,16 @@ pub struct Program<R1, R2, R3> {
     pub user_data: [u32; 32],
 }
 
-pub type PsProgram = Program<ty::SpiShaderPgmRsrc1Ps, ty::SpiShaderPgmRsrc2Ps, ty::SpiShaderPgmRsrc3Ps>;
-pub type VsProgram = Program<ty::SpiShaderPgmRsrc1Vs, ty::SpiShaderPgmRsrc2Vs, ty::SpiShaderPgmRsrc3Ps>;
-pub type GsProgram = Program<ty::SpiShaderPgmRsrc1Gs, ty::SpiShaderPgmRsrc2Gs, ty::SpiShaderPgmRsrc3Gs>;
-pub type HsProgram = Program<ty::SpiShaderPgmRsrc1Hs, ty::SpiShaderPgmRsrc2Hs, ty::SpiShaderPgmRsrc3Hs>;
+pub type PsProgram =
+    Program<ty::SpiShaderPgmRsrc1Ps, ty::SpiShaderPgmRsrc2Ps, ty::SpiShaderPgmRsrc3Ps>;
+pub type VsProgram =
+    Program<ty::SpiShaderPgmRsrc1Vs, ty::SpiShaderPgmRsrc2Vs, ty::SpiShaderPgmRsrc3Ps>;
+pub type GsProgram =
+    Program<ty::SpiShaderPgmRsrc1Gs, ty::SpiShaderPgmRsrc2Gs, ty::SpiShaderPgmRsrc3Gs>;
+pub type HsProgram =
+    Program<ty::SpiShaderPgmRsrc1Hs, ty::SpiShaderPgmRsrc2Hs, ty::SpiShaderPgmRsrc3Hs>;
 
+#[allow(clippy::too_many_arguments)]
 fn program<R1, R2, R3>(
     r: &RegisterFile,
     lo: u32,
