@@ -19,7 +19,21 @@
 use std::ffi::{CStr, CString, c_void};
 use std::sync::{Arc, Mutex};
 
-use ash::vk;
+pub mod frame;
+pub mod graphics;
+pub mod image;
+pub mod memory;
+pub mod png;
+pub mod reference;
+
+pub use ash::vk;
+pub use frame::{Attachment, CommandList, DepthAttachment, Recorder, Rendering, TextureSet};
+pub use graphics::{
+    Blend, ColorTarget, GraphicsDesc, GraphicsPipeline, PipelinePath, Shader, TopologyClass,
+    VertexAttribute, VertexBinding,
+};
+pub use image::{Image, ImageDesc, ImageKind, Sampler, SamplerDesc};
+pub use memory::Mirror;
 
 /// What went wrong, with the Vulkan call or the condition that failed.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +59,8 @@ pub enum VkError {
     Validation(Vec<String>),
     #[error("{0}")]
     Invalid(String),
+    #[error("{path}: {reason}")]
+    Io { path: String, reason: String },
 }
 
 pub type Result<T> = std::result::Result<T, VkError>;
@@ -60,6 +76,9 @@ pub struct GpuOptions {
     pub validation: bool,
     /// A device index ("1") or a case-insensitive part of its name ("llvmpipe"); None = the first.
     pub device: Option<String>,
+    /// Build whole graphics pipelines even where the device has graphics pipeline libraries
+    /// (`APS5_VK_WHOLE_PIPELINES=1`).
+    pub whole_pipelines: bool,
 }
 
 impl GpuOptions {
@@ -70,6 +89,7 @@ impl GpuOptions {
             device: std::env::var("APS5_VK_DEVICE")
                 .ok()
                 .filter(|s| !s.is_empty()),
+            whole_pipelines: std::env::var("APS5_VK_WHOLE_PIPELINES").is_ok_and(|v| v == "1"),
         }
     }
 }
@@ -94,6 +114,22 @@ pub struct DeviceInfo {
     pub shader_float64: bool,
     pub shader_int64: bool,
     pub validation: bool,
+    /// The queue family used for every submission.
+    pub queue_family: u32,
+    /// Whether that family also does graphics (required by the graphics API).
+    pub graphics_queue: bool,
+    /// VK_EXT_external_memory_host: `minImportedHostPointerAlignment` (None = no extension).
+    pub host_import_alignment: Option<u64>,
+    /// Vulkan 1.3 dynamicRendering and synchronization2 (both needed for graphics).
+    pub dynamic_rendering: bool,
+    /// VK_EXT_graphics_pipeline_library with graphicsPipelineLibraryFastLinking: graphics
+    /// pipelines are fast-linked from libraries (see [`graphics`]).
+    pub pipeline_library: bool,
+    pub max_image_dimension_2d: u32,
+    /// Colour attachments may blend differently (independentBlend).
+    pub independent_blend: bool,
+    /// VkPhysicalDeviceDriverProperties::driverID (for the workarounds graphics.rs lists).
+    pub driver_id: vk::DriverId,
 }
 
 /// The collected validation messages; the callback's user data points here.
@@ -109,6 +145,39 @@ struct Inner {
     /// external synchronisation of both).
     submit: Mutex<(vk::Queue, vk::CommandPool)>,
     memory: vk::PhysicalDeviceMemoryProperties,
+    physical: vk::PhysicalDevice,
+    /// The queue family of `submit`'s queue (graphics + compute where the device has one).
+    family: u32,
+    /// VK_EXT_external_memory_host, when the device has it.
+    host_import: Option<ash::ext::external_memory_host::Device>,
+}
+
+impl Inner {
+    /// Fails with every validation error reported since the last check (and forgets them).
+    pub(crate) fn check(&self) -> Result<()> {
+        let mut m = self.messages.lock().unwrap_or_else(|e| e.into_inner());
+        if m.is_empty() {
+            Ok(())
+        } else {
+            Err(VkError::Validation(std::mem::take(&mut *m)))
+        }
+    }
+
+    /// Waits until the queue has finished everything submitted (before a resource that work
+    /// may use is destroyed: draws recorded by a [`frame::Recorder`] outlive their submit call).
+    pub(crate) fn wait_idle(&self) {
+        let submit = self.submit.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the queue is externally synchronised by the lock.
+        let _ = unsafe { self.device.queue_wait_idle(submit.0) };
+    }
+
+    /// A memory type index allowed by `bits` whose flags contain `want`.
+    pub(crate) fn memory_type(&self, bits: u32, want: vk::MemoryPropertyFlags) -> Option<u32> {
+        let mem = &self.memory;
+        (0..mem.memory_type_count).find(|&i| {
+            bits & (1 << i) != 0 && mem.memory_types[i as usize].property_flags.contains(want)
+        })
+    }
 }
 
 impl Drop for Inner {
@@ -132,6 +201,8 @@ impl Drop for Inner {
 pub struct Gpu {
     inner: Arc<Inner>,
     info: DeviceInfo,
+    /// Graphics pipelines, libraries and layouts by key (see [`graphics`]).
+    graphics: Mutex<graphics::GraphicsCache>,
 }
 
 unsafe extern "system" fn on_message(
@@ -255,6 +326,11 @@ impl Gpu {
                 info.validation = opts.validation;
                 // SAFETY: physical is a handle enumerated from this instance.
                 let memory = unsafe { instance.get_physical_device_memory_properties(physical) };
+                let host_import = info
+                    .host_import_alignment
+                    .is_some()
+                    .then(|| ash::ext::external_memory_host::Device::new(&instance, &device));
+                let family = info.queue_family;
                 Ok(Gpu {
                     inner: Arc::new(Inner {
                         _entry: entry,
@@ -264,8 +340,12 @@ impl Gpu {
                         device,
                         submit: Mutex::new((queue, pool)),
                         memory,
+                        physical,
+                        family,
+                        host_import,
                     }),
                     info,
+                    graphics: Mutex::default(),
                 })
             }
             Err(e) => {
@@ -287,27 +367,30 @@ impl Gpu {
 
     /// Fails with every validation error reported since the last check (and forgets them).
     pub fn check_validation(&self) -> Result<()> {
-        let mut m = self.inner.messages.lock().expect("validation messages");
-        if m.is_empty() {
-            Ok(())
-        } else {
-            Err(VkError::Validation(std::mem::take(&mut *m)))
-        }
+        self.inner.check()
     }
 
     /// A host-visible, host-coherent storage buffer of `bytes` (at least 4) with a device
-    /// address, zero-filled.
+    /// address, zero-filled. Also usable as a vertex, index or indirect buffer.
     pub fn create_buffer(&self, bytes: u64) -> Result<Buffer> {
+        self.create_buffer_in(
+            bytes,
+            vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT,
+        )
+    }
+
+    /// A buffer in memory with `wanted` properties: mapped when they include HOST_VISIBLE,
+    /// otherwise device-only (zero-filled by the GPU; `Buffer::bytes` is then empty).
+    pub(crate) fn create_buffer_in(
+        &self,
+        bytes: u64,
+        wanted: vk::MemoryPropertyFlags,
+    ) -> Result<Buffer> {
         let d = &self.inner.device;
         let size = bytes.max(4).next_multiple_of(4);
         let info = vk::BufferCreateInfo::default()
             .size(size)
-            .usage(
-                vk::BufferUsageFlags::STORAGE_BUFFER
-                    | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS
-                    | vk::BufferUsageFlags::TRANSFER_SRC
-                    | vk::BufferUsageFlags::TRANSFER_DST,
-            )
+            .usage(buffer_usage())
             .sharing_mode(vk::SharingMode::EXCLUSIVE);
         // SAFETY: valid create info on our device.
         let buffer = call("vkCreateBuffer", unsafe { d.create_buffer(&info, None) })?;
@@ -318,12 +401,8 @@ impl Gpu {
         };
         // SAFETY: buffer is a live handle of this device.
         let req = unsafe { d.get_buffer_memory_requirements(buffer) };
-        let wanted = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
-        let mem = &self.inner.memory;
-        let Some(type_index) = (0..mem.memory_type_count).find(|&i| {
-            req.memory_type_bits & (1 << i) != 0
-                && mem.memory_types[i as usize].property_flags.contains(wanted)
-        }) else {
+        let host = wanted.contains(vk::MemoryPropertyFlags::HOST_VISIBLE);
+        let Some(type_index) = self.inner.memory_type(req.memory_type_bits, wanted) else {
             return Err(destroy_buffer(VkError::NoMemoryType(size)));
         };
         let mut flags =
@@ -357,9 +436,12 @@ impl Gpu {
                 result,
             }));
         }
-        // SAFETY: host-visible memory, mapped once for the buffer's lifetime.
-        let ptr =
-            match unsafe { d.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) } {
+        let mut ptr = std::ptr::null_mut();
+        if host {
+            // SAFETY: host-visible memory, mapped once for the buffer's lifetime.
+            ptr = match unsafe {
+                d.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty())
+            } {
                 Ok(p) => p as *mut u8,
                 Err(result) => {
                     return Err(free(VkError::Call {
@@ -368,19 +450,29 @@ impl Gpu {
                     }));
                 }
             };
-        // SAFETY: the mapping covers `size` bytes.
-        unsafe { std::ptr::write_bytes(ptr, 0, size as usize) };
+            // SAFETY: the mapping covers `size` bytes.
+            unsafe { std::ptr::write_bytes(ptr, 0, size as usize) };
+        }
         let addr_info = vk::BufferDeviceAddressInfo::default().buffer(buffer);
         // SAFETY: the buffer was created with SHADER_DEVICE_ADDRESS and is bound.
         let address = unsafe { d.get_buffer_device_address(&addr_info) };
-        Ok(Buffer {
+        let out = Buffer {
             inner: self.inner.clone(),
             buffer,
             memory,
             ptr,
             size,
             address,
-        })
+            mapped: host,
+        };
+        if !host {
+            self.submit_once(|d, cmd| {
+                // SAFETY: a live buffer of `size` bytes.
+                unsafe { d.cmd_fill_buffer(cmd, buffer, 0, vk::WHOLE_SIZE, 0) };
+                memory::transfer_to_everything(d, cmd);
+            })?;
+        }
+        Ok(out)
     }
 
     /// A compute pipeline for SPIR-V `words` with a push-constant range of
@@ -632,7 +724,8 @@ fn open_device(instance: &ash::Instance, opts: &GpuOptions) -> Result<Opened> {
     let want_base = vk::PhysicalDeviceFeatures::default()
         .shader_int64(true)
         .shader_int16(base.shader_int16 == vk::TRUE)
-        .shader_float64(base.shader_float64 == vk::TRUE);
+        .shader_float64(base.shader_float64 == vk::TRUE)
+        .independent_blend(base.independent_blend == vk::TRUE);
     let mut want11 = vk::PhysicalDeviceVulkan11Features::default()
         .storage_buffer16_bit_access(f11.storage_buffer16_bit_access == vk::TRUE)
         .variable_pointers_storage_buffer(f11.variable_pointers_storage_buffer == vk::TRUE)
@@ -653,11 +746,70 @@ fn open_device(instance: &ash::Instance, opts: &GpuOptions) -> Result<Opened> {
         .compute_full_subgroups(f13.compute_full_subgroups == vk::TRUE)
         .maintenance4(f13.maintenance4 == vk::TRUE);
 
+    // Device extensions the graphics core and guest memory use, where present.
+    // SAFETY: enumeration on a live physical device.
+    let extensions = call("vkEnumerateDeviceExtensionProperties", unsafe {
+        instance.enumerate_device_extension_properties(physical)
+    })?;
+    let has_ext = |want: &CStr| {
+        extensions
+            .iter()
+            .any(|e| e.extension_name_as_c_str() == Ok(want))
+    };
+    let mut enable: Vec<*const std::ffi::c_char> = Vec::new();
+    let host_import_alignment = if has_ext(ash::ext::external_memory_host::NAME) {
+        enable.push(ash::ext::external_memory_host::NAME.as_ptr());
+        let mut host = vk::PhysicalDeviceExternalMemoryHostPropertiesEXT::default();
+        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut host);
+        // SAFETY: as above.
+        unsafe { instance.get_physical_device_properties2(physical, &mut p2) };
+        Some(host.min_imported_host_pointer_alignment.max(1))
+    } else {
+        None
+    };
+    let mut gpl_features = vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT::default();
+    let mut pipeline_library = false;
+    if !opts.whole_pipelines
+        && has13
+        && has_ext(ash::ext::graphics_pipeline_library::NAME)
+        && has_ext(ash::khr::pipeline_library::NAME)
+    {
+        let mut gpl_props = vk::PhysicalDeviceGraphicsPipelineLibraryPropertiesEXT::default();
+        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut gpl_props);
+        // SAFETY: as above.
+        unsafe { instance.get_physical_device_properties2(physical, &mut p2) };
+        let mut f = vk::PhysicalDeviceGraphicsPipelineLibraryFeaturesEXT::default();
+        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f);
+        // SAFETY: as above.
+        unsafe { instance.get_physical_device_features2(physical, &mut f2) };
+        if f.graphics_pipeline_library == vk::TRUE
+            && gpl_props.graphics_pipeline_library_fast_linking == vk::TRUE
+        {
+            pipeline_library = true;
+            gpl_features = gpl_features.graphics_pipeline_library(true);
+            enable.push(ash::ext::graphics_pipeline_library::NAME.as_ptr());
+            enable.push(ash::khr::pipeline_library::NAME.as_ptr());
+        }
+    }
+    let dynamic_rendering =
+        has13 && f13.dynamic_rendering == vk::TRUE && f13.synchronization2 == vk::TRUE;
+    want12 = want12.timeline_semaphore(f12.timeline_semaphore == vk::TRUE);
+    want13 = want13
+        .dynamic_rendering(dynamic_rendering)
+        .synchronization2(dynamic_rendering);
+
     // SAFETY: as above.
     let families = unsafe { instance.get_physical_device_queue_family_properties(physical) };
+    // Prefer a family that does both, so draws and dispatches share one queue.
+    let both = vk::QueueFlags::COMPUTE | vk::QueueFlags::GRAPHICS;
     let Some(family) = families
         .iter()
-        .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
+        .position(|f| f.queue_flags.contains(both))
+        .or_else(|| {
+            families
+                .iter()
+                .position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
+        })
     else {
         return Err(VkError::Unsupported {
             name,
@@ -671,10 +823,14 @@ fn open_device(instance: &ash::Instance, opts: &GpuOptions) -> Result<Opened> {
     let mut create = vk::DeviceCreateInfo::default()
         .queue_create_infos(&queues)
         .enabled_features(&want_base)
+        .enabled_extension_names(&enable)
         .push_next(&mut want11)
         .push_next(&mut want12);
     if has13 {
         create = create.push_next(&mut want13);
+    }
+    if pipeline_library {
+        create = create.push_next(&mut gpl_features);
     }
     // SAFETY: valid create info; every chained struct outlives the call.
     let device = call("vkCreateDevice", unsafe {
@@ -725,6 +881,16 @@ fn open_device(instance: &ash::Instance, opts: &GpuOptions) -> Result<Opened> {
         shader_float64: base.shader_float64 == vk::TRUE,
         shader_int64: true,
         validation: false,
+        queue_family: family as u32,
+        graphics_queue: families[family]
+            .queue_flags
+            .contains(vk::QueueFlags::GRAPHICS),
+        host_import_alignment,
+        dynamic_rendering,
+        pipeline_library,
+        max_image_dimension_2d: props.limits.max_image_dimension2_d,
+        independent_blend: base.independent_blend == vk::TRUE,
+        driver_id: driver.driver_id,
     };
     Ok((physical, index, device, queue, pool, info))
 }
@@ -737,6 +903,25 @@ pub struct Buffer {
     ptr: *mut u8,
     size: u64,
     address: u64,
+    /// Whether `ptr` is our vkMapMemory mapping (false: imported host memory, the caller's).
+    mapped: bool,
+}
+
+// SAFETY: the buffer owns its memory; host access goes through &self / &mut self.
+unsafe impl Send for Buffer {}
+// SAFETY: as above; shared access only reads.
+unsafe impl Sync for Buffer {}
+
+/// What every buffer can be used as: storage through its device address, copies, and the
+/// vertex / index / indirect buffers of draws.
+pub(crate) fn buffer_usage() -> vk::BufferUsageFlags {
+    vk::BufferUsageFlags::STORAGE_BUFFER
+        | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS
+        | vk::BufferUsageFlags::TRANSFER_SRC
+        | vk::BufferUsageFlags::TRANSFER_DST
+        | vk::BufferUsageFlags::VERTEX_BUFFER
+        | vk::BufferUsageFlags::INDEX_BUFFER
+        | vk::BufferUsageFlags::INDIRECT_BUFFER
 }
 
 impl Buffer {
@@ -748,11 +933,18 @@ impl Buffer {
         self.size
     }
     /// The mapped contents (host-coherent; read only while no dispatch runs).
+    /// Empty for a device-only buffer (a [`Mirror`]'s).
     pub fn bytes(&self) -> &[u8] {
+        if self.ptr.is_null() {
+            return &[];
+        }
         // SAFETY: the mapping is `size` bytes and lives as long as self.
         unsafe { std::slice::from_raw_parts(self.ptr, self.size as usize) }
     }
     pub fn bytes_mut(&mut self) -> &mut [u8] {
+        if self.ptr.is_null() {
+            return &mut [];
+        }
         // SAFETY: as above; &mut self gives exclusive host access.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.size as usize) }
     }
@@ -768,6 +960,11 @@ impl Buffer {
                     self.size
                 ))
             })?;
+        if self.ptr.is_null() {
+            return Err(VkError::Invalid(
+                "write into a device-only buffer (use Gpu::upload_range)".into(),
+            ));
+        }
         self.bytes_mut()[offset..end].copy_from_slice(data);
         Ok(())
     }
@@ -775,10 +972,13 @@ impl Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
+        self.inner.wait_idle();
         let d = &self.inner.device;
-        // SAFETY: dispatch() waits for completion, so no GPU work uses the buffer now.
+        // SAFETY: the queue is idle, so no GPU work uses the buffer now.
         unsafe {
-            d.unmap_memory(self.memory);
+            if self.mapped {
+                d.unmap_memory(self.memory);
+            }
             d.destroy_buffer(self.buffer, None);
             d.free_memory(self.memory, None);
         }
@@ -805,7 +1005,8 @@ pub struct ComputePipeline {
 
 impl Drop for ComputePipeline {
     fn drop(&mut self) {
-        // SAFETY: dispatch() waits for completion, so the pipeline is idle.
+        self.inner.wait_idle();
+        // SAFETY: the queue is idle, so the pipeline is too.
         unsafe {
             self.inner.device.destroy_pipeline(self.pipeline, None);
             self.inner.device.destroy_pipeline_layout(self.layout, None);

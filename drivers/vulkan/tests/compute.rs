@@ -129,3 +129,135 @@ fn validation_layer_errors_fail_the_call() {
         .expect("a pipeline whose layout lacks the shader's push constants must fail");
     assert!(err.to_string().contains("validation"), "{err}");
 }
+
+/// Host memory the test owns, aligned for import; freed on drop.
+struct HostPages {
+    ptr: *mut u8,
+    layout: std::alloc::Layout,
+}
+
+impl HostPages {
+    fn new(len: usize, align: usize) -> HostPages {
+        let layout = std::alloc::Layout::from_size_align(len, align).unwrap();
+        // SAFETY: a non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        assert!(!ptr.is_null());
+        HostPages { ptr, layout }
+    }
+    fn word(&self, i: usize) -> u32 {
+        // SAFETY: in bounds (checked by the slice); read after the GPU finished.
+        let s = unsafe { std::slice::from_raw_parts(self.ptr, self.layout.size()) };
+        u32::from_le_bytes(s[i * 4..][..4].try_into().unwrap())
+    }
+    fn set_word(&mut self, i: usize, v: u32) {
+        // SAFETY: as above; no GPU work runs.
+        let s = unsafe { std::slice::from_raw_parts_mut(self.ptr, self.layout.size()) };
+        s[i * 4..][..4].copy_from_slice(&v.to_le_bytes());
+    }
+}
+
+impl Drop for HostPages {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout.
+        unsafe { std::alloc::dealloc(self.ptr, self.layout) };
+    }
+}
+
+#[test]
+fn compute_writes_into_imported_host_memory_that_the_cpu_reads_in_place() {
+    let gpu = gpu();
+    assert!(
+        gpu.supports_host_import(),
+        "lavapipe has VK_EXT_external_memory_host"
+    );
+    let align = gpu.host_import_alignment().unwrap() as usize;
+    let n = 1000u32;
+    let len = (n as usize * 8).next_multiple_of(align);
+    let mut host = HostPages::new(len, align.max(4096));
+    for i in 0..n as usize {
+        host.set_word(i, (i as u32).wrapping_mul(2654435761));
+    }
+    // SAFETY: `host` outlives `buf` (dropped first, below) and is not touched while the
+    // dispatch runs.
+    let buf = unsafe { gpu.import_host_memory(host.ptr, len) }.unwrap();
+    assert_eq!(buf.size(), len as u64);
+    let spirv = glslang("import", SHADER);
+    let pipeline = gpu
+        .create_compute_pipeline(&PipelineDesc {
+            spirv: &spirv,
+            entry: "main",
+            push_constant_bytes: 20,
+            required_subgroup_size: None,
+        })
+        .unwrap();
+    let mut push = Vec::new();
+    push.extend(buf.device_address().to_le_bytes());
+    push.extend((buf.device_address() + n as u64 * 4).to_le_bytes());
+    push.extend(n.to_le_bytes());
+    gpu.dispatch(&pipeline, &push, [n.div_ceil(64), 1, 1])
+        .unwrap();
+    // Read the test's own allocation, not a copy: the GPU wrote these pages.
+    for i in 0..n {
+        let want = i.wrapping_mul(2654435761).wrapping_mul(3).wrapping_add(i);
+        assert_eq!(host.word((n + i) as usize), want, "out[{i}]");
+    }
+    drop(buf);
+    gpu.check_validation().unwrap();
+}
+
+#[test]
+fn misaligned_host_import_is_refused_with_the_alignment() {
+    let gpu = gpu();
+    let align = gpu.host_import_alignment().unwrap() as usize;
+    let host = HostPages::new(align * 2, align.max(4096));
+    // SAFETY: the call fails before touching the memory.
+    let err = unsafe { gpu.import_host_memory(host.ptr.wrapping_add(4), align) }
+        .err()
+        .expect("a misaligned pointer must be refused");
+    assert!(
+        err.to_string().contains("minImportedHostPointerAlignment"),
+        "{err}"
+    );
+}
+
+#[test]
+fn mirror_uploads_ranges_a_shader_reads_and_downloads_what_it_wrote() {
+    let gpu = gpu();
+    let n = 300u32;
+    let mirror = gpu.create_mirror(n as u64 * 8).unwrap();
+    let input: Vec<u8> = (0..n)
+        .flat_map(|i| (i ^ 0x5a5a_1234).to_le_bytes())
+        .collect();
+    // Two uploads of two halves: changed-range upload, not whole-buffer.
+    gpu.upload_range(&mirror, 0, &input[..400]).unwrap();
+    gpu.upload_range(&mirror, 400, &input[400..]).unwrap();
+    let spirv = glslang("mirror", SHADER);
+    let pipeline = gpu
+        .create_compute_pipeline(&PipelineDesc {
+            spirv: &spirv,
+            entry: "main",
+            push_constant_bytes: 20,
+            required_subgroup_size: None,
+        })
+        .unwrap();
+    let mut push = Vec::new();
+    push.extend(mirror.device_address().to_le_bytes());
+    push.extend((mirror.device_address() + n as u64 * 4).to_le_bytes());
+    push.extend(n.to_le_bytes());
+    gpu.dispatch(&pipeline, &push, [n.div_ceil(64), 1, 1])
+        .unwrap();
+    let mut out = vec![0u8; 40 * 4];
+    gpu.download_range(&mirror, (n as u64 + 100) * 4, &mut out)
+        .unwrap();
+    for k in 0..40u32 {
+        let i = 100 + k;
+        let want = (i ^ 0x5a5a_1234).wrapping_mul(3).wrapping_add(i);
+        let got = u32::from_le_bytes(out[k as usize * 4..][..4].try_into().unwrap());
+        assert_eq!(got, want, "out[{i}]");
+    }
+    let err = gpu
+        .upload_range(&mirror, n as u64 * 8 - 2, &[0; 4])
+        .unwrap_err();
+    assert!(err.to_string().contains("mirror"), "{err}");
+    gpu.check_validation().unwrap();
+}

@@ -1,0 +1,509 @@
+//! Images: colour render targets, depth(-stencil) targets and sampled textures, their upload
+//! from and readback to tightly packed host bytes, samplers, and layout transitions
+//! (synchronization2).
+//!
+//! An [`Image`] remembers the layout its last recorded transition left it in, so callers name
+//! only the layout they need next ([`crate::frame::CommandList::transition`]); the barrier's
+//! stages and accesses follow from the two layouts.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use ash::vk;
+
+use crate::{Gpu, Inner, Result, VkError, call, memory};
+
+/// What an image is for; decides its usage flags and the format features it needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ImageKind {
+    /// A colour attachment that can also be sampled and read back.
+    Color,
+    /// A depth or depth-stencil attachment that can be read back (depth aspect).
+    Depth,
+    /// A sampled texture filled from host bytes.
+    Texture,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct ImageDesc {
+    pub width: u32,
+    pub height: u32,
+    pub format: vk::Format,
+    pub kind: ImageKind,
+}
+
+/// Bytes per texel of the formats this crate moves between host and device (for depth formats:
+/// of the depth aspect, which is what readback returns). None = not supported here.
+pub fn texel_bytes(format: vk::Format) -> Option<u32> {
+    use vk::Format as F;
+    Some(match format {
+        F::R8_UNORM => 1,
+        F::R8G8_UNORM => 2,
+        F::R8G8B8A8_UNORM | F::R8G8B8A8_SRGB | F::B8G8R8A8_UNORM | F::B8G8R8A8_SRGB => 4,
+        F::A2B10G10R10_UNORM_PACK32 | F::R32_SFLOAT | F::R32_UINT | F::R16G16_SFLOAT => 4,
+        F::R16G16B16A16_SFLOAT | F::R32G32_SFLOAT => 8,
+        F::R32G32B32A32_SFLOAT | F::R32G32B32A32_UINT => 16,
+        F::D16_UNORM => 2,
+        F::D32_SFLOAT | F::D32_SFLOAT_S8_UINT | F::X8_D24_UNORM_PACK32 | F::D24_UNORM_S8_UINT => 4,
+        _ => return None,
+    })
+}
+
+/// Whether `format` is a depth format, and whether it also has stencil.
+pub fn depth_aspects(format: vk::Format) -> Option<bool> {
+    use vk::Format as F;
+    match format {
+        F::D16_UNORM | F::D32_SFLOAT | F::X8_D24_UNORM_PACK32 => Some(false),
+        F::D32_SFLOAT_S8_UINT | F::D24_UNORM_S8_UINT | F::D16_UNORM_S8_UINT => Some(true),
+        _ => None,
+    }
+}
+
+fn aspect_of(format: vk::Format) -> vk::ImageAspectFlags {
+    match depth_aspects(format) {
+        Some(true) => vk::ImageAspectFlags::DEPTH | vk::ImageAspectFlags::STENCIL,
+        Some(false) => vk::ImageAspectFlags::DEPTH,
+        None => vk::ImageAspectFlags::COLOR,
+    }
+}
+
+/// A 2D image with one mip level and one layer, in device-local memory, with a view.
+pub struct Image {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) image: vk::Image,
+    memory: vk::DeviceMemory,
+    pub(crate) view: vk::ImageView,
+    pub(crate) desc: ImageDesc,
+    pub(crate) aspect: vk::ImageAspectFlags,
+    /// The layout after the last recorded transition (a vk::ImageLayout's raw value).
+    layout: AtomicI32,
+}
+
+impl Image {
+    pub fn desc(&self) -> &ImageDesc {
+        &self.desc
+    }
+    pub fn width(&self) -> u32 {
+        self.desc.width
+    }
+    pub fn height(&self) -> u32 {
+        self.desc.height
+    }
+    pub fn format(&self) -> vk::Format {
+        self.desc.format
+    }
+    /// The layout the image is in once the work recorded so far has run.
+    pub fn layout(&self) -> vk::ImageLayout {
+        vk::ImageLayout::from_raw(self.layout.load(Ordering::Relaxed))
+    }
+    /// Bytes of a tightly packed readback / upload.
+    pub fn host_bytes(&self) -> usize {
+        self.desc.width as usize
+            * self.desc.height as usize
+            * texel_bytes(self.desc.format).unwrap_or(0) as usize
+    }
+
+    /// Records a barrier that moves the image to `new` (nothing if it is there already and
+    /// `new` is a read-only layout).
+    pub(crate) fn record_transition(
+        &self,
+        d: &ash::Device,
+        cmd: vk::CommandBuffer,
+        new: vk::ImageLayout,
+    ) {
+        let old = self.layout();
+        if old == new && read_only(new) {
+            return;
+        }
+        let (src_stage, src_access) = layout_scope(old, self.aspect);
+        let (dst_stage, dst_access) = layout_scope(new, self.aspect);
+        let barrier = [vk::ImageMemoryBarrier2::default()
+            .src_stage_mask(src_stage)
+            .src_access_mask(src_access)
+            .dst_stage_mask(dst_stage)
+            .dst_access_mask(dst_access)
+            .old_layout(old)
+            .new_layout(new)
+            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .image(self.image)
+            .subresource_range(range(self.aspect))];
+        let dep = vk::DependencyInfo::default().image_memory_barriers(&barrier);
+        // SAFETY: a recording command buffer; the image is live.
+        unsafe { d.cmd_pipeline_barrier2(cmd, &dep) };
+        self.layout.store(new.as_raw(), Ordering::Relaxed);
+    }
+}
+
+fn read_only(layout: vk::ImageLayout) -> bool {
+    matches!(
+        layout,
+        vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL | vk::ImageLayout::TRANSFER_SRC_OPTIMAL
+    )
+}
+
+fn range(aspect: vk::ImageAspectFlags) -> vk::ImageSubresourceRange {
+    vk::ImageSubresourceRange::default()
+        .aspect_mask(aspect)
+        .level_count(1)
+        .layer_count(1)
+}
+
+/// The stages and accesses that use an image in `layout`: the source scope of a transition
+/// out of it and the destination scope of one into it.
+fn layout_scope(
+    layout: vk::ImageLayout,
+    aspect: vk::ImageAspectFlags,
+) -> (vk::PipelineStageFlags2, vk::AccessFlags2) {
+    use vk::AccessFlags2 as A;
+    use vk::ImageLayout as L;
+    use vk::PipelineStageFlags2 as S;
+    match layout {
+        L::UNDEFINED => (S::NONE, A::NONE),
+        L::TRANSFER_DST_OPTIMAL => (S::ALL_TRANSFER, A::TRANSFER_WRITE),
+        L::TRANSFER_SRC_OPTIMAL => (S::ALL_TRANSFER, A::TRANSFER_READ),
+        L::COLOR_ATTACHMENT_OPTIMAL => (
+            S::COLOR_ATTACHMENT_OUTPUT,
+            A::COLOR_ATTACHMENT_READ | A::COLOR_ATTACHMENT_WRITE,
+        ),
+        L::DEPTH_ATTACHMENT_OPTIMAL | L::DEPTH_STENCIL_ATTACHMENT_OPTIMAL => (
+            S::EARLY_FRAGMENT_TESTS | S::LATE_FRAGMENT_TESTS,
+            A::DEPTH_STENCIL_ATTACHMENT_READ | A::DEPTH_STENCIL_ATTACHMENT_WRITE,
+        ),
+        L::SHADER_READ_ONLY_OPTIMAL => (
+            S::VERTEX_SHADER | S::FRAGMENT_SHADER | S::COMPUTE_SHADER,
+            A::SHADER_SAMPLED_READ,
+        ),
+        _ => {
+            let _ = aspect;
+            (S::ALL_COMMANDS, A::MEMORY_READ | A::MEMORY_WRITE)
+        }
+    }
+}
+
+/// The attachment layout a render pass uses for an image of `aspect`.
+pub(crate) fn attachment_layout(aspect: vk::ImageAspectFlags) -> vk::ImageLayout {
+    if aspect.contains(vk::ImageAspectFlags::STENCIL) {
+        vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL
+    } else if aspect.contains(vk::ImageAspectFlags::DEPTH) {
+        vk::ImageLayout::DEPTH_ATTACHMENT_OPTIMAL
+    } else {
+        vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL
+    }
+}
+
+impl Drop for Image {
+    fn drop(&mut self) {
+        self.inner.wait_idle();
+        let d = &self.inner.device;
+        // SAFETY: the queue is idle; nothing uses the image.
+        unsafe {
+            d.destroy_image_view(self.view, None);
+            d.destroy_image(self.image, None);
+            d.free_memory(self.memory, None);
+        }
+    }
+}
+
+/// Filtering and addressing of a [`Sampler`] (one mip level: mipmaps are not used yet).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SamplerDesc {
+    pub mag_filter: vk::Filter,
+    pub min_filter: vk::Filter,
+    /// U, V, W.
+    pub address: [vk::SamplerAddressMode; 3],
+    pub border: vk::BorderColor,
+}
+
+impl SamplerDesc {
+    pub const NEAREST_CLAMP: SamplerDesc = SamplerDesc {
+        mag_filter: vk::Filter::NEAREST,
+        min_filter: vk::Filter::NEAREST,
+        address: [vk::SamplerAddressMode::CLAMP_TO_EDGE; 3],
+        border: vk::BorderColor::FLOAT_TRANSPARENT_BLACK,
+    };
+    pub const LINEAR_REPEAT: SamplerDesc = SamplerDesc {
+        mag_filter: vk::Filter::LINEAR,
+        min_filter: vk::Filter::LINEAR,
+        address: [vk::SamplerAddressMode::REPEAT; 3],
+        border: vk::BorderColor::FLOAT_TRANSPARENT_BLACK,
+    };
+}
+
+pub struct Sampler {
+    inner: Arc<Inner>,
+    pub(crate) sampler: vk::Sampler,
+    desc: SamplerDesc,
+}
+
+impl Sampler {
+    pub fn desc(&self) -> &SamplerDesc {
+        &self.desc
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.inner.wait_idle();
+        // SAFETY: the queue is idle.
+        unsafe { self.inner.device.destroy_sampler(self.sampler, None) };
+    }
+}
+
+impl Gpu {
+    /// The best depth-stencil format the device can render to: D32_SFLOAT_S8_UINT, else
+    /// D24_UNORM_S8_UINT (None if neither).
+    pub fn depth_stencil_format(&self) -> Option<vk::Format> {
+        [
+            vk::Format::D32_SFLOAT_S8_UINT,
+            vk::Format::D24_UNORM_S8_UINT,
+        ]
+        .into_iter()
+        .find(|&f| {
+            self.format_features(f)
+                .contains(vk::FormatFeatureFlags::DEPTH_STENCIL_ATTACHMENT)
+        })
+    }
+
+    /// Optimal-tiling features of `format` on this device.
+    pub fn format_features(&self, format: vk::Format) -> vk::FormatFeatureFlags {
+        // SAFETY: a live physical device.
+        unsafe {
+            self.inner
+                .instance
+                .get_physical_device_format_properties(self.inner.physical, format)
+        }
+        .optimal_tiling_features
+    }
+
+    /// A device-local image for `desc`, in layout UNDEFINED. Fails naming the format when the
+    /// device cannot use it for `desc.kind`.
+    pub fn create_image(&self, desc: &ImageDesc) -> Result<Image> {
+        use vk::FormatFeatureFlags as FF;
+        use vk::ImageUsageFlags as U;
+        let max = self.info.max_image_dimension_2d;
+        if desc.width == 0 || desc.height == 0 || desc.width > max || desc.height > max {
+            return Err(VkError::Invalid(format!(
+                "image of {}x{} (1..={max} each way)",
+                desc.width, desc.height
+            )));
+        }
+        if texel_bytes(desc.format).is_none() {
+            return Err(VkError::Invalid(format!(
+                "image format {:?} is not supported by aps5-vulkan",
+                desc.format
+            )));
+        }
+        let is_depth = depth_aspects(desc.format).is_some();
+        let (usage, needs, what) = match desc.kind {
+            ImageKind::Color if !is_depth => (
+                U::COLOR_ATTACHMENT | U::SAMPLED | U::TRANSFER_SRC | U::TRANSFER_DST,
+                FF::COLOR_ATTACHMENT,
+                "a colour render target",
+            ),
+            ImageKind::Depth if is_depth => (
+                U::DEPTH_STENCIL_ATTACHMENT | U::TRANSFER_SRC | U::TRANSFER_DST,
+                FF::DEPTH_STENCIL_ATTACHMENT,
+                "a depth render target",
+            ),
+            ImageKind::Texture if !is_depth => (
+                U::SAMPLED | U::TRANSFER_DST | U::TRANSFER_SRC,
+                FF::SAMPLED_IMAGE,
+                "a sampled texture",
+            ),
+            kind => {
+                return Err(VkError::Invalid(format!(
+                    "format {:?} cannot be a {kind:?} image",
+                    desc.format
+                )));
+            }
+        };
+        if !self.format_features(desc.format).contains(needs) {
+            return Err(VkError::Unsupported {
+                name: self.info.name.clone(),
+                what: format!("format {:?} cannot be {what}", desc.format),
+            });
+        }
+        let d = &self.inner.device;
+        let info = vk::ImageCreateInfo::default()
+            .image_type(vk::ImageType::TYPE_2D)
+            .format(desc.format)
+            .extent(vk::Extent3D {
+                width: desc.width,
+                height: desc.height,
+                depth: 1,
+            })
+            .mip_levels(1)
+            .array_layers(1)
+            .samples(vk::SampleCountFlags::TYPE_1)
+            .tiling(vk::ImageTiling::OPTIMAL)
+            .usage(usage)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .initial_layout(vk::ImageLayout::UNDEFINED);
+        // SAFETY: valid create info.
+        let image = call("vkCreateImage", unsafe { d.create_image(&info, None) })?;
+        // SAFETY: a live image.
+        let req = unsafe { d.get_image_memory_requirements(image) };
+        let Some(type_index) = self
+            .inner
+            .memory_type(req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)
+            .or_else(|| {
+                self.inner
+                    .memory_type(req.memory_type_bits, vk::MemoryPropertyFlags::empty())
+            })
+        else {
+            // SAFETY: unused image.
+            unsafe { d.destroy_image(image, None) };
+            return Err(VkError::NoMemoryType(req.size));
+        };
+        let alloc = vk::MemoryAllocateInfo::default()
+            .allocation_size(req.size)
+            .memory_type_index(type_index);
+        // SAFETY: valid allocate info.
+        let memory = match unsafe { d.allocate_memory(&alloc, None) } {
+            Ok(m) => m,
+            Err(result) => {
+                // SAFETY: unused image.
+                unsafe { d.destroy_image(image, None) };
+                return Err(VkError::Call {
+                    call: "vkAllocateMemory",
+                    result,
+                });
+            }
+        };
+        let aspect = aspect_of(desc.format);
+        let view_info = vk::ImageViewCreateInfo::default()
+            .image(image)
+            .view_type(vk::ImageViewType::TYPE_2D)
+            .format(desc.format)
+            .subresource_range(range(aspect));
+        // SAFETY: memory fits the requirements; the view describes the bound image.
+        let view = match unsafe { d.bind_image_memory(image, memory, 0) }
+            .and_then(|()| unsafe { d.create_image_view(&view_info, None) })
+        {
+            Ok(v) => v,
+            Err(result) => {
+                // SAFETY: unused objects.
+                unsafe {
+                    d.destroy_image(image, None);
+                    d.free_memory(memory, None);
+                }
+                return Err(VkError::Call {
+                    call: "vkBindImageMemory / vkCreateImageView",
+                    result,
+                });
+            }
+        };
+        Ok(Image {
+            inner: self.inner.clone(),
+            image,
+            memory,
+            view,
+            desc: *desc,
+            aspect,
+            layout: AtomicI32::new(vk::ImageLayout::UNDEFINED.as_raw()),
+        })
+    }
+
+    /// Fills the whole image from tightly packed rows of `data` (width * height * texel bytes)
+    /// and leaves a texture in SHADER_READ_ONLY_OPTIMAL (other kinds in TRANSFER_DST_OPTIMAL;
+    /// the next render pass moves them). Depth images take the depth aspect's bytes.
+    pub fn upload_image(&self, image: &Image, data: &[u8]) -> Result<()> {
+        let want = image.host_bytes();
+        if data.len() != want {
+            return Err(VkError::Invalid(format!(
+                "upload of {} bytes into a {}x{} {:?} image ({want} bytes, rows tightly packed)",
+                data.len(),
+                image.width(),
+                image.height(),
+                image.format()
+            )));
+        }
+        let mut staging = self.create_buffer(want as u64)?;
+        staging.bytes_mut()[..want].copy_from_slice(data);
+        let region = copy_region(image);
+        self.submit_once(|d, cmd| {
+            image.record_transition(d, cmd, vk::ImageLayout::TRANSFER_DST_OPTIMAL);
+            // SAFETY: live buffer and image; the region lies inside both.
+            unsafe {
+                d.cmd_copy_buffer_to_image(
+                    cmd,
+                    staging.buffer,
+                    image.image,
+                    vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                    &[region],
+                )
+            };
+            if image.desc.kind == ImageKind::Texture {
+                image.record_transition(d, cmd, vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL);
+            }
+        })
+    }
+
+    /// The image's contents as tightly packed rows (for depth formats: the depth aspect, 4
+    /// bytes a texel for D32 / D24 (24 bits in the low bits), 2 for D16). Waits for all work
+    /// submitted before, and leaves the image in TRANSFER_SRC_OPTIMAL.
+    pub fn read_image(&self, image: &Image) -> Result<Vec<u8>> {
+        let bytes = image.host_bytes();
+        let staging = self.create_buffer(bytes as u64)?;
+        let region = copy_region(image);
+        self.submit_once(|d, cmd| {
+            image.record_transition(d, cmd, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
+            // SAFETY: as above.
+            unsafe {
+                d.cmd_copy_image_to_buffer(
+                    cmd,
+                    image.image,
+                    vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+                    staging.buffer,
+                    &[region],
+                )
+            };
+            memory::transfer_to_everything(d, cmd);
+        })?;
+        Ok(staging.bytes()[..bytes].to_vec())
+    }
+
+    pub fn create_sampler(&self, desc: &SamplerDesc) -> Result<Sampler> {
+        let info = vk::SamplerCreateInfo::default()
+            .mag_filter(desc.mag_filter)
+            .min_filter(desc.min_filter)
+            .mipmap_mode(vk::SamplerMipmapMode::NEAREST)
+            .address_mode_u(desc.address[0])
+            .address_mode_v(desc.address[1])
+            .address_mode_w(desc.address[2])
+            .border_color(desc.border)
+            .max_lod(0.0);
+        // SAFETY: valid create info.
+        let sampler = call("vkCreateSampler", unsafe {
+            self.inner.device.create_sampler(&info, None)
+        })?;
+        Ok(Sampler {
+            inner: self.inner.clone(),
+            sampler,
+            desc: *desc,
+        })
+    }
+}
+
+fn copy_region(image: &Image) -> vk::BufferImageCopy {
+    // Depth-stencil images copy their depth aspect only.
+    let aspect = if image.aspect.contains(vk::ImageAspectFlags::DEPTH) {
+        vk::ImageAspectFlags::DEPTH
+    } else {
+        image.aspect
+    };
+    vk::BufferImageCopy::default()
+        .buffer_row_length(0)
+        .buffer_image_height(0)
+        .image_subresource(
+            vk::ImageSubresourceLayers::default()
+                .aspect_mask(aspect)
+                .layer_count(1),
+        )
+        .image_extent(vk::Extent3D {
+            width: image.desc.width,
+            height: image.desc.height,
+            depth: 1,
+        })
+}
