@@ -117,9 +117,10 @@ struct Program {
 struct View {
     region: Region,
     buf: Buffer,
-    /// A copy of the guest bytes as uploaded (mirror only): written-back bytes are those
-    /// the GPU changed, so concurrent CPU writes elsewhere in the region survive.
-    uploaded: Vec<u8>,
+    /// Mirror only: a copy of the guest bytes as uploaded. Written back are the bytes the GPU
+    /// changed, so CPU writes elsewhere in the region made meanwhile survive. None for an
+    /// imported region (the GPU works on the guest's pages themselves).
+    uploaded: Option<Vec<u8>>,
 }
 
 /// Counters, for reports and tests.
@@ -130,6 +131,9 @@ pub struct Stats {
     pub pipelines: u64,
     pub bytes_uploaded: u64,
     pub bytes_written_back: u64,
+    /// Regions imported (VK_EXT_external_memory_host) rather than mirrored.
+    pub regions_imported: u64,
+    pub regions_mirrored: u64,
 }
 
 /// Runs compute dispatches on one Vulkan device (synchronously: each dispatch is waited for
@@ -140,6 +144,8 @@ pub struct Executor {
     shaders: BTreeMap<u64, ShaderInfo>,
     opts: Options,
     stats: Stats,
+    /// Import GPU-visible regions when the device can (`APS5_GPU_MIRROR=1` forces mirrors).
+    import: bool,
 }
 
 /// Most code read for a program `sceAgcCreateShader` did not describe.
@@ -155,10 +161,13 @@ impl Executor {
             host_subgroup_size: Some(gpu.info().subgroup_size),
             loop_limit,
         };
+        let import = gpu.supports_host_import()
+            && std::env::var_os("APS5_GPU_MIRROR").is_none_or(|v| v != "1");
         Executor {
             gpu,
             programs: HashMap::new(),
             shaders: BTreeMap::new(),
+            import,
             opts,
             stats: Stats::default(),
         }
@@ -362,8 +371,35 @@ impl Executor {
         Ok(p)
     }
 
-    /// A device copy of the region (mirror).
+    /// The region on the device: imported when the device can take it (zero copy), else a
+    /// device copy (mirror).
     fn upload(&mut self, mem: &dyn Memory, r: Region) -> Result<View, String> {
+        let align = self.gpu.host_import_alignment().unwrap_or(u64::MAX);
+        if self.import
+            && r.perms == (abi::PERM_READ | abi::PERM_WRITE)
+            && r.begin.is_multiple_of(align)
+            && r.len().is_multiple_of(align)
+        {
+            // SAFETY: the region is a readable and writable mapping of this process (from
+            // /proc/self/maps at this submission); the buffer is dropped when the dispatch
+            // has finished, before control returns to the program.
+            match unsafe {
+                self.gpu
+                    .import_host_memory(r.begin as usize as *mut u8, r.len() as usize)
+            } {
+                Ok(buf) => {
+                    self.stats.regions_imported += 1;
+                    return Ok(View {
+                        region: r,
+                        buf,
+                        uploaded: None,
+                    });
+                }
+                // A mapping the device refuses is mirrored instead.
+                Err(_) => {}
+            }
+        }
+        self.stats.regions_mirrored += 1;
         let mut buf = self.gpu.create_buffer(r.len()).map_err(|e| e.to_string())?;
         let mut uploaded = vec![0u8; r.len() as usize];
         mem.read(r.begin, &mut uploaded)
@@ -373,21 +409,24 @@ impl Executor {
         Ok(View {
             region: r,
             buf,
-            uploaded,
+            uploaded: Some(uploaded),
         })
     }
 
     /// Writes back the runs of bytes the GPU changed.
     fn write_back(&mut self, mem: &dyn Memory, v: &View) -> Result<(), String> {
-        let now = &v.buf.bytes()[..v.uploaded.len()];
+        let Some(uploaded) = &v.uploaded else {
+            return Ok(());
+        };
+        let now = &v.buf.bytes()[..uploaded.len()];
         let mut i = 0;
         while i < now.len() {
-            if now[i] == v.uploaded[i] {
+            if now[i] == uploaded[i] {
                 i += 1;
                 continue;
             }
             let start = i;
-            while i < now.len() && now[i] != v.uploaded[i] {
+            while i < now.len() && now[i] != uploaded[i] {
                 i += 1;
             }
             mem.write(v.region.begin + start as u64, &now[start..i])

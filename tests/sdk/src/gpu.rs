@@ -189,46 +189,43 @@ pub fn compile_compute(ll: &Path, work: &Path, cwd: &Path) -> Result<ComputeShad
     Ok(ComputeShader { code, sh_registers })
 }
 
-/// Absolute dword offsets of COMPUTE_PGM_LO/HI (byte addresses 0xB830/0xB834, Mesa's
-/// database): the header carries them; `sceAgcCreateShader` puts the code address in them.
-const COMPUTE_PGM_LO: u32 = 0xB830;
+/// SH-relative dword offset of COMPUTE_PGM_LO (byte address 0xB830, Mesa's database): the
+/// header carries the pair LO/HI holding the code's offset from the code pointer (0);
+/// `sceAgcCreateShader` puts the code address in them.
+const COMPUTE_PGM_LO: u16 = ((0xB830 - SH_BASE) / 4) as u16;
 
 /// The shader wrapped in a PS5 shader header (`aps5_agc::shader::write`): the header at 0,
 /// the code at the returned offset (256-byte aligned, as COMPUTE_PGM_LO addresses it).
 pub fn wrap_in_header(s: &ComputeShader) -> Result<(Vec<u8>, usize)> {
     use aps5_agc::shader::{RegPair, ShaderDesc, ShaderType};
-    let abs = |rel: u16| 0x2C00 + u32::from(rel);
     let mut sh_registers = vec![
         RegPair {
-            offset: COMPUTE_PGM_LO / 4,
+            offset: u32::from(COMPUTE_PGM_LO),
             value: 0,
         },
         RegPair {
-            offset: COMPUTE_PGM_LO / 4 + 1,
+            offset: u32::from(COMPUTE_PGM_LO) + 1,
             value: 0,
         },
     ];
     sh_registers.extend(s.sh_registers.iter().map(|&(o, v)| RegPair {
-        offset: abs(o),
+        offset: u32::from(o),
         value: v,
     }));
     let desc = ShaderDesc {
         shader_type: ShaderType::Cs,
         code_size: s.code.len() as u32,
-        scratch_size: 0,
+        scratch_dw_per_thread: 0,
+        target: 0,
         context_registers: Vec::new(),
         sh_registers,
-        specials: Vec::new(),
+        specials: None,
+        user_data: None,
+        input_semantics: Vec::new(),
+        output_semantics: Vec::new(),
     };
-    // The header's size is what it is: write once to learn it, then place the code after it.
-    let probe = aps5_agc::shader::write(&desc, 0);
-    let code_offset = probe.len().next_multiple_of(256);
-    let mut blob = aps5_agc::shader::write(&desc, code_offset as u64);
-    ensure!(
-        blob.len() <= code_offset,
-        "the shader header grew to {} bytes when placed",
-        blob.len()
-    );
+    let mut blob = aps5_agc::shader::write(&desc).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let code_offset = blob.len().next_multiple_of(256);
     blob.resize(code_offset, 0);
     blob.extend_from_slice(&s.code);
     Ok((blob, code_offset))

@@ -29,6 +29,34 @@ typedef struct {
   uint32_t value;
 } SceAgcRegister;
 
+/* A shader as sceAgcCreateShader leaves it (the header rebased in place: pointers absolute,
+ * COMPUTE_PGM_LO/HI in sh_registers holding the code address). docs/GPU_DRIVER.md, "Shader
+ * headers". */
+typedef struct {
+  uint32_t file_header; /* 0x34333231 */
+  uint32_t version;     /* 0x18 */
+  void *user_data;
+  const void *code;
+  const SceAgcRegister *cx_registers;
+  const SceAgcRegister *sh_registers;
+  const void *specials;
+  const uint32_t *input_semantics;
+  const uint32_t *output_semantics;
+  uint32_t header_size;
+  uint32_t shader_size;
+  uint32_t embedded_constant_buffer_size;
+  uint32_t target;
+  uint32_t num_input_semantics;
+  uint16_t scratch_size;
+  uint16_t num_output_semantics;
+  uint16_t special_sizes_bytes;
+  uint8_t type; /* 0: compute */
+  uint8_t num_cx_registers;
+  uint8_t num_sh_registers;
+  uint8_t reserved[3];
+} SceAgcShader;
+_Static_assert(sizeof(SceAgcShader) == 0x60, "SceAgcShader is 0x60 bytes");
+
 /* What sceAgcDriverSubmitDcb / SubmitAcb take. */
 typedef struct {
   const uint32_t *words;
