@@ -181,6 +181,11 @@ impl Executor {
         self.stats
     }
 
+    /// Whether GPU-visible regions are imported when the device can (else always mirrored).
+    pub fn set_host_import(&mut self, on: bool) {
+        self.import = on && self.gpu.supports_host_import();
+    }
+
     /// Records a program `sceAgcCreateShader` saw (its code size bounds what is read).
     pub fn register_shader(&mut self, code: u64, info: ShaderInfo) {
         self.shaders.insert(code, info);

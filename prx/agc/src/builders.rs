@@ -84,7 +84,7 @@ unsafe fn emit(cb: *mut CommandBuffer, dwords: &[u32]) -> *mut u32 {
 /// The dwords of `sceAgcCbDispatch`.
 pub fn dispatch_packet(x: u32, y: u32, z: u32, modifier: u32) -> [u32; 5] {
     // DISPATCH_INITIATOR: COMPUTE_SHADER_EN | ORDER_MODE, plus the caller's modifier bits
-    // (FORCE_START_AT_000, ORDERED_APPEND_*, CS_W32_EN = bit 15 ...).
+    // (ORDERED_APPEND_ENBL/MODE, USE_THREAD_DIMENSIONS, TUNNEL_ENABLE, CS_W32_EN = bit 15).
     [
         pkt3(IT_DISPATCH_DIRECT, 5),
         x,
