@@ -113,7 +113,7 @@ impl Drop for Pages {
 fn executor() -> Executor {
     let gpu = Gpu::new(&GpuOptions {
         validation: true,
-        device: std::env::var("APS5_VK_DEVICE").ok(),
+        ..GpuOptions::from_env()
     })
     .unwrap_or_else(|e| panic!("Vulkan device with the validation layer: {e}"));
     Executor::new(gpu)
@@ -172,7 +172,12 @@ fn run_fill(import: bool) {
         assert_eq!((s.regions_imported, s.regions_mirrored), (2, 0), "{s:?}");
     } else {
         assert_eq!(s.regions_imported, 0, "{s:?}");
-        assert_eq!(s.bytes_written_back, 2 * 4 * u64::from(n), "{s:?}");
+        // Only bytes the GPU changed go back (a result byte equal to the old one does not).
+        assert!(
+            s.bytes_written_back > 0 && s.bytes_written_back <= 2 * 4 * u64::from(n),
+            "{s:?}"
+        );
+        assert_eq!(s.regions_mirrored, 2, "{s:?}");
     }
 }
 
@@ -229,7 +234,7 @@ fn accesses_outside_the_gpu_visible_regions_fault_with_address_and_instruction()
     let DispatchError::Fault {
         record,
         instruction,
-        dispatch,
+        dispatch: n,
         ..
     } = &e
     else {
@@ -237,7 +242,7 @@ fn accesses_outside_the_gpu_visible_regions_fault_with_address_and_instruction()
     };
     assert_eq!(record.address, code.addr(), "{e}");
     assert_eq!(record.bytes, 4, "{e}");
-    assert_eq!(*dispatch, 2);
+    assert_eq!(*n, 2);
     assert!(instruction.starts_with("global_load_dword"), "{e}");
     let text = e.to_string();
     assert!(text.contains("unmapped address"), "{text}");
