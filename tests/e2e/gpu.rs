@@ -59,7 +59,11 @@ fn a_gpu_fault_stops_the_run_naming_address_instruction_and_shader() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "submitting\n", "{err}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "submitting\n",
+        "{err}"
+    );
     assert_eq!(out.status.code(), Some(134), "{err}");
     for part in [
         "GPU fault in dispatch 1",

@@ -96,7 +96,12 @@ impl Memory for ProcessMemory {
         };
         // SAFETY: `local` is our buffer of that length; the kernel checks `remote`.
         let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
-        check(n, addr, out.len(), "not readable (unmapped or no read permission)")
+        check(
+            n,
+            addr,
+            out.len(),
+            "not readable (unmapped or no read permission)",
+        )
     }
 
     fn write(&self, addr: u64, data: &[u8]) -> Result<(), MemFault> {

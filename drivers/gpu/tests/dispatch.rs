@@ -78,10 +78,7 @@ impl Pages {
             )
         };
         assert_ne!(p, libc::MAP_FAILED);
-        Pages {
-            ptr: p.cast(),
-            len,
-        }
+        Pages { ptr: p.cast(), len }
     }
     fn addr(&self) -> u64 {
         self.ptr as u64
@@ -150,7 +147,12 @@ fn run_fill(import: bool) {
     let out = data.addr();
     let mut ex = executor();
     ex.set_host_import(import);
-    let d = dispatch(&c, code.addr(), &[out as u32, (out >> 32) as u32, n], [63, 1, 1]);
+    let d = dispatch(
+        &c,
+        code.addr(),
+        &[out as u32, (out >> 32) as u32, n],
+        [63, 1, 1],
+    );
     // The code is not GPU-visible (only `data` is): the CPU side reads it, the shader may not.
     ex.dispatch(&ProcessMemory, &d, &[data.region()])
         .unwrap_or_else(|e| panic!("{e}"));
@@ -223,13 +225,21 @@ fn accesses_outside_the_gpu_visible_regions_fault_with_address_and_instruction()
     let at = |a: u64| [a as u32, (a >> 32) as u32];
     // Inside: a copy within the region works.
     let user = [at(data.addr()), at(data.addr() + 16)].concat();
-    ex.dispatch(&ProcessMemory, &dispatch(&c, code.addr(), &user, [1, 1, 1]), &[region])
-        .unwrap();
+    ex.dispatch(
+        &ProcessMemory,
+        &dispatch(&c, code.addr(), &user, [1, 1, 1]),
+        &[region],
+    )
+    .unwrap();
     assert_eq!(data.words()[4], 0x1234_5678);
     // Reading the code page (mapped in the process, but not GPU-visible) faults.
     let user = [at(code.addr()), at(data.addr() + 32)].concat();
     let e = ex
-        .dispatch(&ProcessMemory, &dispatch(&c, code.addr(), &user, [1, 1, 1]), &[region])
+        .dispatch(
+            &ProcessMemory,
+            &dispatch(&c, code.addr(), &user, [1, 1, 1]),
+            &[region],
+        )
         .unwrap_err();
     let DispatchError::Fault {
         record,
@@ -246,7 +256,10 @@ fn accesses_outside_the_gpu_visible_regions_fault_with_address_and_instruction()
     assert!(instruction.starts_with("global_load_dword"), "{e}");
     let text = e.to_string();
     assert!(text.contains("unmapped address"), "{text}");
-    assert!(text.contains("not created with sceAgcCreateShader"), "{text}");
+    assert!(
+        text.contains("not created with sceAgcCreateShader"),
+        "{text}"
+    );
     // The dropped load gave 0, which the store wrote (stores inside the table still land).
     assert_eq!(data.words()[8], 0);
     // A read-only region: the store faults with "permission denied".
@@ -256,7 +269,11 @@ fn accesses_outside_the_gpu_visible_regions_fault_with_address_and_instruction()
     };
     let user = [at(data.addr()), at(data.addr() + 48)].concat();
     let e = ex
-        .dispatch(&ProcessMemory, &dispatch(&c, code.addr(), &user, [1, 1, 1]), &[ro])
+        .dispatch(
+            &ProcessMemory,
+            &dispatch(&c, code.addr(), &user, [1, 1, 1]),
+            &[ro],
+        )
         .unwrap_err();
     assert!(e.to_string().contains("permission denied"), "{e}");
     assert!(e.to_string().contains("global_store_dword"), "{e}");
@@ -272,7 +289,10 @@ fn a_program_that_cannot_be_read_or_run_is_named() {
         num_thread: [1, 1, 1],
         ..ComputeDispatch::default()
     };
-    let e = ex.dispatch(&ProcessMemory, &d, &[]).unwrap_err().to_string();
+    let e = ex
+        .dispatch(&ProcessMemory, &d, &[])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("0x1000") && e.contains("not readable"), "{e}");
     let e = ex
         .dispatch(

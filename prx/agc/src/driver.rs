@@ -93,13 +93,17 @@ fn submit(id: u32, words: u64, count: u32) -> i32 {
         s.exec = Some(e);
     }
     let exec = s.exec.as_mut().expect("opened above");
-    let queue = s.queues.get_or_insert_with(HashMap::new).entry(id).or_insert_with(|| {
-        Queue::new(if is_compute_queue(id) {
-            QueueKind::Compute
-        } else {
-            QueueKind::Graphics
-        })
-    });
+    let queue = s
+        .queues
+        .get_or_insert_with(HashMap::new)
+        .entry(id)
+        .or_insert_with(|| {
+            Queue::new(if is_compute_queue(id) {
+                QueueKind::Compute
+            } else {
+                QueueKind::Graphics
+            })
+        });
     let regions = match aps5_gpu::memory::direct_memory_regions() {
         Ok(r) => r,
         Err(e) => stop(&format!("cannot read /proc/self/maps: {e}")),
@@ -143,7 +147,13 @@ fn submit(id: u32, words: u64, count: u32) -> i32 {
         drop(guard);
         for i in interrupts {
             for &(eq, ev, udata) in &events {
-                kernel::equeue_trigger(eq, u64::from(ev), EVFILT_GRAPHICS, i64::from(i.context_id), udata);
+                kernel::equeue_trigger(
+                    eq,
+                    u64::from(ev),
+                    EVFILT_GRAPHICS,
+                    i64::from(i.context_id),
+                    udata,
+                );
             }
         }
     }

@@ -50,10 +50,7 @@ struct Layout {
 }
 
 fn layout(ll: &str, file: &Path) -> Result<Layout> {
-    let Some(line) = ll
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("; aps5-cs:"))
-    else {
+    let Some(line) = ll.lines().find_map(|l| l.trim().strip_prefix("; aps5-cs:")) else {
         bail!(
             "{}: no `; aps5-cs: user_sgprs=N tgid=x threads=X,Y,Z` line (the SDK needs the \
              shader's input layout to write COMPUTE_PGM_RSRC2)",
@@ -258,7 +255,11 @@ mod tests {
 
     #[test]
     fn layout_lines_parse_and_errors_name_the_file() {
-        let l = layout("; aps5-cs: user_sgprs=3 tgid=x threads=64\n", Path::new("a.ll")).unwrap();
+        let l = layout(
+            "; aps5-cs: user_sgprs=3 tgid=x threads=64\n",
+            Path::new("a.ll"),
+        )
+        .unwrap();
         assert_eq!(
             l,
             Layout {
