@@ -388,20 +388,17 @@ impl Executor {
             // SAFETY: the region is a readable and writable mapping of this process (from
             // /proc/self/maps at this submission); the buffer is dropped when the dispatch
             // has finished, before control returns to the program.
-            match unsafe {
+            // A mapping the device refuses is mirrored instead.
+            if let Ok(buf) = unsafe {
                 self.gpu
                     .import_host_memory(r.begin as usize as *mut u8, r.len() as usize)
             } {
-                Ok(buf) => {
-                    self.stats.regions_imported += 1;
-                    return Ok(View {
-                        region: r,
-                        buf,
-                        uploaded: None,
-                    });
-                }
-                // A mapping the device refuses is mirrored instead.
-                Err(_) => {}
+                self.stats.regions_imported += 1;
+                return Ok(View {
+                    region: r,
+                    buf,
+                    uploaded: None,
+                });
             }
         }
         self.stats.regions_mirrored += 1;
