@@ -10,7 +10,7 @@ use crate::packet::{
 };
 use crate::regdb::{Space, register_label};
 use crate::regs::RegisterFile;
-use crate::state::{ComputeState, GraphicsState};
+use crate::state::{ComputeState, GROUP_ALL, GraphicsState, group_of};
 
 /// Graphics (DCB) or compute (ACB) queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,8 +149,9 @@ pub struct Draw<'a> {
     pub initiator: ty::VgtDrawInitiator,
     pub index: IndexState,
     pub num_instances: u32,
-    /// The typed views of every register a draw depends on.
-    pub state: Box<GraphicsState>,
+    /// The typed views of every register a draw depends on (kept by the queue and
+    /// re-captured only where registers changed).
+    pub state: &'a GraphicsState,
     /// The queue's registers at the draw (for anything the views do not cover).
     pub registers: &'a RegisterFile,
     /// Guest address of the draw packet (for error messages).
@@ -238,6 +239,9 @@ pub struct Queue {
     predicate_skip: bool,
     const_ram: Vec<u32>,
     limits: Limits,
+    /// The graphics views as of the last draw, and the groups written since.
+    gfx: Box<GraphicsState>,
+    gfx_dirty: u16,
 }
 
 impl fmt::Debug for Queue {
@@ -280,6 +284,8 @@ impl Queue {
             predicate_skip: false,
             const_ram: vec![0; CONST_RAM_DWORDS],
             limits: Limits::default(),
+            gfx: Box::default(),
+            gfx_dirty: GROUP_ALL,
         }
     }
 
@@ -298,7 +304,9 @@ impl Queue {
         &self.regs
     }
 
+    /// Direct access to the registers (every view is re-captured at the next draw).
     pub fn registers_mut(&mut self) -> &mut RegisterFile {
+        self.gfx_dirty = GROUP_ALL;
         &mut self.regs
     }
 
@@ -465,7 +473,10 @@ impl Queue {
             Packet::Nop | Packet::PfpSyncMe | Packet::Rewind => {}
             Packet::Sony(s) => self.sony(s, backend)?,
             Packet::SetBase { index, address } => self.bases[*index as usize] = *address,
-            Packet::ClearState => self.regs.reset_context(),
+            Packet::ClearState => {
+                self.regs.reset_context();
+                self.gfx_dirty = GROUP_ALL;
+            }
             Packet::ContextControl { .. } => {
                 // Load/shadow enables govern register shadowing in GPU memory, which a
                 // software register file does not need.
@@ -498,10 +509,12 @@ impl Queue {
             Packet::IndexType(t) => {
                 self.index.index_type = ty::VgtIndexType::from_raw(*t & 3);
                 let _ = self.regs.set(reg::VGT_INDEX_TYPE, *t & 3);
+                self.gfx_dirty |= group_of(reg::VGT_INDEX_TYPE);
             }
             Packet::NumInstances(n) => {
                 self.num_instances = *n;
                 let _ = self.regs.set(reg::VGT_NUM_INSTANCES, *n);
+                self.gfx_dirty |= group_of(reg::VGT_NUM_INSTANCES);
             }
             Packet::DispatchDirect { x, y, z, initiator } => {
                 if !skip_pred {
@@ -746,6 +759,7 @@ impl Queue {
             SonyCommand::ContextState { op: 0, .. } => {
                 // Operation 0 resets the context state (as CLEAR_STATE); others are passed on.
                 self.regs.reset_context();
+                self.gfx_dirty = GROUP_ALL;
                 backend.sony(s)?;
             }
             _ => backend.sony(s)?,
@@ -761,6 +775,11 @@ impl Queue {
         let (base, _) = space.range().expect("register space");
         let first = base + offset;
         let last = first + values.len() as u32;
+        if space != Space::Sh || self.kind == QueueKind::Graphics {
+            for r in first..last {
+                self.gfx_dirty |= group_of(r);
+            }
+        }
         if space == Space::Uconfig {
             if (first..last).contains(&reg::VGT_INDEX_TYPE) {
                 self.index.index_type =
@@ -808,12 +827,16 @@ impl Queue {
         if self.kind == QueueKind::Compute {
             return Err("a draw on a compute queue".into());
         }
+        if self.gfx_dirty != 0 {
+            self.gfx.update(&self.regs, self.gfx_dirty);
+            self.gfx_dirty = 0;
+        }
         let d = Draw {
             kind,
             initiator: ty::VgtDrawInitiator::from_raw(initiator),
             index: self.index,
             num_instances: self.num_instances,
-            state: Box::new(GraphicsState::capture(&self.regs)),
+            state: &self.gfx,
             registers: &self.regs,
             packet_address: here,
         };
