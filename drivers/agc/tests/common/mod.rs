@@ -14,10 +14,13 @@ pub fn db_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/amd-registers")
 }
 
+/// Field name -> (lo, hi) bit range.
+pub type Fields = HashMap<String, (u32, u32)>;
+
 pub struct Db {
     pub ops: HashMap<String, u8>,
     /// name -> (absolute dword offset, fields name -> (lo, hi))
-    pub regs: HashMap<String, (u32, HashMap<String, (u32, u32)>)>,
+    pub regs: HashMap<String, (u32, Fields)>,
 }
 
 pub fn db() -> &'static Db {
