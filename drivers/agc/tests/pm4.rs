@@ -798,3 +798,48 @@ fn kept_views_follow_every_register_write() {
         .unwrap();
     assert!(b.0 > 80);
 }
+
+#[test]
+fn context_reset_applies_the_clear_state_defaults() {
+    // A new queue, and again after CLEAR_STATE: values of the kernel's GFX10 clear-state
+    // table, read through the views at the database's field positions.
+    let stream = cat(&[
+        set_reg("SET_CONTEXT_REG", "CB_TARGET_MASK", &[0]),
+        packet("DRAW_INDEX_AUTO", &[3, 2]),
+        packet("CLEAR_STATE", &[0]),
+        packet("DRAW_INDEX_AUTO", &[3, 2]),
+    ]);
+    let q = Queue::new(QueueKind::Graphics);
+    assert_eq!(q.registers().get(reg("CB_TARGET_MASK")), 0xffff_ffff);
+    assert_eq!(
+        q.registers().get(reg("PA_SC_SCREEN_SCISSOR_BR")),
+        field("PA_SC_SCREEN_SCISSOR_BR", "BR_X", 0x4000)
+            | field("PA_SC_SCREEN_SCISSOR_BR", "BR_Y", 0x4000)
+    );
+    let (_, r, res) = run(&stream);
+    res.unwrap();
+    assert_eq!(r.draws[0].1.blend.target_mask.target7_enable, 0);
+    let s = &r.draws[1].1;
+    assert_eq!(s.blend.target_mask.target7_enable, 0xf);
+    assert_eq!(s.viewport.viewports[3].z_max, 1.0);
+    assert_eq!(
+        (
+            s.viewport.screen_scissor.1.br_x,
+            s.viewport.screen_scissor.1.br_y
+        ),
+        (0x4000, 0x4000)
+    );
+    assert_eq!(s.viewport.window_scissor.tl.window_offset_disable, 1);
+    assert_eq!(s.rasterizer.mode_cntl.face, 1);
+    let d = aps5_agc::defaults::register_defaults();
+    let context = db()
+        .regs
+        .values()
+        .filter(|(at, _)| (0xA000..0xC000).contains(at))
+        .count();
+    assert_eq!(d.len(), context);
+    assert_eq!(
+        d.iter().filter(|(_, v)| *v != 0).count(),
+        aps5_agc::defaults::CONTEXT_DEFAULTS.len()
+    );
+}
