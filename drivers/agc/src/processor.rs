@@ -3,7 +3,7 @@
 use std::fmt;
 
 use crate::generated::{reg, ty};
-use crate::memory::{GuestMemory, read_dwords, read_u32, read_u64, write_dwords};
+use crate::memory::{Fault, GuestMemory, read_dwords, read_u32, read_u64, write_dwords};
 use crate::packet::{
     AcquireMem, ArgAddress, CopyData, DmaData, EventWrite, Flip, Header, MultiDraw, Packet,
     ReleaseMem, SonyCommand, WaitFlip, WaitRegMem, WriteData, decode,
@@ -224,6 +224,22 @@ pub trait Backend {
     fn sync_memory(&mut self) -> Result<(), String> {
         Ok(())
     }
+}
+
+/// The magic ending the 5-dword descriptor an ACB submission may begin with
+/// ({address lo, address hi, size in dwords, 0, magic}, GPU.md).
+pub const ACB_DESCRIPTOR_MAGIC: u32 = 0x5533_ccaa;
+
+/// Where a compute submission's commands really are: an ACB that begins with the descriptor
+/// points at the real buffer; any other ACB is its own buffer.
+pub fn resolve_acb(mem: &dyn GuestMemory, addr: u64, dwords: u32) -> Result<(u64, u32), Fault> {
+    if dwords >= 5 {
+        let d = read_dwords(mem, addr, 5)?;
+        if d[3] == 0 && d[4] == ACB_DESCRIPTOR_MAGIC {
+            return Ok((d[0] as u64 | ((d[1] as u64) << 32), d[2]));
+        }
+    }
+    Ok((addr, dwords))
 }
 
 /// One hardware queue: its registers and command-processor state. Queues share nothing.

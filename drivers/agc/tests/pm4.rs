@@ -843,3 +843,22 @@ fn context_reset_applies_the_clear_state_defaults() {
         aps5_agc::defaults::CONTEXT_DEFAULTS.len()
     );
 }
+
+#[test]
+fn acb_descriptor_points_at_the_real_buffer() {
+    let mem = BufferMemory::new();
+    let real = packet("DISPATCH_DIRECT", &[2, 1, 1, 1]);
+    mem.map_dwords(0xB_0000_0000, &real);
+    mem.map_dwords(0xB_0001_0000, &[0, 0xb, real.len() as u32, 0, 0x5533_ccaa]);
+    let (a, n) = aps5_agc::resolve_acb(&mem, 0xB_0001_0000, 5).unwrap();
+    assert_eq!((a, n), (0xB_0000_0000, real.len() as u32));
+    let mut q = Queue::new(QueueKind::Compute);
+    let mut r = Recorder::default();
+    q.submit(&mem, a, n, &mut r).unwrap();
+    assert_eq!(r.dispatches.len(), 1);
+    // A buffer without the descriptor is its own buffer.
+    assert_eq!(
+        aps5_agc::resolve_acb(&mem, 0xB_0000_0000, 5).unwrap(),
+        (0xB_0000_0000, 5)
+    );
+}
