@@ -431,14 +431,16 @@ impl Queue {
                 let body = &buf[pos + 1..pos + 1 + n];
                 ctx.stats.dwords += n as u64;
                 let next = pos + 1 + n;
-                if pos < skip_until {
+                // COND_EXEC's skipped dwords, and packets with PREDICATE set while the
+                // predicate says not to draw.
+                if pos < skip_until || (h.predicate() && self.predicate_skip) {
                     ctx.stats.skipped += 1;
                     pos = next;
                     continue;
                 }
                 let p = decode(h, body).map_err(|r| fail(h.name(), r))?;
                 match self
-                    .execute(ctx, h, &p, here, depth, backend)
+                    .execute(ctx, &p, here, depth, backend)
                     .map_err(|r| fail(h.name(), r))?
                 {
                     Flow::Next => {}
@@ -478,13 +480,11 @@ impl Queue {
     fn execute(
         &mut self,
         ctx: &mut Ctx<'_>,
-        h: Header,
         p: &Packet<'_>,
         here: u64,
         depth: usize,
         backend: &mut dyn Backend,
     ) -> Result<Flow, String> {
-        let skip_pred = h.predicate() && self.predicate_skip;
         match p {
             Packet::Nop | Packet::PfpSyncMe | Packet::Rewind => {}
             Packet::Sony(s) => self.sony(s, backend)?,
@@ -533,42 +533,36 @@ impl Queue {
                 self.gfx_dirty |= group_of(reg::VGT_NUM_INSTANCES);
             }
             Packet::DispatchDirect { x, y, z, initiator } => {
-                if !skip_pred {
-                    ctx.stats.dispatches += 1;
-                    self.dispatch(
-                        DispatchKind::Direct {
-                            groups: [*x, *y, *z],
-                        },
-                        *initiator,
-                        here,
-                        backend,
-                    )?;
-                }
+                ctx.stats.dispatches += 1;
+                self.dispatch(
+                    DispatchKind::Direct {
+                        groups: [*x, *y, *z],
+                    },
+                    *initiator,
+                    here,
+                    backend,
+                )?;
             }
             Packet::DispatchIndirect { args, initiator } => {
-                if !skip_pred {
-                    let a = self.arg_address(*args);
-                    ctx.stats.dispatches += 1;
-                    self.dispatch(
-                        DispatchKind::Indirect { args_address: a },
-                        *initiator,
-                        here,
-                        backend,
-                    )?;
-                }
+                let a = self.arg_address(*args);
+                ctx.stats.dispatches += 1;
+                self.dispatch(
+                    DispatchKind::Indirect { args_address: a },
+                    *initiator,
+                    here,
+                    backend,
+                )?;
             }
             Packet::DrawIndexAuto { count, initiator } => {
-                if !skip_pred {
-                    ctx.stats.draws += 1;
-                    self.draw(
-                        DrawKind::Auto {
-                            vertex_count: *count,
-                        },
-                        *initiator,
-                        here,
-                        backend,
-                    )?;
-                }
+                ctx.stats.draws += 1;
+                self.draw(
+                    DrawKind::Auto {
+                        vertex_count: *count,
+                    },
+                    *initiator,
+                    here,
+                    backend,
+                )?;
             }
             Packet::DrawIndex2 {
                 max_size,
@@ -576,15 +570,13 @@ impl Queue {
                 count,
                 initiator,
             } => {
-                if !skip_pred {
-                    ctx.stats.draws += 1;
-                    let k = DrawKind::Indexed {
-                        index_address: *address,
-                        index_count: *count,
-                        max_size: *max_size,
-                    };
-                    self.draw(k, *initiator, here, backend)?;
-                }
+                ctx.stats.draws += 1;
+                let k = DrawKind::Indexed {
+                    index_address: *address,
+                    index_count: *count,
+                    max_size: *max_size,
+                };
+                self.draw(k, *initiator, here, backend)?;
             }
             Packet::DrawIndexOffset2 {
                 max_size,
@@ -592,15 +584,13 @@ impl Queue {
                 count,
                 initiator,
             } => {
-                if !skip_pred {
-                    ctx.stats.draws += 1;
-                    let k = DrawKind::IndexOffset {
-                        index_offset: *offset,
-                        index_count: *count,
-                        max_size: *max_size,
-                    };
-                    self.draw(k, *initiator, here, backend)?;
-                }
+                ctx.stats.draws += 1;
+                let k = DrawKind::IndexOffset {
+                    index_offset: *offset,
+                    index_count: *count,
+                    max_size: *max_size,
+                };
+                self.draw(k, *initiator, here, backend)?;
             }
             Packet::DrawIndirect {
                 indexed,
@@ -610,17 +600,15 @@ impl Queue {
                 multi,
                 initiator,
             } => {
-                if !skip_pred {
-                    ctx.stats.draws += 1;
-                    let k = DrawKind::Indirect {
-                        indexed: *indexed,
-                        args_address: self.bases[1].wrapping_add(*data_offset as u64),
-                        base_vtx_loc: *base_vtx_loc,
-                        start_inst_loc: *start_inst_loc,
-                        multi: *multi,
-                    };
-                    self.draw(k, *initiator, here, backend)?;
-                }
+                ctx.stats.draws += 1;
+                let k = DrawKind::Indirect {
+                    indexed: *indexed,
+                    args_address: self.bases[1].wrapping_add(*data_offset as u64),
+                    base_vtx_loc: *base_vtx_loc,
+                    start_inst_loc: *start_inst_loc,
+                    multi: *multi,
+                };
+                self.draw(k, *initiator, here, backend)?;
             }
             Packet::SetPredication(sp) => {
                 self.predicate_skip = match sp.op {

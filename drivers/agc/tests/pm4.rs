@@ -653,6 +653,12 @@ fn cond_exec_and_predication_skip_what_they_should() {
         packet("DRAW_INDEX_AUTO", &[4, 2]),
         packet("SET_PREDICATION", &[(4 << 16) | (1 << 8), 0, 0x8]), // Bool32 [..0] = 0, draw if visible
         pred_draw.clone(),
+        {
+            // Any packet with PREDICATE set is skipped, not only draws.
+            let mut w = set_reg("SET_CONTEXT_REG", "CB_TARGET_MASK", &[0x1]);
+            w[0] |= 1;
+            w
+        },
         packet("SET_PREDICATION", &[0, 0, 0]),
         pred_draw,
     ]);
@@ -660,6 +666,7 @@ fn cond_exec_and_predication_skip_what_they_should() {
     res.unwrap();
     let counts: Vec<DrawKind> = r.draws.iter().map(|d| d.0).collect();
     assert_eq!(counts, [4, 3].map(|n| DrawKind::Auto { vertex_count: n }));
+    assert_eq!(q.registers().get(reg("CB_TARGET_MASK")), 0xffff_ffff);
 }
 
 #[test]
