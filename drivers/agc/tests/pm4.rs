@@ -869,3 +869,49 @@ fn acb_descriptor_points_at_the_real_buffer() {
         (0xB_0000_0000, 5)
     );
 }
+
+#[test]
+fn remaining_packet_forms() {
+    // Opcodes GPU.md lists that sid.h does not define: 0x64 (UCONFIG register list from
+    // memory) and 0x93 (64-bit WAIT_REG_MEM).
+    let mem = BufferMemory::new();
+    let uc = 0x30000 / 4;
+    mem.map_dwords(0xC_0000_0000, &[reg("VGT_PRIMITIVE_TYPE") - uc, 0x5]);
+    let stream = cat(&[
+        packet(
+            "EVENT_WRITE_EOS",
+            &[0x21 | (6 << 8), 0x10, 0xc | (2 << 29), 7],
+        ),
+        packet("EVENT_WRITE", &[0x38 | (1 << 8), 0x20, 0xc]),
+        packet("REWIND", &[0]),
+        set_reg("SET_UCONFIG_REG_INDEX", "VGT_INDEX_TYPE", &[2]),
+        vec![pkt3(0x64, 4, false), 0, 0xc, 1 << 31, 1],
+        vec![
+            pkt3(0x93, 8, false),
+            3 | (1 << 4),
+            0x40,
+            0xc,
+            1,
+            0,
+            u32::MAX,
+            u32::MAX,
+            4,
+        ],
+        packet("SET_BASE", &[1, 0x3000, 0xd]),
+        packet("DISPATCH_INDIRECT", &[0x40, 1]),
+    ]);
+    let mut q = Queue::new(QueueKind::Graphics);
+    let (r, res) = run_on(&mut q, &mem, &stream);
+    res.unwrap();
+    assert_eq!(r.events[0], Event::EventWrite(0x21));
+    assert_eq!(r.events[1], Event::EventWrite(0x38));
+    assert_eq!(q.index_state().index_bytes(), 1);
+    assert_eq!(q.registers().get(reg("VGT_PRIMITIVE_TYPE")), 5);
+    assert_eq!(r.events[2], Event::Wait(0xc_0000_0040));
+    assert_eq!(
+        r.dispatches[0].0,
+        DispatchKind::Indirect {
+            args_address: 0xd_0000_3040
+        }
+    );
+}

@@ -140,6 +140,7 @@ pub enum Event {
     Dma(DmaData),
     Copy(CopyData),
     Sony(String),
+    EventWrite(u32),
 }
 
 /// Records what the processor asks for.
@@ -190,6 +191,10 @@ impl Backend for Recorder {
     }
     fn copy_data(&mut self, c: &CopyData) -> Result<(), String> {
         self.events.push(Event::Copy(*c));
+        Ok(())
+    }
+    fn event_write(&mut self, e: &aps5_agc::EventWrite) -> Result<(), String> {
+        self.events.push(Event::EventWrite(e.event_type));
         Ok(())
     }
     fn sony(&mut self, s: &SonyCommand<'_>) -> Result<(), String> {
