@@ -29,8 +29,8 @@ pub use packet::{
     WaitFlip, WaitRegMem, WriteData,
 };
 pub use processor::{
-    Backend, Dispatch, DispatchKind, Draw, DrawKind, IndexState, Limits, Queue, QueueKind,
-    SubmitError, SubmitStats, WaitResult,
+    ACB_DESCRIPTOR_MAGIC, Backend, Dispatch, DispatchKind, Draw, DrawKind, IndexState, Limits,
+    Queue, QueueKind, SubmitError, SubmitStats, WaitResult, resolve_acb,
 };
 pub use regdb::Space;
 pub use regs::RegisterFile;

@@ -47,9 +47,13 @@ impl Header {
     pub fn sony_code(self) -> u8 {
         ((self.0 >> 2) & 0x3f) as u8
     }
-    /// A type-3 header for `body_len` body dwords (1..=0x4000).
+    /// A type-3 header for `body_len` body dwords. Panics unless `body_len` is 1..=0x4000
+    /// (what COUNT can say).
     pub fn type3(opcode: u8, body_len: usize, predicate: bool) -> Header {
-        debug_assert!((1..=0x4000).contains(&body_len));
+        assert!(
+            (1..=0x4000).contains(&body_len),
+            "a type-3 packet has 1..=0x4000 body dwords, not {body_len}"
+        );
         Header(
             (3 << 30)
                 | ((((body_len - 1) as u32) & 0x3fff) << 16)

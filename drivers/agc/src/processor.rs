@@ -3,14 +3,14 @@
 use std::fmt;
 
 use crate::generated::{reg, ty};
-use crate::memory::{GuestMemory, read_dwords, read_u32, read_u64, write_dwords};
+use crate::memory::{Fault, GuestMemory, read_dwords, read_u32, read_u64, write_dwords};
 use crate::packet::{
     AcquireMem, ArgAddress, CopyData, DmaData, EventWrite, Flip, Header, MultiDraw, Packet,
     ReleaseMem, SonyCommand, WaitFlip, WaitRegMem, WriteData, decode,
 };
 use crate::regdb::{Space, register_label};
 use crate::regs::RegisterFile;
-use crate::state::{ComputeState, GraphicsState};
+use crate::state::{ComputeState, GROUP_ALL, GraphicsState, group_of};
 
 /// Graphics (DCB) or compute (ACB) queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,8 +149,9 @@ pub struct Draw<'a> {
     pub initiator: ty::VgtDrawInitiator,
     pub index: IndexState,
     pub num_instances: u32,
-    /// The typed views of every register a draw depends on.
-    pub state: Box<GraphicsState>,
+    /// The typed views of every register a draw depends on (kept by the queue and
+    /// re-captured only where registers changed).
+    pub state: &'a GraphicsState,
     /// The queue's registers at the draw (for anything the views do not cover).
     pub registers: &'a RegisterFile,
     /// Guest address of the draw packet (for error messages).
@@ -225,6 +226,22 @@ pub trait Backend {
     }
 }
 
+/// The magic ending the 5-dword descriptor an ACB submission may begin with
+/// ({address lo, address hi, size in dwords, 0, magic}, GPU.md).
+pub const ACB_DESCRIPTOR_MAGIC: u32 = 0x5533_ccaa;
+
+/// Where a compute submission's commands really are: an ACB that begins with the descriptor
+/// points at the real buffer; any other ACB is its own buffer.
+pub fn resolve_acb(mem: &dyn GuestMemory, addr: u64, dwords: u32) -> Result<(u64, u32), Fault> {
+    if dwords >= 5 {
+        let d = read_dwords(mem, addr, 5)?;
+        if d[3] == 0 && d[4] == ACB_DESCRIPTOR_MAGIC {
+            return Ok((d[0] as u64 | ((d[1] as u64) << 32), d[2]));
+        }
+    }
+    Ok((addr, dwords))
+}
+
 /// One hardware queue: its registers and command-processor state. Queues share nothing.
 pub struct Queue {
     kind: QueueKind,
@@ -238,6 +255,9 @@ pub struct Queue {
     predicate_skip: bool,
     const_ram: Vec<u32>,
     limits: Limits,
+    /// The graphics views as of the last draw, and the groups written since.
+    gfx: Box<GraphicsState>,
+    gfx_dirty: u16,
 }
 
 impl fmt::Debug for Queue {
@@ -280,6 +300,8 @@ impl Queue {
             predicate_skip: false,
             const_ram: vec![0; CONST_RAM_DWORDS],
             limits: Limits::default(),
+            gfx: Box::default(),
+            gfx_dirty: GROUP_ALL,
         }
     }
 
@@ -298,7 +320,9 @@ impl Queue {
         &self.regs
     }
 
+    /// Direct access to the registers (every view is re-captured at the next draw).
     pub fn registers_mut(&mut self) -> &mut RegisterFile {
+        self.gfx_dirty = GROUP_ALL;
         &mut self.regs
     }
 
@@ -407,14 +431,16 @@ impl Queue {
                 let body = &buf[pos + 1..pos + 1 + n];
                 ctx.stats.dwords += n as u64;
                 let next = pos + 1 + n;
-                if pos < skip_until {
+                // COND_EXEC's skipped dwords, and packets with PREDICATE set while the
+                // predicate says not to draw.
+                if pos < skip_until || (h.predicate() && self.predicate_skip) {
                     ctx.stats.skipped += 1;
                     pos = next;
                     continue;
                 }
                 let p = decode(h, body).map_err(|r| fail(h.name(), r))?;
                 match self
-                    .execute(ctx, h, &p, here, depth, backend)
+                    .execute(ctx, &p, here, depth, backend)
                     .map_err(|r| fail(h.name(), r))?
                 {
                     Flow::Next => {}
@@ -454,18 +480,19 @@ impl Queue {
     fn execute(
         &mut self,
         ctx: &mut Ctx<'_>,
-        h: Header,
         p: &Packet<'_>,
         here: u64,
         depth: usize,
         backend: &mut dyn Backend,
     ) -> Result<Flow, String> {
-        let skip_pred = h.predicate() && self.predicate_skip;
         match p {
             Packet::Nop | Packet::PfpSyncMe | Packet::Rewind => {}
             Packet::Sony(s) => self.sony(s, backend)?,
             Packet::SetBase { index, address } => self.bases[*index as usize] = *address,
-            Packet::ClearState => self.regs.reset_context(),
+            Packet::ClearState => {
+                self.regs.reset_context();
+                self.gfx_dirty = GROUP_ALL;
+            }
             Packet::ContextControl { .. } => {
                 // Load/shadow enables govern register shadowing in GPU memory, which a
                 // software register file does not need.
@@ -498,48 +525,44 @@ impl Queue {
             Packet::IndexType(t) => {
                 self.index.index_type = ty::VgtIndexType::from_raw(*t & 3);
                 let _ = self.regs.set(reg::VGT_INDEX_TYPE, *t & 3);
+                self.gfx_dirty |= group_of(reg::VGT_INDEX_TYPE);
             }
             Packet::NumInstances(n) => {
                 self.num_instances = *n;
                 let _ = self.regs.set(reg::VGT_NUM_INSTANCES, *n);
+                self.gfx_dirty |= group_of(reg::VGT_NUM_INSTANCES);
             }
             Packet::DispatchDirect { x, y, z, initiator } => {
-                if !skip_pred {
-                    ctx.stats.dispatches += 1;
-                    self.dispatch(
-                        DispatchKind::Direct {
-                            groups: [*x, *y, *z],
-                        },
-                        *initiator,
-                        here,
-                        backend,
-                    )?;
-                }
+                ctx.stats.dispatches += 1;
+                self.dispatch(
+                    DispatchKind::Direct {
+                        groups: [*x, *y, *z],
+                    },
+                    *initiator,
+                    here,
+                    backend,
+                )?;
             }
             Packet::DispatchIndirect { args, initiator } => {
-                if !skip_pred {
-                    let a = self.arg_address(*args);
-                    ctx.stats.dispatches += 1;
-                    self.dispatch(
-                        DispatchKind::Indirect { args_address: a },
-                        *initiator,
-                        here,
-                        backend,
-                    )?;
-                }
+                let a = self.arg_address(*args);
+                ctx.stats.dispatches += 1;
+                self.dispatch(
+                    DispatchKind::Indirect { args_address: a },
+                    *initiator,
+                    here,
+                    backend,
+                )?;
             }
             Packet::DrawIndexAuto { count, initiator } => {
-                if !skip_pred {
-                    ctx.stats.draws += 1;
-                    self.draw(
-                        DrawKind::Auto {
-                            vertex_count: *count,
-                        },
-                        *initiator,
-                        here,
-                        backend,
-                    )?;
-                }
+                ctx.stats.draws += 1;
+                self.draw(
+                    DrawKind::Auto {
+                        vertex_count: *count,
+                    },
+                    *initiator,
+                    here,
+                    backend,
+                )?;
             }
             Packet::DrawIndex2 {
                 max_size,
@@ -547,15 +570,13 @@ impl Queue {
                 count,
                 initiator,
             } => {
-                if !skip_pred {
-                    ctx.stats.draws += 1;
-                    let k = DrawKind::Indexed {
-                        index_address: *address,
-                        index_count: *count,
-                        max_size: *max_size,
-                    };
-                    self.draw(k, *initiator, here, backend)?;
-                }
+                ctx.stats.draws += 1;
+                let k = DrawKind::Indexed {
+                    index_address: *address,
+                    index_count: *count,
+                    max_size: *max_size,
+                };
+                self.draw(k, *initiator, here, backend)?;
             }
             Packet::DrawIndexOffset2 {
                 max_size,
@@ -563,15 +584,13 @@ impl Queue {
                 count,
                 initiator,
             } => {
-                if !skip_pred {
-                    ctx.stats.draws += 1;
-                    let k = DrawKind::IndexOffset {
-                        index_offset: *offset,
-                        index_count: *count,
-                        max_size: *max_size,
-                    };
-                    self.draw(k, *initiator, here, backend)?;
-                }
+                ctx.stats.draws += 1;
+                let k = DrawKind::IndexOffset {
+                    index_offset: *offset,
+                    index_count: *count,
+                    max_size: *max_size,
+                };
+                self.draw(k, *initiator, here, backend)?;
             }
             Packet::DrawIndirect {
                 indexed,
@@ -581,17 +600,15 @@ impl Queue {
                 multi,
                 initiator,
             } => {
-                if !skip_pred {
-                    ctx.stats.draws += 1;
-                    let k = DrawKind::Indirect {
-                        indexed: *indexed,
-                        args_address: self.bases[1].wrapping_add(*data_offset as u64),
-                        base_vtx_loc: *base_vtx_loc,
-                        start_inst_loc: *start_inst_loc,
-                        multi: *multi,
-                    };
-                    self.draw(k, *initiator, here, backend)?;
-                }
+                ctx.stats.draws += 1;
+                let k = DrawKind::Indirect {
+                    indexed: *indexed,
+                    args_address: self.bases[1].wrapping_add(*data_offset as u64),
+                    base_vtx_loc: *base_vtx_loc,
+                    start_inst_loc: *start_inst_loc,
+                    multi: *multi,
+                };
+                self.draw(k, *initiator, here, backend)?;
             }
             Packet::SetPredication(sp) => {
                 self.predicate_skip = match sp.op {
@@ -746,6 +763,7 @@ impl Queue {
             SonyCommand::ContextState { op: 0, .. } => {
                 // Operation 0 resets the context state (as CLEAR_STATE); others are passed on.
                 self.regs.reset_context();
+                self.gfx_dirty = GROUP_ALL;
                 backend.sony(s)?;
             }
             _ => backend.sony(s)?,
@@ -761,6 +779,11 @@ impl Queue {
         let (base, _) = space.range().expect("register space");
         let first = base + offset;
         let last = first + values.len() as u32;
+        if space != Space::Sh || self.kind == QueueKind::Graphics {
+            for r in first..last {
+                self.gfx_dirty |= group_of(r);
+            }
+        }
         if space == Space::Uconfig {
             if (first..last).contains(&reg::VGT_INDEX_TYPE) {
                 self.index.index_type =
@@ -808,12 +831,16 @@ impl Queue {
         if self.kind == QueueKind::Compute {
             return Err("a draw on a compute queue".into());
         }
+        if self.gfx_dirty != 0 {
+            self.gfx.update(&self.regs, self.gfx_dirty);
+            self.gfx_dirty = 0;
+        }
         let d = Draw {
             kind,
             initiator: ty::VgtDrawInitiator::from_raw(initiator),
             index: self.index,
             num_instances: self.num_instances,
-            state: Box::new(GraphicsState::capture(&self.regs)),
+            state: &self.gfx,
             registers: &self.regs,
             packet_address: here,
         };

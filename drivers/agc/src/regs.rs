@@ -18,6 +18,19 @@ impl std::fmt::Display for RegisterError {
     }
 }
 
+/// Something registers can be read from (the state views are generic over it, so that the
+/// registers a view reads can be found by running it on a recording source).
+pub trait Registers {
+    fn get(&self, reg: u32) -> u32;
+}
+
+impl Registers for RegisterFile {
+    #[inline]
+    fn get(&self, reg: u32) -> u32 {
+        RegisterFile::get(self, reg)
+    }
+}
+
 /// One queue's registers. Values not written read as set by [`RegisterFile::reset`].
 #[derive(Clone)]
 pub struct RegisterFile {

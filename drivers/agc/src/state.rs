@@ -4,12 +4,13 @@
 //!
 //! Each view is a plain snapshot: building it reads the [`RegisterFile`] once. A draw's
 //! full [`GraphicsState`] is built by [`GraphicsState::capture`]; a backend that needs only
-//! part of it calls the part's own `capture`.
+//! part of it calls the part's own `capture`. A queue keeps its [`GraphicsState`] between
+//! draws and re-captures only the groups whose registers were written ([`group_of`]).
 
 use crate::generated::{reg, ty};
-use crate::regs::RegisterFile;
+use crate::regs::Registers;
 
-fn f32_of(r: &RegisterFile, off: u32) -> f32 {
+fn f32_of(r: &impl Registers, off: u32) -> f32 {
     f32::from_bits(r.get(off))
 }
 
@@ -33,7 +34,7 @@ impl RenderTarget {
     /// Number of colour targets.
     pub const COUNT: usize = 8;
 
-    pub fn capture(r: &RegisterFile, index: usize) -> RenderTarget {
+    pub fn capture(r: &impl Registers, index: usize) -> RenderTarget {
         assert!(index < Self::COUNT);
         let i = index as u32;
         // The stride between CB_COLOR0_* and CB_COLOR1_* (the BASE_EXT/ATTRIB2/3 banks have
@@ -97,7 +98,7 @@ pub struct DepthStencil {
 }
 
 impl DepthStencil {
-    pub fn capture(r: &RegisterFile) -> DepthStencil {
+    pub fn capture(r: &impl Registers) -> DepthStencil {
         let a = |lo: u32, hi: u32| {
             ((r.get(lo) as u64) | ((ty::DbZReadBaseHi::from_raw(r.get(hi)).base_hi as u64) << 32))
                 << 8
@@ -140,7 +141,7 @@ pub struct Blend {
 }
 
 impl Blend {
-    pub fn capture(r: &RegisterFile) -> Blend {
+    pub fn capture(r: &impl Registers) -> Blend {
         let stride = reg::CB_BLEND1_CONTROL - reg::CB_BLEND0_CONTROL;
         Blend {
             control: std::array::from_fn(|i| {
@@ -193,7 +194,7 @@ pub struct ViewportScissor {
 }
 
 impl ViewportScissor {
-    pub fn capture(r: &RegisterFile) -> ViewportScissor {
+    pub fn capture(r: &impl Registers) -> ViewportScissor {
         let vs = reg::PA_CL_VPORT_XSCALE_1 - reg::PA_CL_VPORT_XSCALE;
         let zs = reg::PA_SC_VPORT_ZMIN_1 - reg::PA_SC_VPORT_ZMIN_0;
         let ss = reg::PA_SC_VPORT_SCISSOR_1_TL - reg::PA_SC_VPORT_SCISSOR_0_TL;
@@ -246,7 +247,7 @@ pub struct Rasterizer {
 }
 
 impl Rasterizer {
-    pub fn capture(r: &RegisterFile) -> Rasterizer {
+    pub fn capture(r: &impl Registers) -> Rasterizer {
         Rasterizer {
             mode_cntl: ty::PaSuScModeCntl::from_raw(r.get(reg::PA_SU_SC_MODE_CNTL)),
             clip_cntl: ty::PaClClipCntl::from_raw(r.get(reg::PA_CL_CLIP_CNTL)),
@@ -279,7 +280,7 @@ pub type HsProgram =
 
 #[allow(clippy::too_many_arguments)]
 fn program<R1, R2, R3>(
-    r: &RegisterFile,
+    r: &impl Registers,
     lo: u32,
     rsrc1: u32,
     user0: u32,
@@ -298,7 +299,7 @@ fn program<R1, R2, R3>(
 }
 
 /// A program address from a PGM_LO/PGM_HI pair (256-byte units; PGM_HI's MEM_BASE is 8 bits).
-pub fn pgm_address(r: &RegisterFile, lo: u32) -> u64 {
+pub fn pgm_address(r: &impl Registers, lo: u32) -> u64 {
     let hi = ty::SpiShaderPgmHiPs::from_raw(r.get(lo + 1)).mem_base as u64;
     ((r.get(lo) as u64) | (hi << 32)) << 8
 }
@@ -318,7 +319,7 @@ pub struct Shaders {
 }
 
 impl Shaders {
-    pub fn capture(r: &RegisterFile) -> Shaders {
+    pub fn capture(r: &impl Registers) -> Shaders {
         Shaders {
             ps: program(
                 r,
@@ -413,7 +414,7 @@ impl PsInputCntl {
 }
 
 impl PsInputs {
-    pub fn capture(r: &RegisterFile) -> PsInputs {
+    pub fn capture(r: &impl Registers) -> PsInputs {
         PsInputs {
             input_ena: ty::SpiPsInputEna::from_raw(r.get(reg::SPI_PS_INPUT_ENA)),
             input_addr: ty::SpiPsInputEna::from_raw(r.get(reg::SPI_PS_INPUT_ADDR)),
@@ -449,7 +450,7 @@ pub struct DrawState {
 }
 
 impl DrawState {
-    pub fn capture(r: &RegisterFile) -> DrawState {
+    pub fn capture(r: &impl Registers) -> DrawState {
         DrawState {
             primitive_type: ty::VgtPrimitiveType::from_raw(r.get(reg::VGT_PRIMITIVE_TYPE)),
             index_type: ty::VgtIndexType::from_raw(r.get(reg::VGT_INDEX_TYPE)),
@@ -476,8 +477,114 @@ pub struct GraphicsState {
     pub draw: DrawState,
 }
 
+/// View groups of [`GraphicsState`], as bits: one per colour target (bit `i` for target
+/// `i`), then the others.
+pub const GROUP_RENDER_TARGETS: u16 = 0xff;
+pub const GROUP_DEPTH: u16 = 1 << 8;
+pub const GROUP_BLEND: u16 = 1 << 9;
+pub const GROUP_VIEWPORT: u16 = 1 << 10;
+pub const GROUP_RASTERIZER: u16 = 1 << 11;
+pub const GROUP_SHADERS: u16 = 1 << 12;
+pub const GROUP_PS_INPUTS: u16 = 1 << 13;
+pub const GROUP_DRAW: u16 = 1 << 14;
+pub const GROUP_ALL: u16 = 0x7fff;
+
+/// A register source that records what is read.
+struct Probe(std::cell::RefCell<Vec<u32>>);
+
+impl Registers for Probe {
+    fn get(&self, reg: u32) -> u32 {
+        self.0.borrow_mut().push(reg);
+        0
+    }
+}
+
+const MAP_BASE: u32 = crate::generated::SH_BASE;
+const MAP_END: u32 = crate::generated::UCONFIG_END;
+
+fn group_map() -> &'static [u16] {
+    static MAP: std::sync::OnceLock<Vec<u16>> = std::sync::OnceLock::new();
+    MAP.get_or_init(|| {
+        let mut map = vec![0u16; (MAP_END - MAP_BASE) as usize];
+        let mut mark = |bit: u16, f: &dyn Fn(&Probe)| {
+            let p = Probe(Default::default());
+            f(&p);
+            for r in p.0.into_inner() {
+                if (MAP_BASE..MAP_END).contains(&r) {
+                    map[(r - MAP_BASE) as usize] |= bit;
+                }
+            }
+        };
+        for i in 0..RenderTarget::COUNT {
+            mark(1 << i, &|p| {
+                RenderTarget::capture(p, i);
+            });
+        }
+        mark(GROUP_DEPTH, &|p| {
+            DepthStencil::capture(p);
+        });
+        mark(GROUP_BLEND, &|p| {
+            Blend::capture(p);
+        });
+        mark(GROUP_VIEWPORT, &|p| {
+            ViewportScissor::capture(p);
+        });
+        mark(GROUP_RASTERIZER, &|p| {
+            Rasterizer::capture(p);
+        });
+        mark(GROUP_SHADERS, &|p| {
+            Shaders::capture(p);
+        });
+        mark(GROUP_PS_INPUTS, &|p| {
+            PsInputs::capture(p);
+        });
+        mark(GROUP_DRAW, &|p| {
+            DrawState::capture(p);
+        });
+        map
+    })
+}
+
+/// The view groups that read register `reg` (absolute dword offset); 0 for none.
+#[inline]
+pub fn group_of(reg: u32) -> u16 {
+    reg.checked_sub(MAP_BASE)
+        .and_then(|i| group_map().get(i as usize).copied())
+        .unwrap_or(0)
+}
+
 impl GraphicsState {
-    pub fn capture(r: &RegisterFile) -> GraphicsState {
+    /// Re-captures the groups in `dirty` (GROUP_* bits).
+    pub fn update(&mut self, r: &impl Registers, dirty: u16) {
+        for (i, rt) in self.render_targets.iter_mut().enumerate() {
+            if dirty & (1 << i) != 0 {
+                *rt = RenderTarget::capture(r, i);
+            }
+        }
+        if dirty & GROUP_DEPTH != 0 {
+            self.depth = DepthStencil::capture(r);
+        }
+        if dirty & GROUP_BLEND != 0 {
+            self.blend = Blend::capture(r);
+        }
+        if dirty & GROUP_VIEWPORT != 0 {
+            self.viewport = ViewportScissor::capture(r);
+        }
+        if dirty & GROUP_RASTERIZER != 0 {
+            self.rasterizer = Rasterizer::capture(r);
+        }
+        if dirty & GROUP_SHADERS != 0 {
+            self.shaders = Shaders::capture(r);
+        }
+        if dirty & GROUP_PS_INPUTS != 0 {
+            self.ps_inputs = PsInputs::capture(r);
+        }
+        if dirty & GROUP_DRAW != 0 {
+            self.draw = DrawState::capture(r);
+        }
+    }
+
+    pub fn capture(r: &impl Registers) -> GraphicsState {
         GraphicsState {
             render_targets: std::array::from_fn(|i| RenderTarget::capture(r, i)),
             depth: DepthStencil::capture(r),
@@ -506,7 +613,7 @@ pub struct ComputeState {
 }
 
 impl ComputeState {
-    pub fn capture(r: &RegisterFile) -> ComputeState {
+    pub fn capture(r: &impl Registers) -> ComputeState {
         let hi = ty::ComputePgmHi::from_raw(r.get(reg::COMPUTE_PGM_HI)).data as u64;
         ComputeState {
             address: ((r.get(reg::COMPUTE_PGM_LO) as u64) | (hi << 32)) << 8,

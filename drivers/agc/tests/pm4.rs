@@ -653,6 +653,12 @@ fn cond_exec_and_predication_skip_what_they_should() {
         packet("DRAW_INDEX_AUTO", &[4, 2]),
         packet("SET_PREDICATION", &[(4 << 16) | (1 << 8), 0, 0x8]), // Bool32 [..0] = 0, draw if visible
         pred_draw.clone(),
+        {
+            // Any packet with PREDICATE set is skipped, not only draws.
+            let mut w = set_reg("SET_CONTEXT_REG", "CB_TARGET_MASK", &[0x1]);
+            w[0] |= 1;
+            w
+        },
         packet("SET_PREDICATION", &[0, 0, 0]),
         pred_draw,
     ]);
@@ -660,6 +666,7 @@ fn cond_exec_and_predication_skip_what_they_should() {
     res.unwrap();
     let counts: Vec<DrawKind> = r.draws.iter().map(|d| d.0).collect();
     assert_eq!(counts, [4, 3].map(|n| DrawKind::Auto { vertex_count: n }));
+    assert_eq!(q.registers().get(reg("CB_TARGET_MASK")), 0xffff_ffff);
 }
 
 #[test]
@@ -700,4 +707,211 @@ fn packet_names_come_from_the_database() {
         let h = aps5_agc::packet::Header(pkt3(*v, 1, false));
         assert_eq!(&h.name(), name, "opcode {v:#x}");
     }
+}
+
+/// Checks at every draw that the queue's kept views equal a fresh capture of its registers.
+struct CheckViews(u32);
+
+impl aps5_agc::Backend for CheckViews {
+    fn dispatch(&mut self, _: &aps5_agc::Dispatch<'_>) -> Result<(), String> {
+        Ok(())
+    }
+    fn draw(&mut self, d: &aps5_agc::Draw<'_>) -> Result<(), String> {
+        self.0 += 1;
+        let fresh = aps5_agc::state::GraphicsState::capture(d.registers);
+        if *d.state != fresh {
+            return Err(format!(
+                "kept views differ from the registers at draw {}",
+                self.0
+            ));
+        }
+        Ok(())
+    }
+    fn release_mem(&mut self, _: &aps5_agc::ReleaseMem) -> Result<(), String> {
+        Ok(())
+    }
+    fn write_data(&mut self, _: &aps5_agc::WriteData<'_>) -> Result<(), String> {
+        Ok(())
+    }
+    fn wait_reg_mem(&mut self, _: &aps5_agc::WaitRegMem) -> Result<WaitResult, String> {
+        Ok(WaitResult::Satisfied)
+    }
+    fn flip(&mut self, _: &aps5_agc::Flip) -> Result<(), String> {
+        Ok(())
+    }
+    fn wait_flip(&mut self, _: &aps5_agc::WaitFlip) -> Result<(), String> {
+        Ok(())
+    }
+    fn dma_data(&mut self, _: &aps5_agc::DmaData) -> Result<(), String> {
+        Ok(())
+    }
+    fn copy_data(&mut self, _: &aps5_agc::CopyData) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+#[test]
+fn kept_views_follow_every_register_write() {
+    // Random writes over every register the database names (all three spaces), with draws,
+    // CLEAR_STATE and INDEX_TYPE/NUM_INSTANCES in between.
+    let names: Vec<(&String, u32)> = {
+        let mut v: Vec<_> = db().regs.iter().map(|(n, (at, _))| (n, *at)).collect();
+        v.sort();
+        v.into_iter()
+            .filter(|(_, at)| (0x2C00..0x3000).contains(at) || (0xA000..0x10000).contains(at))
+            .collect()
+    };
+    let mut seed = 0x1234_5678_9abc_def0u64;
+    let mut rnd = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut stream = Vec::new();
+    for i in 0..600 {
+        let (name, at) = names[(rnd() % names.len() as u64) as usize];
+        let pkt = if at >= 0xC000 {
+            "SET_UCONFIG_REG"
+        } else if at >= 0xA000 {
+            "SET_CONTEXT_REG"
+        } else {
+            "SET_SH_REG"
+        };
+        let n = 1 + (rnd() % 3) as usize;
+        let end = match pkt {
+            "SET_SH_REG" => 0x3000,
+            "SET_CONTEXT_REG" => 0xC000,
+            _ => 0x10000,
+        };
+        let vals: Vec<u32> = (0..n.min((end - at) as usize))
+            .map(|_| rnd() as u32)
+            .collect();
+        stream.extend(set_reg(pkt, name, &vals));
+        match i % 7 {
+            0 => stream.extend(packet("DRAW_INDEX_AUTO", &[3, 2])),
+            3 if i % 5 == 0 => stream.extend(packet("CLEAR_STATE", &[0])),
+            4 => stream.extend(packet("INDEX_TYPE", &[(rnd() % 3) as u32])),
+            5 => stream.extend(packet("NUM_INSTANCES", &[rnd() as u32])),
+            _ => {}
+        }
+    }
+    stream.extend(packet("DRAW_INDEX_AUTO", &[3, 2]));
+    let mem = BufferMemory::new();
+    mem.map_dwords(0xA_0000_0000, &stream);
+    let mut q = Queue::new(QueueKind::Graphics);
+    let mut b = CheckViews(0);
+    q.submit(&mem, 0xA_0000_0000, stream.len() as u32, &mut b)
+        .unwrap();
+    assert!(b.0 > 80);
+}
+
+#[test]
+fn context_reset_applies_the_clear_state_defaults() {
+    // A new queue, and again after CLEAR_STATE: values of the kernel's GFX10 clear-state
+    // table, read through the views at the database's field positions.
+    let stream = cat(&[
+        set_reg("SET_CONTEXT_REG", "CB_TARGET_MASK", &[0]),
+        packet("DRAW_INDEX_AUTO", &[3, 2]),
+        packet("CLEAR_STATE", &[0]),
+        packet("DRAW_INDEX_AUTO", &[3, 2]),
+    ]);
+    let q = Queue::new(QueueKind::Graphics);
+    assert_eq!(q.registers().get(reg("CB_TARGET_MASK")), 0xffff_ffff);
+    assert_eq!(
+        q.registers().get(reg("PA_SC_SCREEN_SCISSOR_BR")),
+        field("PA_SC_SCREEN_SCISSOR_BR", "BR_X", 0x4000)
+            | field("PA_SC_SCREEN_SCISSOR_BR", "BR_Y", 0x4000)
+    );
+    let (_, r, res) = run(&stream);
+    res.unwrap();
+    assert_eq!(r.draws[0].1.blend.target_mask.target7_enable, 0);
+    let s = &r.draws[1].1;
+    assert_eq!(s.blend.target_mask.target7_enable, 0xf);
+    assert_eq!(s.viewport.viewports[3].z_max, 1.0);
+    assert_eq!(
+        (
+            s.viewport.screen_scissor.1.br_x,
+            s.viewport.screen_scissor.1.br_y
+        ),
+        (0x4000, 0x4000)
+    );
+    assert_eq!(s.viewport.window_scissor.tl.window_offset_disable, 1);
+    assert_eq!(s.rasterizer.mode_cntl.face, 1);
+    let d = aps5_agc::defaults::register_defaults();
+    let context = db()
+        .regs
+        .values()
+        .filter(|(at, _)| (0xA000..0xC000).contains(at))
+        .count();
+    assert_eq!(d.len(), context);
+    assert_eq!(
+        d.iter().filter(|(_, v)| *v != 0).count(),
+        aps5_agc::defaults::CONTEXT_DEFAULTS.len()
+    );
+}
+
+#[test]
+fn acb_descriptor_points_at_the_real_buffer() {
+    let mem = BufferMemory::new();
+    let real = packet("DISPATCH_DIRECT", &[2, 1, 1, 1]);
+    mem.map_dwords(0xB_0000_0000, &real);
+    mem.map_dwords(0xB_0001_0000, &[0, 0xb, real.len() as u32, 0, 0x5533_ccaa]);
+    let (a, n) = aps5_agc::resolve_acb(&mem, 0xB_0001_0000, 5).unwrap();
+    assert_eq!((a, n), (0xB_0000_0000, real.len() as u32));
+    let mut q = Queue::new(QueueKind::Compute);
+    let mut r = Recorder::default();
+    q.submit(&mem, a, n, &mut r).unwrap();
+    assert_eq!(r.dispatches.len(), 1);
+    // A buffer without the descriptor is its own buffer.
+    assert_eq!(
+        aps5_agc::resolve_acb(&mem, 0xB_0000_0000, 5).unwrap(),
+        (0xB_0000_0000, 5)
+    );
+}
+
+#[test]
+fn remaining_packet_forms() {
+    // Opcodes GPU.md lists that sid.h does not define: 0x64 (UCONFIG register list from
+    // memory) and 0x93 (64-bit WAIT_REG_MEM).
+    let mem = BufferMemory::new();
+    let uc = 0x30000 / 4;
+    mem.map_dwords(0xC_0000_0000, &[reg("VGT_PRIMITIVE_TYPE") - uc, 0x5]);
+    let stream = cat(&[
+        packet(
+            "EVENT_WRITE_EOS",
+            &[0x21 | (6 << 8), 0x10, 0xc | (2 << 29), 7],
+        ),
+        packet("EVENT_WRITE", &[0x38 | (1 << 8), 0x20, 0xc]),
+        packet("REWIND", &[0]),
+        set_reg("SET_UCONFIG_REG_INDEX", "VGT_INDEX_TYPE", &[2]),
+        vec![pkt3(0x64, 4, false), 0, 0xc, 1 << 31, 1],
+        vec![
+            pkt3(0x93, 8, false),
+            3 | (1 << 4),
+            0x40,
+            0xc,
+            1,
+            0,
+            u32::MAX,
+            u32::MAX,
+            4,
+        ],
+        packet("SET_BASE", &[1, 0x3000, 0xd]),
+        packet("DISPATCH_INDIRECT", &[0x40, 1]),
+    ]);
+    let mut q = Queue::new(QueueKind::Graphics);
+    let (r, res) = run_on(&mut q, &mem, &stream);
+    res.unwrap();
+    assert_eq!(r.events[0], Event::EventWrite(0x21));
+    assert_eq!(r.events[1], Event::EventWrite(0x38));
+    assert_eq!(q.index_state().index_bytes(), 1);
+    assert_eq!(q.registers().get(reg("VGT_PRIMITIVE_TYPE")), 5);
+    assert_eq!(r.events[2], Event::Wait(0xc_0000_0040));
+    assert_eq!(
+        r.dispatches[0].0,
+        DispatchKind::Indirect {
+            args_address: 0xd_0000_3040
+        }
+    );
 }

@@ -107,7 +107,8 @@ fn rebase_turns_offsets_into_addresses_and_sets_the_program_address() {
 
 #[test]
 fn bad_headers_name_the_field() {
-    let cases: Vec<(Box<dyn Fn(&mut Vec<u8>)>, &str)> = vec![
+    type Mutation = Box<dyn Fn(&mut Vec<u8>)>;
+    let cases: Vec<(Mutation, &str)> = vec![
         (Box::new(|b| put32(b, 0, 0x1234)), "file_header"),
         (Box::new(|b| put32(b, 4, 0x17)), "version"),
         (Box::new(|b| put32(b, 0x40, 0x20)), "header_size"),

@@ -14,10 +14,13 @@ pub fn db_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus/amd-registers")
 }
 
+/// Field name -> (lo, hi) bit range.
+pub type Fields = HashMap<String, (u32, u32)>;
+
 pub struct Db {
     pub ops: HashMap<String, u8>,
     /// name -> (absolute dword offset, fields name -> (lo, hi))
-    pub regs: HashMap<String, (u32, HashMap<String, (u32, u32)>)>,
+    pub regs: HashMap<String, (u32, Fields)>,
 }
 
 pub fn db() -> &'static Db {
@@ -137,6 +140,7 @@ pub enum Event {
     Dma(DmaData),
     Copy(CopyData),
     Sony(String),
+    EventWrite(u32),
 }
 
 /// Records what the processor asks for.
@@ -187,6 +191,10 @@ impl Backend for Recorder {
     }
     fn copy_data(&mut self, c: &CopyData) -> Result<(), String> {
         self.events.push(Event::Copy(*c));
+        Ok(())
+    }
+    fn event_write(&mut self, e: &aps5_agc::EventWrite) -> Result<(), String> {
+        self.events.push(Event::EventWrite(e.event_type));
         Ok(())
     }
     fn sony(&mut self, s: &SonyCommand<'_>) -> Result<(), String> {
