@@ -391,6 +391,42 @@ mod tests {
         }
     }
 
+    /// The field's bit range in Mesa's packet database (`../shared/corpus/amd-registers/
+    /// pkt3.json`, type `RELEASE_MEM_OP`, gfx10.3).
+    fn mesa_field(ty: &str, field: &str) -> (u32, u32) {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/corpus/amd-registers/pkt3.json"
+        );
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let db: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let f = db["register_types"][ty]["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == field)
+            .unwrap_or_else(|| panic!("{ty}.{field} not in pkt3.json"));
+        let b = f["bits"].as_array().unwrap();
+        (b[0].as_u64().unwrap() as u32, b[1].as_u64().unwrap() as u32)
+    }
+
+    #[test]
+    fn release_mem_event_fields_sit_where_mesa_puts_them() {
+        let get = |v: u32, (lo, hi): (u32, u32)| (v >> lo) & ((1u64 << (hi - lo + 1)) - 1) as u32;
+        let dw1 = release_mem_packet(40, 0x30C, 0, 0, 0x1000, 1, 7, 0, 0)[1];
+        assert_eq!(get(dw1, mesa_field("RELEASE_MEM_OP", "EVENT_TYPE")), 40);
+        assert_eq!(get(dw1, mesa_field("RELEASE_MEM_OP", "EVENT_INDEX")), 5);
+        // GCR_CNTL's 12 bits are the cache-action fields GLM_WB (lowest) .. SEQ (highest).
+        let (glm_wb, _) = mesa_field("RELEASE_MEM_OP", "GLM_WB");
+        let (_, seq) = mesa_field("RELEASE_MEM_OP", "SEQ");
+        assert_eq!((glm_wb, seq - glm_wb + 1), (12, 12));
+        assert_eq!(get(dw1, (glm_wb, seq)), 0x30C);
+        // GL2_WB (bit 9 of 0x30c) and GLV_INV (bit 2) land on Mesa's fields.
+        assert_eq!(get(dw1, mesa_field("RELEASE_MEM_OP", "GL2_WB")), 1);
+        assert_eq!(get(dw1, mesa_field("RELEASE_MEM_OP", "GLV_INV")), 1);
+        assert_eq!(get(dw1, mesa_field("RELEASE_MEM_OP", "GLM_WB")), 0);
+    }
+
     #[test]
     fn release_mem_places_fields_as_measured() {
         // The EOP label write of a compute program: event 40 (BOTTOM_OF_PIPE_TS), GCR 0x30c,
