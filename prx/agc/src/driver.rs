@@ -109,8 +109,18 @@ fn submit(id: u32, words: u64, count: u32) -> i32 {
         Err(e) => stop(&format!("cannot read /proc/self/maps: {e}")),
     };
     let mem = ProcessMemory;
+    let guest = aps5_gpu::backend::Guest(&mem);
+    // An ACB may begin with a descriptor pointing at the real buffer (GPU.md).
+    let (words, count) = if is_compute_queue(id) {
+        match aps5_agc::resolve_acb(&guest, words, count) {
+            Ok(r) => r,
+            Err(e) => stop(&format!("compute queue {id:#x}: the command buffer: {e}")),
+        }
+    } else {
+        (words, count)
+    };
     let mut backend = GpuBackend::new(exec, &mem, regions);
-    let result = queue.submit(&aps5_gpu::backend::Guest(&mem), words, count, &mut backend);
+    let result = queue.submit(&guest, words, count, &mut backend);
     let interrupts = std::mem::take(&mut backend.interrupts);
     let dispatch_error = backend.error.take();
     if let Err(e) = result {
