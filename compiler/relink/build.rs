@@ -70,6 +70,12 @@ const PRX: &[(&str, &str, &str, &[&str])] = &[
         "libSceNet.prx",
         &["libSceNet", "libSceNetCtl"],
     ),
+    (
+        "aps5-prx-agc",
+        "libaps5_prx_agc.so",
+        "libSceAgc.prx",
+        &["libSceAgc", "libSceAgcDriver"],
+    ),
 ];
 
 fn main() {

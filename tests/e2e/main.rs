@@ -8,6 +8,7 @@ mod build;
 mod cache_integrity;
 mod confinement;
 mod crash;
+mod gpu;
 mod homebrew;
 mod modules;
 mod paths;

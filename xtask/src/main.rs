@@ -7,9 +7,11 @@
 //! - `kernel-diff KERNEL.cl [SPEC.json] [--wave64] | --corpus`: the translator's kernel-diff
 //!   harness (OpenCL C via clang-14 for gfx1030 and the host, compared buffer by buffer).
 //! - `kernel-fuzz N [SEED]`: random kernels through the same harness.
+//! - `gen-registers [--check]`: drivers/agc/src/generated.rs from Mesa's register database.
 
 mod bench;
 mod ci;
+mod gen_registers;
 mod kernel_diff;
 mod kernel_fuzz;
 mod util;
@@ -42,7 +44,7 @@ enum Cmd {
         /// A small dump (1,000 files / 200 MB) instead of 10,000 files / 2 GB.
         #[arg(long)]
         quick: bool,
-        /// Only these benchmarks (build, graph, elf, shader, cache).
+        /// Only these benchmarks (build, graph, elf, shader, cache, agc).
         only: Vec<String>,
     },
     /// Build a test dump from fixture sources.
@@ -78,6 +80,11 @@ enum Cmd {
     },
     /// Random kernels (straight-line and looping integer/float code) through kernel-diff.
     KernelFuzz { count: u32, seed: Option<u64> },
+    /// Write drivers/agc/src/generated.rs from ../shared/corpus/amd-registers (--check: compare).
+    GenRegisters {
+        #[arg(long)]
+        check: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -120,6 +127,9 @@ fn main() -> ExitCode {
             }
         }
         Cmd::KernelFuzz { count, seed } => kernel_fuzz::fuzz(count, seed.unwrap_or(1)),
+        Cmd::GenRegisters { check } => {
+            gen_registers::run(&util::root(), check).map_err(|e| anyhow::anyhow!(e))
+        }
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -27,6 +27,9 @@ const NOT_PAYLOADS: &[(&str, &str)] = &[
     ("cxx_exceptions", "C++"),
     ("cxx_terminate", "C++"),
     ("shader_blob", "has shaders"),
+    ("gpu_compute", "has shaders"),
+    ("gpu_compute_pm4", "has shaders"),
+    ("gpu_compute_fault", "has shaders"),
     (
         "tls",
         "native TLS (the payload SDK builds with emulated TLS)",

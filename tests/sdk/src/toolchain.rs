@@ -22,6 +22,8 @@ pub enum Tool {
     LlvmReadelf,
     /// `llvm-objdump-14` (tests: which calls a build kept).
     LlvmObjdump,
+    /// `llc-14` (GPU shaders from LLVM IR).
+    Llc,
 }
 
 impl Tool {
@@ -35,6 +37,7 @@ impl Tool {
             Tool::LlvmNm => "llvm-nm-14",
             Tool::LlvmReadelf => "llvm-readelf-14",
             Tool::LlvmObjdump => "llvm-objdump-14",
+            Tool::Llc => "llc-14",
         }
     }
     /// The Debian package that installs it.
@@ -42,7 +45,9 @@ impl Tool {
         match self {
             Tool::Clang | Tool::Clangxx => "clang-14",
             Tool::Lld => "lld-14",
-            Tool::LlvmMc | Tool::LlvmNm | Tool::LlvmReadelf | Tool::LlvmObjdump => "llvm-14",
+            Tool::LlvmMc | Tool::LlvmNm | Tool::LlvmReadelf | Tool::LlvmObjdump | Tool::Llc => {
+                "llvm-14"
+            }
         }
     }
 }

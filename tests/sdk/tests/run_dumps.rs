@@ -18,6 +18,10 @@ use std::process::Command;
 
 /// Fixtures this loader cannot run, and why.
 const SKIP: &[(&str, &str)] = &[
+    // GPU programs need libSceAgc/libSceAgcDriver on Vulkan; aps5's relinked programs run them.
+    ("gpu_compute", "needs libSceAgc on Vulkan"),
+    ("gpu_compute_pm4", "needs libSceAgc on Vulkan"),
+    ("gpu_compute_fault", "needs libSceAgc on Vulkan"),
     ("tls", "needs a TLS block set-up"),
     // Throwing needs the host C++ runtime and an unwinder that finds this loader's
     // mappings' unwind tables (no PT_GNU_EH_FRAME registration here); aps5's relinked

@@ -34,6 +34,27 @@ int scePthreadCondDestroy(ScePthreadCond *);
 int scePthreadCondWait(ScePthreadCond *, ScePthreadMutex *);
 int scePthreadCondSignal(ScePthreadCond *);
 int scePthreadCondBroadcast(ScePthreadCond *);
+/* Event queues (SceKernelEqueue is a handle; SceKernelEvent is FreeBSD's 32-byte kevent). */
+typedef struct _SceKernelEqueue *SceKernelEqueue;
+typedef struct {
+  uintptr_t ident;
+  int16_t filter;
+  uint16_t flags;
+  uint32_t fflags;
+  int64_t data;
+  void *udata;
+} SceKernelEvent;
+int sceKernelCreateEqueue(SceKernelEqueue *, const char *);
+int sceKernelDeleteEqueue(SceKernelEqueue);
+int sceKernelWaitEqueue(SceKernelEqueue, SceKernelEvent *, int, int *, SceKernelUseconds *);
+int sceKernelGetEventFilter(const SceKernelEvent *);
+uintptr_t sceKernelGetEventId(const SceKernelEvent *);
+intptr_t sceKernelGetEventData(const SceKernelEvent *);
+void *sceKernelGetEventUserData(const SceKernelEvent *);
+/* Direct memory (the GPU-visible memory; prot: CPU read 1, write 2, GPU read 0x10, write 0x20). */
+int sceKernelAllocateDirectMemory(long, long, size_t, size_t, int, long *);
+int sceKernelMapDirectMemory(void **, size_t, int, int, long, size_t);
+int sceKernelReleaseDirectMemory(long, size_t);
 /* Stack protector support lives in libkernel. */
 extern uintptr_t __stack_chk_guard;
 __aps5_noreturn void __stack_chk_fail(void);

@@ -1,0 +1,182 @@
+//! [`aps5_agc::Backend`] on the [`Executor`]: what the command processor asks for, done.
+
+use std::time::{Duration, Instant};
+
+use aps5_agc::generated::reg;
+use aps5_agc::{
+    Backend, CopyData, Dispatch, DispatchKind, DmaData, Draw, Flip, GuestMemory, ReleaseMem,
+    WaitFlip, WaitRegMem, WaitResult, WriteData,
+};
+
+use crate::exec::{ComputeDispatch, DispatchError, Executor};
+use crate::memory::{MemFault, Memory, Region};
+
+/// An end-of-pipe interrupt the program asked for (RELEASE_MEM INT_SEL != 0): the caller
+/// turns it into EQ events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interrupt {
+    /// INT_CTXID of the packet.
+    pub context_id: u32,
+}
+
+/// Adapts guest memory to the command processor's trait.
+pub struct Guest<'a>(pub &'a dyn Memory);
+
+impl GuestMemory for Guest<'_> {
+    fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), aps5_agc::Fault> {
+        self.0.read(addr, out).map_err(fault)
+    }
+    fn write(&self, addr: u64, data: &[u8]) -> Result<(), aps5_agc::Fault> {
+        self.0.write(addr, data).map_err(fault)
+    }
+}
+
+fn fault(e: MemFault) -> aps5_agc::Fault {
+    aps5_agc::Fault {
+        address: e.address,
+        len: e.bytes as usize,
+        reason: e.reason,
+    }
+}
+
+/// One submission's backend: the executor, the memory, the GPU-visible regions (read once
+/// per submission), and the interrupts raised so far.
+pub struct GpuBackend<'a> {
+    pub exec: &'a mut Executor,
+    pub mem: &'a dyn Memory,
+    pub regions: Vec<Region>,
+    pub interrupts: Vec<Interrupt>,
+    /// The last dispatch's failure in full (the processor's error keeps only its text).
+    pub error: Option<DispatchError>,
+    /// How long WAIT_REG_MEM polls memory before giving up.
+    pub wait_limit: Duration,
+    start: Instant,
+}
+
+impl<'a> GpuBackend<'a> {
+    pub fn new(exec: &'a mut Executor, mem: &'a dyn Memory, regions: Vec<Region>) -> Self {
+        GpuBackend {
+            exec,
+            mem,
+            regions,
+            interrupts: Vec::new(),
+            error: None,
+            wait_limit: Duration::from_secs(10),
+            start: Instant::now(),
+        }
+    }
+
+    fn guest(&self) -> Guest<'_> {
+        Guest(self.mem)
+    }
+}
+
+/// The compute registers of a dispatch, raw.
+pub fn compute_dispatch(d: &Dispatch<'_>, groups: [u32; 3]) -> ComputeDispatch {
+    let r = d.registers;
+    ComputeDispatch {
+        pgm_lo: r.get(reg::COMPUTE_PGM_LO),
+        pgm_hi: r.get(reg::COMPUTE_PGM_HI),
+        rsrc1: r.get(reg::COMPUTE_PGM_RSRC1),
+        rsrc2: r.get(reg::COMPUTE_PGM_RSRC2),
+        rsrc3: r.get(reg::COMPUTE_PGM_RSRC3),
+        num_thread: [
+            r.get(reg::COMPUTE_NUM_THREAD_X),
+            r.get(reg::COMPUTE_NUM_THREAD_Y),
+            r.get(reg::COMPUTE_NUM_THREAD_Z),
+        ],
+        start: [
+            r.get(reg::COMPUTE_START_X),
+            r.get(reg::COMPUTE_START_Y),
+            r.get(reg::COMPUTE_START_Z),
+        ],
+        user_data: std::array::from_fn(|i| r.get(reg::COMPUTE_USER_DATA_0 + i as u32)),
+        initiator: d.initiator.to_raw(),
+        groups,
+    }
+}
+
+impl Backend for GpuBackend<'_> {
+    fn dispatch(&mut self, d: &Dispatch<'_>) -> Result<(), String> {
+        let groups = match d.kind {
+            DispatchKind::Direct { groups } => groups,
+            DispatchKind::Indirect { args_address } => {
+                let mut b = [0u8; 12];
+                self.mem
+                    .read(args_address, &mut b)
+                    .map_err(|e| format!("indirect dispatch arguments: {e}"))?;
+                std::array::from_fn(|i| {
+                    u32::from_le_bytes(b[i * 4..i * 4 + 4].try_into().expect("4 bytes"))
+                })
+            }
+        };
+        let cd = compute_dispatch(d, groups);
+        match self.exec.dispatch(self.mem, &cd, &self.regions) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let text = e.to_string();
+                self.error = Some(e);
+                Err(text)
+            }
+        }
+    }
+
+    fn draw(&mut self, _d: &Draw<'_>) -> Result<(), String> {
+        Err("draws are not implemented yet (this driver runs compute only)".into())
+    }
+
+    fn release_mem(&mut self, r: &ReleaseMem) -> Result<(), String> {
+        // Execution is synchronous: every earlier dispatch has finished and its results are
+        // in guest memory, so the label can be written now.
+        let now = self.start.elapsed().as_nanos() as u64;
+        r.apply(&self.guest(), now)?;
+        if r.int_sel != 0 {
+            self.interrupts.push(Interrupt {
+                context_id: r.int_ctxid,
+            });
+        }
+        Ok(())
+    }
+
+    fn write_data(&mut self, w: &WriteData<'_>) -> Result<(), String> {
+        w.apply(&self.guest())
+    }
+
+    fn wait_reg_mem(&mut self, w: &WaitRegMem) -> Result<WaitResult, String> {
+        if !w.memory {
+            return Err("WAIT_REG_MEM on a register is not supported".into());
+        }
+        let deadline = Instant::now() + self.wait_limit;
+        loop {
+            let mut b = [0u8; 8];
+            let n = if w.is_64 { 8 } else { 4 };
+            self.mem
+                .read(w.address, &mut b[..n])
+                .map_err(|e| format!("WAIT_REG_MEM: {e}"))?;
+            if w.test(u64::from_le_bytes(b)) {
+                return Ok(WaitResult::Satisfied);
+            }
+            // Another CPU thread may still write it; the GPU side has nothing in flight.
+            if Instant::now() >= deadline {
+                return Ok(WaitResult::NeverSatisfied);
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+
+    fn flip(&mut self, _f: &Flip) -> Result<(), String> {
+        Err("flips from the command stream are not implemented yet".into())
+    }
+
+    fn wait_flip(&mut self, _f: &WaitFlip) -> Result<(), String> {
+        Err("waiting for a flip is not implemented yet".into())
+    }
+
+    fn dma_data(&mut self, d: &DmaData) -> Result<(), String> {
+        d.apply(&self.guest())
+    }
+
+    fn copy_data(&mut self, _c: &CopyData) -> Result<(), String> {
+        Err("COPY_DATA is not implemented yet".into())
+    }
+}
