@@ -31,6 +31,9 @@ pub fn emit_compute(
 
 type Res<T> = Result<T, rspirv::dr::Error>;
 
+mod graphics;
+pub(crate) use graphics::emit_graphics;
+
 /// GLSL.std.450 instruction numbers.
 mod glsl {
     pub const ROUND_EVEN: u32 = 2;
@@ -99,6 +102,10 @@ struct Emit {
     wg_id: Word,
     local_id: Word,
     h: Option<Helpers>,
+    /// Graphics stages (spirv/graphics.rs): single-lane waves and the stage's interface.
+    gfx: Option<Box<graphics::GfxVars>>,
+    /// The fault record's `stage` value.
+    stage_code: u32,
 }
 
 fn atomic_key(op: AtomicOp) -> u8 {
@@ -170,6 +177,8 @@ impl Emit {
             wg_id: 0,
             local_id: 0,
             h: None,
+            gfx: None,
+            stage_code: 0,
         }
     }
 
@@ -318,6 +327,38 @@ impl Emit {
     }
 
     fn interface(&mut self, state: &ComputeState) -> Res<()> {
+        self.push_block()?;
+        let u32t = self.t.u32;
+        let pin = self.t.p_in_v3;
+        self.wg_id = self.b.variable(pin, None, spirv::StorageClass::Input, None);
+        self.b.decorate(
+            self.wg_id,
+            spirv::Decoration::BuiltIn,
+            [Operand::BuiltIn(spirv::BuiltIn::WorkgroupId)],
+        );
+        self.local_id = self.b.variable(pin, None, spirv::StorageClass::Input, None);
+        self.b.decorate(
+            self.local_id,
+            spirv::Decoration::BuiltIn,
+            [Operand::BuiltIn(spirv::BuiltIn::LocalInvocationId)],
+        );
+        if state.lds_bytes > 0 {
+            let n = self.k32(self.lds_words);
+            let arr = self.b.type_array(u32t, n);
+            let p = self
+                .b
+                .type_pointer(None, spirv::StorageClass::Workgroup, arr);
+            self.lds = Some(
+                self.b
+                    .variable(p, None, spirv::StorageClass::Workgroup, None),
+            );
+        }
+        let _ = self.t.v3u32;
+        Ok(())
+    }
+
+    /// The push-constant block (docs/SHADER_ABI.md), the same for every stage.
+    fn push_block(&mut self) -> Res<()> {
         let t = &self.t;
         let (u32t, u64t) = (t.u32, t.u64);
         let n16 = self.k32(16);
@@ -351,31 +392,6 @@ impl Emit {
         self.pc = self
             .b
             .variable(pst, None, spirv::StorageClass::PushConstant, None);
-        let pin = self.t.p_in_v3;
-        self.wg_id = self.b.variable(pin, None, spirv::StorageClass::Input, None);
-        self.b.decorate(
-            self.wg_id,
-            spirv::Decoration::BuiltIn,
-            [Operand::BuiltIn(spirv::BuiltIn::WorkgroupId)],
-        );
-        self.local_id = self.b.variable(pin, None, spirv::StorageClass::Input, None);
-        self.b.decorate(
-            self.local_id,
-            spirv::Decoration::BuiltIn,
-            [Operand::BuiltIn(spirv::BuiltIn::LocalInvocationId)],
-        );
-        if state.lds_bytes > 0 {
-            let n = self.k32(self.lds_words);
-            let arr = self.b.type_array(u32t, n);
-            let p = self
-                .b
-                .type_pointer(None, spirv::StorageClass::Workgroup, arr);
-            self.lds = Some(
-                self.b
-                    .variable(p, None, spirv::StorageClass::Workgroup, None),
-            );
-        }
-        let _ = self.t.v3u32;
         Ok(())
     }
 
@@ -457,7 +473,7 @@ impl Emit {
                 let a = at(e, 16)?;
                 e.store_psb(a, bytes, false)?;
                 let a = at(e, 20)?;
-                let z = e.k32(0);
+                let z = e.k32(e.stage_code);
                 e.store_psb(a, z, false)?;
                 let a = at(e, 24)?;
                 e.store_psb(a, inst, false)?;
@@ -1062,6 +1078,9 @@ impl Emit {
         self.b.i_not_equal(self.t.bool, None, b, z)
     }
     fn set_lane_bit(&mut self, cx: &MainCx, r: SReg, lane: Word, bit: Word) -> Res<()> {
+        if self.gfx.is_some() {
+            return self.set_single_lane_mask(cx, r, bit);
+        }
         let u64t = self.t.u64;
         let m = self.mask64(cx, r)?;
         let l64 = self.zext(lane)?;
@@ -1315,6 +1334,7 @@ impl Emit {
                 let wg = self.load(self.t.v3u32, self.wg_id)?;
                 Some(self.b.composite_extract(u32t, None, wg, [*d as u32])?)
             }
+            Op::Export { .. } | Op::Interp { .. } => self.gfx_stmt(cx, s)?,
         };
         if let (Some((id, _)), Some(w)) = (s.def, out) {
             cx.vals[id.0 as usize] = w;
