@@ -48,6 +48,11 @@ fn lower_with(
                 leaders.insert(off + i.len());
             }
         }
+        // A wave leaves the dispatcher at s_barrier and resumes after it (spirv.rs, `main`),
+        // so the instruction after it starts a block.
+        if i.name() == "s_barrier" {
+            leaders.insert(off + i.len());
+        }
     }
     let index: BTreeMap<usize, usize> = leaders.iter().enumerate().map(|(k, &o)| (o, k)).collect();
     let mut body = Body {
