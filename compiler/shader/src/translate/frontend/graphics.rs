@@ -97,6 +97,7 @@ impl Cx {
                  waves do not have"
                     .into(),
             ),
+            "s_barrier" => Err("s_barrier in a vertex or pixel shader (no workgroup)".into()),
             "s_sendmsg" | "s_sendmsghalt" => Err(
                 "s_sendmsg: NGG/mesh primitive shaders (gs_alloc_req, exp prim) and GS messages \
                  are not supported yet (legacy VS and PS only)"

@@ -1,8 +1,8 @@
 //! Vertex and fragment modules (docs/SHADER_ABI.md "Graphics"): single-lane waves, the
 //! stage's interface variables, exports and host interpolation.
 //!
-//! The register variables and the block dispatcher are the ones `Emit::main` builds for
-//! compute, with one lane: a guest wave of one lane per host invocation.
+//! The register variables are the ones `Emit::main` builds for compute, with one lane (a
+//! guest wave of one lane per host invocation), and the block dispatcher is the same.
 
 use super::*;
 use crate::translate::abi::Stage;
@@ -369,6 +369,10 @@ impl Emit {
             tys: value_types(body),
             multi: BTreeMap::new(),
             lane: None,
+            snap: BTreeMap::new(),
+            barriers: false,
+            at_barrier: 0,
+            done: 0,
         };
 
         // Prologue: user SGPRs; the SGPR after them (PS: the primitive mask for M0) stays 0;
@@ -443,107 +447,8 @@ impl Emit {
             }
         }
 
-        // Dispatcher loop (as in compute).
-        let (hdr, sel, sw, sw_merge, cont, exit) = (
-            self.b.id(),
-            self.b.id(),
-            self.b.id(),
-            self.b.id(),
-            self.b.id(),
-            self.b.id(),
-        );
-        self.b.branch(hdr)?;
-        self.block(hdr)?;
-        self.b
-            .loop_merge(exit, cont, spirv::LoopControl::NONE, [])?;
-        self.b.branch(sel)?;
-        self.block(sel)?;
-        let id = self.load(u32t, block_var)?;
-        let endk = self.k32(END_BLOCK);
-        let running = self.b.i_not_equal(boolt, None, id, endk)?;
-        self.b.branch_conditional(running, sw, exit, [])?;
-        self.block(sw)?;
-        if opts.loop_limit > 0 {
-            let n = self.load(u32t, iter_var)?;
-            let n1 = self.b.i_add(u32t, None, n, one)?;
-            self.store(iter_var, n1)?;
-            let lim = self.k32(opts.loop_limit);
-            let over = self.b.u_greater_than(boolt, None, n1, lim)?;
-            let fault = self.h.as_ref().expect("helpers").fault;
-            let offsets: Vec<u32> = body.blocks.iter().map(|b| b.offset).collect();
-            self.if_then(over, |e| {
-                let cur = e.load(u32t, block_var)?;
-                let mut off = e.k32(0);
-                for (k, o) in offsets.iter().enumerate() {
-                    let kk = e.k32(k as u32);
-                    let is = e.b.i_equal(boolt, None, cur, kk)?;
-                    let ok = e.k32(*o);
-                    off = e.b.select(u32t, None, is, ok, off)?;
-                }
-                let r = e.k32(FaultReason::LoopLimit as u32);
-                let z64 = e.k64(0);
-                let z = e.k32(0);
-                e.b.function_call(e.t.void, None, fault, [r, z64, z, off])?;
-                e.store(block_var, endk)
-            })?;
-        }
-        let id2 = self.load(u32t, block_var)?;
-        let labels: Vec<Word> = body.blocks.iter().map(|_| self.b.id()).collect();
-        self.b
-            .selection_merge(sw_merge, spirv::SelectionControl::NONE)?;
-        self.b.switch(
-            id2,
-            sw_merge,
-            labels
-                .iter()
-                .enumerate()
-                .map(|(k, l)| (Operand::LiteralBit32(k as u32), *l)),
-        )?;
-        for (k, blk) in body.blocks.iter().enumerate() {
-            self.block(labels[k])?;
-            for r in &blk.regions {
-                match r {
-                    Region::Scalar(stmts) => {
-                        cx.lane = None;
-                        for s in stmts {
-                            self.stmt(&mut cx, s)?;
-                        }
-                    }
-                    Region::Lanes { body: stmts, masks } => {
-                        let masks = masks.clone();
-                        self.lane_loop(&mut cx, Some(&masks), |e, cx, lane| {
-                            cx.lane = Some(lane);
-                            for s in stmts {
-                                e.stmt(cx, s)?;
-                            }
-                            cx.lane = None;
-                            Ok(())
-                        })?;
-                    }
-                }
-            }
-            let next = match &blk.term {
-                Terminator::End => self.k32(END_BLOCK),
-                Terminator::Jump(t) => self.k32(*t as u32),
-                Terminator::Branch {
-                    cond,
-                    taken,
-                    not_taken,
-                } => {
-                    let c = cx.vals[cond.0 as usize];
-                    let a = self.k32(*taken as u32);
-                    let b = self.k32(*not_taken as u32);
-                    self.b.select(u32t, None, c, a, b)?
-                }
-            };
-            self.store(block_var, next)?;
-            self.b.branch(sw_merge)?;
-        }
-        self.block(sw_merge)?;
-        self.b.branch(cont)?;
-        self.block(cont)?;
-        self.b.branch(hdr)?;
-        self.block(exit)?;
+        // The block dispatcher shared with compute (no barriers: a draw has no workgroups).
+        self.dispatcher(body, opts, &mut cx, block_var, iter_var)?;
         if plan.stage == Stage::Pixel && plan.discards {
             // The program has ended, so terminating here (OpKill) and demoting are the same;
             // OpKill needs no extension in SPIR-V 1.5.
