@@ -11,8 +11,8 @@ mod support;
 use aps5_shader::translate::graphics::{BuiltIn, ex_format};
 use aps5_shader::translate::validate::spirv_val;
 use aps5_shader::translate::{
-    InputInterp, Interp, Options, PixelState, Sampling, Stage, Translation, VertexState,
-    WaveMapping, translate_pixel, translate_vertex,
+    FaultReason, FaultRecord, InputInterp, Interp, Options, PixelState, Sampling, Stage,
+    Translation, VertexState, WaveMapping, translate_pixel, translate_vertex,
 };
 use support::{Compiled, Draw, H, Image, Regs, Renderer, W, glsl, llc, llc_src, tools};
 
@@ -288,6 +288,7 @@ fn draws_match_the_glsl_reference() {
                     fs,
                     push,
                     vertices: 3,
+                    instances: 1,
                     depth_less: false,
                 });
                 gpu.assert_quiet();
@@ -303,6 +304,47 @@ fn draws_match_the_glsl_reference() {
                 covered > 100 && covered < (W * H) as usize - 100,
                 "{name}: {covered} pixels covered"
             );
+            if c.ps == "ps_smooth" {
+                // Two instances: InstanceID in v3 moves the second triangle.
+                let two = |vs: &[u32], fs: &[u32]| {
+                    let img = gpu.draw(&Draw {
+                        vs,
+                        fs,
+                        push,
+                        vertices: 3,
+                        instances: 2,
+                        depth_less: false,
+                    });
+                    gpu.assert_quiet();
+                    img
+                };
+                let name = format!("{name} instanced");
+                let (n2, worst) = compare(
+                    &name,
+                    &two(&vs.spirv, &ps.spirv),
+                    &two(&ref_vs, &ref_fs),
+                    false,
+                    1,
+                );
+                eprintln!("{name}: {n2} pixels covered, largest channel difference {worst}");
+                assert!(
+                    n2 > covered + 50,
+                    "{name}: the second instance added too little"
+                );
+            }
+            if c.ps == "ps_linear" {
+                // With clip w 1, 2, 1.5 the two interpolations differ: the case tells them apart.
+                let smooth = draw(&ref_vs, &glsl("ps_smooth.frag"));
+                let differ = (0..(W * H) as usize)
+                    .filter(|&p| {
+                        (0..3).any(|k| smooth.rgba[4 * p + k].abs_diff(want.rgba[4 * p + k]) > 4)
+                    })
+                    .count();
+                assert!(
+                    differ > 50,
+                    "linear and smooth differ in only {differ} pixels"
+                );
+            }
             if c.ps == "ps_discard" {
                 let full = compare(
                     "smooth (for discard)",
@@ -397,4 +439,66 @@ fn refusals_name_the_instruction_and_why() {
             .to_string();
         assert!(e.contains(want) && e.contains("exp "), "{e}");
     }
+}
+
+#[test]
+fn a_pixel_shader_fault_names_the_stage_address_and_instruction() {
+    if tools().is_none() {
+        return;
+    }
+    let Some(gpu) = Renderer::new() else {
+        return;
+    };
+    let r = Regs::load();
+    // A global load from the address in s[0:1] + 12, which no range-table entry holds.
+    let src = "define amdgpu_ps void @ps(i32 inreg %c0, i32 inreg %c1, i32 inreg %prim) {\n\
+               %lo = zext i32 %c0 to i64\n\
+               %hi0 = zext i32 %c1 to i64\n\
+               %hi = shl i64 %hi0, 32\n\
+               %a = or i64 %lo, %hi\n\
+               %p = inttoptr i64 %a to float addrspace(1)*\n\
+               %p2 = getelementptr float, float addrspace(1)* %p, i64 3\n\
+               %v = load volatile float, float addrspace(1)* %p2\n\
+               call void @llvm.amdgcn.exp.f32(i32 0, i32 15, float %v, float 0.5, float 0.5, float 1.0, i1 true, i1 true)\n\
+               ret void\n}\n\
+               declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)\n";
+    let c = llc_src("fault", src, false);
+    let mut st = ps_state(&r, &c, false, "SPI_SHADER_32_ABGR", &[]);
+    st.pgm_rsrc2 = r.set("SPI_SHADER_PGM_RSRC2_PS", "USER_SGPR", 2);
+    let ps = translate_pixel(&c.code, &st, &opts()).unwrap();
+    validated("fault", &ps);
+    // Where llvm-objdump puts the load: the outside oracle for the offset.
+    let load_at = support::objdump_offset_of(src, "global_load_dword");
+    assert_eq!(ps.meta.accesses.len(), 1);
+    assert_eq!(ps.meta.accesses[0].inst_offset, load_at);
+    let vs = translate_vs(&r, false);
+    let fault = gpu.device_buffer(32);
+    let table = gpu.device_buffer(32);
+    let mut push = [0u8; 96];
+    let guest = 0x7000_0000_1000u64;
+    push[0..8].copy_from_slice(&guest.to_le_bytes());
+    push[64..72].copy_from_slice(&table.addr.to_le_bytes());
+    push[72..80].copy_from_slice(&fault.addr.to_le_bytes());
+    // push[80..84] = 0 entries: every access is unmapped.
+    let img = gpu.draw(&Draw {
+        vs: &vs.spirv,
+        fs: &ps.spirv,
+        push,
+        vertices: 3,
+        instances: 1,
+        depth_less: false,
+    });
+    gpu.assert_quiet();
+    let rec = FaultRecord::from_bytes(&fault.read().try_into().unwrap());
+    assert_eq!(rec.fault(), Some(FaultReason::Unmapped), "{rec:?}");
+    assert_eq!(rec.address, guest + 12);
+    assert_eq!(rec.bytes, 4);
+    assert_eq!(rec.stage, Stage::Pixel.code());
+    assert_eq!(rec.inst_offset, load_at);
+    // The faulted load read 0: red is 0 where the triangle is, blue 0.5.
+    let covered: Vec<&[u8]> = img.rgba.chunks_exact(4).filter(|p| p[3] != 0).collect();
+    assert!(covered.len() > 100);
+    assert!(covered.iter().all(|p| p[0] == 0 && p[2].abs_diff(128) <= 1));
+    gpu.free(fault);
+    gpu.free(table);
 }

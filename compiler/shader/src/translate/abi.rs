@@ -125,7 +125,7 @@ pub struct FaultRecord {
     pub address: u64,
     /// Bytes of the access.
     pub bytes: u32,
-    /// 0 = compute.
+    /// [`Stage::code`]: 0 compute, 1 vertex, 2 pixel.
     pub stage: u32,
     /// Byte offset of the faulting instruction in the program.
     pub inst_offset: u32,
@@ -276,7 +276,7 @@ pub struct ShaderMeta {
 /// A translated program.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Translation {
-    /// SPIR-V 1.5 words, entry point "main", GLCompute.
+    /// SPIR-V 1.5 words, entry point "main" (GLCompute, Vertex or Fragment by stage).
     pub spirv: Vec<u32>,
     /// The host workgroup size to dispatch with (wave-serial: [waves per guest group, 1, 1]).
     pub local_size: [u32; 3],

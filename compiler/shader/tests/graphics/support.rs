@@ -97,6 +97,40 @@ pub fn llc_src(name: &str, src: &str, wave64: bool) -> Compiled {
     Compiled { code, config }
 }
 
+/// The byte offset llvm-objdump-14 gives the first instruction whose text starts with
+/// `mnemonic` in the code llc-14 makes of `src`.
+pub fn objdump_offset_of(src: &str, mnemonic: &str) -> u32 {
+    let tmp = tempfile::tempdir().unwrap();
+    let ll = tmp.path().join("s.ll");
+    std::fs::write(&ll, src).unwrap();
+    let obj = tmp.path().join("s.o");
+    let ok = Command::new("llc-14")
+        .args(["-march=amdgcn", "-mcpu=gfx1030", "-filetype=obj", "-O2"])
+        .arg(&ll)
+        .arg("-o")
+        .arg(&obj)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let out = Command::new("llvm-objdump-14")
+        .arg("-d")
+        .arg(&obj)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Lines look like: "\tglobal_load_dword v0, ... // 00000000000C: DC31900C 00000000".
+    for line in text.lines() {
+        if line.trim_start().starts_with(mnemonic)
+            && let Some((_, rest)) = line.split_once("// ")
+            && let Some((hex, _)) = rest.split_once(':')
+        {
+            return u32::from_str_radix(hex.trim(), 16).unwrap();
+        }
+    }
+    panic!("{mnemonic} not in llvm-objdump output:\n{text}");
+}
+
 /// Compiles tests/graphics/`file` (a .vert or .frag) with glslangValidator for Vulkan.
 pub fn glsl(file: &str) -> Vec<u32> {
     let tmp = tempfile::tempdir().unwrap();
@@ -210,6 +244,24 @@ unsafe extern "system" fn on_message(
     vk::FALSE
 }
 
+/// A mapped buffer with a device address.
+pub struct DevBuf {
+    buf: vk::Buffer,
+    mem: vk::DeviceMemory,
+    ptr: *mut u8,
+    bytes: u64,
+    /// Device address.
+    pub addr: u64,
+}
+
+impl DevBuf {
+    /// The buffer's bytes (the device is idle between draws).
+    pub fn read(&self) -> Vec<u8> {
+        // SAFETY: mapped for `bytes`, host-coherent, and no draw is running.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.bytes as usize).to_vec() }
+    }
+}
+
 /// What one draw produced.
 pub struct Image {
     /// RGBA8 pixels, row-major, W x H.
@@ -225,6 +277,7 @@ pub struct Draw<'a> {
     /// The 96-byte push-constant block.
     pub push: [u8; 96],
     pub vertices: u32,
+    pub instances: u32,
     /// Depth test LESS with writes (cleared to 1.0); otherwise depth ALWAYS with writes.
     pub depth_less: bool,
 }
@@ -412,6 +465,63 @@ impl Renderer {
         check("vkAllocateMemory", unsafe {
             self.device.allocate_memory(&ai, None)
         })
+    }
+
+    /// A host-visible storage buffer with a device address (for the fault buffer and guest
+    /// memory), zero-filled.
+    pub fn device_buffer(&self, bytes: u64) -> DevBuf {
+        let d = &self.device;
+        // SAFETY: valid create/allocate infos; the memory is bound once and mapped once.
+        unsafe {
+            let bci = vk::BufferCreateInfo::default().size(bytes).usage(
+                vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::SHADER_DEVICE_ADDRESS,
+            );
+            let buf = check("vkCreateBuffer", d.create_buffer(&bci, None));
+            let req = d.get_buffer_memory_requirements(buf);
+            let props = self
+                .instance
+                .get_physical_device_memory_properties(self.physical);
+            let want =
+                vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+            let idx = (0..props.memory_type_count)
+                .find(|&i| {
+                    req.memory_type_bits & (1 << i) != 0
+                        && props.memory_types[i as usize].property_flags.contains(want)
+                })
+                .expect("a host-visible memory type");
+            let mut flags = vk::MemoryAllocateFlagsInfo::default()
+                .flags(vk::MemoryAllocateFlags::DEVICE_ADDRESS);
+            let ai = vk::MemoryAllocateInfo::default()
+                .allocation_size(req.size)
+                .memory_type_index(idx)
+                .push_next(&mut flags);
+            let mem = check("vkAllocateMemory", d.allocate_memory(&ai, None));
+            check("vkBindBufferMemory", d.bind_buffer_memory(buf, mem, 0));
+            let ptr = check(
+                "vkMapMemory",
+                d.map_memory(mem, 0, bytes, vk::MemoryMapFlags::empty()),
+            ) as *mut u8;
+            std::ptr::write_bytes(ptr, 0, bytes as usize);
+            let addr =
+                d.get_buffer_device_address(&vk::BufferDeviceAddressInfo::default().buffer(buf));
+            DevBuf {
+                buf,
+                mem,
+                ptr,
+                bytes,
+                addr,
+            }
+        }
+    }
+
+    /// Frees a [`DevBuf`].
+    pub fn free(&self, b: DevBuf) {
+        // SAFETY: the device is idle after every draw; the buffer is not used again.
+        unsafe {
+            self.device.unmap_memory(b.mem);
+            self.device.destroy_buffer(b.buf, None);
+            self.device.free_memory(b.mem, None);
+        }
     }
 
     fn image(
@@ -634,7 +744,7 @@ impl Renderer {
                 0,
                 &dr.push,
             );
-            d.cmd_draw(cmd, dr.vertices, 1, 0, 0);
+            d.cmd_draw(cmd, dr.vertices, dr.instances, 0, 0);
             d.cmd_end_rendering(cmd);
             let to_copy = [
                 barrier(

@@ -1,6 +1,7 @@
 ; Vertex shader for every draw: a triangle from VertexID (no vertex buffers), clip-space
 ; w 1, 2, 1.5 so perspective and linear interpolation differ; param0 = a colour per vertex,
-; param1 = values derived from the vertex index (read flat by the pixel shaders).
+; param1 = values derived from the vertex index (read flat by the pixel shaders); instance n
+; moves the triangle n/4 to the right.
 define amdgpu_vs void @vs(i32 inreg %s0, i32 %vid, i32 %u1, i32 %u2, i32 %iid) {
   %is0 = icmp eq i32 %vid, 0
   %is1 = icmp eq i32 %vid, 1
@@ -12,7 +13,10 @@ define amdgpu_vs void @vs(i32 inreg %s0, i32 %vid, i32 %u1, i32 %u2, i32 %iid) {
   %z = select i1 %is0, float 0.25, float %z1
   %w1 = select i1 %is1, float 2.0, float 1.5
   %w = select i1 %is0, float 1.0, float %w1
-  %xc = fmul float %x, %w
+  %if = uitofp i32 %iid to float
+  %dx = fmul float %if, 0.25
+  %xi = fadd float %x, %dx
+  %xc = fmul float %xi, %w
   %yc = fmul float %y, %w
   %zc = fmul float %z, %w
   call void @llvm.amdgcn.exp.f32(i32 12, i32 15, float %xc, float %yc, float %zc, float %w, i1 false, i1 false)
