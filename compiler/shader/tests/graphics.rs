@@ -332,6 +332,27 @@ fn draws_match_the_glsl_reference() {
                     "{name}: the second instance added too little"
                 );
             }
+            if c.ps == "ps_linear" && !wave64 {
+                // SPI_PS_INPUT_CNTL_0.OFFSET bit 5: DEFAULT_VAL 2 = (1, 1, 1, 0) instead of
+                // the VS's param 0. (Not with ps_smooth: there the f16 packing becomes a
+                // constant, which spirv-opt folds to 0x3c003c00 but lavapipe with Mesa 22.3
+                // draws as (1, 0, 1, 0).)
+                let comp = llc("ps_linear", false);
+                let mut st = ps_state(&r, &comp, false, c.col, &[]);
+                st.input_cntl[0] = r.set("SPI_PS_INPUT_CNTL_0", "OFFSET", 0x20)
+                    | r.set("SPI_PS_INPUT_CNTL_0", "DEFAULT_VAL", 2);
+                let t = translate_pixel(&comp.code, &st, &opts()).unwrap();
+                validated("ps_linear default", &t);
+                assert!(t.meta.graphics.as_ref().unwrap().inputs.is_empty());
+                let white = glsl("ps_white.frag");
+                compare(
+                    "ps_linear DEFAULT_VAL",
+                    &draw(&vs.spirv, &t.spirv),
+                    &draw(&ref_vs, &white),
+                    false,
+                    0,
+                );
+            }
             if c.ps == "ps_linear" {
                 // With clip w 1, 2, 1.5 the two interpolations differ: the case tells them apart.
                 let smooth = draw(&ref_vs, &glsl("ps_smooth.frag"));
@@ -413,6 +434,14 @@ fn refusals_name_the_instruction_and_why() {
          %v = bitcast i32 %l to float\n{exp}"
     )));
     assert!(e.contains("DPP") && e.contains("offset 0x"), "{e}");
+    // Whole-quad mode (helper lanes for derivatives).
+    let e = ps_error(&format!(
+        "{PS_HEAD}%r = call float @llvm.amdgcn.interp.p1(float %i, i32 0, i32 0, i32 %prim)\n\
+         %r2 = call float @llvm.amdgcn.interp.p2(float %r, float %j, i32 0, i32 0, i32 %prim)\n\
+         %v = call float @llvm.amdgcn.wqm.f32(float %r2)\n{exp}\nret void\n}}\n{PS_DECLS}\
+         declare float @llvm.amdgcn.wqm.f32(float)\n"
+    ));
+    assert!(e.contains("s_wqm_b32") && e.contains("helper lanes"), "{e}");
     // Per-vertex differences.
     let e = ps_error(&ps_src(&format!(
         "%v = call float @llvm.amdgcn.interp.mov(i32 0, i32 0, i32 0, i32 %prim)\n{exp}"
