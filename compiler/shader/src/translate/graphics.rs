@@ -281,10 +281,9 @@ pub fn translate_pixel(
     opts: &Options,
 ) -> Result<Translation, TranslateError> {
     let r2 = state.pgm_rsrc2;
-    if state.user_sgprs() > 15 || (r2 >> 27) & 1 != 0 {
+    if state.user_sgprs() > 16 || (r2 >> 27) & 1 != 0 {
         return Err(TranslateError::program(format!(
-            "SPI_SHADER_PGM_RSRC2_PS asks for {} user SGPRs; the push-constant block holds 16 \
-             and the primitive mask takes the SGPR after them",
+            "SPI_SHADER_PGM_RSRC2_PS asks for {} user SGPRs; the push-constant block holds 16",
             state.user_sgprs() + 32 * ((r2 >> 27) & 1)
         )));
     }
@@ -590,7 +589,7 @@ fn check_barycentrics(
                             )));
                         }
                     }
-                    Op::ReadV(v) if pristine.contains(&v) => {
+                    Op::ReadV(v) | Op::ReadLane(v, _) if pristine.contains(&v) => {
                         return Err(err(format!(
                             "reads v{v}, a barycentric i/j register, as a value; the host \
                              interpolates inputs itself and supplies no i/j values"
