@@ -457,8 +457,41 @@ fn refusals_name_the_instruction_and_why() {
     // The barycentrics as values: the host has no hardware i/j.
     let e = ps_error(&ps_src(&format!("%v = fadd float %i, %j\n{exp}")));
     assert!(e.contains("barycentric") && e.contains("offset 0x"), "{e}");
-    // VS: point size / clip distances, and NGG primitive exports.
+    // Bad or unsupported state, named by register and field.
     let r = Regs::load();
+    let c = llc("ps_smooth", false);
+    let mut st = ps_state(&r, &c, false, "SPI_SHADER_FP16_ABGR", &[]);
+    st.input_addr = 0;
+    let e = translate_pixel(&c.code, &st, &opts())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("SPI_PS_INPUT_ADDR"), "{e}");
+    let mut st = ps_state(&r, &c, false, "SPI_SHADER_FP16_ABGR", &[]);
+    let pull = r.set("SPI_PS_INPUT_ENA", "PERSP_PULL_MODEL_ENA", 1);
+    st.input_ena |= pull;
+    st.input_addr |= pull;
+    let e = translate_pixel(&c.code, &st, &opts())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("PERSP_PULL_MODEL"), "{e}");
+    // The export format and the export disagree (f16 pairs into a 32-bit format).
+    let st = ps_state(&r, &c, false, "SPI_SHADER_32_ABGR", &[]);
+    let e = translate_pixel(&c.code, &st, &opts())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("exp mrt0") && e.contains("compressed"), "{e}");
+    // A position export the state says is not there.
+    let c = llc("vs", false);
+    let mut st = vs_state(&r, &c, false);
+    st.pos_format = 0;
+    let e = translate_vertex(&c.code, &st, &opts())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("exp pos0") && e.contains("POS0_EXPORT_FORMAT"),
+        "{e}"
+    );
+    // VS: point size / clip distances, and NGG primitive exports.
     for (tgt, want) in [(13, "pos1"), (20, "NGG")] {
         let src = format!(
             "define amdgpu_vs void @vs(i32 %vid) {{\n\
