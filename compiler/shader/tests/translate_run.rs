@@ -462,3 +462,54 @@ fn out_of_bounds_store_is_reported_and_dropped() {
         "in-bounds results kept"
     );
 }
+
+/// Multi-wave workgroups (docs/TRANSLATOR.md, "Wave mapping"), on hand-written wave32 code
+/// (tests/translate/multiwave.s): barrier rounds where one wave ends while the others still
+/// meet at barriers, two waves at different s_barrier instructions, and scalar sources that
+/// the instruction's own lane region writes as lane masks. Expected values are what the
+/// assembly states, computed here.
+#[test]
+fn multi_wave_barrier_rounds_and_mask_aliases() {
+    let gpu = gpu();
+    let Some(ks) = support::build_asm("multiwave.s", &["rounds", "alias"], [64, 1, 1]) else {
+        return;
+    };
+    let r = run(
+        &gpu,
+        kernel(&ks, "rounds"),
+        96,
+        2,
+        vec![Arg::Buf(vec![0xEE; 128 * 4])],
+    );
+    assert_eq!(r.fault.state, 0, "rounds: unexpected fault {:?}", r.fault);
+    let out = to_u32s(&r.bufs[0]);
+    for g in 0..2u32 {
+        for l in 0..64u32 {
+            let other = l ^ 32;
+            let want = 3 * ((other + 32) % 96 + 1000 * g) + 7;
+            let i = (64 * g + l) as usize;
+            assert_eq!(out[i], want, "rounds out[{i}] (group {g}, lane {l})");
+        }
+    }
+
+    let r = run(
+        &gpu,
+        kernel(&ks, "alias"),
+        64,
+        2,
+        vec![Arg::Buf(vec![0xEE; 128 * 12])],
+    );
+    assert_eq!(r.fault.state, 0, "alias: unexpected fault {:?}", r.fault);
+    let out = to_u32s(&r.bufs[0]);
+    for g in 0..2u32 {
+        for l in 0..64u32 {
+            let i = (64 * g + l) as usize;
+            let mask = if l < 32 { 0xFFFF_FFFF } else { 0xFF };
+            assert_eq!(
+                out[3 * i..3 * i + 3],
+                [64 * g + l, 0x1234 + l, mask],
+                "alias out[{i}] (group {g}, lane {l})"
+            );
+        }
+    }
+}

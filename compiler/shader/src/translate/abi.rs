@@ -125,7 +125,7 @@ pub struct FaultRecord {
     pub address: u64,
     /// Bytes of the access.
     pub bytes: u32,
-    /// 0 = compute.
+    /// [`Stage::code`]: 0 compute, 1 vertex, 2 pixel.
     pub stage: u32,
     /// Byte offset of the faulting instruction in the program.
     pub inst_offset: u32,
@@ -201,6 +201,21 @@ impl fmt::Display for FaultReason {
 pub enum Stage {
     /// Compute.
     Compute,
+    /// Legacy (non-NGG) vertex shader: SPI_SHADER_PGM_*_VS.
+    Vertex,
+    /// Pixel shader: SPI_SHADER_PGM_*_PS.
+    Pixel,
+}
+
+impl Stage {
+    /// The value the fault record's `stage` field holds (0 compute, 1 vertex, 2 pixel).
+    pub fn code(self) -> u32 {
+        match self {
+            Stage::Compute => 0,
+            Stage::Vertex => 1,
+            Stage::Pixel => 2,
+        }
+    }
 }
 
 /// How guest waves map onto host invocations.
@@ -208,6 +223,9 @@ pub enum Stage {
 pub enum WaveMapping {
     /// One host invocation runs one whole guest wave; lanes are loops (docs/TRANSLATOR.md).
     WaveSerial,
+    /// One host invocation (vertex or fragment) runs a guest wave of one lane
+    /// (docs/TRANSLATOR.md, "Graphics stages").
+    SingleLane,
 }
 
 /// One guest memory access site found by the resource analysis.
@@ -251,12 +269,14 @@ pub struct ShaderMeta {
     pub required_features: Vec<&'static str>,
     /// Guest instructions translated.
     pub guest_instructions: u32,
+    /// Vertex and pixel stages: the module's interface (locations, built-ins, exports).
+    pub graphics: Option<super::graphics::GraphicsInterface>,
 }
 
 /// A translated program.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Translation {
-    /// SPIR-V 1.5 words, entry point "main", GLCompute.
+    /// SPIR-V 1.5 words, entry point "main" (GLCompute, Vertex or Fragment by stage).
     pub spirv: Vec<u32>,
     /// The host workgroup size to dispatch with (wave-serial: [waves per guest group, 1, 1]).
     pub local_size: [u32; 3],

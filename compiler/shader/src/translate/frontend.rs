@@ -15,6 +15,25 @@ use crate::{Decoded, Encoding, Family, Instruction, Target, decode_at_wave};
 
 /// Decodes the reachable program and lowers it to IR.
 pub fn lower(code: &[u8], wave64: bool) -> Result<Body, TranslateError> {
+    lower_with(code, wave64, None).map(|(b, _)| b)
+}
+
+/// [`lower`] for a vertex or pixel stage (single-lane waves): exports, interpolation and the
+/// refusal of cross-lane operations (frontend/graphics.rs). Returns what the lowering learnt.
+pub fn lower_graphics(
+    code: &[u8],
+    wave64: bool,
+    gfx: graphics::GfxLower,
+) -> Result<(Body, graphics::GfxLower), TranslateError> {
+    let (body, g) = lower_with(code, wave64, Some(gfx))?;
+    Ok((body, g.expect("graphics lowering state")))
+}
+
+fn lower_with(
+    code: &[u8],
+    wave64: bool,
+    gfx: Option<graphics::GfxLower>,
+) -> Result<(Body, Option<graphics::GfxLower>), TranslateError> {
     let insts = reachable(code, wave64)?;
     let mut leaders = BTreeSet::from([0usize]);
     for (&off, i) in &insts {
@@ -29,6 +48,11 @@ pub fn lower(code: &[u8], wave64: bool) -> Result<Body, TranslateError> {
                 leaders.insert(off + i.len());
             }
         }
+        // A wave leaves the dispatcher at s_barrier and resumes after it (spirv.rs, `main`),
+        // so the instruction after it starts a block.
+        if i.name() == "s_barrier" {
+            leaders.insert(off + i.len());
+        }
     }
     let index: BTreeMap<usize, usize> = leaders.iter().enumerate().map(|(k, &o)| (o, k)).collect();
     let mut body = Body {
@@ -41,6 +65,7 @@ pub fn lower(code: &[u8], wave64: bool) -> Result<Body, TranslateError> {
         values: 0,
         stmts: Vec::new(),
         inst: 0,
+        gfx,
     };
     for &start in &leaders {
         let mut regions: Vec<Region> = Vec::new();
@@ -96,7 +121,7 @@ pub fn lower(code: &[u8], wave64: bool) -> Result<Body, TranslateError> {
         });
     }
     body.values = cx.values;
-    Ok(body)
+    Ok((body, cx.gfx))
 }
 
 fn disasm_opts(wave64: bool) -> disasm::Options {
@@ -273,6 +298,8 @@ struct Cx {
     values: u32,
     stmts: Vec<Stmt>,
     inst: u32,
+    /// Vertex/pixel stage state (None for compute).
+    gfx: Option<graphics::GfxLower>,
 }
 
 const UNSUPPORTED: &str = "not supported yet";
@@ -456,6 +483,11 @@ impl Cx {
 
     fn inst_ir(&mut self, inst: &Instruction) -> R<Lowered> {
         self.stmts.clear();
+        if self.gfx.is_some()
+            && let Some(l) = self.graphics_inst(inst)?
+        {
+            return Ok(l);
+        }
         if inst.encoding != Encoding::Plain {
             return Err(format!("DPP/SDWA forms {UNSUPPORTED}"));
         }
@@ -1048,6 +1080,7 @@ fn cmp_of(name: &str) -> Option<(CmpOp, Ty)> {
     Some((op, ty))
 }
 
+pub mod graphics;
 mod vector;
 
 /// Guest instructions that produced IR (distinct offsets).

@@ -49,6 +49,10 @@ pub const VCC_LO: SReg = 106;
 pub const EXEC_LO: SReg = 126;
 /// M0.
 pub const M0: SReg = 124;
+/// Pixel stages: a pseudo lane mask (not a guest register) holding the pixel's valid bit, set
+/// by exports with `vm` for the active lanes and cleared for the others; a pixel whose bit is
+/// clear at the end is discarded.
+pub const VALID_MASK: SReg = 0x200;
 
 /// Two-operand operations (operand types equal unless noted).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -332,6 +336,28 @@ pub enum Op {
     Barrier,
     /// Workgroup id component (u32; scalar).
     WorkgroupId(u8),
+    /// `exp` (graphics stages, lane regions): writes the host output of `target` from the
+    /// four u32 values (a component disabled in `en` reads as 0).
+    Export {
+        /// Export target as encoded (0-7 mrt, 8 mrtz, 9 null, 12-15 pos, 32-63 param).
+        target: u8,
+        /// Component enable mask.
+        en: u8,
+        /// Two f16 pairs in data[0..2] (`compr`).
+        compr: bool,
+        /// Components.
+        data: [ValueId; 4],
+    },
+    /// Pixel stages: the host-interpolated value (f32 bits, u32) of fragment input `loc`,
+    /// component `chan` (lane regions; `v_interp_*`).
+    Interp {
+        /// Input location.
+        loc: u8,
+        /// Component 0..3.
+        chan: u8,
+        /// Interpolation the input variable is declared with.
+        mode: super::graphics::InputInterp,
+    },
 }
 
 impl Op {
@@ -346,6 +372,7 @@ impl Op {
                 | Op::Store { .. }
                 | Op::Atomic { .. }
                 | Op::Barrier
+                | Op::Export { .. }
                 // A load can fault (and the fault is reported), so it is never dead.
                 | Op::Load { .. }
         )
@@ -363,6 +390,7 @@ impl Op {
             Op::Bin(_, a, b) | Op::Cmp(_, a, b) | Op::Pack64(a, b) => vec![*a, *b],
             Op::Fma(a, b, c) | Op::Select(a, b, c) => vec![*a, *b, *c],
             Op::Load { addr, .. } => vec![*addr],
+            Op::Export { data, .. } => data.to_vec(),
             Op::Store { addr, data, .. } => {
                 let mut v = vec![*addr];
                 v.extend(data);
@@ -398,6 +426,11 @@ impl Op {
                 *c = f(*c);
             }
             Op::Load { addr, .. } => *addr = f(*addr),
+            Op::Export { data, .. } => {
+                for d in data {
+                    *d = f(*d);
+                }
+            }
             Op::Store { addr, data, .. } => {
                 *addr = f(*addr);
                 for d in data {
@@ -545,6 +578,7 @@ pub fn sreg_name(r: SReg) -> String {
         124 => "m0".into(),
         126 => "exec_lo".into(),
         127 => "exec_hi".into(),
+        VALID_MASK => "valid".into(),
         r => format!("s{r}"),
     }
 }
@@ -594,5 +628,16 @@ fn op_text(op: &Op) -> String {
         },
         Op::Barrier => "barrier".into(),
         Op::WorkgroupId(d) => format!("workgroup id {d}"),
+        Op::Export {
+            target,
+            en,
+            compr,
+            data,
+        } => {
+            let d: Vec<String> = data.iter().map(v).collect();
+            let c = if *compr { " compr" } else { "" };
+            format!("export {target} en 0x{en:x}{c} [{}]", d.join(" "))
+        }
+        Op::Interp { loc, chan, mode } => format!("interp loc {loc}.{chan} {mode:?}"),
     }
 }

@@ -7,10 +7,13 @@
 //! * [`spirv`]: the SPIR-V 1.5 back end (rspirv), deterministic;
 //! * [`validate`]: `spirv-val` over emitted modules (tests and the CLI).
 //!
+//! [`graphics`] adds the vertex and pixel stages (single-lane waves).
+//!
 //! [`abi`] holds the contract with drivers and the kernel-diff harness (docs/SHADER_ABI.md).
 
 pub mod abi;
 pub mod frontend;
+pub mod graphics;
 pub mod ir;
 pub mod passes;
 pub mod spirv;
@@ -21,6 +24,10 @@ use std::collections::BTreeMap;
 pub use abi::{
     ComputeState, FaultReason, FaultRecord, MemoryAccess, Options, RangeEntry, ShaderMeta, Stage,
     TranslateError, Translation, WaveMapping,
+};
+pub use graphics::{
+    GraphicsInterface, InputInterp, Interp, PixelState, Sampling, VertexState, translate_pixel,
+    translate_vertex,
 };
 
 use crate::disasm::{self, instruction_text};
@@ -123,6 +130,7 @@ pub fn translate_compute(
             accesses,
             required_features: features,
             guest_instructions: frontend::count_instructions(&body),
+            graphics: None,
         },
     })
 }

@@ -11,15 +11,19 @@ use super::ir::*;
 /// Runs folding, copy propagation and dead-code removal to a fixed point.
 pub fn optimize(body: &mut Body) {
     for b in &mut body.blocks {
-        let mut live_out = term_uses(&b.term);
-        for r in b.regions.iter_mut().rev() {
+        let last = b.regions.len().saturating_sub(1);
+        for (i, r) in b.regions.iter_mut().enumerate().rev() {
+            // The block's branch condition is a value of its last region: substitutions
+            // rewrite it too, or a replaced read stays live and the loop never settles.
+            let mut term = (i == last).then_some(&mut b.term);
             loop {
-                let changed = copy_propagate(r) | fold(r) | dead_code(r, &live_out);
+                let changed = copy_propagate(r, term.as_deref_mut())
+                    | fold(r)
+                    | dead_code(r, &term.as_deref().map(term_uses).unwrap_or_default());
                 if !changed {
                     break;
                 }
             }
-            live_out.clear();
         }
     }
 }
@@ -41,7 +45,7 @@ enum Reg {
 
 /// A read of a register written earlier in the region takes the written value; a read after
 /// a read takes the first read's value.
-fn copy_propagate(r: &mut Region) -> bool {
+fn copy_propagate(r: &mut Region, term: Option<&mut Terminator>) -> bool {
     let lanes = matches!(r, Region::Lanes { .. });
     let mut known: BTreeMap<Reg, ValueId> = BTreeMap::new();
     let mut subst: BTreeMap<ValueId, ValueId> = BTreeMap::new();
@@ -89,6 +93,9 @@ fn copy_propagate(r: &mut Region) -> bool {
         // Dropping the now-unused reads is dead code's job.
         for s in r.stmts_mut() {
             s.op.map_args(&mut |v| *subst.get(&v).unwrap_or(&v));
+        }
+        if let Some(Terminator::Branch { cond, .. }) = term {
+            *cond = *subst.get(cond).unwrap_or(cond);
         }
     }
     changed

@@ -23,6 +23,7 @@ pub fn emit_compute(
     opts: &Options,
     waves: u32,
 ) -> Result<Vec<u32>, String> {
+    check_barriers(body)?;
     let mut e = Emit::new(body.wave_lanes, state.lds_bytes);
     e.module(body, state, opts, waves)
         .map_err(|err| format!("SPIR-V builder: {err}"))?;
@@ -30,6 +31,9 @@ pub fn emit_compute(
 }
 
 type Res<T> = Result<T, rspirv::dr::Error>;
+
+mod graphics;
+pub(crate) use graphics::emit_graphics;
 
 /// GLSL.std.450 instruction numbers.
 mod glsl {
@@ -96,9 +100,15 @@ struct Emit {
     lds_words: u32,
     pc: Word,
     lds: Option<Word>,
+    /// Workgroup u32[3]: waves still running per barrier round (programs with s_barrier).
+    live: Option<Word>,
     wg_id: Word,
     local_id: Word,
     h: Option<Helpers>,
+    /// Graphics stages (spirv/graphics.rs): single-lane waves and the stage's interface.
+    gfx: Option<Box<graphics::GfxVars>>,
+    /// The fault record's `stage` value.
+    stage_code: u32,
 }
 
 fn atomic_key(op: AtomicOp) -> u8 {
@@ -167,9 +177,12 @@ impl Emit {
             lds_words: lds_bytes.div_ceil(4),
             pc: 0,
             lds: None,
+            live: None,
             wg_id: 0,
             local_id: 0,
             h: None,
+            gfx: None,
+            stage_code: 0,
         }
     }
 
@@ -304,10 +317,24 @@ impl Emit {
 
     fn module(&mut self, body: &Body, state: &ComputeState, opts: &Options, waves: u32) -> Res<()> {
         self.interface(state)?;
+        if has_barrier(body) {
+            let n = self.k32(3);
+            let arr = self.b.type_array(self.t.u32, n);
+            let p = self
+                .b
+                .type_pointer(None, spirv::StorageClass::Workgroup, arr);
+            self.live = Some(
+                self.b
+                    .variable(p, None, spirv::StorageClass::Workgroup, None),
+            );
+        }
         self.helpers(body)?;
         let main = self.main(body, state, opts, waves)?;
         let mut iface = vec![self.pc, self.wg_id, self.local_id];
         if let Some(l) = self.lds {
+            iface.push(l);
+        }
+        if let Some(l) = self.live {
             iface.push(l);
         }
         self.b
@@ -318,6 +345,38 @@ impl Emit {
     }
 
     fn interface(&mut self, state: &ComputeState) -> Res<()> {
+        self.push_block()?;
+        let u32t = self.t.u32;
+        let pin = self.t.p_in_v3;
+        self.wg_id = self.b.variable(pin, None, spirv::StorageClass::Input, None);
+        self.b.decorate(
+            self.wg_id,
+            spirv::Decoration::BuiltIn,
+            [Operand::BuiltIn(spirv::BuiltIn::WorkgroupId)],
+        );
+        self.local_id = self.b.variable(pin, None, spirv::StorageClass::Input, None);
+        self.b.decorate(
+            self.local_id,
+            spirv::Decoration::BuiltIn,
+            [Operand::BuiltIn(spirv::BuiltIn::LocalInvocationId)],
+        );
+        if state.lds_bytes > 0 {
+            let n = self.k32(self.lds_words);
+            let arr = self.b.type_array(u32t, n);
+            let p = self
+                .b
+                .type_pointer(None, spirv::StorageClass::Workgroup, arr);
+            self.lds = Some(
+                self.b
+                    .variable(p, None, spirv::StorageClass::Workgroup, None),
+            );
+        }
+        let _ = self.t.v3u32;
+        Ok(())
+    }
+
+    /// The push-constant block (docs/SHADER_ABI.md), the same for every stage.
+    fn push_block(&mut self) -> Res<()> {
         let t = &self.t;
         let (u32t, u64t) = (t.u32, t.u64);
         let n16 = self.k32(16);
@@ -351,31 +410,6 @@ impl Emit {
         self.pc = self
             .b
             .variable(pst, None, spirv::StorageClass::PushConstant, None);
-        let pin = self.t.p_in_v3;
-        self.wg_id = self.b.variable(pin, None, spirv::StorageClass::Input, None);
-        self.b.decorate(
-            self.wg_id,
-            spirv::Decoration::BuiltIn,
-            [Operand::BuiltIn(spirv::BuiltIn::WorkgroupId)],
-        );
-        self.local_id = self.b.variable(pin, None, spirv::StorageClass::Input, None);
-        self.b.decorate(
-            self.local_id,
-            spirv::Decoration::BuiltIn,
-            [Operand::BuiltIn(spirv::BuiltIn::LocalInvocationId)],
-        );
-        if state.lds_bytes > 0 {
-            let n = self.k32(self.lds_words);
-            let arr = self.b.type_array(u32t, n);
-            let p = self
-                .b
-                .type_pointer(None, spirv::StorageClass::Workgroup, arr);
-            self.lds = Some(
-                self.b
-                    .variable(p, None, spirv::StorageClass::Workgroup, None),
-            );
-        }
-        let _ = self.t.v3u32;
         Ok(())
     }
 
@@ -457,7 +491,7 @@ impl Emit {
                 let a = at(e, 16)?;
                 e.store_psb(a, bytes, false)?;
                 let a = at(e, 20)?;
-                let z = e.k32(0);
+                let z = e.k32(e.stage_code);
                 e.store_psb(a, z, false)?;
                 let a = at(e, 24)?;
                 e.store_psb(a, inst, false)?;
@@ -853,6 +887,20 @@ impl Emit {
         let iter_var = self
             .b
             .variable(pfn, None, spirv::StorageClass::Function, Some(z32));
+        // Barrier rounds (programs with s_barrier only): Function variables must come first.
+        let barriers = has_barrier(body);
+        let (at_barrier, done, round_var) = if barriers {
+            (
+                self.b
+                    .variable(pb, None, spirv::StorageClass::Function, Some(fbool)),
+                self.b
+                    .variable(pb, None, spirv::StorageClass::Function, Some(fbool)),
+                self.b
+                    .variable(pfn, None, spirv::StorageClass::Function, Some(z32)),
+            )
+        } else {
+            (0, 0, 0)
+        };
         let mut cx = MainCx {
             svars,
             vvars,
@@ -862,6 +910,10 @@ impl Emit {
             tys: value_types(body),
             multi: BTreeMap::new(),
             lane: None,
+            snap: BTreeMap::new(),
+            barriers,
+            at_barrier,
+            done,
         };
 
         // Prologue: the compute ABI (user SGPRs, workgroup ids, thread ids, EXEC).
@@ -927,7 +979,121 @@ impl Emit {
         })?;
         let _ = (wz, waves);
 
-        // Dispatcher loop.
+        if !barriers {
+            self.dispatcher(body, opts, &mut cx, block_var, iter_var)?;
+            self.b.ret()?;
+            self.b.end_function()?;
+            return Ok(f);
+        }
+
+        // Barrier rounds (docs/TRANSLATOR.md, "Wave mapping"): every invocation runs its
+        // dispatcher until its wave reaches s_barrier or ends, then all of them meet at one
+        // OpControlBarrier here, outside the dispatcher, where control is uniform. Waves still
+        // running count themselves into live[round % 3] before the barrier; after it every
+        // invocation reads the same count, so leaving the loop is a uniform decision.
+        // live[(round + 2) % 3] is cleared for a later round: its last readers read it before
+        // this round's barrier and its next writers write it after the next round's barrier.
+        let live = self
+            .live
+            .expect("live counters are declared for programs with s_barrier");
+        let (z, one) = (self.k32(0), self.k32(1));
+        let lid_x = self.b.composite_extract(u32t, None, lid, [0])?;
+        let leader = self.b.i_equal(boolt, None, lid_x, z)?;
+        self.if_then(leader, |e| {
+            for k in 0..2 {
+                let i = e.k32(k);
+                let p = e.live_ptr(live, i)?;
+                e.atomic_store_wg(p, z)?;
+            }
+            Ok(())
+        })?;
+        self.workgroup_barrier()?;
+        let (hdr, sel, rb, cont, exit) = (
+            self.b.id(),
+            self.b.id(),
+            self.b.id(),
+            self.b.id(),
+            self.b.id(),
+        );
+        self.b.branch(hdr)?;
+        self.block(hdr)?;
+        self.b
+            .loop_merge(exit, cont, spirv::LoopControl::NONE, [])?;
+        self.b.branch(sel)?;
+        self.block(sel)?;
+        let done = self.load(boolt, cx.done)?;
+        self.b.branch_conditional(done, exit, rb, [])?;
+        self.block(rb)?;
+        let f_ = self.kbool(false);
+        self.store(cx.at_barrier, f_)?;
+        self.dispatcher(body, opts, &mut cx, block_var, iter_var)?;
+        let round = self.load(u32t, round_var)?;
+        let three = self.k32(3);
+        let slot = self.b.u_mod(u32t, None, round, three)?;
+        let id = self.load(u32t, block_var)?;
+        let endk = self.k32(END_BLOCK);
+        let running = self.b.i_not_equal(boolt, None, id, endk)?;
+        self.if_then(running, |e| {
+            let p = e.live_ptr(live, slot)?;
+            let (wg, relaxed) = (e.k32(SCOPE_WORKGROUP), e.k32(0));
+            e.b.atomic_i_add(u32t, None, p, wg, relaxed, one)?;
+            Ok(())
+        })?;
+        self.workgroup_barrier()?;
+        let p = self.live_ptr(live, slot)?;
+        let (wg, relaxed) = (self.k32(SCOPE_WORKGROUP), self.k32(0));
+        let n = self.b.atomic_load(u32t, None, p, wg, relaxed)?;
+        let none = self.b.i_equal(boolt, None, n, z)?;
+        self.store(cx.done, none)?;
+        let two = self.k32(2);
+        let r2 = self.b.i_add(u32t, None, round, two)?;
+        let clear = self.b.u_mod(u32t, None, r2, three)?;
+        self.if_then(leader, |e| {
+            let p = e.live_ptr(live, clear)?;
+            e.atomic_store_wg(p, z)
+        })?;
+        let r1 = self.b.i_add(u32t, None, round, one)?;
+        self.store(round_var, r1)?;
+        self.b.branch(cont)?;
+        self.block(cont)?;
+        self.b.branch(hdr)?;
+        self.block(exit)?;
+        self.b.ret()?;
+        self.b.end_function()?;
+        Ok(f)
+    }
+
+    /// OpControlBarrier at workgroup scope, acquire-release on workgroup and storage memory
+    /// (what s_barrier with the fences around it means).
+    fn workgroup_barrier(&mut self) -> Res<()> {
+        let wg = self.k32(SCOPE_WORKGROUP);
+        // AcquireRelease | UniformMemory | WorkgroupMemory
+        let sem = self.k32(0x8 | 0x40 | 0x100);
+        self.b.control_barrier(wg, wg, sem)
+    }
+
+    fn live_ptr(&mut self, live: Word, index: Word) -> Res<Word> {
+        let pw = self.t.p_wg_u32;
+        self.b.access_chain(pw, None, live, [index])
+    }
+
+    fn atomic_store_wg(&mut self, p: Word, v: Word) -> Res<()> {
+        let (wg, relaxed) = (self.k32(SCOPE_WORKGROUP), self.k32(0));
+        self.b.atomic_store(p, wg, relaxed, v)
+    }
+
+    /// The block-index dispatcher: `loop { switch (block) { ... } }` until the wave ends or
+    /// (programs with s_barrier) reaches a barrier; `Options::loop_limit` bounds its
+    /// iterations over the whole run of the invocation.
+    fn dispatcher(
+        &mut self,
+        body: &Body,
+        opts: &Options,
+        cx: &mut MainCx,
+        block_var: Word,
+        iter_var: Word,
+    ) -> Res<()> {
+        let (u32t, boolt) = (self.t.u32, self.t.bool);
         let (hdr, sel, sw, sw_merge, cont, exit) = (
             self.b.id(),
             self.b.id(),
@@ -944,7 +1110,12 @@ impl Emit {
         self.block(sel)?;
         let id = self.load(u32t, block_var)?;
         let endk = self.k32(END_BLOCK);
-        let running = self.b.i_not_equal(boolt, None, id, endk)?;
+        let mut running = self.b.i_not_equal(boolt, None, id, endk)?;
+        if cx.barriers {
+            let waiting = self.load(boolt, cx.at_barrier)?;
+            let go = self.b.logical_not(boolt, None, waiting)?;
+            running = self.b.logical_and(boolt, None, running, go)?;
+        }
         self.b.branch_conditional(running, sw, exit, [])?;
         self.block(sw)?;
         if opts.loop_limit > 0 {
@@ -992,12 +1163,29 @@ impl Emit {
                     Region::Scalar(stmts) => {
                         cx.lane = None;
                         for s in stmts {
-                            self.stmt(&mut cx, s)?;
+                            self.stmt(cx, s)?;
                         }
                     }
                     Region::Lanes { body: stmts, masks } => {
+                        // Every lane reads an SGPR as it was before the region: a lane mask
+                        // the region writes changes bit by bit as the lanes run, but on the
+                        // hardware an instruction reads its scalar sources once for the wave
+                        // (`v_mad_u64_u32 v[0:1], s1, s1, s8, v[0:1]` writes its carries into
+                        // the s1 it multiplies by). The front end cuts a region before an
+                        // instruction that reads a mask an earlier one wrote, so the value at
+                        // entry is the one every lane must see.
+                        cx.snap.clear();
+                        for s in stmts {
+                            if let Op::ReadS(r) = s.op {
+                                let written = masks.iter().any(|m| r == *m || r == *m + 1);
+                                if written && !cx.snap.contains_key(&r) {
+                                    let w = self.load(u32t, cx.svars[&r])?;
+                                    cx.snap.insert(r, w);
+                                }
+                            }
+                        }
                         let masks = masks.clone();
-                        self.lane_loop(&mut cx, Some(&masks), |e, cx, lane| {
+                        self.lane_loop(cx, Some(&masks), |e, cx, lane| {
                             cx.lane = Some(lane);
                             for s in stmts {
                                 e.stmt(cx, s)?;
@@ -1005,6 +1193,7 @@ impl Emit {
                             cx.lane = None;
                             Ok(())
                         })?;
+                        cx.snap.clear();
                     }
                 }
             }
@@ -1029,10 +1218,7 @@ impl Emit {
         self.b.branch(cont)?;
         self.block(cont)?;
         self.b.branch(hdr)?;
-        self.block(exit)?;
-        self.b.ret()?;
-        self.b.end_function()?;
-        Ok(f)
+        self.block(exit)
     }
 
     fn vptr(&mut self, cx: &MainCx, r: u16, lane: Word) -> Res<Word> {
@@ -1062,6 +1248,9 @@ impl Emit {
         self.b.i_not_equal(self.t.bool, None, b, z)
     }
     fn set_lane_bit(&mut self, cx: &MainCx, r: SReg, lane: Word, bit: Word) -> Res<()> {
+        if self.gfx.is_some() {
+            return self.set_single_lane_mask(cx, r, bit);
+        }
         let u64t = self.t.u64;
         let m = self.mask64(cx, r)?;
         let l64 = self.zext(lane)?;
@@ -1169,7 +1358,10 @@ impl Emit {
             Op::Const(c) => Some(self.k32(*c)),
             Op::Const64(c) => Some(self.k64(*c)),
             Op::ConstBool(b) => Some(self.kbool(*b)),
-            Op::ReadS(r) => Some(self.load(u32t, cx.svars[r])?),
+            Op::ReadS(r) => match cx.snap.get(r) {
+                Some(&w) if cx.lane.is_some() => Some(w),
+                _ => Some(self.load(u32t, cx.svars[r])?),
+            },
             Op::WriteS(r, x) => {
                 self.store(cx.svars[r], v(x))?;
                 None
@@ -1305,16 +1497,17 @@ impl Emit {
                 )
             }
             Op::Barrier => {
-                let wg = self.k32(SCOPE_WORKGROUP);
-                // AcquireRelease | UniformMemory | WorkgroupMemory
-                let sem = self.k32(0x8 | 0x40 | 0x100);
-                self.b.control_barrier(wg, wg, sem)?;
+                // The barrier itself runs outside the dispatcher (`main`); the wave stops
+                // here with `block` already at the barrier block's successor.
+                let t = self.kbool(true);
+                self.store(cx.at_barrier, t)?;
                 None
             }
             Op::WorkgroupId(d) => {
                 let wg = self.load(self.t.v3u32, self.wg_id)?;
                 Some(self.b.composite_extract(u32t, None, wg, [*d as u32])?)
             }
+            Op::Export { .. } | Op::Interp { .. } => self.gfx_stmt(cx, s)?,
         };
         if let (Some((id, _)), Some(w)) = (s.def, out) {
             cx.vals[id.0 as usize] = w;
@@ -1549,6 +1742,34 @@ impl Emit {
     }
 }
 
+/// True when the program has s_barrier.
+fn has_barrier(body: &Body) -> bool {
+    body.blocks.iter().any(|b| {
+        b.regions
+            .iter()
+            .any(|r| r.stmts().iter().any(|s| s.op == Op::Barrier))
+    })
+}
+
+/// The dispatcher leaves a wave at s_barrier after the block that holds it, so s_barrier must
+/// be the block's last statement (the front end starts a block after each one).
+fn check_barriers(body: &Body) -> Result<(), String> {
+    for b in &body.blocks {
+        let stmts: Vec<&Stmt> = b.regions.iter().flat_map(|r| r.stmts()).collect();
+        for (i, s) in stmts.iter().enumerate() {
+            if s.op == Op::Barrier
+                && (i + 1 != stmts.len() || !matches!(b.term, Terminator::Jump(_)))
+            {
+                return Err(format!(
+                    "s_barrier at 0x{:x} does not end its block (block at 0x{:x})",
+                    s.inst, b.offset
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The type of every value (indexed by `ValueId`).
 fn value_types(body: &Body) -> Vec<Ty> {
     let mut t = vec![Ty::U32; body.values as usize];
@@ -1579,4 +1800,12 @@ struct MainCx {
     tys: Vec<Ty>,
     multi: BTreeMap<ValueId, Vec<Word>>,
     lane: Option<Word>,
+    /// SGPR values at the entry of the current lane region, for the masks it writes.
+    snap: BTreeMap<SReg, Word>,
+    /// The program has s_barrier: the dispatcher stops at each one (`at_barrier`).
+    barriers: bool,
+    /// Bool: the wave has reached s_barrier and waits for the others.
+    at_barrier: Word,
+    /// Bool: no wave of the workgroup is running any more (uniform).
+    done: Word,
 }

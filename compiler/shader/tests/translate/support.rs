@@ -72,11 +72,49 @@ pub fn build(wave64: bool, local: [u32; 3]) -> Option<Vec<Kernel>> {
         String::from_utf8_lossy(&out.stderr)
     );
     let data = std::fs::read(&obj).unwrap();
-    let file = object::File::parse(&*data).unwrap();
+    let out = kernels_of(&data, KERNELS, local);
+    assert!(out.iter().all(|k| k.state.wave64 == wave64));
+    Some(out)
+}
+
+/// Assembles tests/translate/FILE (gfx1030 assembly with `.amdhsa_kernel` descriptors) with
+/// clang-14 and reads the named kernels.
+pub fn build_asm(file: &str, names: &[&str], local: [u32; 3]) -> Option<Vec<Kernel>> {
+    let Some(cc) = clang() else {
+        eprintln!("SKIP: clang-14 not found (Debian package clang-14); translator tests need it");
+        return None;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let obj = tmp.path().join("k.o");
+    let out = Command::new(cc)
+        .args([
+            "-x",
+            "assembler",
+            "-target",
+            "amdgcn-amd-amdhsa",
+            "-mcpu=gfx1030",
+            "-c",
+        ])
+        .arg(dir().join(file))
+        .arg("-o")
+        .arg(&obj)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "clang -x assembler: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(kernels_of(&std::fs::read(&obj).unwrap(), names, local))
+}
+
+/// Each named kernel's code (from its symbol to the end of .text) and descriptor.
+fn kernels_of(data: &[u8], names: &[&str], local: [u32; 3]) -> Vec<Kernel> {
+    let file = object::File::parse(data).unwrap();
     let text = file.section_by_name(".text").unwrap();
     let text_bytes = text.data().unwrap();
     let mut out = Vec::new();
-    for name in KERNELS {
+    for name in names {
         let sym = file.symbols().find(|s| s.name() == Ok(name)).unwrap();
         let kd = file
             .symbols()
@@ -105,6 +143,5 @@ pub fn build(wave64: bool, local: [u32; 3]) -> Option<Vec<Kernel>> {
             kernarg_size: u32_at(8),
         });
     }
-    assert!(out.iter().all(|k| k.state.wave64 == wave64));
-    Some(out)
+    out
 }

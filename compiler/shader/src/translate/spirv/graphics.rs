@@ -1,0 +1,470 @@
+//! Vertex and fragment modules (docs/SHADER_ABI.md "Graphics"): single-lane waves, the
+//! stage's interface variables, exports and host interpolation.
+//!
+//! The register variables are the ones `Emit::main` builds for compute, with one lane (a
+//! guest wave of one lane per host invocation), and the block dispatcher is the same.
+
+use super::*;
+use crate::translate::abi::Stage;
+use crate::translate::frontend::graphics::target;
+use crate::translate::graphics::{GfxPlan, Interp, Sampling, SysValue, ex_format};
+
+/// GLSL.std.450 unpack instructions.
+const UNPACK_SNORM_2X16: u32 = 60;
+const UNPACK_UNORM_2X16: u32 = 61;
+const UNPACK_HALF_2X16: u32 = 62;
+
+/// The graphics interface of one module.
+pub(super) struct GfxVars {
+    plan: GfxPlan,
+    v2f32: Word,
+    v4f32: Word,
+    p_in_f32: Word,
+    /// Export target -> Output variable (vec4 f32; f32 for mrtz).
+    outs: BTreeMap<u8, Word>,
+    /// Input location -> Input variable (vec4 f32).
+    ins: BTreeMap<u8, Word>,
+    vertex_index: Option<Word>,
+    instance_index: Option<Word>,
+    frag_coord: Option<Word>,
+    front_facing: Option<Word>,
+}
+
+/// Emits the module for a lowered vertex or pixel program.
+pub(crate) fn emit_graphics(
+    body: &Body,
+    plan: &GfxPlan,
+    opts: &Options,
+) -> Result<Vec<u32>, String> {
+    let mut e = Emit::new(1, 0);
+    e.stage_code = plan.stage.code();
+    e.gfx_module(body, plan, opts)
+        .map_err(|err| format!("SPIR-V builder: {err}"))?;
+    Ok(e.finish())
+}
+
+impl Emit {
+    fn gv(&self) -> &GfxVars {
+        self.gfx.as_ref().expect("graphics module")
+    }
+
+    fn gfx_module(&mut self, body: &Body, plan: &GfxPlan, opts: &Options) -> Res<()> {
+        self.push_block()?;
+        let iface = self.gfx_interface(plan)?;
+        self.helpers(body)?;
+        let main = self.gfx_main(body, opts)?;
+        let model = if plan.stage == Stage::Vertex {
+            spirv::ExecutionModel::Vertex
+        } else {
+            spirv::ExecutionModel::Fragment
+        };
+        self.b.entry_point(model, main, "main", iface);
+        if plan.stage == Stage::Pixel {
+            self.b
+                .execution_mode(main, spirv::ExecutionMode::OriginUpperLeft, []);
+            if plan.outputs.contains(&target::MRTZ) {
+                self.b
+                    .execution_mode(main, spirv::ExecutionMode::DepthReplacing, []);
+            }
+        }
+        Ok(())
+    }
+
+    fn builtin_var(&mut self, ty: Word, class: spirv::StorageClass, bi: spirv::BuiltIn) -> Word {
+        let p = self.b.type_pointer(None, class, ty);
+        let v = self.b.variable(p, None, class, None);
+        self.b
+            .decorate(v, spirv::Decoration::BuiltIn, [Operand::BuiltIn(bi)]);
+        v
+    }
+
+    /// Declares the stage's inputs and outputs; returns the entry point's interface list.
+    fn gfx_interface(&mut self, plan: &GfxPlan) -> Res<Vec<Word>> {
+        use spirv::StorageClass::{Input, Output};
+        let (u32t, f32t, boolt) = (self.t.u32, self.t.f32, self.t.bool);
+        let v2f32 = self.b.type_vector(f32t, 2);
+        let v4f32 = self.b.type_vector(f32t, 4);
+        let p_in_f32 = self.b.type_pointer(None, Input, f32t);
+        let p_in_v4 = self.b.type_pointer(None, Input, v4f32);
+        let p_out_v4 = self.b.type_pointer(None, Output, v4f32);
+        let mut g = GfxVars {
+            plan: plan.clone(),
+            v2f32,
+            v4f32,
+            p_in_f32,
+            outs: BTreeMap::new(),
+            ins: BTreeMap::new(),
+            vertex_index: None,
+            instance_index: None,
+            frag_coord: None,
+            front_facing: None,
+        };
+        let mut iface = vec![self.pc];
+        for &(_, sv) in &plan.vgpr_inputs {
+            match sv {
+                SysValue::VertexIndex => {
+                    let v = self.builtin_var(u32t, Input, spirv::BuiltIn::VertexIndex);
+                    g.vertex_index = Some(v);
+                }
+                SysValue::InstanceIndex => {
+                    let v = self.builtin_var(u32t, Input, spirv::BuiltIn::InstanceIndex);
+                    g.instance_index = Some(v);
+                }
+                SysValue::FragCoord(_) | SysValue::FragW => {}
+                SysValue::FrontFace => {
+                    let v = self.builtin_var(boolt, Input, spirv::BuiltIn::FrontFacing);
+                    g.front_facing = Some(v);
+                }
+            }
+        }
+        let needs_coord = plan
+            .vgpr_inputs
+            .iter()
+            .any(|v| matches!(v.1, SysValue::FragCoord(_) | SysValue::FragW))
+            || plan.outputs.contains(&target::MRTZ);
+        if needs_coord {
+            g.frag_coord = Some(self.builtin_var(v4f32, Input, spirv::BuiltIn::FragCoord));
+        }
+        let mut sample = false;
+        for (&loc, mode) in &plan.inputs {
+            let v = self.b.variable(p_in_v4, None, Input, None);
+            self.b.decorate(
+                v,
+                spirv::Decoration::Location,
+                [Operand::LiteralBit32(loc as u32)],
+            );
+            match mode.interp {
+                Interp::Smooth => {}
+                Interp::NoPerspective => {
+                    self.b.decorate(v, spirv::Decoration::NoPerspective, []);
+                }
+                Interp::Flat => self.b.decorate(v, spirv::Decoration::Flat, []),
+            }
+            match mode.sampling {
+                Sampling::Center => {}
+                Sampling::Centroid => self.b.decorate(v, spirv::Decoration::Centroid, []),
+                Sampling::Sample => {
+                    sample = true;
+                    self.b.decorate(v, spirv::Decoration::Sample, []);
+                }
+            }
+            g.ins.insert(loc, v);
+        }
+        if sample {
+            self.b.capability(spirv::Capability::SampleRateShading);
+        }
+        for &t in &plan.outputs {
+            let v = match t {
+                target::POS0 => self.builtin_var(v4f32, Output, spirv::BuiltIn::Position),
+                target::MRTZ => self.builtin_var(f32t, Output, spirv::BuiltIn::FragDepth),
+                _ => {
+                    let loc = if t >= target::PARAM0 {
+                        t - target::PARAM0
+                    } else {
+                        t
+                    };
+                    let v = self.b.variable(p_out_v4, None, Output, None);
+                    self.b.decorate(
+                        v,
+                        spirv::Decoration::Location,
+                        [Operand::LiteralBit32(loc as u32)],
+                    );
+                    v
+                }
+            };
+            g.outs.insert(t, v);
+        }
+        iface.extend(
+            [
+                g.vertex_index,
+                g.instance_index,
+                g.frag_coord,
+                g.front_facing,
+            ]
+            .into_iter()
+            .flatten(),
+        );
+        iface.extend(g.ins.values());
+        iface.extend(g.outs.values());
+        self.gfx = Some(Box::new(g));
+        Ok(iface)
+    }
+
+    /// Single-lane waves: a lane-mask write sets the whole mask to the one lane's bit (the
+    /// wave's other lanes do not exist, so their bits are 0, as VOPC writes inactive lanes).
+    pub(super) fn set_single_lane_mask(&mut self, cx: &MainCx, r: SReg, bit: Word) -> Res<()> {
+        let (one, z) = (self.k32(1), self.k32(0));
+        let u32t = self.t.u32;
+        let x = self.b.select(u32t, None, bit, one, z)?;
+        self.store(cx.svars[&r], x)?;
+        if self.gv().plan.wave64 {
+            self.store(cx.svars[&(r + 1)], z)?;
+        }
+        Ok(())
+    }
+
+    fn f32_of(&mut self, cx: &MainCx, v: ValueId) -> Res<Word> {
+        let f32t = self.t.f32;
+        self.b.bitcast(f32t, None, cx.vals[v.0 as usize])
+    }
+
+    /// Export and interpolation statements.
+    pub(super) fn gfx_stmt(&mut self, cx: &mut MainCx, s: &Stmt) -> Res<Option<Word>> {
+        let (u32t, f32t) = (self.t.u32, self.t.f32);
+        match &s.op {
+            Op::Interp { loc, chan, .. } => {
+                let var = self.gv().ins[loc];
+                let p_in_f32 = self.gv().p_in_f32;
+                let c = self.k32(*chan as u32);
+                let p = self.b.access_chain(p_in_f32, None, var, [c])?;
+                let f = self.load(f32t, p)?;
+                Ok(Some(self.b.bitcast(u32t, None, f)?))
+            }
+            Op::Export {
+                target: tgt,
+                compr,
+                data,
+                ..
+            } => {
+                let Some(&var) = self.gv().outs.get(tgt) else {
+                    // A format of ZERO: the hardware writes nothing.
+                    return Ok(None);
+                };
+                if *tgt == target::MRTZ {
+                    let d = self.f32_of(cx, data[0])?;
+                    self.store(var, d)?;
+                    return Ok(None);
+                }
+                let fmt = if *tgt < target::MRTZ {
+                    (self.gv().plan.col_format >> (4 * *tgt as u32)) & 0xF
+                } else {
+                    ex_format::ABGR32
+                };
+                let zero = {
+                    let t = self.t.f32;
+                    *self
+                        .consts
+                        .entry((t, 0))
+                        .or_insert_with(|| self.b.constant_bit32(t, 0))
+                };
+                let c: [Word; 4] = if *compr {
+                    let inst = match fmt {
+                        ex_format::UNORM16_ABGR => UNPACK_UNORM_2X16,
+                        ex_format::SNORM16_ABGR => UNPACK_SNORM_2X16,
+                        _ => UNPACK_HALF_2X16,
+                    };
+                    let v2 = self.gv().v2f32;
+                    let rg = self.ext(inst, v2, &[cx.vals[data[0].0 as usize]])?;
+                    let ba = self.ext(inst, v2, &[cx.vals[data[1].0 as usize]])?;
+                    [
+                        self.b.composite_extract(f32t, None, rg, [0])?,
+                        self.b.composite_extract(f32t, None, rg, [1])?,
+                        self.b.composite_extract(f32t, None, ba, [0])?,
+                        self.b.composite_extract(f32t, None, ba, [1])?,
+                    ]
+                } else {
+                    let mut f = [zero; 4];
+                    for (k, d) in data.iter().enumerate() {
+                        f[k] = self.f32_of(cx, *d)?;
+                    }
+                    match fmt {
+                        ex_format::R32 => [f[0], zero, zero, zero],
+                        ex_format::GR32 => [f[0], f[1], zero, zero],
+                        // GFX10 exports 32_AR as two dwords: R, then A.
+                        ex_format::AR32 => [f[0], zero, zero, f[1]],
+                        _ => f,
+                    }
+                };
+                let v4 = self.gv().v4f32;
+                let vec = self.b.composite_construct(v4, None, c)?;
+                self.store(var, vec)?;
+                Ok(None)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The graphics entry function: registers, the prologue, the block dispatcher and, for
+    /// pixels, the discard of an invalid pixel.
+    fn gfx_main(&mut self, body: &Body, opts: &Options) -> Res<Word> {
+        let plan = self.gv().plan.clone();
+        let void = self.t.void;
+        let fty = self.b.type_function(void, []);
+        let f = self
+            .b
+            .begin_function(void, None, spirv::FunctionControl::NONE, fty)?;
+        self.b.begin_block(None)?;
+        let (u32t, f32t, boolt) = (self.t.u32, self.t.f32, self.t.bool);
+        let mut sregs: Vec<SReg> = vec![EXEC_LO, EXEC_LO + 1, VCC_LO, VCC_LO + 1];
+        if plan.stage == Stage::Pixel {
+            sregs.extend([VALID_MASK, VALID_MASK + 1]);
+        }
+        let mut vregs: Vec<u16> = plan.vgpr_inputs.iter().map(|v| v.0).collect();
+        for b in &body.blocks {
+            for r in &b.regions {
+                for s in r.stmts() {
+                    match s.op {
+                        Op::ReadS(x) | Op::WriteS(x, _) => sregs.push(x),
+                        Op::ReadMaskBit(x) | Op::WriteMaskBit(x, _) => {
+                            sregs.push(x);
+                            sregs.push(x + 1);
+                        }
+                        Op::ReadV(x) | Op::WriteV(x, _) | Op::ReadLane(x, _) => vregs.push(x),
+                        _ => {}
+                    }
+                }
+                if let Region::Lanes { masks, .. } = r {
+                    for m in masks {
+                        sregs.push(*m);
+                        sregs.push(*m + 1);
+                    }
+                }
+            }
+        }
+        for u in 0..plan.user_sgprs.min(16) as SReg {
+            sregs.push(u);
+        }
+        sregs.sort_unstable();
+        sregs.dedup();
+        vregs.sort_unstable();
+        vregs.dedup();
+        let z32 = self.k32(0);
+        let pfn = self.t.p_fn_u32;
+        let mut svars = BTreeMap::new();
+        for &r in &sregs {
+            let v = self
+                .b
+                .variable(pfn, None, spirv::StorageClass::Function, Some(z32));
+            svars.insert(r, v);
+        }
+        let null_lanes = self.b.constant_null(self.t.lane_arr);
+        let mut vvars = BTreeMap::new();
+        for &r in &vregs {
+            let pa = self.t.p_fn_lane_arr;
+            let v = self
+                .b
+                .variable(pa, None, spirv::StorageClass::Function, Some(null_lanes));
+            vvars.insert(r, v);
+        }
+        let fbool = self.kbool(false);
+        let pb = self.t.p_fn_bool;
+        let scc = self
+            .b
+            .variable(pb, None, spirv::StorageClass::Function, Some(fbool));
+        let block_var = self
+            .b
+            .variable(pfn, None, spirv::StorageClass::Function, Some(z32));
+        let lane_var = self
+            .b
+            .variable(pfn, None, spirv::StorageClass::Function, Some(z32));
+        let iter_var = self
+            .b
+            .variable(pfn, None, spirv::StorageClass::Function, Some(z32));
+        let mut cx = MainCx {
+            svars,
+            vvars,
+            scc,
+            lane_var,
+            vals: vec![0; body.values as usize],
+            tys: value_types(body),
+            multi: BTreeMap::new(),
+            lane: None,
+            snap: BTreeMap::new(),
+            barriers: false,
+            at_barrier: 0,
+            done: 0,
+        };
+
+        // Prologue: user SGPRs; the SGPR after them (PS: the primitive mask for M0) stays 0;
+        // EXEC = lane 0; the valid mask set; system-value VGPRs; outputs zeroed so an export
+        // that does not run leaves a defined value.
+        for u in 0..plan.user_sgprs.min(16) {
+            let v = self.pc_u32(0, Some(u))?;
+            let var = cx.svars[&(u as SReg)];
+            self.store(var, v)?;
+        }
+        let one = self.k32(1);
+        self.store(cx.svars[&EXEC_LO], one)?;
+        if plan.stage == Stage::Pixel {
+            self.store(cx.svars[&VALID_MASK], one)?;
+        }
+        let lane0 = self.k32(0);
+        for &(r, sv) in &plan.vgpr_inputs {
+            let g = self.gv();
+            let (vi, ii, fc, ff) = (
+                g.vertex_index,
+                g.instance_index,
+                g.frag_coord,
+                g.front_facing,
+            );
+            let x = match sv {
+                SysValue::VertexIndex => self.load(u32t, vi.expect("VertexIndex"))?,
+                SysValue::InstanceIndex => self.load(u32t, ii.expect("InstanceIndex"))?,
+                SysValue::FragCoord(_) | SysValue::FragW => {
+                    let v4 = self.gv().v4f32;
+                    let coord = self.load(v4, fc.expect("FragCoord"))?;
+                    let k = if let SysValue::FragCoord(c) = sv {
+                        c
+                    } else {
+                        3
+                    };
+                    let mut x = self.b.composite_extract(f32t, None, coord, [k as u32])?;
+                    if sv == SysValue::FragW {
+                        // The hardware gives clip w; FragCoord.w is 1 / w.
+                        let one_f = {
+                            let bits = 1.0f32.to_bits();
+                            *self
+                                .consts
+                                .entry((f32t, bits as u64))
+                                .or_insert_with(|| self.b.constant_bit32(f32t, bits))
+                        };
+                        x = self.b.f_div(f32t, None, one_f, x)?;
+                    }
+                    self.b.bitcast(u32t, None, x)?
+                }
+                SysValue::FrontFace => {
+                    let b = self.load(boolt, ff.expect("FrontFacing"))?;
+                    let onef = self.k32(1.0f32.to_bits());
+                    self.b.select(u32t, None, b, onef, z32)?
+                }
+            };
+            let p = self.vptr(&cx, r, lane0)?;
+            self.store(p, x)?;
+        }
+        let outs: Vec<(u8, Word)> = self.gv().outs.iter().map(|(t, v)| (*t, *v)).collect();
+        for (t, var) in outs {
+            if t == target::MRTZ {
+                // Depth the shader does not export stays the rasterised depth.
+                let v4 = self.gv().v4f32;
+                let fc = self.gv().frag_coord.expect("FragCoord");
+                let coord = self.load(v4, fc)?;
+                let z = self.b.composite_extract(f32t, None, coord, [2])?;
+                self.store(var, z)?;
+            } else {
+                let v4 = self.gv().v4f32;
+                let zero = self.b.constant_null(v4);
+                self.store(var, zero)?;
+            }
+        }
+
+        // The block dispatcher shared with compute (no barriers: a draw has no workgroups).
+        self.dispatcher(body, opts, &mut cx, block_var, iter_var)?;
+        if plan.stage == Stage::Pixel && plan.discards {
+            // The program has ended, so terminating here (OpKill) and demoting are the same;
+            // OpKill needs no extension in SPIR-V 1.5.
+            let valid = self.load(u32t, cx.svars[&VALID_MASK])?;
+            let bit = self.b.bitwise_and(u32t, None, valid, one)?;
+            let dead = self.b.i_equal(boolt, None, bit, z32)?;
+            let (kill, live) = (self.b.id(), self.b.id());
+            self.b
+                .selection_merge(live, spirv::SelectionControl::NONE)?;
+            self.b.branch_conditional(dead, kill, live, [])?;
+            self.block(kill)?;
+            self.b.kill()?;
+            self.block(live)?;
+        }
+        self.b.ret()?;
+        self.b.end_function()?;
+        Ok(f)
+    }
+}
