@@ -216,6 +216,9 @@ pub fn ci(install: bool, fuzz_seconds: u64) -> Result<bool> {
     run_step(&mut steps, "fuzz smoke: decoder", || {
         fuzz_smoke("decoder", fuzz_seconds, &[])
     });
+    run_step(&mut steps, "fuzz smoke: pm4", || {
+        fuzz_smoke("pm4", fuzz_seconds, &[])
+    });
     run_step(&mut steps, "decoder vs llvm-mc (20,000 words)", || {
         cargo(
             &[

@@ -903,8 +903,8 @@ fn remaining_packet_forms() {
     let mut q = Queue::new(QueueKind::Graphics);
     let (r, res) = run_on(&mut q, &mem, &stream);
     res.unwrap();
-    assert_eq!(r.events[0], Event::EventWrite(0x21));
-    assert_eq!(r.events[1], Event::EventWrite(0x38));
+    assert_eq!(r.events[0], Event::Pipeline(0x21));
+    assert_eq!(r.events[1], Event::Pipeline(0x38));
     assert_eq!(q.index_state().index_bytes(), 1);
     assert_eq!(q.registers().get(reg("VGT_PRIMITIVE_TYPE")), 5);
     assert_eq!(r.events[2], Event::Wait(0xc_0000_0040));

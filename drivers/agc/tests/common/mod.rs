@@ -140,7 +140,7 @@ pub enum Event {
     Dma(DmaData),
     Copy(CopyData),
     Sony(String),
-    EventWrite(u32),
+    Pipeline(u32),
 }
 
 /// Records what the processor asks for.
@@ -194,7 +194,7 @@ impl Backend for Recorder {
         Ok(())
     }
     fn event_write(&mut self, e: &aps5_agc::EventWrite) -> Result<(), String> {
-        self.events.push(Event::EventWrite(e.event_type));
+        self.events.push(Event::Pipeline(e.event_type));
         Ok(())
     }
     fn sony(&mut self, s: &SonyCommand<'_>) -> Result<(), String> {
