@@ -89,6 +89,11 @@ fn lower_with(
                     push_scalar(&mut regions, s);
                 }
                 Lowered::Lanes(l) => group.add(&mut regions, l),
+                Lowered::LaneSeq(ls) => {
+                    for l in ls {
+                        group.add(&mut regions, l);
+                    }
+                }
                 Lowered::Term(s, t) => {
                     group.flush(&mut regions);
                     push_scalar(&mut regions, s);
@@ -287,6 +292,9 @@ enum Term {
 enum Lowered {
     Scalar(Vec<Stmt>),
     Lanes(LaneInst),
+    /// Lane runs that must each see every lane's results of the one before (cross-lane
+    /// instructions: copy the source, then read other lanes' copies).
+    LaneSeq(Vec<LaneInst>),
     Term(Vec<Stmt>, Term),
 }
 
@@ -1080,7 +1088,9 @@ fn cmp_of(name: &str) -> Option<(CmpOp, Ty)> {
     Some((op, ty))
 }
 
+mod crosslane;
 pub mod graphics;
+mod memory;
 mod vector;
 
 /// Guest instructions that produced IR (distinct offsets).
