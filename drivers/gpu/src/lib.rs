@@ -12,10 +12,12 @@
 //! the submission, naming the address, the instruction, the dispatch and the shader.
 
 pub mod backend;
+pub mod draw;
 pub mod exec;
 pub mod memory;
 
 pub use backend::{GpuBackend, Interrupt};
+pub use draw::DrawError;
 pub use exec::{ComputeDispatch, DispatchError, Executor, ShaderInfo, Stats};
 pub use memory::{MemFault, Memory, ProcessMemory, Region};
 
