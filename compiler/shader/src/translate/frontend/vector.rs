@@ -4,7 +4,7 @@ use super::*;
 
 impl Cx {
     /// Wraps the statements of one lane instruction with its grouping facts.
-    fn lane(&mut self, mem: Option<bool>, cross_lane: bool) -> Lowered {
+    pub(super) fn lane(&mut self, mem: Option<bool>, cross_lane: bool) -> Lowered {
         let stmts = std::mem::take(&mut self.stmts);
         let mut masks = Vec::new();
         let mut uniform_reads = Vec::new();
@@ -31,7 +31,11 @@ impl Cx {
         })
     }
 
-    fn write_v(&mut self, r: u16, v: ValueId) {
+    pub(super) fn write_v(&mut self, r: u16, v: ValueId) {
+        let v = match self.sdwa {
+            Some(d) => self.sdwa_place(r, v, d),
+            None => v,
+        };
         self.eff(Op::WriteV(r, v));
     }
     fn write_v64(&mut self, r: u16, v: ValueId) {
@@ -99,6 +103,9 @@ impl Cx {
             }
             "v_nop" => return Ok(Lowered::Scalar(Vec::new())),
             _ => {}
+        }
+        if let Some(l) = self.valu_ext(name, inst, &dsts, &srcs, clamp)? {
+            return Ok(l);
         }
 
         if inst.family == Family::Vopc {
@@ -549,6 +556,8 @@ impl Cx {
         let x = name.starts_with("v_cmpx_");
         let dst = if x {
             EXEC_LO
+        } else if let Some(r) = self.sdwa.and_then(|d| d.sdst) {
+            r
         } else {
             match dsts.first() {
                 Some(o) => self.sreg_of(&o.value)?,
@@ -825,7 +834,7 @@ fn atomic_of(op: &str) -> Option<AtomicOp> {
     })
 }
 
-fn clamp01(cx: &mut Cx, x: ValueId, ty: Ty) -> ValueId {
+pub(super) fn clamp01(cx: &mut Cx, x: ValueId, ty: Ty) -> ValueId {
     let (z, o) = if ty == Ty::F32 {
         let z = cx.c32(0);
         let o = cx.c32(1.0f32.to_bits());
