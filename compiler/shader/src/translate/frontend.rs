@@ -293,8 +293,8 @@ enum Term {
 enum Lowered {
     Scalar(Vec<Stmt>),
     Lanes(LaneInst),
-    /// Lane instructions that must run one after the other for the whole wave (DPP: the
-    /// cross-lane fetch, then the operation).
+    /// Lane runs that must each see every lane's results of the one before (cross-lane
+    /// instructions: copy the source, then read other lanes' copies).
     LaneSeq(Vec<LaneInst>),
     Term(Vec<Stmt>, Term),
 }
@@ -1112,7 +1112,9 @@ fn cmp_of(name: &str) -> Option<(CmpOp, Ty)> {
 }
 
 mod alu;
+mod crosslane;
 pub mod graphics;
+mod memory;
 mod vector;
 
 /// Guest instructions that produced IR (distinct offsets).

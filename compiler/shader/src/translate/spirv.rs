@@ -33,6 +33,7 @@ pub fn emit_compute(
 type Res<T> = Result<T, rspirv::dr::Error>;
 
 mod graphics;
+mod memory;
 pub(crate) use graphics::emit_graphics;
 
 /// GLSL.std.450 instruction numbers.
@@ -89,6 +90,7 @@ struct Helpers {
     lds_ld: Word,
     lds_st: Word,
     atomics: BTreeMap<(u8, bool), Word>,
+    sub: memory::SubHelpers,
 }
 
 struct Emit {
@@ -433,7 +435,10 @@ impl Emit {
             lds_ld,
             lds_st,
             atomics: BTreeMap::new(),
+            sub: memory::SubHelpers::default(),
         });
+        let sub = self.sub_helpers(body, fault)?;
+        self.h.as_mut().unwrap().sub = sub;
         // Atomic helpers in a fixed order.
         let mut used: Vec<(u8, bool, AtomicOp)> = Vec::new();
         for b in &body.blocks {
@@ -539,8 +544,13 @@ impl Emit {
         let bytes64 = self.zext(bytes)?;
         let end = self.b.i_add(u64t, None, addr, bytes64)?;
         let nowrap = self.b.u_greater_than_equal(boolt, None, end, addr)?;
-        // Dword accesses need 4-byte alignment (SPIR-V pointers are typed).
-        let three = self.k64(3);
+        // Dword accesses need 4-byte alignment (SPIR-V pointers are typed); sub-dword ones
+        // (1 or 2 bytes) natural alignment.
+        let (one32, four32, three32) = (self.k32(1), self.k32(4), self.k32(3));
+        let small = self.b.u_less_than(boolt, None, bytes, four32)?;
+        let bm1 = self.b.i_sub(u32t, None, bytes, one32)?;
+        let amask = self.b.select(u32t, None, small, bm1, three32)?;
+        let three = self.zext(amask)?;
         let low = self.b.bitwise_and(u64t, None, addr, three)?;
         let aligned = self.b.i_equal(boolt, None, low, z64)?;
         let (hdr, body, cont, merge) = (self.b.id(), self.b.id(), self.b.id(), self.b.id());
@@ -836,7 +846,10 @@ impl Emit {
                             sregs.push(x);
                             sregs.push(x + 1);
                         }
-                        Op::ReadV(x) | Op::WriteV(x, _) | Op::ReadLane(x, _) => vregs.push(x),
+                        Op::ReadV(x)
+                        | Op::WriteV(x, _)
+                        | Op::ReadLane(x, _)
+                        | Op::WriteLane(x, _, _) => vregs.push(x),
                         _ => {}
                     }
                 }
@@ -1390,6 +1403,20 @@ impl Emit {
                 let p = self.vptr(cx, *r, v(l))?;
                 Some(self.load(u32t, p)?)
             }
+            Op::WriteLane(r, l, x) => {
+                let p = self.vptr(cx, *r, v(l))?;
+                self.store(p, v(x))?;
+                None
+            }
+            Op::LoadSub { space, addr, bytes } => {
+                self.sub_stmt(*space, v(addr), *bytes, None, inst)?
+            }
+            Op::StoreSub {
+                space,
+                addr,
+                bytes,
+                data,
+            } => self.sub_stmt(*space, v(addr), *bytes, Some(v(data)), inst)?,
             Op::FirstActiveLane => {
                 let m = self.mask64(cx, EXEC_LO)?;
                 let lo = self.lo(m)?;

@@ -1,10 +1,16 @@
 //! Vector instructions (VOP1/VOP2/VOP3/VOPC, FLAT/GLOBAL, DS) -> lane IR.
 
+use super::memory;
 use super::*;
 
 impl Cx {
     /// Wraps the statements of one lane instruction with its grouping facts.
     pub(super) fn lane(&mut self, mem: Option<bool>, cross_lane: bool) -> Lowered {
+        Lowered::Lanes(self.lane_inst(mem, cross_lane))
+    }
+
+    /// [`Cx::lane`] without the wrapper (one step of a [`Lowered::LaneSeq`]).
+    pub(super) fn lane_inst(&mut self, mem: Option<bool>, cross_lane: bool) -> LaneInst {
         let stmts = std::mem::take(&mut self.stmts);
         let mut masks = Vec::new();
         let mut uniform_reads = Vec::new();
@@ -21,14 +27,14 @@ impl Cx {
                 _ => {}
             }
         }
-        Lowered::Lanes(LaneInst {
+        LaneInst {
             stmts,
             masks,
             uniform_reads,
             mem,
             writes_exec,
             cross_lane,
-        })
+        }
     }
 
     pub(super) fn write_v(&mut self, r: u16, v: ValueId) {
@@ -102,6 +108,7 @@ impl Cx {
                 return Ok(Lowered::Scalar(std::mem::take(&mut self.stmts)));
             }
             "v_nop" => return Ok(Lowered::Scalar(Vec::new())),
+            "v_permlane16_b32" | "v_permlanex16_b32" => return self.permlane(inst, name),
             _ => {}
         }
         if let Some(l) = self.valu_ext(name, inst, &dsts, &srcs, clamp)? {
@@ -633,6 +640,9 @@ impl Cx {
                 _ => return None,
             })
         };
+        if let Some(k) = memory::sub_kind(op) {
+            return Ok(self.sub_access(Space::Guest, k, addr, vdst, vdata));
+        }
         if let Some(n) = op.strip_prefix("load_").and_then(dwords) {
             let v = self.val(
                 Ty::U32,
@@ -702,6 +712,9 @@ impl Cx {
         let d0 = ((w1 >> 8) & 0xFF) as u16;
         let d1 = ((w1 >> 16) & 0xFF) as u16;
         let vdst = (w1 >> 24) as u16;
+        if let Some(l) = self.ds_cross_lane(name, w0 & 0xFFFF, a, d0, vdst)? {
+            return Ok(l);
+        }
         let base = self.val(Ty::U32, Op::ReadV(a));
         let at = |cx: &mut Cx, off: u32| -> ValueId {
             if off == 0 {
@@ -740,6 +753,10 @@ impl Cx {
                 data,
             });
         };
+        if let Some(k) = memory::sub_kind(name.trim_start_matches("ds_")) {
+            let addr = at(self, off16);
+            return Ok(self.sub_access(Space::Lds, k, addr, vdst, d0));
+        }
         match name {
             "ds_write_b32" | "ds_write_b64" | "ds_write_b96" | "ds_write_b128" => {
                 let n = match name {
