@@ -38,6 +38,10 @@ impl Cx {
     }
 
     pub(super) fn write_v(&mut self, r: u16, v: ValueId) {
+        let v = match self.sdwa {
+            Some(d) => self.sdwa_place(r, v, d),
+            None => v,
+        };
         self.eff(Op::WriteV(r, v));
     }
     fn write_v64(&mut self, r: u16, v: ValueId) {
@@ -106,6 +110,9 @@ impl Cx {
             "v_nop" => return Ok(Lowered::Scalar(Vec::new())),
             "v_permlane16_b32" | "v_permlanex16_b32" => return self.permlane(inst, name),
             _ => {}
+        }
+        if let Some(l) = self.valu_ext(name, inst, &dsts, &srcs, clamp)? {
+            return Ok(l);
         }
 
         if inst.family == Family::Vopc {
@@ -556,6 +563,8 @@ impl Cx {
         let x = name.starts_with("v_cmpx_");
         let dst = if x {
             EXEC_LO
+        } else if let Some(r) = self.sdwa.and_then(|d| d.sdst) {
+            r
         } else {
             match dsts.first() {
                 Some(o) => self.sreg_of(&o.value)?,
@@ -665,16 +674,32 @@ impl Cx {
             return Ok(self.lane(Some(true), false));
         }
         if let Some(a) = op.strip_prefix("atomic_") {
+            let (a, wide) = match a.strip_suffix("_x2") {
+                Some(a) => (a, true),
+                None => (a, false),
+            };
             let aop = atomic_of(a).ok_or(UNSUPPORTED)?;
-            let data = self.val(Ty::U32, Op::ReadV(vdata));
+            let (ty, n) = if wide { (Ty::U64, 2) } else { (Ty::U32, 1) };
+            let read = |cx: &mut Cx, r: u16| -> ValueId {
+                let lo = cx.val(Ty::U32, Op::ReadV(r));
+                if wide {
+                    let hi = cx.val(Ty::U32, Op::ReadV(r + 1));
+                    cx.val(Ty::U64, Op::Pack64(lo, hi))
+                } else {
+                    lo
+                }
+            };
+            // cmpswap: vdata = {new value, expected}.
+            let data = read(self, vdata);
             let cmp = if aop == AtomicOp::CmpSwap {
-                Some(self.val(Ty::U32, Op::ReadV(vdata + 1)))
+                Some(read(self, vdata + n))
             } else {
                 None
             };
             let old = self.val(
-                Ty::U32,
+                ty,
                 Op::Atomic {
+                    wide,
                     space: Space::Guest,
                     op: aop,
                     addr,
@@ -683,7 +708,11 @@ impl Cx {
                 },
             );
             if glc {
-                self.write_v(vdst, old);
+                if wide {
+                    self.write_v64(vdst, old);
+                } else {
+                    self.write_v(vdst, old);
+                }
             }
             return Ok(self.lane(Some(true), false));
         }
@@ -795,6 +824,11 @@ impl Cx {
                     Some((o, t)) => (format!("{o}_{t}"), true),
                     None => (op.to_string(), false),
                 };
+                if op.ends_with("_u64") || op.ends_with("_i64") || op.ends_with("_b64") {
+                    // A Workgroup array has one element type; a 64-bit view of LDS needs
+                    // workgroup memory layouts (later).
+                    return Err(format!("64-bit LDS atomics {UNSUPPORTED}"));
+                }
                 let aop = atomic_of(&op).ok_or(UNSUPPORTED)?;
                 let addr = at(self, off16);
                 let (data, cmp) = if aop == AtomicOp::CmpSwap {
@@ -808,6 +842,7 @@ impl Cx {
                 let old = self.val(
                     Ty::U32,
                     Op::Atomic {
+                        wide: false,
                         space: Space::Lds,
                         op: aop,
                         addr,
@@ -838,11 +873,14 @@ fn atomic_of(op: &str) -> Option<AtomicOp> {
         "or" | "or_b32" => AtomicOp::Or,
         "xor" | "xor_b32" => AtomicOp::Xor,
         "cmpswap" | "cmpst_b32" => AtomicOp::CmpSwap,
+        "inc" | "inc_u32" => AtomicOp::Inc,
+        "dec" | "dec_u32" => AtomicOp::Dec,
+        "rsub_u32" => AtomicOp::RSub,
         _ => return None,
     })
 }
 
-fn clamp01(cx: &mut Cx, x: ValueId, ty: Ty) -> ValueId {
+pub(super) fn clamp01(cx: &mut Cx, x: ValueId, ty: Ty) -> ValueId {
     let (z, o) = if ty == Ty::F32 {
         let z = cx.c32(0);
         let o = cx.c32(1.0f32.to_bits());
