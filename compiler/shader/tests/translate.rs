@@ -210,3 +210,31 @@ fn unused_abi_registers_still_translate() {
         }
     }
 }
+
+/// MODE writes that keep the translator's float model (round to nearest even, denormals
+/// kept) translate; writes that change it are refused with their offset (llvm-mc encodings).
+#[test]
+fn mode_register_writes_that_change_the_float_model_are_refused() {
+    // s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 4), 15 ; s_getreg_b32 s0, hwreg(HW_REG_MODE)
+    // s_round_mode 0 ; s_denorm_mode 15 ; s_endpgm
+    let ok = "0xba801901 0x0000000f 0xb900f801 0xbfa40000 0xbfa5000f 0xbf810000";
+    translate_compute(&words(ok), &state(), &Options::default()).unwrap();
+    let refused = [
+        // s_nop 0 ; s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 2), 1 (round toward +inf)
+        (
+            "0xbf800000 0xba800801 0x00000001 0xbf810000",
+            4,
+            "float model",
+        ),
+        // s_nop 0 ; s_denorm_mode 0 (flush denormals)
+        ("0xbf800000 0xbfa50000 0xbf810000", 4, "float model"),
+        // s_nop 0 ; s_setreg_b32 hwreg(HW_REG_MODE, 0, 4), s1 (a value not known here)
+        ("0xbf800000 0xb9811801 0xbf810000", 4, "cannot check"),
+    ];
+    for (hex, off, why) in refused {
+        let e = translate_compute(&words(hex), &state(), &Options::default()).unwrap_err();
+        assert_eq!(e.offset, Some(off), "{e}");
+        assert!(e.to_string().contains(why), "{e}");
+        assert!(e.to_string().contains("not supported yet"), "{e}");
+    }
+}

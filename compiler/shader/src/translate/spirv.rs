@@ -25,6 +25,7 @@ pub fn emit_compute(
 ) -> Result<Vec<u32>, String> {
     check_barriers(body)?;
     let mut e = Emit::new(body.wave_lanes, state.lds_bytes);
+    e.native_fma = opts.native_fma;
     e.module(body, state, opts, waves)
         .map_err(|err| format!("SPIR-V builder: {err}"))?;
     Ok(e.finish())
@@ -32,6 +33,7 @@ pub fn emit_compute(
 
 type Res<T> = Result<T, rspirv::dr::Error>;
 
+mod fma;
 mod graphics;
 mod memory;
 pub(crate) use graphics::emit_graphics;
@@ -94,6 +96,8 @@ struct Helpers {
 }
 
 struct Emit {
+    /// `Options::native_fma`: f32 fma as `OpExtInst Fma` (else [`Emit::fma_f32_exact`]).
+    native_fma: bool,
     b: Builder,
     t: Types,
     glsl: Word,
@@ -155,6 +159,7 @@ impl Emit {
         let mut consts = BTreeMap::new();
         consts.insert((u32_t, lanes as u64), n);
         Emit {
+            native_fma: false,
             b,
             t: Types {
                 void,
@@ -1478,6 +1483,9 @@ impl Emit {
             Op::Bin(op, a, b) => Some(self.bin(*op, rty, v(a), v(b))?),
             Op::Un(op, a) => Some(self.un(*op, rty, v(a), cx.tys[a.0 as usize])?),
             Op::Cmp(op, a, b) => Some(self.cmp(*op, v(a), v(b))?),
+            Op::Fma(a, b, c) if rty == self.t.f32 && !self.native_fma => {
+                Some(self.fma_f32_exact(v(a), v(b), v(c))?)
+            }
             Op::Fma(a, b, c) => Some(self.ext(glsl::FMA, rty, &[v(a), v(b), v(c)])?),
             Op::Select(c, a, b) => Some(self.b.select(rty, None, v(c), v(a), v(b))?),
             Op::Pack64(a, b) => Some(self.pack(v(a), v(b))?),
