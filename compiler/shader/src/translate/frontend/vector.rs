@@ -38,6 +38,10 @@ impl Cx {
     }
 
     pub(super) fn write_v(&mut self, r: u16, v: ValueId) {
+        let v = match self.sdwa {
+            Some(d) => self.sdwa_place(r, v, d),
+            None => v,
+        };
         self.eff(Op::WriteV(r, v));
     }
     fn write_v64(&mut self, r: u16, v: ValueId) {
@@ -106,6 +110,9 @@ impl Cx {
             "v_nop" => return Ok(Lowered::Scalar(Vec::new())),
             "v_permlane16_b32" | "v_permlanex16_b32" => return self.permlane(inst, name),
             _ => {}
+        }
+        if let Some(l) = self.valu_ext(name, inst, &dsts, &srcs, clamp)? {
+            return Ok(l);
         }
 
         if inst.family == Family::Vopc {
@@ -556,6 +563,8 @@ impl Cx {
         let x = name.starts_with("v_cmpx_");
         let dst = if x {
             EXEC_LO
+        } else if let Some(r) = self.sdwa.and_then(|d| d.sdst) {
+            r
         } else {
             match dsts.first() {
                 Some(o) => self.sreg_of(&o.value)?,
@@ -905,7 +914,7 @@ fn atomic_of(op: &str) -> Option<AtomicOp> {
     })
 }
 
-fn clamp01(cx: &mut Cx, x: ValueId, ty: Ty) -> ValueId {
+pub(super) fn clamp01(cx: &mut Cx, x: ValueId, ty: Ty) -> ValueId {
     let (z, o) = if ty == Ty::F32 {
         let z = cx.c32(0);
         let o = cx.c32(1.0f32.to_bits());
