@@ -839,7 +839,7 @@ impl Emit {
                 AtomicOp::CmpSwap => {
                     e.b.atomic_compare_exchange(t, None, p, sc, sem, sem, data, cmp)?
                 }
-                AtomicOp::Inc | AtomicOp::Dec | AtomicOp::RSub => {
+                AtomicOp::Inc | AtomicOp::Dec | AtomicOp::RSub | AtomicOp::MskOr => {
                     e.cas_rmw(p, sc, t, |e, old| {
                         let boolt = e.t.bool;
                         let (one, zero) = if t == e.t.u64 {
@@ -859,6 +859,11 @@ impl Emit {
                                 let wrap = e.b.logical_or(boolt, None, z, big)?;
                                 let down = e.b.i_sub(t, None, old, one)?;
                                 e.b.select(t, None, wrap, data, down)?
+                            }
+                            AtomicOp::MskOr => {
+                                let nm = e.b.not(t, None, data)?;
+                                let kept = e.b.bitwise_and(t, None, old, nm)?;
+                                e.b.bitwise_or(t, None, kept, cmp)?
                             }
                             _ => e.b.i_sub(t, None, data, old)?,
                         })
