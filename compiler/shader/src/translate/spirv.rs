@@ -33,6 +33,7 @@ pub fn emit_compute(
 type Res<T> = Result<T, rspirv::dr::Error>;
 
 mod graphics;
+mod memory;
 pub(crate) use graphics::emit_graphics;
 
 /// GLSL.std.450 instruction numbers.
@@ -89,6 +90,7 @@ struct Helpers {
     lds_ld: Word,
     lds_st: Word,
     atomics: BTreeMap<(u8, bool), Word>,
+    sub: memory::SubHelpers,
 }
 
 struct Emit {
@@ -109,8 +111,11 @@ struct Emit {
     stage_code: u32,
 }
 
-fn atomic_key(op: AtomicOp) -> u8 {
-    op as u8
+/// Bit of an atomic helper's key for the 64-bit form.
+const WIDE_ATOMIC: u8 = 0x80;
+
+fn atomic_key(op: AtomicOp, wide: bool) -> u8 {
+    op as u8 | if wide { WIDE_ATOMIC } else { 0 }
 }
 
 impl Emit {
@@ -417,14 +422,20 @@ impl Emit {
             lds_ld,
             lds_st,
             atomics: BTreeMap::new(),
+            sub: memory::SubHelpers::default(),
         });
+        let sub = self.sub_helpers(body, fault)?;
+        self.h.as_mut().unwrap().sub = sub;
         // Atomic helpers in a fixed order.
         let mut used: Vec<(u8, bool, AtomicOp)> = Vec::new();
         for b in &body.blocks {
             for r in &b.regions {
                 for s in r.stmts() {
-                    if let Op::Atomic { space, op, .. } = s.op {
-                        let k = (atomic_key(op), space == Space::Lds, op);
+                    if let Op::Atomic {
+                        space, op, wide, ..
+                    } = s.op
+                    {
+                        let k = (atomic_key(op, wide), space == Space::Lds, op);
                         if !used.iter().any(|u| u.0 == k.0 && u.1 == k.1) {
                             used.push(k);
                         }
@@ -433,8 +444,11 @@ impl Emit {
             }
         }
         used.sort_by_key(|u| (u.0, u.1));
+        if used.iter().any(|u| u.0 & WIDE_ATOMIC != 0) {
+            self.b.capability(spirv::Capability::Int64Atomics);
+        }
         for (k, lds, op) in used {
-            let f = self.fn_atomic(op, lds, fault)?;
+            let f = self.fn_atomic(op, lds, k & WIDE_ATOMIC != 0, fault)?;
             self.h.as_mut().unwrap().atomics.insert((k, lds), f);
         }
         Ok(())
@@ -523,8 +537,13 @@ impl Emit {
         let bytes64 = self.zext(bytes)?;
         let end = self.b.i_add(u64t, None, addr, bytes64)?;
         let nowrap = self.b.u_greater_than_equal(boolt, None, end, addr)?;
-        // Dword accesses need 4-byte alignment (SPIR-V pointers are typed).
-        let three = self.k64(3);
+        // Dword accesses need 4-byte alignment (SPIR-V pointers are typed); sub-dword ones
+        // (1 or 2 bytes) natural alignment.
+        let (one32, four32, three32) = (self.k32(1), self.k32(4), self.k32(3));
+        let small = self.b.u_less_than(boolt, None, bytes, four32)?;
+        let bm1 = self.b.i_sub(u32t, None, bytes, one32)?;
+        let amask = self.b.select(u32t, None, small, bm1, three32)?;
+        let three = self.zext(amask)?;
         let low = self.b.bitwise_and(u64t, None, addr, three)?;
         let aligned = self.b.i_equal(boolt, None, low, z64)?;
         let (hdr, body, cont, merge) = (self.b.id(), self.b.id(), self.b.id(), self.b.id());
@@ -715,25 +734,32 @@ impl Emit {
         Ok(f)
     }
 
-    /// atomic(addr, data, cmp, inst) -> old, for one op and space.
-    fn fn_atomic(&mut self, op: AtomicOp, lds: bool, fault: Word) -> Res<Word> {
+    /// atomic(addr, data, cmp, inst) -> old, for one op and space (`wide`: u64 data, cmp and
+    /// result; guest memory only).
+    fn fn_atomic(&mut self, op: AtomicOp, lds: bool, wide: bool, fault: Word) -> Res<Word> {
         let (u32t, u64t, boolt) = (self.t.u32, self.t.u64, self.t.bool);
         let at = if lds { u32t } else { u64t };
-        let fty = self.b.type_function(u32t, [at, u32t, u32t, u32t]);
+        let dt = if wide { u64t } else { u32t };
+        let fty = self.b.type_function(dt, [at, dt, dt, u32t]);
         let f = self
             .b
-            .begin_function(u32t, None, spirv::FunctionControl::NONE, fty)?;
+            .begin_function(dt, None, spirv::FunctionControl::NONE, fty)?;
         let addr = self.b.function_parameter(at)?;
-        let data = self.b.function_parameter(u32t)?;
-        let cmp = self.b.function_parameter(u32t)?;
+        let data = self.b.function_parameter(dt)?;
+        let cmp = self.b.function_parameter(dt)?;
         let inst = self.b.function_parameter(u32t)?;
         self.b.begin_block(None)?;
-        let pu32 = self.t.p_fn_u32;
+        let pd = if wide {
+            self.t.p_fn_u64
+        } else {
+            self.t.p_fn_u32
+        };
         let v = self
             .b
-            .variable(pu32, None, spirv::StorageClass::Function, None);
+            .variable(pd, None, spirv::StorageClass::Function, None);
         let z32 = self.k32(0);
-        self.store(v, z32)?;
+        let zd = if wide { self.k64(0) } else { z32 };
+        self.store(v, zd)?;
         let (ptr, ok, scope) = if lds {
             let three = self.k32(3);
             let low = self.b.bitwise_and(u32t, None, addr, three)?;
@@ -754,11 +780,11 @@ impl Emit {
             (PtrSrc::Lds(idx), ok, SCOPE_WORKGROUP)
         } else {
             let xl = self.h.as_ref().map(|h| h.xlate).unwrap_or(0);
-            let four = self.k32(4);
+            let size = self.k32(if wide { 8 } else { 4 });
             let need = self.k32(PERM_READ | PERM_WRITE);
             let dev = self
                 .b
-                .function_call(u64t, None, xl, [addr, four, need, inst])?;
+                .function_call(u64t, None, xl, [addr, size, need, inst])?;
             let z64 = self.k64(0);
             let ok = self.b.i_not_equal(boolt, None, dev, z64)?;
             (PtrSrc::Dev(dev), ok, SCOPE_DEVICE)
@@ -770,11 +796,14 @@ impl Emit {
                     let pw = e.t.p_wg_u32;
                     e.b.access_chain(pw, None, lds_var, [idx])?
                 }
-                PtrSrc::Dev(d) => e.b.convert_u_to_ptr(e.t.p_psb_u32, None, d)?,
+                PtrSrc::Dev(d) => {
+                    let pt = if wide { e.t.p_psb_u64 } else { e.t.p_psb_u32 };
+                    e.b.convert_u_to_ptr(pt, None, d)?
+                }
             };
             let sc = e.k32(scope);
             let sem = e.k32(0);
-            let t = e.t.u32;
+            let t = dt;
             let old = match op {
                 AtomicOp::Swap => e.b.atomic_exchange(t, None, p, sc, sem, data)?,
                 AtomicOp::Add => e.b.atomic_i_add(t, None, p, sc, sem, data)?,
@@ -789,10 +818,35 @@ impl Emit {
                 AtomicOp::CmpSwap => {
                     e.b.atomic_compare_exchange(t, None, p, sc, sem, sem, data, cmp)?
                 }
+                AtomicOp::Inc | AtomicOp::Dec | AtomicOp::RSub => {
+                    e.cas_rmw(p, sc, t, |e, old| {
+                        let boolt = e.t.bool;
+                        let (one, zero) = if t == e.t.u64 {
+                            (e.k64(1), e.k64(0))
+                        } else {
+                            (e.k32(1), e.k32(0))
+                        };
+                        Ok(match op {
+                            AtomicOp::Inc => {
+                                let wrap = e.b.u_greater_than_equal(boolt, None, old, data)?;
+                                let up = e.b.i_add(t, None, old, one)?;
+                                e.b.select(t, None, wrap, zero, up)?
+                            }
+                            AtomicOp::Dec => {
+                                let z = e.b.i_equal(boolt, None, old, zero)?;
+                                let big = e.b.u_greater_than(boolt, None, old, data)?;
+                                let wrap = e.b.logical_or(boolt, None, z, big)?;
+                                let down = e.b.i_sub(t, None, old, one)?;
+                                e.b.select(t, None, wrap, data, down)?
+                            }
+                            _ => e.b.i_sub(t, None, data, old)?,
+                        })
+                    })?
+                }
             };
             e.store(v, old)
         })?;
-        let r = self.load(u32t, v)?;
+        let r = self.load(dt, v)?;
         self.b.ret_value(r)?;
         self.b.end_function()?;
         Ok(f)
@@ -820,7 +874,10 @@ impl Emit {
                             sregs.push(x);
                             sregs.push(x + 1);
                         }
-                        Op::ReadV(x) | Op::WriteV(x, _) | Op::ReadLane(x, _) => vregs.push(x),
+                        Op::ReadV(x)
+                        | Op::WriteV(x, _)
+                        | Op::ReadLane(x, _)
+                        | Op::WriteLane(x, _, _) => vregs.push(x),
                         _ => {}
                     }
                 }
@@ -1484,6 +1541,20 @@ impl Emit {
                 let p = self.vptr(cx, *r, v(l))?;
                 Some(self.load(u32t, p)?)
             }
+            Op::WriteLane(r, l, x) => {
+                let p = self.vptr(cx, *r, v(l))?;
+                self.store(p, v(x))?;
+                None
+            }
+            Op::LoadSub { space, addr, bytes } => {
+                self.sub_stmt(*space, v(addr), *bytes, None, inst)?
+            }
+            Op::StoreSub {
+                space,
+                addr,
+                bytes,
+                data,
+            } => self.sub_stmt(*space, v(addr), *bytes, Some(v(data)), inst)?,
             Op::FirstActiveLane => {
                 let m = self.mask64(cx, EXEC_LO)?;
                 let lo = self.lo(m)?;
@@ -1576,18 +1647,23 @@ impl Emit {
                 None
             }
             Op::Atomic {
+                wide,
                 space,
                 op,
                 addr,
                 data,
                 cmp,
             } => {
-                let f = h(self).atomics[&(atomic_key(*op), *space == Space::Lds)];
-                let z = self.k32(0);
+                let f = h(self).atomics[&(atomic_key(*op, *wide), *space == Space::Lds)];
+                let (z, t) = if *wide {
+                    (self.k64(0), u64t)
+                } else {
+                    (self.k32(0), u32t)
+                };
                 let c = cmp.map(|c| v(&c)).unwrap_or(z);
                 Some(
                     self.b
-                        .function_call(u32t, None, f, [v(addr), v(data), c, inst])?,
+                        .function_call(t, None, f, [v(addr), v(data), c, inst])?,
                 )
             }
             Op::Barrier => {

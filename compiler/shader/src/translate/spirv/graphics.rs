@@ -309,7 +309,10 @@ impl Emit {
                             sregs.push(x);
                             sregs.push(x + 1);
                         }
-                        Op::ReadV(x) | Op::WriteV(x, _) | Op::ReadLane(x, _) => vregs.push(x),
+                        Op::ReadV(x)
+                        | Op::WriteV(x, _)
+                        | Op::ReadLane(x, _)
+                        | Op::WriteLane(x, _, _) => vregs.push(x),
                         _ => {}
                     }
                 }
