@@ -164,6 +164,7 @@ impl Executor {
         let opts = Options {
             host_subgroup_size: Some(gpu.info().subgroup_size),
             loop_limit,
+            ..Default::default()
         };
         let import = gpu.supports_host_import()
             && std::env::var_os("APS5_GPU_MIRROR").is_none_or(|v| v != "1");

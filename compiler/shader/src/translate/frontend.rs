@@ -554,6 +554,10 @@ impl Cx {
                 self.eff(Op::Barrier);
                 scalar(self)
             }
+            "s_round_mode" | "s_denorm_mode" => {
+                self.mode_sopp(name, simm)?;
+                scalar(self)
+            }
             "s_endpgm" => Ok(Lowered::Term(Vec::new(), Term::End)),
             "s_branch" => Ok(Lowered::Term(Vec::new(), Term::Jump(target))),
             "s_cbranch_scc0" | "s_cbranch_scc1" => {
@@ -739,6 +743,7 @@ impl Cx {
                     }
                     "s_waitcnt_vscnt" | "s_waitcnt_vmcnt" | "s_waitcnt_expcnt"
                     | "s_waitcnt_lgkmcnt" => {}
+                    "s_getreg_b32" | "s_setreg_b32" | "s_setreg_imm32_b32" => self.hwreg(inst)?,
                     _ if name.starts_with("s_cmpk_") => {
                         let (op, _) = cmp_of(name).ok_or(UNSUPPORTED)?;
                         // The compared SGPR is the SDST field (printed first), not a source.

@@ -259,6 +259,8 @@ pub enum AtomicOp {
     Dec,
     /// Reverse subtract: data - old (`ds_rsub_u32`).
     RSub,
+    /// Masked or: (old & !data) | cmp (`ds_mskor_b32`: data0 = mask, data1 = bits).
+    MskOr,
 }
 
 /// A statement's operation.

@@ -885,3 +885,78 @@ fn perm(cx: &mut Cx, a: ValueId, b: ValueId, sel: ValueId) -> ValueId {
     }
     out
 }
+
+/// The MODE register of the translator's float model: FP_ROUND = 0 (round to nearest even,
+/// f32 and f64/f16), FP_DENORM = 0xF (denormals kept, f32 and f64/f16), DX10_CLAMP = 1,
+/// IEEE = 1, every other field 0 (no exceptions enabled, no debug). The host's arithmetic is
+/// IEEE round-to-nearest-even; a program that changes any of these fields is refused.
+pub const MODE_MODEL: u32 = 0x3F0;
+/// HW_REG_MODE, the hardware register id of MODE in `hwreg(...)`.
+const HW_REG_MODE: u32 = 1;
+
+impl Cx {
+    /// `s_getreg_b32` / `s_setreg_b32` / `s_setreg_imm32_b32` of MODE.
+    pub(super) fn hwreg(&mut self, inst: &Instruction) -> R<()> {
+        let name = inst.name();
+        let w0 = inst.words.get(0);
+        let simm = w0 & 0xFFFF;
+        let id = simm & 0x3F;
+        let off = (simm >> 6) & 0x1F;
+        let size = ((simm >> 11) & 0x1F) + 1;
+        let sdst = ((w0 >> 16) & 0x7F) as SReg;
+        if id != HW_REG_MODE {
+            return Err(format!(
+                "hardware register {id} (only MODE, id 1, is modelled) {UNSUPPORTED}"
+            ));
+        }
+        let mask = if size >= 32 {
+            u32::MAX
+        } else {
+            (1u32 << size) - 1
+        };
+        match name {
+            "s_getreg_b32" => {
+                let v = self.c32((MODE_MODEL >> off) & mask);
+                self.write_s(sdst, v);
+                Ok(())
+            }
+            "s_setreg_imm32_b32" => {
+                let lit = inst
+                    .literal
+                    .ok_or("s_setreg_imm32_b32 without its literal")?;
+                let want = (MODE_MODEL >> off) & mask;
+                let got = lit & mask;
+                if got != want {
+                    return Err(format!(
+                        "MODE write of 0x{got:x} to bits {}..{} changes the float model \
+                         (translator MODE 0x{MODE_MODEL:03x}: round to nearest even, denormals \
+                         kept, IEEE, DX10 clamp) {UNSUPPORTED}",
+                        off,
+                        off + size - 1
+                    ));
+                }
+                Ok(())
+            }
+            _ => Err(format!(
+                "s_setreg_b32 of MODE from an SGPR (a value the translation cannot check) \
+                 {UNSUPPORTED}"
+            )),
+        }
+    }
+
+    /// GFX10 `s_round_mode` / `s_denorm_mode`: accepted when they set the model's value.
+    pub(super) fn mode_sopp(&mut self, name: &str, simm: u32) -> R<()> {
+        let (want, got) = if name == "s_round_mode" {
+            (MODE_MODEL & 0xF, simm & 0xF)
+        } else {
+            ((MODE_MODEL >> 4) & 0xF, simm & 0xF)
+        };
+        if want != got {
+            return Err(format!(
+                "{name} 0x{got:x} changes the float model (the translator keeps 0x{want:x}) \
+                 {UNSUPPORTED}"
+            ));
+        }
+        Ok(())
+    }
+}

@@ -818,6 +818,27 @@ impl Cx {
                 load(self, a1, n, vdst + n as u16);
                 Ok(self.lane(Some(false), false))
             }
+            "ds_wrxchg2_rtn_b32" | "ds_wrxchg2st64_rtn_b32" => {
+                // Two exchanges at offset0 / offset1 (dwords, x64 for st64); both old values.
+                let scale = if name.contains("st64") { 256 } else { 4 };
+                for (k, (off, d)) in [(off0, d0), (off1, d1)].into_iter().enumerate() {
+                    let addr = at(self, off * scale);
+                    let data = self.val(Ty::U32, Op::ReadV(d));
+                    let old = self.val(
+                        Ty::U32,
+                        Op::Atomic {
+                            wide: false,
+                            space: Space::Lds,
+                            op: AtomicOp::Swap,
+                            addr,
+                            data,
+                            cmp: None,
+                        },
+                    );
+                    self.write_v(vdst + k as u16, old);
+                }
+                Ok(self.lane(Some(true), false))
+            }
             _ => {
                 let op = name.trim_start_matches("ds_");
                 let (op, rtn) = match op.split_once("_rtn_") {
@@ -830,8 +851,20 @@ impl Cx {
                     return Err(format!("64-bit LDS atomics {UNSUPPORTED}"));
                 }
                 let aop = atomic_of(&op).ok_or(UNSUPPORTED)?;
+                if matches!(
+                    aop,
+                    AtomicOp::Inc | AtomicOp::Dec | AtomicOp::RSub | AtomicOp::MskOr
+                ) {
+                    // The compare-and-swap loop these need hung on lavapipe's LDS in a test;
+                    // refused until that is understood (global inc/dec are tested).
+                    return Err(format!("{name} (LDS compare-and-swap loop) {UNSUPPORTED}"));
+                }
                 let addr = at(self, off16);
-                let (data, cmp) = if aop == AtomicOp::CmpSwap {
+                let (data, cmp) = if aop == AtomicOp::MskOr {
+                    let m = self.val(Ty::U32, Op::ReadV(d0));
+                    let b = self.val(Ty::U32, Op::ReadV(d1));
+                    (m, Some(b))
+                } else if aop == AtomicOp::CmpSwap {
                     // ds_cmpst: data0 = compare, data1 = new value.
                     let c = self.val(Ty::U32, Op::ReadV(d0));
                     let n = self.val(Ty::U32, Op::ReadV(d1));
@@ -876,6 +909,7 @@ fn atomic_of(op: &str) -> Option<AtomicOp> {
         "inc" | "inc_u32" => AtomicOp::Inc,
         "dec" | "dec_u32" => AtomicOp::Dec,
         "rsub_u32" => AtomicOp::RSub,
+        "mskor_b32" => AtomicOp::MskOr,
         _ => return None,
     })
 }
