@@ -618,3 +618,48 @@ fn unsupported_state_fails_naming_the_draw() {
         "{msg}"
     );
 }
+
+/// The triangle VS that first loads a float from address 0x10 (outside every region).
+const VS_FAULT: &str = "\
+define amdgpu_vs void @vs(i32 inreg %s0, i32 %vid, i32 %u1, i32 %u2, i32 %iid) {
+  %p = inttoptr i64 16 to float addrspace(1)*
+  %v = load volatile float, float addrspace(1)* %p, align 4
+  %x = fadd float %v, -0.5
+  call void @llvm.amdgcn.exp.f32(i32 12, i32 15, float %x, float 0.0, float 0.5, float 1.0, i1 true, i1 false)
+  call void @llvm.amdgcn.exp.f32(i32 32, i32 15, float 1.0, float 1.0, float 1.0, float 1.0, i1 false, i1 false)
+  ret void
+}
+declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
+";
+
+#[test]
+fn a_shader_fault_names_the_draw_the_shaders_and_the_instruction() {
+    if !tools() {
+        return;
+    }
+    let (vs, ps) = (llc(VS_FAULT), llc(PS));
+    let mut ex = Executor::new(gpu());
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_guest(
+            &mut ex,
+            &Setup {
+                vs: &vs,
+                ps: &ps,
+                blend: false,
+                draws: pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]),
+                indices: Vec::new(),
+            },
+        )
+    }));
+    let msg = match r {
+        Ok(_) => panic!("a draw whose VS reads address 0x10 succeeded"),
+        Err(e) => e.downcast_ref::<String>().cloned().unwrap_or_default(),
+    };
+    assert!(
+        msg.contains("GPU fault in draw 1")
+            && msg.contains("at 0x10")
+            && msg.contains("global_load"),
+        "{msg}"
+    );
+    eprintln!("{msg}");
+}
