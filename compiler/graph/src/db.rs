@@ -424,7 +424,11 @@ where
     match stored {
         Stored::Plain => {
             let t = Instant::now();
-            let encoded = parts.concat();
+            let encoded = parts
+                .iter()
+                .map(|p| p.as_slice())
+                .collect::<Vec<_>>()
+                .concat();
             db.cache().memo_put(&key, &encoded)?;
             tracing::debug!(
                 "phase {query}.store: {:.1} ms ({} bytes)",
