@@ -52,7 +52,8 @@ fn translation_is_deterministic() {
     }
 }
 
-/// Waves per workgroup and the host local size follow the guest workgroup and wave size.
+/// Waves per workgroup and the host local size follow the guest workgroup and wave size
+/// (one host invocation per wave, or per workgroup for a program with s_barrier).
 #[test]
 fn waves_per_group_follow_the_workgroup() {
     let Some(ks) = build(false, [100, 1, 1]) else {
@@ -66,6 +67,14 @@ fn waves_per_group_follow_the_workgroup() {
     };
     let t = translate_compute(&ks[0].code, &ks[0].state, &Options::default()).unwrap();
     assert_eq!(t.local_size, [2, 1, 1]);
+    // A program with s_barrier runs the whole guest workgroup in one host invocation.
+    let Some(ks) = build(false, [100, 1, 1]) else {
+        return;
+    };
+    let k = ks.iter().find(|k| k.name == "reduce").unwrap();
+    let t = translate_compute(&k.code, &k.state, &Options::default()).unwrap();
+    assert_eq!(t.local_size, [1, 1, 1]);
+    assert_eq!(t.meta.waves_per_group, 4);
 }
 
 /// The resource analysis names the user SGPR pairs clang's kernel descriptor says hold the

@@ -253,6 +253,14 @@ pub enum AtomicOp {
     Xor,
     /// Compare-and-swap (`data` = new value, `cmp` = expected).
     CmpSwap,
+    /// Wrapping increment: old >= data ? 0 : old + 1 (`*_atomic_inc`, `ds_inc_u32`).
+    Inc,
+    /// Wrapping decrement: old == 0 || old > data ? data : old - 1.
+    Dec,
+    /// Reverse subtract: data - old (`ds_rsub_u32`).
+    RSub,
+    /// Masked or: (old & !data) | cmp (`ds_mskor_b32`: data0 = mask, data1 = bits).
+    MskOr,
 }
 
 /// A statement's operation.
@@ -342,8 +350,11 @@ pub enum Op {
         /// Data dwords.
         data: Vec<ValueId>,
     },
-    /// 32-bit atomic; the result is the old value.
+    /// 32-bit atomic (64-bit when `wide`: u64 data, cmp and result); the result is the old
+    /// value.
     Atomic {
+        /// 64-bit (`*_x2`; guest memory only).
+        wide: bool,
         /// Space.
         space: Space,
         /// Operation.
@@ -661,6 +672,7 @@ fn op_text(op: &Op) -> String {
             addr,
             data,
             cmp,
+            ..
         } => match cmp {
             Some(c) => format!("atomic {op:?} {space:?} {} {} {}", v(addr), v(data), v(c)),
             None => format!("atomic {op:?} {space:?} {} {}", v(addr), v(data)),

@@ -232,7 +232,9 @@ pub fn resources(body: &Body, user_sgprs: u32, texts: &BTreeMap<u32, String>) ->
                     Op::Store { space, addr, data } => {
                         (*space, false, true, 4 * data.len() as u32, *addr)
                     }
-                    Op::Atomic { space, addr, .. } => (*space, true, true, 4, *addr),
+                    Op::Atomic {
+                        space, addr, wide, ..
+                    } => (*space, true, true, if *wide { 8 } else { 4 }, *addr),
                     Op::LoadSub { space, addr, bytes } => {
                         (*space, true, false, *bytes as u32, *addr)
                     }

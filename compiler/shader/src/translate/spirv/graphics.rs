@@ -375,7 +375,7 @@ impl Emit {
             snap: BTreeMap::new(),
             barriers: false,
             at_barrier: 0,
-            done: 0,
+            wave_base: None,
         };
 
         // Prologue: user SGPRs; the SGPR after them (PS: the primitive mask for M0) stays 0;

@@ -96,6 +96,37 @@ impl Emit {
         self.block(merge)
     }
 
+    /// Atomic read-modify-write by compare-and-swap: loop { old = *p; if cas(p, old,
+    /// f(old)) == old break }; returns the old value (atomics SPIR-V has no instruction for).
+    pub(super) fn cas_rmw(
+        &mut self,
+        p: Word,
+        sc: Word,
+        t: Word,
+        f: impl FnOnce(&mut Emit, Word) -> Res<Word>,
+    ) -> Res<Word> {
+        let boolt = self.t.bool;
+        let (hdr, body, cont, merge) = (self.b.id(), self.b.id(), self.b.id(), self.b.id());
+        self.b.branch(hdr)?;
+        self.block(hdr)?;
+        self.b
+            .loop_merge(merge, cont, spirv::LoopControl::NONE, [])?;
+        self.b.branch(body)?;
+        self.block(body)?;
+        let relaxed = self.k32(0);
+        let old = self.b.atomic_load(t, None, p, sc, relaxed)?;
+        let new = f(self, old)?;
+        let seen = self
+            .b
+            .atomic_compare_exchange(t, None, p, sc, relaxed, relaxed, new, old)?;
+        let done = self.b.i_equal(boolt, None, seen, old)?;
+        self.b.branch(cont)?;
+        self.block(cont)?;
+        self.b.branch_conditional(done, merge, hdr, [])?;
+        self.block(merge)?;
+        Ok(old)
+    }
+
     fn fn_guest_st_sub(&mut self) -> Res<Word> {
         let (void, u32t, u64t, boolt) = (self.t.void, self.t.u32, self.t.u64, self.t.bool);
         let fty = self.b.type_function(void, [u64t, u32t, u32t]);
