@@ -1814,20 +1814,6 @@ impl Emit {
             }
             UnOp::F32ToF64 => self.b.f_convert(f64t, None, a)?,
             UnOp::F64ToF32 => self.b.f_convert(f32t, None, a)?,
-            // f64 trunc as floor/ceil by sign: lavapipe (Mesa 22.3) gave floor(x) for
-            // GLSL.std.450 Trunc of a negative double (corpus kernel f64_convert: `(long)x`
-            // of -6410569418.77 came out one too small). Both forms are exact.
-            UnOp::Trunc if ty == f64t => {
-                let boolt = self.t.bool;
-                let z = *self
-                    .consts
-                    .entry((f64t, 0))
-                    .or_insert_with(|| self.b.constant_bit64(f64t, 0));
-                let neg = self.b.f_ord_less_than(boolt, None, a, z)?;
-                let c = self.ext(glsl::CEIL, ty, &[a])?;
-                let fl = self.ext(glsl::FLOOR, ty, &[a])?;
-                self.b.select(ty, None, neg, c, fl)?
-            }
             UnOp::Trunc => self.ext(glsl::TRUNC, ty, &[a])?,
             UnOp::Floor => self.ext(glsl::FLOOR, ty, &[a])?,
             UnOp::Ceil => self.ext(glsl::CEIL, ty, &[a])?,
