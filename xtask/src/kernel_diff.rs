@@ -684,6 +684,7 @@ impl Harness {
         let opts = Options {
             host_subgroup_size: Some(self.gpu.info().subgroup_size),
             loop_limit: LOOP_LIMIT,
+            ..Default::default()
         };
         // APS5_KERNEL_DIFF_SPIRV=FILE.spv runs that module instead of the translation: the
         // harness's own tests use hand-written GLSL that follows docs/SHADER_ABI.md.

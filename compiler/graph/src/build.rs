@@ -115,6 +115,7 @@ impl Project {
         let scan = dump::scan(
             &self.layout.dump_dir,
             &self.skipped_names(),
+            &self.config.project.executable,
             &self.cache,
             jobs,
             &|d, t| progress.update("hashing", d, t),
@@ -131,6 +132,11 @@ impl Project {
             });
         }
         let db = Database::new(self.cache.clone());
+        for f in &scan.files {
+            if let Some(bytes) = &f.bytes {
+                db.keep_bytes(f.abs.clone(), f.hash, bytes.clone());
+            }
+        }
         let files: Vec<SourceFile> = scan
             .files
             .iter()
@@ -290,6 +296,8 @@ impl Project {
         )?;
         progress.finish("writing");
         tracing::debug!("phase emit: {:.1} ms", db::ms_since(emit_start));
+        // The relink results were being stored in the cache meanwhile.
+        db.finish_stores();
 
         // The last build's state is read only when something needs explaining.
         let old_state = std::cell::OnceCell::new();

@@ -92,6 +92,43 @@ pub trait Db: salsa::Database {
     /// The host PRX set this toolchain ships, and a hash of all its files (part of every relink
     /// query's key: a new PRX set re-relinks, and `--explain` says "toolchain changed").
     fn prx(&self) -> Result<&HostPrx, QueryError>;
+    /// Runs `store` (which puts QUERY's result into the cache) on another thread, so the build
+    /// goes on meanwhile; [`Database::finish_stores`] (or dropping the last handle of the
+    /// database) waits for it. A store that fails only costs the next build the recomputation.
+    fn store_later(&self, query: &'static str, store: StoreJob);
+    /// The bytes of a dump file the scan already read and hashed (see [`Database::keep_bytes`]).
+    fn scanned_bytes(&self, abs: &std::path::Path, hash: ContentHash) -> Option<Arc<Vec<u8>>>;
+}
+
+/// A deferred cache store (see [`Db::store_later`]).
+pub type StoreJob = Box<dyn FnOnce(&Cache) -> Result<(), aps5_cache::CacheError> + Send>;
+
+/// The cache stores still running, joined on [`Database::finish_stores`] or on drop.
+#[derive(Default)]
+struct PendingStores(Mutex<Vec<(&'static str, std::thread::JoinHandle<Result<(), String>>)>>);
+
+impl PendingStores {
+    /// Waits for every store; the queries whose result could not be stored, with why.
+    fn join(&self) -> Vec<(&'static str, String)> {
+        let jobs = std::mem::take(&mut *self.0.lock().unwrap());
+        let mut failed = Vec::new();
+        for (query, job) in jobs {
+            match job.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => failed.push((query, e)),
+                Err(_) => failed.push((query, "the storing thread panicked".to_string())),
+            }
+        }
+        failed
+    }
+}
+
+impl Drop for PendingStores {
+    fn drop(&mut self) {
+        for (query, e) in self.join() {
+            tracing::warn!("the {query} result was not stored in the cache: {e}");
+        }
+    }
 }
 
 /// The host PRX set as the graph uses it: the set, each file with its hash (hashed once per
@@ -112,6 +149,8 @@ pub struct Database {
     cache: Arc<Cache>,
     runs: Arc<Mutex<Vec<QueryRun>>>,
     prx: Arc<std::sync::OnceLock<Result<HostPrx, QueryError>>>,
+    pending: Arc<PendingStores>,
+    scanned: Arc<Mutex<std::collections::HashMap<(PathBuf, ContentHash), Arc<Vec<u8>>>>>,
 }
 
 impl Database {
@@ -121,7 +160,27 @@ impl Database {
             cache,
             runs: Default::default(),
             prx: Default::default(),
+            pending: Default::default(),
+            scanned: Default::default(),
         }
+    }
+
+    /// Hands the bytes the scan read of a dump file (those its hash was computed from) to the
+    /// query that reads the file, which then neither reads nor hashes it again.
+    pub fn keep_bytes(&self, abs: PathBuf, hash: ContentHash, bytes: Arc<Vec<u8>>) {
+        self.scanned.lock().unwrap().insert((abs, hash), bytes);
+    }
+
+    /// Waits for the cache stores still running (see [`Db::store_later`]). One that failed is
+    /// reported as a warning: the build's outputs are right, the next build recomputes it.
+    pub fn finish_stores(&self) {
+        let t = Instant::now();
+        for (query, e) in self.pending.join() {
+            tracing::warn!(
+                "the {query} result was not stored in the cache (the next build computes it again): {e}"
+            );
+        }
+        tracing::debug!("phase store_wait: {:.1} ms", ms_since(t));
     }
 
     /// Every query run so far, in order.
@@ -140,6 +199,17 @@ impl Db for Database {
     }
     fn record(&self, run: QueryRun) {
         self.runs.lock().unwrap().push(run);
+    }
+    fn scanned_bytes(&self, abs: &std::path::Path, hash: ContentHash) -> Option<Arc<Vec<u8>>> {
+        self.scanned
+            .lock()
+            .unwrap()
+            .remove(&(abs.to_path_buf(), hash))
+    }
+    fn store_later(&self, query: &'static str, store: StoreJob) {
+        let cache = self.cache.clone();
+        let job = std::thread::spawn(move || store(&cache).map_err(|e| e.to_string()));
+        self.pending.0.lock().unwrap().push((query, job));
     }
     fn prx(&self) -> Result<&HostPrx, QueryError> {
         self.prx
@@ -268,7 +338,7 @@ pub fn module_files(db: &dyn Db, dump: Dump) -> Vec<SourceFile> {
 fn read_verified(db: &dyn Db, file: SourceFile) -> Result<Vec<u8>, QueryError> {
     let abs = file.abs(db);
     let fail = |message: String| QueryError::new(abs.clone(), message);
-    let bytes = read_bounded(abs, file.size(db)).map_err(|e| {
+    let bytes = crate::dump::read_bounded(abs, file.size(db)).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             fail(
                 "the file vanished during the build; nothing was written: run the build again"
@@ -289,31 +359,6 @@ fn read_verified(db: &dyn Db, file: SourceFile) -> Result<Vec<u8>, QueryError> {
     Ok(bytes)
 }
 
-/// Reads a regular file: opened without blocking (a FIFO), checked with fstat, at most
-/// `size + 1` bytes (so a grown file shows as changed, and a huge one cannot fill memory).
-fn read_bounded(path: &std::path::Path, size: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!(
-                "it is {}, not a regular file",
-                aps5_cache::describe_kind(meta.file_type())
-            ),
-        ));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len().min(size)).unwrap_or(0));
-    // A regular file never blocks, so O_NONBLOCK can stay set for the read.
-    file.take(size.saturating_add(1)).read_to_end(&mut bytes)?;
-    Ok(bytes)
-}
-
 /// Milliseconds since `t`, for the `-vv` phase timings (`phase NAME: X ms`, which
 /// `cargo xtask bench` reads).
 pub(crate) fn ms_since(t: Instant) -> f64 {
@@ -329,9 +374,10 @@ enum Stored {
 }
 
 /// Looks a memoized result up in the content cache, computing and storing it on a miss.
-/// `compute` returns the encoded result, which is stored and then decoded like a cached one:
-/// one decoder for both paths, and an encoding that owns the result's bytes (the relinked ELF
-/// first) is turned back into the result without a copy.
+/// `compute` returns the result and its encoding, as parts whose concatenation is what `decode`
+/// reads back from a hit (the relinked ELF is shared with the result, not copied).
+/// A compressed result is stored on other threads while the build goes on ([`Database`]
+/// joins them before the build ends: see [`Db::store_later`]).
 #[allow(clippy::too_many_arguments)]
 fn memoized<T, E>(
     db: &dyn Db,
@@ -341,7 +387,7 @@ fn memoized<T, E>(
     key: MemoKey,
     stored: Stored,
     decode: impl Fn(Vec<u8>) -> Option<T>,
-    compute: impl FnOnce() -> Result<Vec<u8>, E>,
+    compute: impl FnOnce() -> Result<(T, Vec<Arc<Vec<u8>>>), E>,
 ) -> Result<T, E>
 where
     E: From<aps5_cache::CacheError>,
@@ -373,17 +419,38 @@ where
         Lookup::Miss => {}
     }
     let t = Instant::now();
-    let encoded = compute()?;
+    let (value, parts) = compute()?;
     tracing::debug!("phase {query}.compute: {:.1} ms", ms_since(t));
-    let t = Instant::now();
-    let n = match stored {
-        Stored::Plain => db.cache().memo_put(&key, &encoded).map(|_| encoded.len()),
-        Stored::Compressed => {
-            let packed = compress(&encoded);
-            db.cache().memo_put(&key, &packed).map(|_| packed.len())
+    match stored {
+        Stored::Plain => {
+            let t = Instant::now();
+            let encoded = parts
+                .iter()
+                .map(|p| p.as_slice())
+                .collect::<Vec<_>>()
+                .concat();
+            db.cache().memo_put(&key, &encoded)?;
+            tracing::debug!(
+                "phase {query}.store: {:.1} ms ({} bytes)",
+                ms_since(t),
+                encoded.len()
+            );
         }
-    }?;
-    tracing::debug!("phase {query}.store: {:.1} ms ({n} bytes)", ms_since(t));
+        Stored::Compressed => db.store_later(
+            query,
+            Box::new(move |cache: &Cache| {
+                let t = Instant::now();
+                let packed = compress(&parts);
+                cache.memo_put(&key, &packed)?;
+                tracing::debug!(
+                    "phase {query}.store: {:.1} ms ({} bytes, on another thread)",
+                    ms_since(t),
+                    packed.len()
+                );
+                Ok(())
+            }),
+        ),
+    }
     db.record(QueryRun {
         query,
         artifact: artifact.into(),
@@ -391,7 +458,7 @@ where
         reused: false,
         corrupt_cache_entry: corrupt,
     });
-    Ok(decode(encoded).expect("a result decodes from its own encoding"))
+    Ok(value)
 }
 
 impl From<aps5_cache::CacheError> for QueryError {
@@ -406,9 +473,13 @@ impl From<aps5_cache::CacheError> for QueryError {
 #[salsa::tracked(returns(ref))]
 pub fn module_bytes(db: &dyn Db, file: SourceFile) -> Result<Arc<Vec<u8>>, QueryError> {
     let t = Instant::now();
-    let bytes = read_verified(db, file)?;
+    // Bytes the scan read and hashed are the ones the hash names.
+    let bytes = match db.scanned_bytes(file.abs(db), file.hash(db)) {
+        Some(bytes) => bytes,
+        None => Arc::new(read_verified(db, file)?),
+    };
     tracing::debug!("phase read_module: {:.1} ms", ms_since(t));
-    Ok(Arc::new(bytes))
+    Ok(bytes)
 }
 
 /// The parsed PS4/PS5 module of one dump file. Not kept in the content cache: parsing is
@@ -469,7 +540,8 @@ pub fn module_index(db: &dyn Db, dump: Dump) -> Result<Arc<Vec<u8>>, QueryError>
             let mut bytes =
                 serde_json::to_vec_pretty(&serde_json::Value::Object(doc)).expect("JSON");
             bytes.push(b'\n');
-            Ok(bytes)
+            let bytes = Arc::new(bytes);
+            Ok((bytes.clone(), vec![bytes]))
         },
     )
 }
@@ -608,7 +680,8 @@ pub fn guest_module(db: &dyn Db, dump: Dump, file: SourceFile) -> Result<Arc<Vec
             for w in &r.warnings {
                 tracing::warn!("{}: {w}", file.rel(db));
             }
-            Ok(r.elf)
+            let elf = Arc::new(r.elf);
+            Ok((elf.clone(), vec![elf]))
         },
     )
 }
@@ -627,14 +700,16 @@ const ZSTD_LEVEL: i32 = 1;
 /// Input piece each thread compresses (independent frames, which decode as one).
 const ZSTD_PIECE: usize = 8 << 20;
 
-/// BYTES as concatenated zstd frames, compressed on up to `available_parallelism` threads,
-/// after a u64 (little-endian) of the plain length.
-fn compress(bytes: &[u8]) -> Vec<u8> {
+/// PARTS (one byte string, in pieces) as concatenated zstd frames, compressed on up to
+/// `available_parallelism` threads, after a u64 (little-endian) of the plain length.
+fn compress(parts: &[Arc<Vec<u8>>]) -> Vec<u8> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let piece = bytes.len().div_ceil(threads).max(ZSTD_PIECE);
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let piece = total.div_ceil(threads).max(ZSTD_PIECE);
     let frames: Vec<Vec<u8>> = std::thread::scope(|s| {
-        let workers: Vec<_> = bytes
-            .chunks(piece)
+        let workers: Vec<_> = parts
+            .iter()
+            .flat_map(|p| p.chunks(piece))
             .map(|c| s.spawn(move || zstd::bulk::compress(c, ZSTD_LEVEL).expect("zstd")))
             .collect();
         workers
@@ -643,7 +718,7 @@ fn compress(bytes: &[u8]) -> Vec<u8> {
             .collect()
     });
     let mut out = Vec::with_capacity(8 + frames.iter().map(Vec::len).sum::<usize>());
-    out.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+    out.extend_from_slice(&(total as u64).to_le_bytes());
     for f in frames {
         out.extend_from_slice(&f);
     }
@@ -661,12 +736,12 @@ impl AppElf {
     /// Encoded as: the ELF, the coverage JSON, then the JSON's length (u64, little-endian), and
     /// stored compressed: a relinked executable is larger than its input (its new relocation
     /// tables join the original segments); compressed, the cache grows by less than the dump.
-    fn encode(mut elf: Vec<u8>, coverage: &[CoverageRow]) -> Vec<u8> {
-        let json = serde_json::to_vec(coverage).expect("JSON");
-        elf.reserve_exact(json.len() + 8);
-        elf.extend_from_slice(&json);
-        elf.extend_from_slice(&(json.len() as u64).to_le_bytes());
-        elf
+    /// What follows the ELF in the encoding.
+    fn encode_tail(coverage: &[CoverageRow]) -> Vec<u8> {
+        let mut json = serde_json::to_vec(coverage).expect("JSON");
+        let n = json.len() as u64;
+        json.extend_from_slice(&n.to_le_bytes());
+        json
     }
 
     fn decode(mut bytes: Vec<u8>) -> Option<AppElf> {
@@ -737,7 +812,13 @@ pub fn app_elf(db: &dyn Db, dump: Dump) -> Result<AppElf, QueryError> {
                 tracing::warn!("{}: {w}", exe.rel(db));
             }
             tracing::debug!("phase relink: {:.1} ms", ms_since(t));
-            Ok(AppElf::encode(r.elf, &r.coverage))
+            let app = AppElf {
+                elf: Arc::new(r.elf),
+                coverage: Arc::new(r.coverage),
+            };
+            let tail = Arc::new(AppElf::encode_tail(&app.coverage));
+            let parts = vec![app.elf.clone(), tail];
+            Ok((app, parts))
         },
     )
 }

@@ -270,6 +270,9 @@ pub struct ScannedFile {
     /// Device, for hard-link decisions.
     pub dev: u64,
     pub hash: ContentHash,
+    /// The bytes the hash was computed from, for the file the scan was asked to keep (the
+    /// executable, when it had to be hashed): the build reads and hashes it once, not twice.
+    pub bytes: Option<std::sync::Arc<Vec<u8>>>,
 }
 
 /// The result of scanning a dump.
@@ -283,9 +286,12 @@ pub struct Scan {
 /// Walks the dump (sorted, never following links out of it), restores known hashes from the cache
 /// index by (path, size, mtime, inode) and hashes the rest on `jobs` threads.
 /// `skip` holds top-level names that belong to aps5 (the output folder, `aps5.toml`, `.aps5`).
+/// The file at `keep` (a dump path), when it has to be hashed, is read whole and its bytes
+/// kept in [`ScannedFile::bytes`].
 pub fn scan(
     dump: &Path,
     skip: &[String],
+    keep: &str,
     cache: &Cache,
     jobs: usize,
     progress: &dyn Fn(u64, u64),
@@ -311,7 +317,8 @@ pub fn scan(
     }
 
     let total: u64 = todo.iter().map(|&i| files[i].2.size).sum();
-    let hashed = hash_all(&mut files, &todo, jobs, total, progress)?;
+    let keep = files.iter().position(|f| f.0 == keep);
+    let (hashed, mut kept) = hash_all(&mut files, &todo, keep, jobs, total, progress)?;
     let mut rows = Vec::with_capacity(todo.len());
     for &i in &todo {
         let (rel, _, stamp, _, hash) = &files[i];
@@ -321,12 +328,14 @@ pub fn scan(
     Ok(Scan {
         files: files
             .into_iter()
-            .map(|(rel, abs, stamp, dev, hash)| ScannedFile {
+            .enumerate()
+            .map(|(i, (rel, abs, stamp, dev, hash))| ScannedFile {
                 rel,
                 abs,
                 stamp,
                 dev,
                 hash: hash.expect("every file hashed"),
+                bytes: if Some(i) == keep { kept.take() } else { None },
             })
             .collect(),
         hashed: todo.len(),
@@ -396,18 +405,21 @@ fn walk(
 
 type Pending = (String, PathBuf, FileStamp, u64, Option<ContentHash>);
 
+/// Hashes the files at `todo`; the one at `keep` is read whole, and its bytes returned.
 fn hash_all(
     files: &mut [Pending],
     todo: &[usize],
+    keep: Option<usize>,
     jobs: usize,
     total: u64,
     progress: &dyn Fn(u64, u64),
-) -> Result<u64, BuildError> {
+) -> Result<(u64, Option<std::sync::Arc<Vec<u8>>>), BuildError> {
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
     if todo.is_empty() {
-        return Ok(0);
+        return Ok((0, None));
     }
+    let kept: Mutex<Option<std::sync::Arc<Vec<u8>>>> = Mutex::new(None);
     let next = AtomicUsize::new(0);
     let done = AtomicU64::new(0);
     let results: Mutex<HashMap<usize, ContentHash>> = Mutex::new(HashMap::new());
@@ -428,7 +440,17 @@ fn hash_all(
                     if first_error.lock().unwrap().is_some() {
                         break;
                     }
-                    match aps5_cache::hash_file(path) {
+                    let hashed = if Some(i) == keep {
+                        read_bounded(path, stamp.size).map(|bytes| {
+                            let hash = ContentHash::of(&bytes);
+                            let size = bytes.len() as u64;
+                            *kept.lock().unwrap() = Some(std::sync::Arc::new(bytes));
+                            (hash, size)
+                        })
+                    } else {
+                        aps5_cache::hash_file(path)
+                    };
+                    match hashed {
                         Ok((hash, size)) if size == stamp.size => {
                             results.lock().unwrap().insert(i, hash);
                             done.fetch_add(size, Ordering::Relaxed);
@@ -461,5 +483,30 @@ fn hash_all(
     for &i in todo {
         files[i].4 = results.get(&i).copied();
     }
-    Ok(done.into_inner())
+    Ok((done.into_inner(), kept.into_inner().unwrap()))
+}
+
+/// Reads a regular file: opened without blocking (a FIFO), checked with fstat, at most
+/// `size + 1` bytes (so a grown file shows as changed, and a huge one cannot fill memory).
+pub(crate) fn read_bounded(path: &Path, size: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "it is {}, not a regular file",
+                aps5_cache::describe_kind(meta.file_type())
+            ),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len().min(size)).unwrap_or(0));
+    // A regular file never blocks, so O_NONBLOCK can stay set for the read.
+    file.take(size.saturating_add(1)).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }

@@ -80,6 +80,10 @@ pub struct Operand {
     pub abs: bool,
     /// Sign-extend (SDWA integer sources).
     pub sext: bool,
+    /// SDWA source select (0..3 = BYTE_0..3, 4/5 = WORD_0/1, 6 = DWORD); 6 outside SDWA.
+    pub sdwa_sel: u8,
+    /// The DPP source (src0 of a DPP16/DPP8 instruction): its value comes from another lane.
+    pub dpp: bool,
 }
 
 const FLOATS: [f64; 9] = [
@@ -141,6 +145,8 @@ fn op(role: Role, value: Value) -> Operand {
         neg: false,
         abs: false,
         sext: false,
+        sdwa_sel: 6,
+        dpp: false,
     }
 }
 
@@ -219,11 +225,13 @@ pub fn operands(inst: &Instruction, wave64: bool) -> Vec<Operand> {
                         value_of(if sgpr { w1 & 0xFF } else { 256 + (w1 & 0xFF) }, w, None),
                     );
                     o.sext = (w1 >> 19) & 1 != 0;
+                    o.sdwa_sel = ((w1 >> 16) & 7) as u8;
                     o.neg = (w1 >> 20) & 1 != 0;
                     o.abs = (w1 >> 21) & 1 != 0;
                     o
                 } else if dpp {
                     let mut o = op(Role::Src, value_of(256 + (w1 & 0xFF), w, None));
+                    o.dpp = true;
                     if inst.encoding == Encoding::Dpp16 {
                         o.neg = (w1 >> 20) & 1 != 0;
                         o.abs = (w1 >> 21) & 1 != 0;
@@ -243,6 +251,7 @@ pub fn operands(inst: &Instruction, wave64: bool) -> Vec<Operand> {
                         value_of(if sgpr { raw } else { 256 + raw }, w, None),
                     );
                     o.sext = (w1 >> 27) & 1 != 0;
+                    o.sdwa_sel = ((w1 >> 24) & 7) as u8;
                     o.neg = (w1 >> 28) & 1 != 0;
                     o.abs = (w1 >> 29) & 1 != 0;
                     o

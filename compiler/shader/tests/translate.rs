@@ -52,7 +52,8 @@ fn translation_is_deterministic() {
     }
 }
 
-/// Waves per workgroup and the host local size follow the guest workgroup and wave size.
+/// Waves per workgroup and the host local size follow the guest workgroup and wave size
+/// (one host invocation per wave, or per workgroup for a program with s_barrier).
 #[test]
 fn waves_per_group_follow_the_workgroup() {
     let Some(ks) = build(false, [100, 1, 1]) else {
@@ -66,6 +67,14 @@ fn waves_per_group_follow_the_workgroup() {
     };
     let t = translate_compute(&ks[0].code, &ks[0].state, &Options::default()).unwrap();
     assert_eq!(t.local_size, [2, 1, 1]);
+    // A program with s_barrier runs the whole guest workgroup in one host invocation.
+    let Some(ks) = build(false, [100, 1, 1]) else {
+        return;
+    };
+    let k = ks.iter().find(|k| k.name == "reduce").unwrap();
+    let t = translate_compute(&k.code, &k.state, &Options::default()).unwrap();
+    assert_eq!(t.local_size, [1, 1, 1]);
+    assert_eq!(t.meta.waves_per_group, 4);
 }
 
 /// The resource analysis names the user SGPR pairs clang's kernel descriptor says hold the
@@ -208,5 +217,33 @@ fn unused_abi_registers_still_translate() {
                 spirv_val(&t.spirv).unwrap();
             }
         }
+    }
+}
+
+/// MODE writes that keep the translator's float model (round to nearest even, denormals
+/// kept) translate; writes that change it are refused with their offset (llvm-mc encodings).
+#[test]
+fn mode_register_writes_that_change_the_float_model_are_refused() {
+    // s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 4), 15 ; s_getreg_b32 s0, hwreg(HW_REG_MODE)
+    // s_round_mode 0 ; s_denorm_mode 15 ; s_endpgm
+    let ok = "0xba801901 0x0000000f 0xb900f801 0xbfa40000 0xbfa5000f 0xbf810000";
+    translate_compute(&words(ok), &state(), &Options::default()).unwrap();
+    let refused = [
+        // s_nop 0 ; s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 2), 1 (round toward +inf)
+        (
+            "0xbf800000 0xba800801 0x00000001 0xbf810000",
+            4,
+            "float model",
+        ),
+        // s_nop 0 ; s_denorm_mode 0 (flush denormals)
+        ("0xbf800000 0xbfa50000 0xbf810000", 4, "float model"),
+        // s_nop 0 ; s_setreg_b32 hwreg(HW_REG_MODE, 0, 4), s1 (a value not known here)
+        ("0xbf800000 0xb9811801 0xbf810000", 4, "cannot check"),
+    ];
+    for (hex, off, why) in refused {
+        let e = translate_compute(&words(hex), &state(), &Options::default()).unwrap_err();
+        assert_eq!(e.offset, Some(off), "{e}");
+        assert!(e.to_string().contains(why), "{e}");
+        assert!(e.to_string().contains("not supported yet"), "{e}");
     }
 }

@@ -513,3 +513,231 @@ fn multi_wave_barrier_rounds_and_mask_aliases() {
         }
     }
 }
+
+/// Cross-lane data movement under a partial EXEC (tests/translate/memlanes.s, `xlane`): every
+/// output computed here from the RDNA2 ISA semantics of the instruction (source lane chosen
+/// by the lane-select nibbles / byte address / swizzle pattern; a DS form reads 0 from an
+/// inactive lane; permlane: FI reads it anyway, BOUND_CTRL writes 0, neither keeps vdst).
+#[test]
+fn cross_lane_moves_follow_the_isa_with_inactive_lanes() {
+    let gpu = gpu();
+    let Some(ks) = support::build_asm("memlanes.s", &["xlane"], [32, 1, 1]) else {
+        return;
+    };
+    let r = run(
+        &gpu,
+        kernel(&ks, "xlane"),
+        32,
+        1,
+        vec![Arg::Buf(vec![0xEE; 32 * 32])],
+    );
+    assert_eq!(r.fault.state, 0, "xlane: unexpected fault {:?}", r.fault);
+    let out = to_u32s(&r.bufs[0]);
+    let exec = 0xef7b_def7u32;
+    let on = |l: u32| exec >> l & 1 != 0;
+    let data = |l: u32| 7 * l + 100;
+    let sel = 0x8b9a_0f5e_1f2e_3d4cu64;
+    let pick = |l: u32| (sel >> (4 * (l & 15)) & 15) as u32;
+    let mut permuted = [0u32; 32];
+    for k in (0..32).filter(|&k| on(k)) {
+        // byte address 4 * ((3k) & 15) names lane ((3k) & 15).
+        permuted[((k * 3) & 15) as usize] = data(k);
+    }
+    let bp = |l: u32, off: u32| {
+        let j = ((((l * 13 + 5) & 31) * 4 + off) >> 2) & 31;
+        if on(j) { data(j) } else { 0 }
+    };
+    for l in 0..32u32 {
+        let got = &out[8 * l as usize..8 * l as usize + 8];
+        if !on(l) {
+            assert_eq!(
+                got,
+                [
+                    0xdead,
+                    0xdead,
+                    0xdead,
+                    0xdead,
+                    0xdead,
+                    0xdead,
+                    data(l),
+                    0xdead
+                ]
+            );
+            continue;
+        }
+        let j16 = (l & !15) | pick(l);
+        let jx16 = ((l & !15) ^ 16) | pick(l);
+        let g = |j: u32| if on(j) { data(j) } else { 0 };
+        let want = [
+            if on(j16) { data(j16) } else { 0xdead },
+            data(jx16),
+            g(j16),
+            bp(l, 8),
+            permuted[l as usize],
+            g(((l & 7) | 8) ^ 2),
+            bp(l, 0),
+            g((l & !3) | [2, 0, 3, 1][(l & 3) as usize]),
+        ];
+        assert_eq!(
+            got, want,
+            "lane {l}: permlane16, x16 FI, BC, bpermute+8, permute, swizzle bits, bpermute in place, quad perm"
+        );
+    }
+}
+
+/// Sub-dword loads and stores (tests/translate/memlanes.s, `subdword`): extension, d16
+/// halves, odd addresses, two waves writing alternate bytes of the same dwords of global
+/// memory and of LDS (the merge must not lose a neighbour's byte), and the fault of a short
+/// load at an odd address naming its real size.
+#[test]
+fn sub_dword_accesses_extend_merge_and_fault_exactly() {
+    let gpu = gpu();
+    let Some(ks) = support::build_asm("memlanes.s", &["subdword", "badshort"], [64, 1, 1]) else {
+        return;
+    };
+    let input: Vec<u8> = (0..64u32).map(|i| (i * 37 + 0x81) as u8).collect();
+    let r = run(
+        &gpu,
+        kernel(&ks, "subdword"),
+        64,
+        1,
+        vec![
+            Arg::Buf(input.clone()),
+            Arg::Buf(vec![0xEE; 64 * 48]),
+            Arg::Buf(vec![0xEE; 192]),
+        ],
+    );
+    assert_eq!(r.fault.state, 0, "subdword: unexpected fault {:?}", r.fault);
+    let out = to_u32s(&r.bufs[1]);
+    let b = |i: u32| input[i as usize] as u32;
+    let sb = |i: u32| input[i as usize] as i8 as i32 as u32;
+    let h = |i: u32| b(i) | b(i + 1) << 8;
+    let sh = |i: u32| h(i) as u16 as i16 as i32 as u32;
+    // The byte each lane stores, and the LDS/global layout of both stores.
+    let byte_of = |l: u32| ((3 * l + 1) & 0xFF) as u8;
+    let pos = |l: u32| (2 * (l & 31) + (l >> 5)) as usize;
+    let short_of = |l: u32| ((l * 0x101 + 7) & 0xFFFF) as u16;
+    let mut mem = vec![0u8; 256];
+    for l in 0..64 {
+        mem[pos(l)] = byte_of(l);
+        mem[64 + 2 * l as usize..][..2].copy_from_slice(&short_of(l).to_le_bytes());
+    }
+    for l in 0..64u32 {
+        let (i, s) = (l & 31, 2 * (l & 15));
+        let o = 63 - l;
+        let want = [
+            b(i),
+            sb(i + 1),
+            h(s),
+            sh(s + 2),
+            0x2222 | b(i + 3) << 16,
+            0x3333_0000 | (sb(i) & 0xFFFF),
+            0x6666 | h(s + 6) << 16,
+            mem[o as usize] as u32,
+            mem[o as usize] as i8 as i32 as u32,
+            0x8888
+                | (u16::from_le_bytes([mem[64 + 2 * o as usize], mem[65 + 2 * o as usize]]) as u32)
+                    << 16,
+        ];
+        let at = 12 * l as usize;
+        assert_eq!(out[at..at + 7], want[..7], "lane {l}: global loads");
+        assert_eq!(out[at + 7..at + 10], want[7..], "lane {l}: LDS loads");
+    }
+    let mut bout = [0xEEu8; 192];
+    bout[..64].copy_from_slice(&mem[..64]);
+    for l in 0..64 {
+        bout[64 + 2 * l as usize..][..2].copy_from_slice(&short_of(l).to_le_bytes());
+    }
+    assert_eq!(r.bufs[2][..64], bout[..64], "byte stores of both waves");
+    assert_eq!(r.bufs[2][64..], bout[64..192], "d16_hi short stores");
+
+    let r = run(
+        &gpu,
+        kernel(&ks, "badshort"),
+        32,
+        1,
+        vec![Arg::Buf(vec![0; 32 * 4])],
+    );
+    assert_eq!(
+        r.fault.fault(),
+        Some(FaultReason::Unaligned),
+        "{:?}",
+        r.fault
+    );
+    assert_eq!(r.fault.bytes, 2, "{:?}", r.fault);
+    assert!(r.fault.address % 2 == 1, "{:?}", r.fault);
+}
+
+/// 64-bit global atomics from two workgroups of two waves (tests/translate/memlanes.s,
+/// `atom64`): final memory computed here (add with carries across the halves, unsigned max,
+/// signed min, and/or/xor), the returning swap's old values chain through every value, and of
+/// the compare-and-swaps from 0 exactly one wins.
+#[test]
+fn sixty_four_bit_global_atomics_are_atomic_and_exact() {
+    let gpu = gpu();
+    let Some(ks) = support::build_asm("memlanes.s", &["atom64"], [64, 1, 1]) else {
+        return;
+    };
+    let init: [u64; 9] = [1 << 32, 0, i64::MAX as u64, !0, 0, 0, 0x5555, 0, 5 << 32];
+    let cells: Vec<u8> = init.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let r = run(
+        &gpu,
+        kernel(&ks, "atom64"),
+        64,
+        2,
+        vec![Arg::Buf(cells), Arg::Buf(vec![0xEE; 2048])],
+    );
+    assert_eq!(r.fault.state, 0, "atom64: unexpected fault {:?}", r.fault);
+    let u64s = |b: &[u8]| -> Vec<u64> {
+        b.chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    let cells = u64s(&r.bufs[0]);
+    let out = u64s(&r.bufs[1]);
+    let val = |g: u64| {
+        let lo = ((g as u32).wrapping_mul(0x9e37_79b9) | 1) as u64;
+        let hi = (g as u32).wrapping_mul(0x85eb_ca6b) as u64;
+        hi << 32 | lo
+    };
+    let vals: Vec<u64> = (0..128).map(val).collect();
+    let add = (0..128u64).fold(init[0], |a, g| a.wrapping_add(g << 32 | 0xFFFF_FFFF));
+    assert_eq!(cells[0], add, "add_x2");
+    assert_eq!(cells[1], *vals.iter().max().unwrap(), "umax_x2");
+    let smin = vals
+        .iter()
+        .map(|&v| v as i64)
+        .min()
+        .unwrap()
+        .min(init[2] as i64);
+    assert_eq!(cells[2], smin as u64, "smin_x2");
+    assert_eq!(cells[3], vals.iter().fold(init[3], |a, v| a & v), "and_x2");
+    assert_eq!(cells[4], vals.iter().fold(init[4], |a, v| a | v), "or_x2");
+    assert_eq!(cells[5], vals.iter().fold(init[5], |a, v| a ^ v), "xor_x2");
+    // swap: {old values} + {final} = {initial} + {every value}.
+    let mut seen: Vec<u64> = out[..128].to_vec();
+    seen.push(cells[6]);
+    seen.sort_unstable();
+    let mut want = vals.clone();
+    want.push(init[6]);
+    want.sort_unstable();
+    assert_eq!(seen, want, "swap_x2 old values");
+    // cmpswap from 0: one lane sees 0 and stores its value; every other lane sees that value.
+    let old = &out[128..256];
+    let winners: Vec<usize> = (0..128).filter(|&g| old[g] == 0).collect();
+    assert_eq!(winners.len(), 1, "cmpswap_x2 winners {winners:?}");
+    let w = vals[winners[0]];
+    assert_eq!(cells[7], w, "cmpswap_x2 final");
+    assert!(
+        (0..128).all(|g| g == winners[0] || old[g] == w),
+        "cmpswap_x2 losers see the winner's value"
+    );
+    // inc / dec with the same limit from every lane: the final value does not depend on
+    // the order.
+    let (mut inc, mut dec) = (0u32, 5u32);
+    for _ in 0..128 {
+        inc = if inc >= 50 { 0 } else { inc + 1 };
+        dec = if dec == 0 || dec > 50 { 50 } else { dec - 1 };
+    }
+    assert_eq!(cells[8], (dec as u64) << 32 | inc as u64, "inc, dec");
+}

@@ -48,6 +48,8 @@ pub struct GpuBackend<'a> {
     pub interrupts: Vec<Interrupt>,
     /// The last dispatch's failure in full (the processor's error keeps only its text).
     pub error: Option<DispatchError>,
+    /// The last draw's failure in full.
+    pub draw_error: Option<crate::draw::DrawError>,
     /// How long WAIT_REG_MEM polls memory before giving up.
     pub wait_limit: Duration,
     start: Instant,
@@ -61,6 +63,7 @@ impl<'a> GpuBackend<'a> {
             regions,
             interrupts: Vec::new(),
             error: None,
+            draw_error: None,
             wait_limit: Duration::from_secs(10),
             start: Instant::now(),
         }
@@ -121,8 +124,15 @@ impl Backend for GpuBackend<'_> {
         }
     }
 
-    fn draw(&mut self, _d: &Draw<'_>) -> Result<(), String> {
-        Err("draws are not implemented yet (this driver runs compute only)".into())
+    fn draw(&mut self, d: &Draw<'_>) -> Result<(), String> {
+        match self.exec.draw(self.mem, d, &self.regions) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let text = e.to_string();
+                self.draw_error = Some(e);
+                Err(text)
+            }
+        }
     }
 
     fn release_mem(&mut self, r: &ReleaseMem) -> Result<(), String> {

@@ -114,9 +114,9 @@ struct Program {
 }
 
 /// How guest memory reached the device for one dispatch.
-struct View {
-    region: Region,
-    buf: Buffer,
+pub(crate) struct View {
+    pub(crate) region: Region,
+    pub(crate) buf: Buffer,
     /// Mirror only: a copy of the guest bytes as uploaded. Written back are the bytes the GPU
     /// changed, so CPU writes elsewhere in the region made meanwhile survive. None for an
     /// imported region (the GPU works on the guest's pages themselves).
@@ -127,6 +127,8 @@ struct View {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     pub dispatches: u64,
+    /// Draws run (graphics).
+    pub draws: u64,
     pub translations: u64,
     pub pipelines: u64,
     pub bytes_uploaded: u64,
@@ -139,13 +141,15 @@ pub struct Stats {
 /// Runs compute dispatches on one Vulkan device (synchronously: each dispatch is waited for
 /// before the next packet is processed, so a following RELEASE_MEM sees its results).
 pub struct Executor {
-    gpu: Gpu,
+    pub(crate) gpu: Gpu,
     programs: HashMap<[u8; 32], Arc<Program>>,
-    shaders: BTreeMap<u64, ShaderInfo>,
-    opts: Options,
-    stats: Stats,
+    pub(crate) shaders: BTreeMap<u64, ShaderInfo>,
+    pub(crate) opts: Options,
+    pub(crate) stats: Stats,
     /// Import GPU-visible regions when the device can (`APS5_GPU_MIRROR=1` forces mirrors).
     import: bool,
+    /// Graphics: translated stages, pipelines, the command recorder (crate::draw).
+    pub(crate) gfx: crate::draw::GfxCache,
 }
 
 /// Most code read for a program `sceAgcCreateShader` did not describe.
@@ -160,6 +164,7 @@ impl Executor {
         let opts = Options {
             host_subgroup_size: Some(gpu.info().subgroup_size),
             loop_limit,
+            ..Default::default()
         };
         let import = gpu.supports_host_import()
             && std::env::var_os("APS5_GPU_MIRROR").is_none_or(|v| v != "1");
@@ -170,6 +175,7 @@ impl Executor {
             import,
             opts,
             stats: Stats::default(),
+            gfx: Default::default(),
         }
     }
 
@@ -191,7 +197,7 @@ impl Executor {
         self.shaders.insert(code, info);
     }
 
-    fn describe(&self, addr: u64) -> String {
+    pub(crate) fn describe(&self, addr: u64) -> String {
         match self.shaders.get(&addr) {
             Some(s) => format!(
                 "shader at {addr:#x}, {} code bytes, header at {:#x}",
@@ -315,22 +321,7 @@ impl Executor {
         if addr == 0 {
             return Err("COMPUTE_PGM_LO/HI are 0 (no program set)".into());
         }
-        let code = match self.shaders.get(&addr) {
-            Some(s) => {
-                let mut c = vec![0u8; s.code_bytes as usize];
-                mem.read(addr, &mut c).map_err(|e| format!("code: {e}"))?;
-                c
-            }
-            None => {
-                let mut c = vec![0u8; MAX_UNKNOWN_CODE];
-                let n = mem.read_partial(addr, &mut c);
-                if n < 4 {
-                    return Err(format!("code at {addr:#x} is not readable"));
-                }
-                c.truncate(n & !3);
-                c
-            }
-        };
+        let code = self.read_code(mem, addr)?;
         let state = d.state();
         let mut h = blake3::Hasher::new();
         h.update(&code);
@@ -376,9 +367,30 @@ impl Executor {
         Ok(p)
     }
 
+    /// A program's code: the size `sceAgcCreateShader` recorded, else what is readable up to
+    /// 64 KiB (whole dwords).
+    pub(crate) fn read_code(&self, mem: &dyn Memory, addr: u64) -> Result<Vec<u8>, String> {
+        Ok(match self.shaders.get(&addr) {
+            Some(s) => {
+                let mut c = vec![0u8; s.code_bytes as usize];
+                mem.read(addr, &mut c).map_err(|e| format!("code: {e}"))?;
+                c
+            }
+            None => {
+                let mut c = vec![0u8; MAX_UNKNOWN_CODE];
+                let n = mem.read_partial(addr, &mut c);
+                if n < 4 {
+                    return Err(format!("code at {addr:#x} is not readable"));
+                }
+                c.truncate(n & !3);
+                c
+            }
+        })
+    }
+
     /// The region on the device: imported when the device can take it (zero copy), else a
     /// device copy (mirror).
-    fn upload(&mut self, mem: &dyn Memory, r: Region) -> Result<View, String> {
+    pub(crate) fn upload(&mut self, mem: &dyn Memory, r: Region) -> Result<View, String> {
         let align = self.gpu.host_import_alignment().unwrap_or(u64::MAX);
         if self.import
             && r.perms == (abi::PERM_READ | abi::PERM_WRITE)
@@ -416,7 +428,7 @@ impl Executor {
     }
 
     /// Writes back the runs of bytes the GPU changed.
-    fn write_back(&mut self, mem: &dyn Memory, v: &View) -> Result<(), String> {
+    pub(crate) fn write_back(&mut self, mem: &dyn Memory, v: &View) -> Result<(), String> {
         let Some(uploaded) = &v.uploaded else {
             return Ok(());
         };
@@ -440,7 +452,7 @@ impl Executor {
 }
 
 /// The LLVM text of the instruction at `offset`, or why there is none.
-fn instruction_at(code: &[u8], offset: u32, wave64: bool) -> String {
+pub(crate) fn instruction_at(code: &[u8], offset: u32, wave64: bool) -> String {
     use aps5_shader::disasm::{Options as DisOptions, instruction_text};
     use aps5_shader::{Decoded, Target, decode_at_wave};
     if offset as usize >= code.len() {

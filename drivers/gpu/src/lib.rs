@@ -10,12 +10,18 @@
 //! device, and the dispatch runs and is waited for (execution is synchronous: a RELEASE_MEM
 //! after it sees its results). The fault buffer is read after each dispatch; a fault stops
 //! the submission, naming the address, the instruction, the dispatch and the shader.
+//!
+//! Draws ([`draw`]): legacy VS + PS found by SPI_SHADER_PGM_LO/HI_VS/PS, translated once per
+//! (code, stage state), a pipeline per state through `aps5-vulkan`, linear colour targets
+//! read from and written back to guest memory around each draw.
 
 pub mod backend;
+pub mod draw;
 pub mod exec;
 pub mod memory;
 
 pub use backend::{GpuBackend, Interrupt};
+pub use draw::DrawError;
 pub use exec::{ComputeDispatch, DispatchError, Executor, ShaderInfo, Stats};
 pub use memory::{MemFault, Memory, ProcessMemory, Region};
 

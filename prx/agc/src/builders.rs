@@ -70,7 +70,7 @@ pub unsafe fn reserve(cb: *mut CommandBuffer, dwords: u32) -> *mut u32 {
 ///
 /// # Safety
 /// As [`reserve`].
-unsafe fn emit(cb: *mut CommandBuffer, dwords: &[u32]) -> *mut u32 {
+pub(crate) unsafe fn emit(cb: *mut CommandBuffer, dwords: &[u32]) -> *mut u32 {
     // SAFETY: the caller's contract; the reservation holds `dwords.len()` dwords.
     unsafe {
         let p = reserve(cb, dwords.len() as u32);

@@ -8,6 +8,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 pub mod builders;
+pub mod draw;
 pub mod driver;
 pub mod kernel;
 pub mod shader;

@@ -57,6 +57,10 @@ pub struct Options {
     /// Bound on loop back-edges per invocation before the shader stops with fault reason 4
     /// (0 = no bound). Guards the host against a guest program that never ends.
     pub loop_limit: u32,
+    /// The host fuses `OpExtInst Fma` (NVIDIA does): f32 `v_fma*`/`v_fmac*` use it directly.
+    /// Off (the default), f32 fma is computed exactly in f64 with round-to-odd (about 20 more
+    /// operations, docs/TRANSLATOR.md), since llvmpipe and other hosts may not fuse.
+    pub native_fma: bool,
 }
 
 /// Byte offsets of the push-constant block (little-endian; 96 bytes in all).

@@ -66,6 +66,7 @@ fn lower_with(
         stmts: Vec::new(),
         inst: 0,
         gfx,
+        sdwa: None,
     };
     for &start in &leaders {
         let mut regions: Vec<Region> = Vec::new();
@@ -89,6 +90,11 @@ fn lower_with(
                     push_scalar(&mut regions, s);
                 }
                 Lowered::Lanes(l) => group.add(&mut regions, l),
+                Lowered::LaneSeq(ls) => {
+                    for l in ls {
+                        group.add(&mut regions, l);
+                    }
+                }
                 Lowered::Term(s, t) => {
                     group.flush(&mut regions);
                     push_scalar(&mut regions, s);
@@ -287,6 +293,9 @@ enum Term {
 enum Lowered {
     Scalar(Vec<Stmt>),
     Lanes(LaneInst),
+    /// Lane runs that must each see every lane's results of the one before (cross-lane
+    /// instructions: copy the source, then read other lanes' copies).
+    LaneSeq(Vec<LaneInst>),
     Term(Vec<Stmt>, Term),
 }
 
@@ -300,6 +309,8 @@ struct Cx {
     inst: u32,
     /// Vertex/pixel stage state (None for compute).
     gfx: Option<graphics::GfxLower>,
+    /// The SDWA destination controls of the instruction being lowered (alu.rs).
+    sdwa: Option<alu::SdwaDst>,
 }
 
 const UNSUPPORTED: &str = "not supported yet";
@@ -418,6 +429,12 @@ impl Cx {
                     self.read_s(r)
                 }
             }
+            Value::Vgpr { .. } if o.dpp => {
+                if wide {
+                    return Err(format!("DPP on a 64-bit operand {UNSUPPORTED}"));
+                }
+                self.val(Ty::U32, Op::ReadV(alu::DPP_VALUE))
+            }
             Value::Vgpr { first, .. } => {
                 let lo = self.val(Ty::U32, Op::ReadV(first));
                 if wide {
@@ -451,9 +468,20 @@ impl Cx {
             Value::Special(s) => return Err(format!("special source {s} {UNSUPPORTED}")),
             Value::Ttmp { .. } => return Err(format!("trap temporaries {UNSUPPORTED}")),
         };
-        if o.sext {
-            return Err(format!("sext modifier {UNSUPPORTED}"));
-        }
+        let raw = if self.sdwa.is_some() {
+            if o.sdwa_sel != 6 && kind != Kind::B32 {
+                return Err(format!(
+                    "SDWA sub-dword select of a {}-bit or float operand {UNSUPPORTED}",
+                    if wide { 64 } else { 32 }
+                ));
+            }
+            self.sdwa_select(raw, o.sdwa_sel, o.sext)
+        } else {
+            if o.sext {
+                return Err(format!("sext modifier {UNSUPPORTED}"));
+            }
+            raw
+        };
         match kind {
             Kind::B32 | Kind::B64 => {
                 if o.abs || o.neg {
@@ -488,8 +516,10 @@ impl Cx {
         {
             return Ok(l);
         }
-        if inst.encoding != Encoding::Plain {
-            return Err(format!("DPP/SDWA forms {UNSUPPORTED}"));
+        match inst.encoding {
+            Encoding::Plain => {}
+            Encoding::Sdwa => return self.sdwa_inst(inst),
+            Encoding::Dpp16 | Encoding::Dpp8 { .. } => return self.dpp_inst(inst),
         }
         match inst.family {
             Family::Sop1 | Family::Sop2 | Family::Sopk | Family::Sopc => {
@@ -522,6 +552,10 @@ impl Cx {
             | "s_icache_inv" | "s_setprio" | "s_ttracedata" => scalar(self),
             "s_barrier" => {
                 self.eff(Op::Barrier);
+                scalar(self)
+            }
+            "s_round_mode" | "s_denorm_mode" => {
+                self.mode_sopp(name, simm)?;
                 scalar(self)
             }
             "s_endpgm" => Ok(Lowered::Term(Vec::new(), Term::End)),
@@ -709,9 +743,11 @@ impl Cx {
                     }
                     "s_waitcnt_vscnt" | "s_waitcnt_vmcnt" | "s_waitcnt_expcnt"
                     | "s_waitcnt_lgkmcnt" => {}
+                    "s_getreg_b32" | "s_setreg_b32" | "s_setreg_imm32_b32" => self.hwreg(inst)?,
                     _ if name.starts_with("s_cmpk_") => {
                         let (op, _) = cmp_of(name).ok_or(UNSUPPORTED)?;
-                        let r = self.sreg_of(&srcs[0].value)?;
+                        // The compared SGPR is the SDST field (printed first), not a source.
+                        let r = ((inst.words.get(0) >> 16) & 0x7F) as SReg;
                         let a = self.read_s(r);
                         let imm = if name.ends_with("_u32") { simm } else { simm_s };
                         let b = self.c32(imm);
@@ -1080,7 +1116,10 @@ fn cmp_of(name: &str) -> Option<(CmpOp, Ty)> {
     Some((op, ty))
 }
 
+mod alu;
+mod crosslane;
 pub mod graphics;
+mod memory;
 mod vector;
 
 /// Guest instructions that produced IR (distinct offsets).

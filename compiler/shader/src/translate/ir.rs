@@ -253,6 +253,14 @@ pub enum AtomicOp {
     Xor,
     /// Compare-and-swap (`data` = new value, `cmp` = expected).
     CmpSwap,
+    /// Wrapping increment: old >= data ? 0 : old + 1 (`*_atomic_inc`, `ds_inc_u32`).
+    Inc,
+    /// Wrapping decrement: old == 0 || old > data ? data : old - 1.
+    Dec,
+    /// Reverse subtract: data - old (`ds_rsub_u32`).
+    RSub,
+    /// Masked or: (old & !data) | cmp (`ds_mskor_b32`: data0 = mask, data1 = bits).
+    MskOr,
 }
 
 /// A statement's operation.
@@ -284,6 +292,8 @@ pub enum Op {
     LaneId,
     /// VGPR `vgpr` of lane `lane` (u32 value; scalar regions: readlane / readfirstlane).
     ReadLane(u16, ValueId),
+    /// Write VGPR `.0` of lane `.1` (any region; cross-lane scatter such as `ds_permute_b32`).
+    WriteLane(u16, ValueId, ValueId),
     /// Index of the first active lane, or 0 when EXEC is zero (scalar regions).
     FirstActiveLane,
     /// Two-operand arithmetic.
@@ -308,6 +318,27 @@ pub enum Op {
         /// Dwords (1..=16).
         dwords: u8,
     },
+    /// Load 1 or 2 bytes (`bytes`) from `space` at `addr`; the result is the u32 zero
+    /// extension (sub-dword loads; the access must be naturally aligned).
+    LoadSub {
+        /// Space.
+        space: Space,
+        /// Address value.
+        addr: ValueId,
+        /// 1 or 2.
+        bytes: u8,
+    },
+    /// Store the low `bytes` (1 or 2) bytes of `data` at `addr`.
+    StoreSub {
+        /// Space.
+        space: Space,
+        /// Address value.
+        addr: ValueId,
+        /// 1 or 2.
+        bytes: u8,
+        /// Data (u32).
+        data: ValueId,
+    },
     /// The `i`-th dword of a multi-dword load.
     Extract(ValueId, u8),
     /// Store u32 dwords at `addr`.
@@ -319,8 +350,11 @@ pub enum Op {
         /// Data dwords.
         data: Vec<ValueId>,
     },
-    /// 32-bit atomic; the result is the old value.
+    /// 32-bit atomic (64-bit when `wide`: u64 data, cmp and result); the result is the old
+    /// value.
     Atomic {
+        /// 64-bit (`*_x2`; guest memory only).
+        wide: bool,
         /// Space.
         space: Space,
         /// Operation.
@@ -370,11 +404,14 @@ impl Op {
                 | Op::WriteV(..)
                 | Op::WriteMaskBit(..)
                 | Op::Store { .. }
+                | Op::StoreSub { .. }
+                | Op::WriteLane(..)
                 | Op::Atomic { .. }
                 | Op::Barrier
                 | Op::Export { .. }
                 // A load can fault (and the fault is reported), so it is never dead.
                 | Op::Load { .. }
+                | Op::LoadSub { .. }
         )
     }
     /// The values the operation reads.
@@ -389,7 +426,8 @@ impl Op {
             | Op::Extract(v, _) => vec![*v],
             Op::Bin(_, a, b) | Op::Cmp(_, a, b) | Op::Pack64(a, b) => vec![*a, *b],
             Op::Fma(a, b, c) | Op::Select(a, b, c) => vec![*a, *b, *c],
-            Op::Load { addr, .. } => vec![*addr],
+            Op::Load { addr, .. } | Op::LoadSub { addr, .. } => vec![*addr],
+            Op::StoreSub { addr, data, .. } | Op::WriteLane(_, addr, data) => vec![*addr, *data],
             Op::Export { data, .. } => data.to_vec(),
             Op::Store { addr, data, .. } => {
                 let mut v = vec![*addr];
@@ -425,7 +463,11 @@ impl Op {
                 *b = f(*b);
                 *c = f(*c);
             }
-            Op::Load { addr, .. } => *addr = f(*addr),
+            Op::Load { addr, .. } | Op::LoadSub { addr, .. } => *addr = f(*addr),
+            Op::StoreSub { addr, data, .. } | Op::WriteLane(_, addr, data) => {
+                *addr = f(*addr);
+                *data = f(*data);
+            }
             Op::Export { data, .. } => {
                 for d in data {
                     *d = f(*d);
@@ -599,6 +641,7 @@ fn op_text(op: &Op) -> String {
         Op::WriteMaskBit(r, x) => format!("write lane bit {} {}", sreg_name(*r), v(x)),
         Op::LaneId => "lane id".into(),
         Op::ReadLane(r, l) => format!("read v{r} of lane {}", v(l)),
+        Op::WriteLane(r, l, x) => format!("write v{r} of lane {} {}", v(l), v(x)),
         Op::FirstActiveLane => "first active lane".into(),
         Op::Bin(o, a, b) => format!("{o:?} {} {}", v(a), v(b)),
         Op::Un(o, a) => format!("{o:?} {}", v(a)),
@@ -611,6 +654,13 @@ fn op_text(op: &Op) -> String {
             addr,
             dwords,
         } => format!("load {space:?} {} x{dwords}", v(addr)),
+        Op::LoadSub { space, addr, bytes } => format!("load {space:?} {} {bytes} bytes", v(addr)),
+        Op::StoreSub {
+            space,
+            addr,
+            bytes,
+            data,
+        } => format!("store {space:?} {} {bytes} bytes {}", v(addr), v(data)),
         Op::Extract(a, i) => format!("extract {} {i}", v(a)),
         Op::Store { space, addr, data } => {
             let d: Vec<String> = data.iter().map(v).collect();
@@ -622,6 +672,7 @@ fn op_text(op: &Op) -> String {
             addr,
             data,
             cmp,
+            ..
         } => match cmp {
             Some(c) => format!("atomic {op:?} {space:?} {} {} {}", v(addr), v(data), v(c)),
             None => format!("atomic {op:?} {space:?} {} {}", v(addr), v(data)),

@@ -117,7 +117,7 @@ pub fn translate_compute(
     features.sort_unstable();
     Ok(Translation {
         spirv,
-        local_size: [waves, 1, 1],
+        local_size: [spirv::host_local_size(&body, waves), 1, 1],
         groups_per_guest_group: 1,
         push_constant_bytes: abi::push::SIZE,
         meta: ShaderMeta {

@@ -74,6 +74,10 @@ fn copy_propagate(r: &mut Region, term: Option<&mut Terminator>) -> bool {
             Op::WriteV(x, v) => {
                 known.insert(Reg::V(*x), *v);
             }
+            // Another lane's copy: the current lane's may change too (its own index).
+            Op::WriteLane(x, _, _) => {
+                known.remove(&Reg::V(*x));
+            }
             Op::WriteScc(v) => {
                 known.insert(Reg::Scc, *v);
             }
@@ -228,7 +232,15 @@ pub fn resources(body: &Body, user_sgprs: u32, texts: &BTreeMap<u32, String>) ->
                     Op::Store { space, addr, data } => {
                         (*space, false, true, 4 * data.len() as u32, *addr)
                     }
-                    Op::Atomic { space, addr, .. } => (*space, true, true, 4, *addr),
+                    Op::Atomic {
+                        space, addr, wide, ..
+                    } => (*space, true, true, if *wide { 8 } else { 4 }, *addr),
+                    Op::LoadSub { space, addr, bytes } => {
+                        (*space, true, false, *bytes as u32, *addr)
+                    }
+                    Op::StoreSub {
+                        space, addr, bytes, ..
+                    } => (*space, false, true, *bytes as u32, *addr),
                     _ => continue,
                 };
                 let base = if space == Space::Guest {

@@ -25,6 +25,7 @@ pub fn emit_compute(
 ) -> Result<Vec<u32>, String> {
     check_barriers(body)?;
     let mut e = Emit::new(body.wave_lanes, state.lds_bytes);
+    e.native_fma = opts.native_fma;
     e.module(body, state, opts, waves)
         .map_err(|err| format!("SPIR-V builder: {err}"))?;
     Ok(e.finish())
@@ -32,7 +33,9 @@ pub fn emit_compute(
 
 type Res<T> = Result<T, rspirv::dr::Error>;
 
+mod fma;
 mod graphics;
+mod memory;
 pub(crate) use graphics::emit_graphics;
 
 /// GLSL.std.450 instruction numbers.
@@ -89,9 +92,12 @@ struct Helpers {
     lds_ld: Word,
     lds_st: Word,
     atomics: BTreeMap<(u8, bool), Word>,
+    sub: memory::SubHelpers,
 }
 
 struct Emit {
+    /// `Options::native_fma`: f32 fma as `OpExtInst Fma` (else [`Emit::fma_f32_exact`]).
+    native_fma: bool,
     b: Builder,
     t: Types,
     glsl: Word,
@@ -100,8 +106,6 @@ struct Emit {
     lds_words: u32,
     pc: Word,
     lds: Option<Word>,
-    /// Workgroup u32[3]: waves still running per barrier round (programs with s_barrier).
-    live: Option<Word>,
     wg_id: Word,
     local_id: Word,
     h: Option<Helpers>,
@@ -111,8 +115,11 @@ struct Emit {
     stage_code: u32,
 }
 
-fn atomic_key(op: AtomicOp) -> u8 {
-    op as u8
+/// Bit of an atomic helper's key for the 64-bit form.
+const WIDE_ATOMIC: u8 = 0x80;
+
+fn atomic_key(op: AtomicOp, wide: bool) -> u8 {
+    op as u8 | if wide { WIDE_ATOMIC } else { 0 }
 }
 
 impl Emit {
@@ -150,6 +157,7 @@ impl Emit {
         let mut consts = BTreeMap::new();
         consts.insert((u32_t, lanes as u64), n);
         Emit {
+            native_fma: false,
             b,
             t: Types {
                 void,
@@ -177,7 +185,6 @@ impl Emit {
             lds_words: lds_bytes.div_ceil(4),
             pc: 0,
             lds: None,
-            live: None,
             wg_id: 0,
             local_id: 0,
             h: None,
@@ -317,30 +324,17 @@ impl Emit {
 
     fn module(&mut self, body: &Body, state: &ComputeState, opts: &Options, waves: u32) -> Res<()> {
         self.interface(state)?;
-        if has_barrier(body) {
-            let n = self.k32(3);
-            let arr = self.b.type_array(self.t.u32, n);
-            let p = self
-                .b
-                .type_pointer(None, spirv::StorageClass::Workgroup, arr);
-            self.live = Some(
-                self.b
-                    .variable(p, None, spirv::StorageClass::Workgroup, None),
-            );
-        }
         self.helpers(body)?;
         let main = self.main(body, state, opts, waves)?;
         let mut iface = vec![self.pc, self.wg_id, self.local_id];
         if let Some(l) = self.lds {
             iface.push(l);
         }
-        if let Some(l) = self.live {
-            iface.push(l);
-        }
         self.b
             .entry_point(spirv::ExecutionModel::GLCompute, main, "main", iface);
+        let local = host_local_size(body, waves);
         self.b
-            .execution_mode(main, spirv::ExecutionMode::LocalSize, [waves.max(1), 1, 1]);
+            .execution_mode(main, spirv::ExecutionMode::LocalSize, [local, 1, 1]);
         Ok(())
     }
 
@@ -433,14 +427,20 @@ impl Emit {
             lds_ld,
             lds_st,
             atomics: BTreeMap::new(),
+            sub: memory::SubHelpers::default(),
         });
+        let sub = self.sub_helpers(body, fault)?;
+        self.h.as_mut().unwrap().sub = sub;
         // Atomic helpers in a fixed order.
         let mut used: Vec<(u8, bool, AtomicOp)> = Vec::new();
         for b in &body.blocks {
             for r in &b.regions {
                 for s in r.stmts() {
-                    if let Op::Atomic { space, op, .. } = s.op {
-                        let k = (atomic_key(op), space == Space::Lds, op);
+                    if let Op::Atomic {
+                        space, op, wide, ..
+                    } = s.op
+                    {
+                        let k = (atomic_key(op, wide), space == Space::Lds, op);
                         if !used.iter().any(|u| u.0 == k.0 && u.1 == k.1) {
                             used.push(k);
                         }
@@ -449,8 +449,11 @@ impl Emit {
             }
         }
         used.sort_by_key(|u| (u.0, u.1));
+        if used.iter().any(|u| u.0 & WIDE_ATOMIC != 0) {
+            self.b.capability(spirv::Capability::Int64Atomics);
+        }
         for (k, lds, op) in used {
-            let f = self.fn_atomic(op, lds, fault)?;
+            let f = self.fn_atomic(op, lds, k & WIDE_ATOMIC != 0, fault)?;
             self.h.as_mut().unwrap().atomics.insert((k, lds), f);
         }
         Ok(())
@@ -539,8 +542,13 @@ impl Emit {
         let bytes64 = self.zext(bytes)?;
         let end = self.b.i_add(u64t, None, addr, bytes64)?;
         let nowrap = self.b.u_greater_than_equal(boolt, None, end, addr)?;
-        // Dword accesses need 4-byte alignment (SPIR-V pointers are typed).
-        let three = self.k64(3);
+        // Dword accesses need 4-byte alignment (SPIR-V pointers are typed); sub-dword ones
+        // (1 or 2 bytes) natural alignment.
+        let (one32, four32, three32) = (self.k32(1), self.k32(4), self.k32(3));
+        let small = self.b.u_less_than(boolt, None, bytes, four32)?;
+        let bm1 = self.b.i_sub(u32t, None, bytes, one32)?;
+        let amask = self.b.select(u32t, None, small, bm1, three32)?;
+        let three = self.zext(amask)?;
         let low = self.b.bitwise_and(u64t, None, addr, three)?;
         let aligned = self.b.i_equal(boolt, None, low, z64)?;
         let (hdr, body, cont, merge) = (self.b.id(), self.b.id(), self.b.id(), self.b.id());
@@ -731,25 +739,32 @@ impl Emit {
         Ok(f)
     }
 
-    /// atomic(addr, data, cmp, inst) -> old, for one op and space.
-    fn fn_atomic(&mut self, op: AtomicOp, lds: bool, fault: Word) -> Res<Word> {
+    /// atomic(addr, data, cmp, inst) -> old, for one op and space (`wide`: u64 data, cmp and
+    /// result; guest memory only).
+    fn fn_atomic(&mut self, op: AtomicOp, lds: bool, wide: bool, fault: Word) -> Res<Word> {
         let (u32t, u64t, boolt) = (self.t.u32, self.t.u64, self.t.bool);
         let at = if lds { u32t } else { u64t };
-        let fty = self.b.type_function(u32t, [at, u32t, u32t, u32t]);
+        let dt = if wide { u64t } else { u32t };
+        let fty = self.b.type_function(dt, [at, dt, dt, u32t]);
         let f = self
             .b
-            .begin_function(u32t, None, spirv::FunctionControl::NONE, fty)?;
+            .begin_function(dt, None, spirv::FunctionControl::NONE, fty)?;
         let addr = self.b.function_parameter(at)?;
-        let data = self.b.function_parameter(u32t)?;
-        let cmp = self.b.function_parameter(u32t)?;
+        let data = self.b.function_parameter(dt)?;
+        let cmp = self.b.function_parameter(dt)?;
         let inst = self.b.function_parameter(u32t)?;
         self.b.begin_block(None)?;
-        let pu32 = self.t.p_fn_u32;
+        let pd = if wide {
+            self.t.p_fn_u64
+        } else {
+            self.t.p_fn_u32
+        };
         let v = self
             .b
-            .variable(pu32, None, spirv::StorageClass::Function, None);
+            .variable(pd, None, spirv::StorageClass::Function, None);
         let z32 = self.k32(0);
-        self.store(v, z32)?;
+        let zd = if wide { self.k64(0) } else { z32 };
+        self.store(v, zd)?;
         let (ptr, ok, scope) = if lds {
             let three = self.k32(3);
             let low = self.b.bitwise_and(u32t, None, addr, three)?;
@@ -770,11 +785,11 @@ impl Emit {
             (PtrSrc::Lds(idx), ok, SCOPE_WORKGROUP)
         } else {
             let xl = self.h.as_ref().map(|h| h.xlate).unwrap_or(0);
-            let four = self.k32(4);
+            let size = self.k32(if wide { 8 } else { 4 });
             let need = self.k32(PERM_READ | PERM_WRITE);
             let dev = self
                 .b
-                .function_call(u64t, None, xl, [addr, four, need, inst])?;
+                .function_call(u64t, None, xl, [addr, size, need, inst])?;
             let z64 = self.k64(0);
             let ok = self.b.i_not_equal(boolt, None, dev, z64)?;
             (PtrSrc::Dev(dev), ok, SCOPE_DEVICE)
@@ -786,11 +801,14 @@ impl Emit {
                     let pw = e.t.p_wg_u32;
                     e.b.access_chain(pw, None, lds_var, [idx])?
                 }
-                PtrSrc::Dev(d) => e.b.convert_u_to_ptr(e.t.p_psb_u32, None, d)?,
+                PtrSrc::Dev(d) => {
+                    let pt = if wide { e.t.p_psb_u64 } else { e.t.p_psb_u32 };
+                    e.b.convert_u_to_ptr(pt, None, d)?
+                }
             };
             let sc = e.k32(scope);
             let sem = e.k32(0);
-            let t = e.t.u32;
+            let t = dt;
             let old = match op {
                 AtomicOp::Swap => e.b.atomic_exchange(t, None, p, sc, sem, data)?,
                 AtomicOp::Add => e.b.atomic_i_add(t, None, p, sc, sem, data)?,
@@ -805,10 +823,40 @@ impl Emit {
                 AtomicOp::CmpSwap => {
                     e.b.atomic_compare_exchange(t, None, p, sc, sem, sem, data, cmp)?
                 }
+                AtomicOp::Inc | AtomicOp::Dec | AtomicOp::RSub | AtomicOp::MskOr => {
+                    e.cas_rmw(p, sc, t, |e, old| {
+                        let boolt = e.t.bool;
+                        let (one, zero) = if t == e.t.u64 {
+                            (e.k64(1), e.k64(0))
+                        } else {
+                            (e.k32(1), e.k32(0))
+                        };
+                        Ok(match op {
+                            AtomicOp::Inc => {
+                                let wrap = e.b.u_greater_than_equal(boolt, None, old, data)?;
+                                let up = e.b.i_add(t, None, old, one)?;
+                                e.b.select(t, None, wrap, zero, up)?
+                            }
+                            AtomicOp::Dec => {
+                                let z = e.b.i_equal(boolt, None, old, zero)?;
+                                let big = e.b.u_greater_than(boolt, None, old, data)?;
+                                let wrap = e.b.logical_or(boolt, None, z, big)?;
+                                let down = e.b.i_sub(t, None, old, one)?;
+                                e.b.select(t, None, wrap, data, down)?
+                            }
+                            AtomicOp::MskOr => {
+                                let nm = e.b.not(t, None, data)?;
+                                let kept = e.b.bitwise_and(t, None, old, nm)?;
+                                e.b.bitwise_or(t, None, kept, cmp)?
+                            }
+                            _ => e.b.i_sub(t, None, data, old)?,
+                        })
+                    })?
+                }
             };
             e.store(v, old)
         })?;
-        let r = self.load(u32t, v)?;
+        let r = self.load(dt, v)?;
         self.b.ret_value(r)?;
         self.b.end_function()?;
         Ok(f)
@@ -836,7 +884,10 @@ impl Emit {
                             sregs.push(x);
                             sregs.push(x + 1);
                         }
-                        Op::ReadV(x) | Op::WriteV(x, _) | Op::ReadLane(x, _) => vregs.push(x),
+                        Op::ReadV(x)
+                        | Op::WriteV(x, _)
+                        | Op::ReadLane(x, _)
+                        | Op::WriteLane(x, _, _) => vregs.push(x),
                         _ => {}
                     }
                 }
@@ -864,10 +915,25 @@ impl Emit {
                 .variable(pfn, None, spirv::StorageClass::Function, Some(z32));
             svars.insert(r, v);
         }
-        let null_lanes = self.b.constant_null(self.t.lane_arr);
+        // Programs with s_barrier and several waves run every wave of the workgroup in this
+        // invocation (docs/TRANSLATOR.md, "Wave mapping"): each VGPR is then an array of
+        // `waves * lanes` (wave w's lane l at `w * lanes + l`), and the scalar state is saved
+        // to and restored from per-wave arrays around each wave's turn.
+        let barriers = has_barrier(body);
+        let serial = barriers && waves > 1;
+        let (vreg_ty, pa) = if serial {
+            let n = self.k32(waves * self.lanes);
+            let arr = self.b.type_array(u32t, n);
+            let pa = self
+                .b
+                .type_pointer(None, spirv::StorageClass::Function, arr);
+            (arr, pa)
+        } else {
+            (self.t.lane_arr, self.t.p_fn_lane_arr)
+        };
+        let null_lanes = self.b.constant_null(vreg_ty);
         let mut vvars = BTreeMap::new();
         for &r in &vregs {
-            let pa = self.t.p_fn_lane_arr;
             let v = self
                 .b
                 .variable(pa, None, spirv::StorageClass::Function, Some(null_lanes));
@@ -887,20 +953,45 @@ impl Emit {
         let iter_var = self
             .b
             .variable(pfn, None, spirv::StorageClass::Function, Some(z32));
-        // Barrier rounds (programs with s_barrier only): Function variables must come first.
-        let barriers = has_barrier(body);
-        let (at_barrier, done, round_var) = if barriers {
+        // Barrier state; Function variables must come first.
+        let at_barrier = if barriers {
+            self.b
+                .variable(pb, None, spirv::StorageClass::Function, Some(fbool))
+        } else {
+            0
+        };
+        let (wave_var, any_var, wave_base) = if serial {
             (
                 self.b
-                    .variable(pb, None, spirv::StorageClass::Function, Some(fbool)),
-                self.b
-                    .variable(pb, None, spirv::StorageClass::Function, Some(fbool)),
-                self.b
                     .variable(pfn, None, spirv::StorageClass::Function, Some(z32)),
+                self.b
+                    .variable(pb, None, spirv::StorageClass::Function, Some(fbool)),
+                Some(
+                    self.b
+                        .variable(pfn, None, spirv::StorageClass::Function, Some(z32)),
+                ),
             )
         } else {
-            (0, 0, 0)
+            (0, 0, None)
         };
+        let mut saves = Vec::new();
+        if serial {
+            let nw = self.k32(waves);
+            let mut live: Vec<(Word, Word)> = sregs.iter().map(|r| (svars[r], u32t)).collect();
+            live.push((scc, boolt));
+            live.push((block_var, u32t));
+            for (var, ty) in live {
+                let arr = self.b.type_array(ty, nw);
+                let pa = self
+                    .b
+                    .type_pointer(None, spirv::StorageClass::Function, arr);
+                let pe = self.b.type_pointer(None, spirv::StorageClass::Function, ty);
+                let save = self
+                    .b
+                    .variable(pa, None, spirv::StorageClass::Function, None);
+                saves.push(WaveSave { var, ty, pe, save });
+            }
+        }
         let mut cx = MainCx {
             svars,
             vvars,
@@ -913,10 +1004,11 @@ impl Emit {
             snap: BTreeMap::new(),
             barriers,
             at_barrier,
-            done,
+            wave_base,
         };
 
-        // Prologue: the compute ABI (user SGPRs, workgroup ids, thread ids, EXEC).
+        // Prologue: the compute ABI. User SGPRs and workgroup ids are the same for every
+        // wave of the group; EXEC and the thread ids are the wave's (`wave_init`).
         for u in 0..state.user_sgprs().min(16) {
             let v = self.pc_u32(0, Some(u))?;
             let var = cx.svars[&(u as SReg)];
@@ -934,11 +1026,101 @@ impl Emit {
                 next += 1;
             }
         }
-        let lid = self.load(self.t.v3u32, self.local_id)?;
-        let wave = self.b.composite_extract(u32t, None, lid, [0])?;
+
+        if !barriers {
+            // One invocation per wave: the wave is the local invocation index.
+            let lid = self.load(self.t.v3u32, self.local_id)?;
+            let wave = self.b.composite_extract(u32t, None, lid, [0])?;
+            self.wave_init(&mut cx, state, wave)?;
+            self.dispatcher(body, opts, &mut cx, block_var, iter_var)?;
+            self.b.ret()?;
+            self.b.end_function()?;
+            return Ok(f);
+        }
+
+        let endk = self.k32(END_BLOCK);
+        if !serial {
+            // One wave in the group: s_barrier has nobody to wait for; the wave resumes
+            // after it at once.
+            let z = self.k32(0);
+            self.wave_init(&mut cx, state, z)?;
+            self.while_loop(
+                |e| {
+                    let id = e.load(u32t, block_var)?;
+                    e.b.i_not_equal(boolt, None, id, endk)
+                },
+                |e| {
+                    let f_ = e.kbool(false);
+                    e.store(at_barrier, f_)?;
+                    e.dispatcher(body, opts, &mut cx, block_var, iter_var)
+                },
+            )?;
+            self.b.ret()?;
+            self.b.end_function()?;
+            return Ok(f);
+        }
+
+        // Several waves: initialise each one's registers, then run rounds. In a round every
+        // wave that has not ended runs from where it stopped up to its next s_barrier or its
+        // end, one wave after the other; the rounds stop when no wave is left running. A
+        // barrier round is then exactly the hardware's barrier: every wave still running has
+        // done everything before it before any wave does anything after it, and ended waves
+        // no longer count. LDS needs no synchronisation, since one invocation does it all.
+        let base_var = wave_base.expect("several waves have a wave base");
+        let lanes_k = self.k32(self.lanes);
+        self.counted_loop(wave_var, waves, |e, w| {
+            let base = e.b.i_mul(u32t, None, w, lanes_k)?;
+            e.store(base_var, base)?;
+            e.wave_init(&mut cx, state, w)?;
+            e.wave_save(&saves, w)
+        })?;
+        let t_ = self.kbool(true);
+        self.store(any_var, t_)?;
+        self.while_loop(
+            |e| e.load(boolt, any_var),
+            |e| {
+                let f_ = e.kbool(false);
+                e.store(any_var, f_)?;
+                e.counted_loop(wave_var, waves, |e, w| {
+                    let pe = e.t.p_fn_u32;
+                    let saved = saves
+                        .iter()
+                        .find(|s| s.var == block_var)
+                        .expect("the block index is saved")
+                        .save;
+                    let p = e.b.access_chain(pe, None, saved, [w])?;
+                    let id = e.load(u32t, p)?;
+                    let running = e.b.i_not_equal(boolt, None, id, endk)?;
+                    e.if_then(running, |e| {
+                        let base = e.b.i_mul(u32t, None, w, lanes_k)?;
+                        e.store(base_var, base)?;
+                        e.wave_restore(&saves, w)?;
+                        let f_ = e.kbool(false);
+                        e.store(at_barrier, f_)?;
+                        e.dispatcher(body, opts, &mut cx, block_var, iter_var)?;
+                        e.wave_save(&saves, w)?;
+                        let id = e.load(u32t, block_var)?;
+                        let still = e.b.i_not_equal(boolt, None, id, endk)?;
+                        let any = e.load(boolt, any_var)?;
+                        let any2 = e.b.logical_or(boolt, None, any, still)?;
+                        e.store(any_var, any2)
+                    })
+                })
+            },
+        )?;
+        self.b.ret()?;
+        self.b.end_function()?;
+        Ok(f)
+    }
+
+    /// Sets up wave `wave` of the workgroup as the hardware does: EXEC = the lanes of the wave
+    /// that hold a work-item (the last wave of a group whose size is not a multiple of the
+    /// wave is partial); v0..v2 = the local id x, y, z of lane `l`, from the flat id
+    /// `wave * lanes + l` (x fastest; TIDIG_COMP_CNT says how many).
+    fn wave_init(&mut self, cx: &mut MainCx, state: &ComputeState, wave: Word) -> Res<()> {
+        let (u32t, boolt, u64t) = (self.t.u32, self.t.bool, self.t.u64);
         let [wx, wy, wz] = state.workgroup_size;
         let total = wx * wy * wz;
-        // EXEC: the lanes of this wave that hold a work-item.
         let lanes_c = self.k32(self.lanes);
         let first = self.b.i_mul(u32t, None, wave, lanes_c)?;
         let tot = self.k32(total);
@@ -946,7 +1128,6 @@ impl Emit {
         let cnt = self.ext(glsl::UMIN, u32t, &[left, lanes_c])?;
         let cnt64 = self.zext(cnt)?;
         let one64 = self.k64(1);
-        let u64t = self.t.u64;
         let sh = self.b.shift_left_logical(u64t, None, one64, cnt64)?;
         let m = self.b.i_sub(u64t, None, sh, one64)?;
         let c64 = self.k64(64);
@@ -961,11 +1142,10 @@ impl Emit {
         let hi = self.hi(exec)?;
         self.store(cx.svars[&EXEC_LO], lo)?;
         self.store(cx.svars[&(EXEC_LO + 1)], hi)?;
-        // Thread ids: v0 = x, v1 = y, v2 = z (TIDIG_COMP_CNT says how many).
         let comps = state.tidig_comp_cnt().min(2) + 1;
         let wxk = self.k32(wx.max(1));
         let wyk = self.k32(wy.max(1));
-        self.lane_loop(&mut cx, None, |e, cx, lane| {
+        self.lane_loop(cx, None, |e, cx, lane| {
             let flat = e.b.i_add(u32t, None, first, lane)?;
             let x = e.b.u_mod(u32t, None, flat, wxk)?;
             let q = e.b.u_div(u32t, None, flat, wxk)?;
@@ -976,39 +1156,63 @@ impl Emit {
                 e.store(p, v)?;
             }
             Ok(())
-        })?;
-        let _ = (wz, waves);
+        })
+    }
 
-        if !barriers {
-            self.dispatcher(body, opts, &mut cx, block_var, iter_var)?;
-            self.b.ret()?;
-            self.b.end_function()?;
-            return Ok(f);
+    /// Copies the wave's registers (and block index) into slot `wave` of the save arrays.
+    fn wave_save(&mut self, saves: &[WaveSave], wave: Word) -> Res<()> {
+        for s in saves {
+            let v = self.load(s.ty, s.var)?;
+            let p = self.b.access_chain(s.pe, None, s.save, [wave])?;
+            self.store(p, v)?;
         }
+        Ok(())
+    }
 
-        // Barrier rounds (docs/TRANSLATOR.md, "Wave mapping"): every invocation runs its
-        // dispatcher until its wave reaches s_barrier or ends, then all of them meet at one
-        // OpControlBarrier here, outside the dispatcher, where control is uniform. Waves still
-        // running count themselves into live[round % 3] before the barrier; after it every
-        // invocation reads the same count, so leaving the loop is a uniform decision.
-        // live[(round + 2) % 3] is cleared for a later round: its last readers read it before
-        // this round's barrier and its next writers write it after the next round's barrier.
-        let live = self
-            .live
-            .expect("live counters are declared for programs with s_barrier");
-        let (z, one) = (self.k32(0), self.k32(1));
-        let lid_x = self.b.composite_extract(u32t, None, lid, [0])?;
-        let leader = self.b.i_equal(boolt, None, lid_x, z)?;
-        self.if_then(leader, |e| {
-            for k in 0..2 {
-                let i = e.k32(k);
-                let p = e.live_ptr(live, i)?;
-                e.atomic_store_wg(p, z)?;
-            }
-            Ok(())
-        })?;
-        self.workgroup_barrier()?;
-        let (hdr, sel, rb, cont, exit) = (
+    /// Loads the registers (and block index) of wave `wave` from its save slot.
+    fn wave_restore(&mut self, saves: &[WaveSave], wave: Word) -> Res<()> {
+        for s in saves {
+            let p = self.b.access_chain(s.pe, None, s.save, [wave])?;
+            let v = self.load(s.ty, p)?;
+            self.store(s.var, v)?;
+        }
+        Ok(())
+    }
+
+    /// `for (var = 0; var < n; var++) body(var)`: a structured loop.
+    fn counted_loop(
+        &mut self,
+        var: Word,
+        n: u32,
+        body: impl FnOnce(&mut Emit, Word) -> Res<()>,
+    ) -> Res<()> {
+        let (u32t, boolt) = (self.t.u32, self.t.bool);
+        let z = self.k32(0);
+        self.store(var, z)?;
+        let nk = self.k32(n);
+        self.while_loop(
+            |e| {
+                let i = e.load(u32t, var)?;
+                e.b.u_less_than(boolt, None, i, nk)
+            },
+            |e| {
+                let i = e.load(u32t, var)?;
+                body(e, i)?;
+                let i = e.load(u32t, var)?;
+                let one = e.k32(1);
+                let i1 = e.b.i_add(u32t, None, i, one)?;
+                e.store(var, i1)
+            },
+        )
+    }
+
+    /// `while cond() { body() }`: a structured loop; `cond` runs in the loop's header block.
+    fn while_loop(
+        &mut self,
+        cond: impl FnOnce(&mut Emit) -> Res<Word>,
+        body: impl FnOnce(&mut Emit) -> Res<()>,
+    ) -> Res<()> {
+        let (hdr, check, lb, cont, merge) = (
             self.b.id(),
             self.b.id(),
             self.b.id(),
@@ -1018,68 +1222,17 @@ impl Emit {
         self.b.branch(hdr)?;
         self.block(hdr)?;
         self.b
-            .loop_merge(exit, cont, spirv::LoopControl::NONE, [])?;
-        self.b.branch(sel)?;
-        self.block(sel)?;
-        let done = self.load(boolt, cx.done)?;
-        self.b.branch_conditional(done, exit, rb, [])?;
-        self.block(rb)?;
-        let f_ = self.kbool(false);
-        self.store(cx.at_barrier, f_)?;
-        self.dispatcher(body, opts, &mut cx, block_var, iter_var)?;
-        let round = self.load(u32t, round_var)?;
-        let three = self.k32(3);
-        let slot = self.b.u_mod(u32t, None, round, three)?;
-        let id = self.load(u32t, block_var)?;
-        let endk = self.k32(END_BLOCK);
-        let running = self.b.i_not_equal(boolt, None, id, endk)?;
-        self.if_then(running, |e| {
-            let p = e.live_ptr(live, slot)?;
-            let (wg, relaxed) = (e.k32(SCOPE_WORKGROUP), e.k32(0));
-            e.b.atomic_i_add(u32t, None, p, wg, relaxed, one)?;
-            Ok(())
-        })?;
-        self.workgroup_barrier()?;
-        let p = self.live_ptr(live, slot)?;
-        let (wg, relaxed) = (self.k32(SCOPE_WORKGROUP), self.k32(0));
-        let n = self.b.atomic_load(u32t, None, p, wg, relaxed)?;
-        let none = self.b.i_equal(boolt, None, n, z)?;
-        self.store(cx.done, none)?;
-        let two = self.k32(2);
-        let r2 = self.b.i_add(u32t, None, round, two)?;
-        let clear = self.b.u_mod(u32t, None, r2, three)?;
-        self.if_then(leader, |e| {
-            let p = e.live_ptr(live, clear)?;
-            e.atomic_store_wg(p, z)
-        })?;
-        let r1 = self.b.i_add(u32t, None, round, one)?;
-        self.store(round_var, r1)?;
+            .loop_merge(merge, cont, spirv::LoopControl::NONE, [])?;
+        self.b.branch(check)?;
+        self.block(check)?;
+        let c = cond(self)?;
+        self.b.branch_conditional(c, lb, merge, [])?;
+        self.block(lb)?;
+        body(self)?;
         self.b.branch(cont)?;
         self.block(cont)?;
         self.b.branch(hdr)?;
-        self.block(exit)?;
-        self.b.ret()?;
-        self.b.end_function()?;
-        Ok(f)
-    }
-
-    /// OpControlBarrier at workgroup scope, acquire-release on workgroup and storage memory
-    /// (what s_barrier with the fences around it means).
-    fn workgroup_barrier(&mut self) -> Res<()> {
-        let wg = self.k32(SCOPE_WORKGROUP);
-        // AcquireRelease | UniformMemory | WorkgroupMemory
-        let sem = self.k32(0x8 | 0x40 | 0x100);
-        self.b.control_barrier(wg, wg, sem)
-    }
-
-    fn live_ptr(&mut self, live: Word, index: Word) -> Res<Word> {
-        let pw = self.t.p_wg_u32;
-        self.b.access_chain(pw, None, live, [index])
-    }
-
-    fn atomic_store_wg(&mut self, p: Word, v: Word) -> Res<()> {
-        let (wg, relaxed) = (self.k32(SCOPE_WORKGROUP), self.k32(0));
-        self.b.atomic_store(p, wg, relaxed, v)
+        self.block(merge)
     }
 
     /// The block-index dispatcher: `loop { switch (block) { ... } }` until the wave ends or
@@ -1224,7 +1377,15 @@ impl Emit {
     fn vptr(&mut self, cx: &MainCx, r: u16, lane: Word) -> Res<Word> {
         let arr = cx.vvars[&r];
         let p = self.t.p_fn_u32;
-        self.b.access_chain(p, None, arr, [lane])
+        let index = match cx.wave_base {
+            Some(base) => {
+                let u32t = self.t.u32;
+                let b = self.load(u32t, base)?;
+                self.b.i_add(u32t, None, b, lane)?
+            }
+            None => lane,
+        };
+        self.b.access_chain(p, None, arr, [index])
     }
 
     /// The lane mask in s[r] (wave32) or s[r:r+1] (wave64) as u64.
@@ -1390,6 +1551,20 @@ impl Emit {
                 let p = self.vptr(cx, *r, v(l))?;
                 Some(self.load(u32t, p)?)
             }
+            Op::WriteLane(r, l, x) => {
+                let p = self.vptr(cx, *r, v(l))?;
+                self.store(p, v(x))?;
+                None
+            }
+            Op::LoadSub { space, addr, bytes } => {
+                self.sub_stmt(*space, v(addr), *bytes, None, inst)?
+            }
+            Op::StoreSub {
+                space,
+                addr,
+                bytes,
+                data,
+            } => self.sub_stmt(*space, v(addr), *bytes, Some(v(data)), inst)?,
             Op::FirstActiveLane => {
                 let m = self.mask64(cx, EXEC_LO)?;
                 let lo = self.lo(m)?;
@@ -1407,6 +1582,9 @@ impl Emit {
             Op::Bin(op, a, b) => Some(self.bin(*op, rty, v(a), v(b))?),
             Op::Un(op, a) => Some(self.un(*op, rty, v(a), cx.tys[a.0 as usize])?),
             Op::Cmp(op, a, b) => Some(self.cmp(*op, v(a), v(b))?),
+            Op::Fma(a, b, c) if rty == self.t.f32 && !self.native_fma => {
+                Some(self.fma_f32_exact(v(a), v(b), v(c))?)
+            }
             Op::Fma(a, b, c) => Some(self.ext(glsl::FMA, rty, &[v(a), v(b), v(c)])?),
             Op::Select(c, a, b) => Some(self.b.select(rty, None, v(c), v(a), v(b))?),
             Op::Pack64(a, b) => Some(self.pack(v(a), v(b))?),
@@ -1482,18 +1660,23 @@ impl Emit {
                 None
             }
             Op::Atomic {
+                wide,
                 space,
                 op,
                 addr,
                 data,
                 cmp,
             } => {
-                let f = h(self).atomics[&(atomic_key(*op), *space == Space::Lds)];
-                let z = self.k32(0);
+                let f = h(self).atomics[&(atomic_key(*op, *wide), *space == Space::Lds)];
+                let (z, t) = if *wide {
+                    (self.k64(0), u64t)
+                } else {
+                    (self.k32(0), u32t)
+                };
                 let c = cmp.map(|c| v(&c)).unwrap_or(z);
                 Some(
                     self.b
-                        .function_call(u32t, None, f, [v(addr), v(data), c, inst])?,
+                        .function_call(t, None, f, [v(addr), v(data), c, inst])?,
                 )
             }
             Op::Barrier => {
@@ -1631,6 +1814,20 @@ impl Emit {
             }
             UnOp::F32ToF64 => self.b.f_convert(f64t, None, a)?,
             UnOp::F64ToF32 => self.b.f_convert(f32t, None, a)?,
+            // f64 trunc as floor/ceil by sign: lavapipe (Mesa 22.3) gave floor(x) for
+            // GLSL.std.450 Trunc of a negative double (corpus kernel f64_convert: `(long)x`
+            // of -6410569418.77 came out one too small). Both forms are exact.
+            UnOp::Trunc if ty == f64t => {
+                let boolt = self.t.bool;
+                let z = *self
+                    .consts
+                    .entry((f64t, 0))
+                    .or_insert_with(|| self.b.constant_bit64(f64t, 0));
+                let neg = self.b.f_ord_less_than(boolt, None, a, z)?;
+                let c = self.ext(glsl::CEIL, ty, &[a])?;
+                let fl = self.ext(glsl::FLOOR, ty, &[a])?;
+                self.b.select(ty, None, neg, c, fl)?
+            }
             UnOp::Trunc => self.ext(glsl::TRUNC, ty, &[a])?,
             UnOp::Floor => self.ext(glsl::FLOOR, ty, &[a])?,
             UnOp::Ceil => self.ext(glsl::CEIL, ty, &[a])?,
@@ -1742,6 +1939,12 @@ impl Emit {
     }
 }
 
+/// The host workgroup size along x: one invocation per guest wave, or one invocation for the
+/// whole guest workgroup when the program has s_barrier (docs/TRANSLATOR.md, "Wave mapping").
+pub(crate) fn host_local_size(body: &Body, waves: u32) -> u32 {
+    if has_barrier(body) { 1 } else { waves.max(1) }
+}
+
 /// True when the program has s_barrier.
 fn has_barrier(body: &Body) -> bool {
     body.blocks.iter().any(|b| {
@@ -1806,6 +2009,20 @@ struct MainCx {
     barriers: bool,
     /// Bool: the wave has reached s_barrier and waits for the others.
     at_barrier: Word,
-    /// Bool: no wave of the workgroup is running any more (uniform).
-    done: Word,
+    /// Several waves in this invocation: u32 variable holding the running wave's first
+    /// element in the VGPR arrays (`wave * lanes`).
+    wave_base: Option<Word>,
+}
+
+/// One scalar register (or SCC, or the block index) of the multi-wave barrier mapping and its
+/// per-wave save array.
+struct WaveSave {
+    /// The Function variable the running wave uses.
+    var: Word,
+    /// Its type.
+    ty: Word,
+    /// Function pointer to `ty`.
+    pe: Word,
+    /// Function array `ty[waves]`.
+    save: Word,
 }

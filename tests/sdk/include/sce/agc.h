@@ -102,6 +102,27 @@ uint32_t *sceAgcCbReleaseMem(SceAgcCb *, uint8_t event, uint16_t gcr_cntl, uint6
                              uint8_t cache_policy, void *dst, uint32_t data_sel, uint64_t data,
                              uint16_t, uint16_t, uint8_t int_sel, uint32_t int_ctx);
 
+/* Draws (docs/GPU_DRIVER.md, "libSceAgc"): DRAW_INDEX_AUTO, DRAW_INDEX_2 (indices at an
+ * address, their size from SetIndexSize: 0 16-bit, 1 32-bit, 2 8-bit), NUM_INSTANCES,
+ * INDEX_BASE, INDEX_BUFFER_SIZE; register lists read when the buffer runs
+ * (LOAD_CONTEXT/SH_REG_INDEX; offsets from the space's base, CX: 0xA000). The modifier and
+ * cache-policy arguments are not applied. */
+uint32_t *sceAgcDcbDrawIndexAuto(SceAgcCb *, uint32_t count, uint64_t modifier);
+uint32_t sceAgcDcbDrawIndexAutoGetSize(void);
+uint32_t *sceAgcDcbDrawIndex(SceAgcCb *, uint32_t count, const void *indices, uint64_t modifier);
+uint32_t sceAgcDcbDrawIndexGetSize(void);
+uint32_t *sceAgcDcbSetNumInstances(SceAgcCb *, uint32_t count);
+uint32_t sceAgcDcbSetNumInstancesGetSize(void);
+uint32_t *sceAgcDcbSetIndexSize(SceAgcCb *, uint32_t size, uint32_t cache_policy);
+uint32_t sceAgcDcbSetIndexSizeGetSize(void);
+uint32_t *sceAgcDcbSetIndexBuffer(SceAgcCb *, const void *indices);
+uint32_t sceAgcDcbSetIndexBufferGetSize(void);
+uint32_t *sceAgcDcbSetIndexCount(SceAgcCb *, uint32_t count);
+uint32_t sceAgcDcbSetIndexCountGetSize(void);
+uint32_t *sceAgcDcbSetCxRegistersIndirect(SceAgcCb *, const SceAgcRegister *regs, uint32_t count);
+uint32_t sceAgcDcbSetCxRegistersIndirectGetSize(void);
+uint32_t *sceAgcDcbSetShRegistersIndirect(SceAgcCb *, const SceAgcRegister *regs, uint32_t count);
+uint32_t sceAgcDcbSetShRegistersIndirectGetSize(void);
 int32_t sceAgcDriverSubmitDcb(const SceAgcSubmitPacket *);
 int32_t sceAgcDriverSubmitAcb(uint32_t queue, const SceAgcSubmitPacket *);
 int32_t sceAgcDriverAddEqEvent(void *eq, int32_t id, void *udata);

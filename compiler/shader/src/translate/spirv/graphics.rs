@@ -309,7 +309,10 @@ impl Emit {
                             sregs.push(x);
                             sregs.push(x + 1);
                         }
-                        Op::ReadV(x) | Op::WriteV(x, _) | Op::ReadLane(x, _) => vregs.push(x),
+                        Op::ReadV(x)
+                        | Op::WriteV(x, _)
+                        | Op::ReadLane(x, _)
+                        | Op::WriteLane(x, _, _) => vregs.push(x),
                         _ => {}
                     }
                 }
@@ -372,7 +375,7 @@ impl Emit {
             snap: BTreeMap::new(),
             barriers: false,
             at_barrier: 0,
-            done: 0,
+            wave_base: None,
         };
 
         // Prologue: user SGPRs; the SGPR after them (PS: the primitive mask for M0) stays 0;

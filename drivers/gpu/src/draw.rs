@@ -1,0 +1,890 @@
+//! Draws on Vulkan: the command processor's [`Draw`] (registers at the draw, as typed views)
+//! becomes translated vertex and pixel stages, a pipeline through `aps5-vulkan`, colour
+//! targets loaded from and written back to guest memory, and one `vkCmdDraw(Indexed)`.
+//! docs/GPU_DRIVER.md, "Draws", lists what is supported and what is refused.
+//!
+//! Execution is synchronous, as for dispatches: a draw has finished, and its render targets
+//! are in guest memory, before the next packet is processed.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use aps5_agc::generated::enums::{BlendOp, ColorFormat, CombFunc, SurfaceNumber, SurfaceSwap};
+use aps5_agc::generated::enums::{CompareFrag, VGT_DI_PRIM_TYPE as Prim, ZFormat};
+use aps5_agc::state::{GraphicsState, RenderTarget};
+use aps5_agc::{Draw, DrawKind};
+use aps5_shader::translate::abi::{self, FaultReason, FaultRecord, RangeEntry};
+use aps5_shader::translate::{PixelState, Translation, VertexState};
+use aps5_shader::translate::{translate_pixel, translate_vertex};
+use aps5_vulkan::graphics::TopologyClass;
+use aps5_vulkan::graphics::{Blend, ColorTarget, GraphicsDesc, GraphicsPipeline, Shader};
+use aps5_vulkan::{Attachment, Image, ImageDesc, ImageKind, Recorder, Rendering, vk};
+
+use crate::exec::{Executor, instruction_at};
+use crate::memory::{Memory, Region};
+
+/// A translated stage.
+pub(crate) struct Stage {
+    shader: Arc<Shader>,
+    translation: Translation,
+    /// The guest code (for naming a faulting instruction).
+    code: Vec<u8>,
+    wave64: bool,
+}
+
+/// Graphics objects kept between draws.
+#[derive(Default)]
+pub struct GfxCache {
+    stages: HashMap<[u8; 32], Arc<Stage>>,
+    recorder: Option<Recorder>,
+    /// Colour images by (guest address, width, height, format): reused between draws.
+    targets: HashMap<(u64, u32, u32, i32), Image>,
+    pub(crate) translations: u64,
+}
+
+/// Why a draw did not complete.
+#[derive(Debug)]
+pub enum DrawError {
+    /// A stage faulted: an access outside the range table, or the loop limit.
+    Fault {
+        draw: u64,
+        packet: u64,
+        /// "vertex" or "pixel" (which stage's fault buffer... both share one; the stage is
+        /// the one whose code holds the offset, reported as both when ambiguous).
+        shaders: String,
+        record: FaultRecord,
+        instruction: String,
+    },
+    /// The draw's state, shaders or memory could not be turned into a host draw.
+    Failed {
+        draw: u64,
+        packet: u64,
+        what: String,
+    },
+}
+
+impl fmt::Display for DrawError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DrawError::Fault {
+                draw,
+                packet,
+                shaders,
+                record,
+                instruction,
+            } => {
+                let reason = FaultReason::from_u32(record.reason)
+                    .map_or_else(|| format!("reason {}", record.reason), |r| r.to_string());
+                write!(
+                    f,
+                    "GPU fault in draw {draw} (packet at {packet:#x}; {shaders}): {reason}: {} \
+                     bytes at {:#x}, instruction at +{:#x} `{instruction}`",
+                    record.bytes, record.address, record.inst_offset
+                )
+            }
+            DrawError::Failed { draw, packet, what } => {
+                write!(f, "draw {draw} (packet at {packet:#x}): {what}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for DrawError {}
+
+/// A colour target of the draw, as the host sees it.
+struct Target {
+    index: usize,
+    address: u64,
+    width: u32,
+    height: u32,
+    /// Row pitch in bytes in guest memory.
+    pitch: u64,
+    format: vk::Format,
+    blend: Blend,
+}
+
+/// Linear (SW_LINEAR) surfaces on GFX10 have rows aligned to 256 bytes.
+const LINEAR_PITCH_ALIGN: u64 = 256;
+
+fn target_of(st: &GraphicsState, i: usize, rt: &RenderTarget) -> Result<Target, String> {
+    let info = rt.info;
+    let name = |v: u32, e: &[aps5_agc::regdb::EnumEntry]| {
+        e.iter()
+            .find(|x| x.value == v)
+            .map_or_else(|| format!("{v}"), |x| x.name.to_string())
+    };
+    if info.format != ColorFormat::COLOR_8_8_8_8 {
+        return Err(format!(
+            "CB_COLOR{i}_INFO.FORMAT {} is not supported yet (COLOR_8_8_8_8 only)",
+            name(info.format, ColorFormat::ENTRIES)
+        ));
+    }
+    let format = match (info.number_type, info.comp_swap) {
+        (SurfaceNumber::NUMBER_UNORM, SurfaceSwap::SWAP_STD) => vk::Format::R8G8B8A8_UNORM,
+        (SurfaceNumber::NUMBER_UNORM, SurfaceSwap::SWAP_ALT) => vk::Format::B8G8R8A8_UNORM,
+        (SurfaceNumber::NUMBER_SRGB, SurfaceSwap::SWAP_STD) => vk::Format::R8G8B8A8_SRGB,
+        (SurfaceNumber::NUMBER_SRGB, SurfaceSwap::SWAP_ALT) => vk::Format::B8G8R8A8_SRGB,
+        (n, s) => {
+            return Err(format!(
+                "CB_COLOR{i}_INFO: NUMBER_TYPE {} with COMP_SWAP {} is not supported yet",
+                name(n, SurfaceNumber::ENTRIES),
+                name(s, SurfaceSwap::ENTRIES)
+            ));
+        }
+    };
+    if rt.attrib3.color_sw_mode != 0 {
+        return Err(format!(
+            "CB_COLOR{i}_ATTRIB3.COLOR_SW_MODE {}: only linear (SW_LINEAR) targets are \
+             supported yet",
+            rt.attrib3.color_sw_mode
+        ));
+    }
+    if info.dcc_enable != 0 || info.compression != 0 || info.fast_clear != 0 {
+        return Err(format!(
+            "CB_COLOR{i}_INFO: DCC / CMASK / FMASK compression is not supported yet"
+        ));
+    }
+    if rt.attrib.num_samples != 0 {
+        return Err(format!(
+            "CB_COLOR{i}_ATTRIB.NUM_SAMPLES {}: multisampled targets are not supported yet",
+            rt.attrib.num_samples
+        ));
+    }
+    if rt.view.slice_start != 0 || rt.view.mip_level != 0 {
+        return Err(format!(
+            "CB_COLOR{i}_VIEW: slice {} / mip {} (only slice 0, mip 0)",
+            rt.view.slice_start, rt.view.mip_level
+        ));
+    }
+    let (width, height) = rt.extent();
+    let pitch = (u64::from(width) * 4).next_multiple_of(LINEAR_PITCH_ALIGN);
+    Ok(Target {
+        index: i,
+        address: rt.address,
+        width,
+        height,
+        pitch,
+        format,
+        blend: blend_of(st, i)?,
+    })
+}
+
+fn factor(v: u32, what: &str) -> Result<vk::BlendFactor, String> {
+    use vk::BlendFactor as F;
+    Ok(match v {
+        BlendOp::BLEND_ZERO => F::ZERO,
+        BlendOp::BLEND_ONE => F::ONE,
+        BlendOp::BLEND_SRC_COLOR => F::SRC_COLOR,
+        BlendOp::BLEND_ONE_MINUS_SRC_COLOR => F::ONE_MINUS_SRC_COLOR,
+        BlendOp::BLEND_SRC_ALPHA => F::SRC_ALPHA,
+        BlendOp::BLEND_ONE_MINUS_SRC_ALPHA => F::ONE_MINUS_SRC_ALPHA,
+        BlendOp::BLEND_DST_ALPHA => F::DST_ALPHA,
+        BlendOp::BLEND_ONE_MINUS_DST_ALPHA => F::ONE_MINUS_DST_ALPHA,
+        BlendOp::BLEND_DST_COLOR => F::DST_COLOR,
+        BlendOp::BLEND_ONE_MINUS_DST_COLOR => F::ONE_MINUS_DST_COLOR,
+        BlendOp::BLEND_SRC_ALPHA_SATURATE => F::SRC_ALPHA_SATURATE,
+        _ => {
+            let name = BlendOp::ENTRIES
+                .iter()
+                .find(|e| e.value == v)
+                .map_or("?", |e| e.name);
+            return Err(format!(
+                "{what} {name} ({v}) is not supported yet (constant and dual-source factors)"
+            ));
+        }
+    })
+}
+
+fn comb(v: u32, what: &str) -> Result<vk::BlendOp, String> {
+    Ok(match v {
+        CombFunc::COMB_DST_PLUS_SRC => vk::BlendOp::ADD,
+        CombFunc::COMB_SRC_MINUS_DST => vk::BlendOp::SUBTRACT,
+        CombFunc::COMB_DST_MINUS_SRC => vk::BlendOp::REVERSE_SUBTRACT,
+        CombFunc::COMB_MIN_DST_SRC => vk::BlendOp::MIN,
+        CombFunc::COMB_MAX_DST_SRC => vk::BlendOp::MAX,
+        _ => return Err(format!("{what} {v} is not a combine function")),
+    })
+}
+
+/// CB_BLENDi_CONTROL, CB_TARGET_MASK and CB_SHADER_MASK of target `i`.
+fn blend_of(st: &GraphicsState, i: usize) -> Result<Blend, String> {
+    let c = st.blend.control[i];
+    let target = (st.blend.target_mask.to_raw() >> (4 * i)) & 0xF;
+    let shader = (st.blend.shader_mask.to_raw() >> (4 * i)) & 0xF;
+    let write_mask = vk::ColorComponentFlags::from_raw(target & shader);
+    if c.enable == 0 {
+        return Ok(Blend {
+            write_mask,
+            ..Blend::OPAQUE
+        });
+    }
+    let w = |f: &str| format!("CB_BLEND{i}_CONTROL.{f}");
+    let src_color = factor(c.color_srcblend, &w("COLOR_SRCBLEND"))?;
+    let dst_color = factor(c.color_destblend, &w("COLOR_DESTBLEND"))?;
+    let color_op = comb(c.color_comb_fcn, &w("COLOR_COMB_FCN"))?;
+    let (src_alpha, dst_alpha, alpha_op) = if c.separate_alpha_blend != 0 {
+        (
+            factor(c.alpha_srcblend, &w("ALPHA_SRCBLEND"))?,
+            factor(c.alpha_destblend, &w("ALPHA_DESTBLEND"))?,
+            comb(c.alpha_comb_fcn, &w("ALPHA_COMB_FCN"))?,
+        )
+    } else {
+        // Without SEPARATE_ALPHA_BLEND the colour factors apply to alpha too (a colour factor
+        // on alpha reads the alpha channel, as Vulkan's does).
+        (src_color, dst_color, color_op)
+    };
+    Ok(Blend {
+        enable: true,
+        src_color,
+        dst_color,
+        color_op,
+        src_alpha,
+        dst_alpha,
+        alpha_op,
+        write_mask,
+    })
+}
+
+fn topology(prim: u32) -> Result<vk::PrimitiveTopology, String> {
+    use vk::PrimitiveTopology as T;
+    Ok(match prim {
+        Prim::DI_PT_POINTLIST => T::POINT_LIST,
+        Prim::DI_PT_LINELIST => T::LINE_LIST,
+        Prim::DI_PT_LINESTRIP => T::LINE_STRIP,
+        Prim::DI_PT_TRILIST => T::TRIANGLE_LIST,
+        Prim::DI_PT_TRIFAN => T::TRIANGLE_FAN,
+        Prim::DI_PT_TRISTRIP => T::TRIANGLE_STRIP,
+        _ => {
+            let name = Prim::ENTRIES
+                .iter()
+                .find(|e| e.value == prim)
+                .map_or("?", |e| e.name);
+            return Err(format!(
+                "VGT_PRIMITIVE_TYPE {name} ({prim}) is not supported yet"
+            ));
+        }
+    })
+}
+
+fn compare(f: u32) -> vk::CompareOp {
+    use vk::CompareOp as C;
+    match f {
+        CompareFrag::FRAG_NEVER => C::NEVER,
+        CompareFrag::FRAG_LESS => C::LESS,
+        CompareFrag::FRAG_EQUAL => C::EQUAL,
+        CompareFrag::FRAG_LEQUAL => C::LESS_OR_EQUAL,
+        CompareFrag::FRAG_GREATER => C::GREATER,
+        CompareFrag::FRAG_NOTEQUAL => C::NOT_EQUAL,
+        CompareFrag::FRAG_GEQUAL => C::GREATER_OR_EQUAL,
+        _ => C::ALWAYS,
+    }
+}
+
+/// The host viewport (x, y, w, h, min depth, max depth) from PA_CL_VPORT_* 0.
+fn viewport(st: &GraphicsState) -> Result<[f32; 6], String> {
+    let vte = st.viewport.vte_cntl;
+    if [
+        vte.vport_x_scale_ena,
+        vte.vport_x_offset_ena,
+        vte.vport_y_scale_ena,
+        vte.vport_y_offset_ena,
+        vte.vport_z_scale_ena,
+        vte.vport_z_offset_ena,
+    ]
+    .contains(&0)
+        || vte.vtx_xy_fmt != 0
+        || vte.vtx_z_fmt != 0
+    {
+        return Err(format!(
+            "PA_CL_VTE_CNTL {:#x}: only the full viewport transform (all six VPORT_*_ENA, \
+             positions in clip space) is supported",
+            vte.to_raw()
+        ));
+    }
+    let v = st.viewport.viewports[0];
+    // window = ndc * scale + offset; Vulkan: x = ox - w/2 .. and depth = ndc * (max - min) +
+    // min with ndc z in [0, 1] (DX clip space).
+    let (min, max) = (v.z_offset, v.z_offset + v.z_scale);
+    if !(0.0..=1.0).contains(&min) || !(0.0..=1.0).contains(&max) {
+        return Err(format!(
+            "viewport depth range {min}..{max} (PA_CL_VPORT_ZSCALE/ZOFFSET) is outside 0..1"
+        ));
+    }
+    Ok([
+        v.x_offset - v.x_scale,
+        v.y_offset - v.y_scale,
+        2.0 * v.x_scale,
+        2.0 * v.y_scale,
+        min,
+        max,
+    ])
+}
+
+/// The scissor: the generic and screen scissors (and viewport scissor 0 when enabled),
+/// within the target.
+fn scissor(st: &GraphicsState, w: u32, h: u32) -> Result<(i32, i32, u32, u32), String> {
+    let vs = &st.viewport;
+    if vs.generic_scissor.tl.window_offset_disable == 0 && vs.window_offset.to_raw() != 0 {
+        return Err("PA_SC_WINDOW_OFFSET with the window offset applied is not supported".into());
+    }
+    let mut x0 = vs.generic_scissor.tl.tl_x.max(vs.screen_scissor.0.tl_x);
+    let mut y0 = vs.generic_scissor.tl.tl_y.max(vs.screen_scissor.0.tl_y);
+    let mut x1 = vs
+        .generic_scissor
+        .br
+        .br_x
+        .min(vs.screen_scissor.1.br_x)
+        .min(w);
+    let mut y1 = vs
+        .generic_scissor
+        .br
+        .br_y
+        .min(vs.screen_scissor.1.br_y)
+        .min(h);
+    if vs.mode_cntl_0.vport_scissor_enable != 0 {
+        let r = vs.viewport_scissors[0];
+        x0 = x0.max(r.tl.tl_x);
+        y0 = y0.max(r.tl.tl_y);
+        x1 = x1.min(r.br.br_x);
+        y1 = y1.min(r.br.br_y);
+    }
+    Ok((
+        x0 as i32,
+        y0 as i32,
+        x1.saturating_sub(x0),
+        y1.saturating_sub(y0),
+    ))
+}
+
+fn key_of(code: &[u8], words: &[u32]) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    h.update(code);
+    for w in words {
+        h.update(&w.to_le_bytes());
+    }
+    *h.finalize().as_bytes()
+}
+
+fn words_of(code: &[u8]) -> Vec<u32> {
+    code.chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+impl Executor {
+    fn stage(
+        &mut self,
+        mem: &dyn Memory,
+        addr: u64,
+        vertex: Option<&VertexState>,
+        pixel: Option<&PixelState>,
+    ) -> Result<Arc<Stage>, String> {
+        let what = self.describe(addr);
+        let code = self
+            .read_code(mem, addr)
+            .map_err(|e| format!("{what}: {e}"))?;
+        let mut state_words = Vec::new();
+        let wave64;
+        if let Some(v) = vertex {
+            state_words.extend([0, v.pgm_rsrc1, v.pgm_rsrc2, v.wave64 as u32, v.pos_format]);
+            wave64 = v.wave64;
+        } else {
+            let p = pixel.expect("a vertex or pixel state");
+            state_words.extend([1, p.pgm_rsrc1, p.pgm_rsrc2, p.wave64 as u32, p.input_ena]);
+            state_words.extend([p.input_addr, p.col_format, p.z_format]);
+            state_words.extend(p.input_cntl);
+            wave64 = p.wave64;
+        }
+        let key = key_of(&code, &state_words);
+        if let Some(s) = self.gfx.stages.get(&key) {
+            return Ok(s.clone());
+        }
+        let words = words_of(&code);
+        let (t, stage) = match (vertex, pixel) {
+            (Some(v), _) => (
+                translate_vertex(&words, v, &self.opts),
+                vk::ShaderStageFlags::VERTEX,
+            ),
+            (_, Some(p)) => (
+                translate_pixel(&words, p, &self.opts),
+                vk::ShaderStageFlags::FRAGMENT,
+            ),
+            _ => unreachable!("checked above"),
+        };
+        let t = t.map_err(|e| format!("{what}: cannot translate: {e}"))?;
+        self.gfx.translations += 1;
+        self.stats.translations += 1;
+        let shader = self
+            .gpu
+            .create_shader(stage, &t.spirv)
+            .map_err(|e| format!("{what}: {e}"))?;
+        let s = Arc::new(Stage {
+            shader,
+            translation: t,
+            code,
+            wave64,
+        });
+        self.gfx.stages.insert(key, s.clone());
+        Ok(s)
+    }
+
+    /// Runs one draw; the shaders may access `regions` only. Colour targets are read from
+    /// guest memory before the draw and written back after it.
+    pub fn draw(
+        &mut self,
+        mem: &dyn Memory,
+        d: &Draw<'_>,
+        regions: &[Region],
+    ) -> Result<(), DrawError> {
+        self.stats.draws += 1;
+        let n = self.stats.draws;
+        let packet = d.packet_address;
+        let failed = |what: String| DrawError::Failed {
+            draw: n,
+            packet,
+            what,
+        };
+        let st = d.state;
+        let sh = &st.shaders;
+        let stages = sh.stages_en;
+        if stages.ls_en != 0 || stages.hs_en != 0 || stages.es_en != 0 || stages.gs_en != 0 {
+            return Err(failed(format!(
+                "VGT_SHADER_STAGES_EN {:#x}: tessellation / geometry / NGG stages are not \
+                 supported yet (legacy VS + PS only)",
+                stages.to_raw()
+            )));
+        }
+        if sh.ge_cntl.to_raw() != 0 && stages.primgen_en != 0 {
+            return Err(failed(
+                "NGG primitive generation (PRIMGEN_EN) is not supported yet".into(),
+            ));
+        }
+        if sh.vs.address == 0 {
+            return Err(failed(
+                "SPI_SHADER_PGM_LO/HI_VS are 0 (no vertex shader set)".into(),
+            ));
+        }
+        if sh.ps.address == 0 {
+            return Err(failed(
+                "SPI_SHADER_PGM_LO/HI_PS are 0 (no pixel shader set)".into(),
+            ));
+        }
+        let shaders = format!(
+            "VS {}; PS {}",
+            self.describe(sh.vs.address),
+            self.describe(sh.ps.address)
+        );
+        let psi = &st.ps_inputs;
+        let vstate = VertexState {
+            pgm_rsrc1: sh.vs.rsrc1.to_raw(),
+            pgm_rsrc2: sh.vs.rsrc2.to_raw(),
+            wave64: stages.vs_w32_en == 0,
+            pos_format: psi.pos_format.to_raw(),
+        };
+        let pstate = PixelState {
+            pgm_rsrc1: sh.ps.rsrc1.to_raw(),
+            pgm_rsrc2: sh.ps.rsrc2.to_raw(),
+            wave64: psi.in_control.ps_w32_en == 0,
+            input_ena: psi.input_ena.to_raw(),
+            input_addr: psi.input_addr.to_raw(),
+            input_cntl: psi.input_cntl_raw,
+            col_format: psi.col_format.to_raw(),
+            z_format: psi.z_format.to_raw(),
+        };
+        let vs = self
+            .stage(mem, sh.vs.address, Some(&vstate), None)
+            .map_err(failed)?;
+        let ps = self
+            .stage(mem, sh.ps.address, None, Some(&pstate))
+            .map_err(failed)?;
+        // Both stages read their user SGPRs from the one push-constant block.
+        let (vu, pu) = (vstate.user_sgprs() as usize, pstate.user_sgprs() as usize);
+        let common = vu.min(pu);
+        if sh.vs.user_data[..common] != sh.ps.user_data[..common] {
+            return Err(failed(format!(
+                "the VS and PS user data differ in their first {common} SGPRs (VS {:x?}, PS \
+                 {:x?}): both stages read one push-constant block (known limit, \
+                 docs/SHADER_ABI.md)",
+                &sh.vs.user_data[..common],
+                &sh.ps.user_data[..common]
+            )));
+        }
+        let user: &[u32] = if vu >= pu {
+            &sh.vs.user_data[..vu]
+        } else {
+            &sh.ps.user_data[..pu]
+        };
+
+        // Colour targets: the ones the PS writes with a format, bound and not masked.
+        let pg = ps.translation.meta.graphics.clone().unwrap_or_default();
+        let mut targets = Vec::new();
+        for (i, rt) in st.render_targets.iter().enumerate() {
+            let written = pg.outputs.contains(&(i as u8));
+            let mask = (st.blend.target_mask.to_raw() >> (4 * i)) & 0xF;
+            if !rt.enabled() || !written || mask == 0 {
+                continue;
+            }
+            targets.push(target_of(st, i, rt).map_err(failed)?);
+        }
+        if st.blend.color_control.mode != 1 && !targets.is_empty() {
+            return Err(failed(format!(
+                "CB_COLOR_CONTROL.MODE {} (only CB_NORMAL draws colour)",
+                st.blend.color_control.mode
+            )));
+        }
+        if st.blend.color_control.rop3 != 0xCC && !targets.is_empty() {
+            return Err(failed(format!(
+                "CB_COLOR_CONTROL.ROP3 {:#x} (only copy, 0xCC)",
+                st.blend.color_control.rop3
+            )));
+        }
+        let depth = &st.depth;
+        if depth.z_info.format != ZFormat::Z_INVALID
+            && (depth.control.z_enable != 0 || depth.control.stencil_enable != 0)
+        {
+            return Err(failed(
+                "depth / stencil targets (DB_Z_INFO.FORMAT with Z_ENABLE) are not supported \
+                 yet"
+                .into(),
+            ));
+        }
+        let _ = compare;
+        if targets.is_empty() {
+            return Err(failed(
+                "no colour target is bound and written (CB_COLORn_INFO, CB_TARGET_MASK, the \
+                 PS's exports); draws without one are not supported yet"
+                    .into(),
+            ));
+        }
+        let (w, h) = (targets[0].width, targets[0].height);
+        if targets.iter().any(|t| (t.width, t.height) != (w, h)) {
+            return Err(failed("colour targets of different sizes".into()));
+        }
+        let max_loc = targets.iter().map(|t| t.index).max().unwrap_or(0);
+        let mut slots: Vec<Option<&Target>> = vec![None; max_loc + 1];
+        for t in &targets {
+            slots[t.index] = Some(t);
+        }
+        if slots.iter().any(Option::is_none) {
+            return Err(failed(
+                "colour targets with gaps between their indices are not supported yet".into(),
+            ));
+        }
+
+        // Pipeline.
+        let prim = topology(st.draw.primitive_type.prim_type).map_err(failed)?;
+        let mut desc = GraphicsDesc::new(vs.shader.clone(), ps.shader.clone(), targets[0].format);
+        desc.push_constant_bytes = abi::push::SIZE;
+        desc.topology = TopologyClass::of(prim);
+        desc.targets = targets
+            .iter()
+            .map(|t| ColorTarget {
+                format: t.format,
+                blend: t.blend,
+            })
+            .collect();
+        let pipeline: Arc<GraphicsPipeline> = self
+            .gpu
+            .graphics_pipeline(&desc)
+            .map_err(|e| failed(format!("{shaders}: pipeline: {e}")))?;
+        let vp = viewport(st).map_err(failed)?;
+        let sc = scissor(st, w, h).map_err(failed)?;
+        let raster = st.rasterizer.mode_cntl;
+        if raster.poly_mode != 0 {
+            return Err(failed(
+                "PA_SU_SC_MODE_CNTL.POLY_MODE (wireframe) is not supported yet".into(),
+            ));
+        }
+        if raster.poly_offset_front_enable != 0 || raster.poly_offset_back_enable != 0 {
+            return Err(failed(
+                "polygon offset (depth bias) is not supported yet".into(),
+            ));
+        }
+        if raster.provoking_vtx_last != 0
+            && pg
+                .inputs
+                .iter()
+                .any(|(_, i)| i.interp == aps5_shader::translate::Interp::Flat)
+        {
+            return Err(failed(
+                "PROVOKING_VTX_LAST with flat inputs is not supported yet".into(),
+            ));
+        }
+        let mut cull = vk::CullModeFlags::NONE;
+        if raster.cull_front != 0 {
+            cull |= vk::CullModeFlags::FRONT;
+        }
+        if raster.cull_back != 0 {
+            cull |= vk::CullModeFlags::BACK;
+        }
+        // FACE 0: counter-clockwise is front, in window coordinates (y down), which is what
+        // Vulkan's framebuffer-space winding is.
+        let front = if raster.face == 0 {
+            vk::FrontFace::COUNTER_CLOCKWISE
+        } else {
+            vk::FrontFace::CLOCKWISE
+        };
+
+        // Vertices / indices.
+        let instances = d.num_instances.max(1);
+        let index_offset = st.draw.index_offset;
+        let call = match d.kind {
+            DrawKind::Auto { vertex_count } => {
+                if index_offset != 0 {
+                    return Err(failed(format!(
+                        "VGT_INDX_OFFSET {index_offset} with an auto-index draw is not \
+                         supported yet"
+                    )));
+                }
+                Call::Plain {
+                    count: vertex_count,
+                }
+            }
+            DrawKind::Indexed {
+                index_address,
+                index_count,
+                ..
+            } => self
+                .indices(mem, d, index_address, index_count)
+                .map_err(failed)?,
+            DrawKind::IndexOffset {
+                index_offset: first,
+                index_count,
+                ..
+            } => {
+                let addr = d.index.base + u64::from(first) * u64::from(d.index.index_bytes());
+                self.indices(mem, d, addr, index_count).map_err(failed)?
+            }
+            DrawKind::Indirect { .. } => {
+                return Err(failed("indirect draws are not supported yet".into()));
+            }
+        };
+        if let Call::Plain { count: 0 } | Call::Indexed { count: 0, .. } = call {
+            return Ok(());
+        }
+
+        // Guest memory for the shaders (as a dispatch: range table, fault buffer).
+        let mut views = Vec::with_capacity(regions.len());
+        for r in regions.iter().filter(|r| !r.is_empty()) {
+            views.push(self.upload(mem, *r).map_err(failed)?);
+        }
+        let entries: Vec<RangeEntry> = views
+            .iter()
+            .map(|v| RangeEntry {
+                guest_begin: v.region.begin,
+                guest_end: v.region.end,
+                device_addr: v.buf.device_address(),
+                perms: v.region.perms,
+                pad: 0,
+            })
+            .collect();
+        let vk_err = |e: aps5_vulkan::VkError| failed(format!("{shaders}: {e}"));
+        let mut table = self
+            .gpu
+            .create_buffer(32 * entries.len().max(1) as u64)
+            .map_err(vk_err)?;
+        let bytes: Vec<u8> = entries.iter().flat_map(|e| e.to_bytes()).collect();
+        table.write(0, &bytes).map_err(vk_err)?;
+        let fault = self
+            .gpu
+            .create_buffer(u64::from(abi::FAULT_BYTES))
+            .map_err(vk_err)?;
+        let mut push = vec![0u8; abi::push::SIZE as usize];
+        for (i, v) in user.iter().enumerate() {
+            push[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        let at = abi::push::RANGE_TABLE as usize;
+        push[at..at + 8].copy_from_slice(&table.device_address().to_le_bytes());
+        let at = abi::push::FAULT_BUFFER as usize;
+        push[at..at + 8].copy_from_slice(&fault.device_address().to_le_bytes());
+        let at = abi::push::RANGE_COUNT as usize;
+        push[at..at + 4].copy_from_slice(&(entries.len() as u32).to_le_bytes());
+
+        // Colour targets from guest memory.
+        for t in &targets {
+            let key = (t.address, t.width, t.height, t.format.as_raw());
+            if !self.gfx.targets.contains_key(&key) {
+                let img = self
+                    .gpu
+                    .create_image(&ImageDesc {
+                        width: t.width,
+                        height: t.height,
+                        format: t.format,
+                        kind: ImageKind::Color,
+                    })
+                    .map_err(vk_err)?;
+                self.gfx.targets.insert(key, img);
+            }
+            let rows = read_rows(mem, t).map_err(failed)?;
+            self.gpu
+                .upload_image(&self.gfx.targets[&key], &rows)
+                .map_err(vk_err)?;
+        }
+        let index_buf = match &call {
+            Call::Indexed { bytes, .. } => {
+                let mut b = self.gpu.create_buffer(bytes.len() as u64).map_err(vk_err)?;
+                b.write(0, bytes).map_err(vk_err)?;
+                Some(b)
+            }
+            Call::Plain { .. } => None,
+        };
+        if self.gfx.recorder.is_none() {
+            self.gfx.recorder = Some(self.gpu.create_recorder(1).map_err(vk_err)?);
+        }
+        // Out of the cache while in use (put back after the draw).
+        let keys: Vec<_> = targets
+            .iter()
+            .map(|t| (t.address, t.width, t.height, t.format.as_raw()))
+            .collect();
+        let images: Vec<Image> = keys
+            .iter()
+            .filter_map(|k| self.gfx.targets.remove(k))
+            .collect();
+        if images.len() != keys.len() {
+            return Err(failed("two colour targets at the same address".into()));
+        }
+        let rec = self.gfx.recorder.as_mut().expect("created above");
+        let colors: Vec<Attachment<'_>> = images.iter().map(|i| Attachment::new(i, None)).collect();
+        let mut list = rec.begin().map_err(vk_err)?;
+        list.begin_rendering(&Rendering {
+            colors: &colors,
+            depth: None,
+        })
+        .map_err(vk_err)?;
+        list.bind_pipeline(&pipeline);
+        list.push_constants(&push).map_err(vk_err)?;
+        list.set_viewport(vp[0], vp[1], vp[2], vp[3], vp[4], vp[5]);
+        list.set_scissor(sc.0, sc.1, sc.2, sc.3);
+        list.set_topology(prim);
+        list.set_cull_mode(cull);
+        list.set_front_face(front);
+        match &call {
+            Call::Plain { count } => list.draw(*count, instances, 0, 0).map_err(vk_err)?,
+            Call::Indexed { count, ty, .. } => {
+                let b = index_buf.as_ref().expect("an index buffer");
+                list.bind_index_buffer(b, 0, *ty).map_err(vk_err)?;
+                list.set_primitive_restart(st.draw.multi_prim_ib_reset_en.reset_en != 0);
+                list.draw_indexed(*count, instances, 0, index_offset as i32, 0)
+                    .map_err(vk_err)?;
+            }
+        }
+        list.end_rendering().map_err(vk_err)?;
+        let done = list.submit().map_err(vk_err)?;
+        rec.wait(done).map_err(vk_err)?;
+        drop(colors);
+
+        // Results: shader stores, then the targets.
+        for v in &views {
+            self.write_back(mem, v).map_err(failed)?;
+        }
+        for (t, img) in targets.iter().zip(&images) {
+            let px = self.gpu.read_image(img).map_err(vk_err)?;
+            write_rows(mem, t, &px).map_err(failed)?;
+        }
+        for (k, img) in keys.into_iter().zip(images) {
+            self.gfx.targets.insert(k, img);
+        }
+        self.gpu.check_validation().map_err(vk_err)?;
+        let record = FaultRecord::from_bytes(
+            fault.bytes()[..32]
+                .try_into()
+                .expect("the fault buffer is 32 bytes"),
+        );
+        if record.state == 2 {
+            // The record does not say which stage faulted; name the instruction in both.
+            let vi = instruction_at(&vs.code, record.inst_offset, vs.wave64);
+            let pi = instruction_at(&ps.code, record.inst_offset, ps.wave64);
+            return Err(DrawError::Fault {
+                draw: n,
+                packet,
+                shaders,
+                record,
+                instruction: format!("VS: {vi} / PS: {pi}"),
+            });
+        }
+        Ok(())
+    }
+
+    /// An indexed draw's indices from guest memory (8-bit indices widened to 16 bits: the
+    /// same values, which Vulkan core cannot read as bytes).
+    fn indices(
+        &self,
+        mem: &dyn Memory,
+        d: &Draw<'_>,
+        addr: u64,
+        count: u32,
+    ) -> Result<Call, String> {
+        let size = d.index.index_bytes();
+        let mut bytes = vec![0u8; count as usize * size as usize];
+        mem.read(addr, &mut bytes)
+            .map_err(|e| format!("index buffer ({count} indices at {addr:#x}): {e}"))?;
+        let reset = d.state.draw.multi_prim_ib_reset_en.reset_en != 0;
+        let ri = d.state.draw.reset_index;
+        let (bytes, ty) = match size {
+            1 => (
+                bytes
+                    .iter()
+                    .flat_map(|&b| u16::from(b).to_le_bytes())
+                    .collect(),
+                vk::IndexType::UINT16,
+            ),
+            2 => (bytes, vk::IndexType::UINT16),
+            _ => (bytes, vk::IndexType::UINT32),
+        };
+        let all_ones = match size {
+            1 => 0xFF,
+            2 => 0xFFFF,
+            _ => 0xFFFF_FFFF,
+        };
+        if reset && ri != all_ones {
+            return Err(format!(
+                "VGT_MULTI_PRIM_IB_RESET_INDX {ri:#x}: only the all-ones restart index is \
+                 supported"
+            ));
+        }
+        if reset && size == 1 {
+            return Err("primitive restart with 8-bit indices is not supported".into());
+        }
+        Ok(Call::Indexed { count, bytes, ty })
+    }
+}
+
+/// What the host draw call is.
+enum Call {
+    Plain {
+        count: u32,
+    },
+    Indexed {
+        count: u32,
+        bytes: Vec<u8>,
+        ty: vk::IndexType,
+    },
+}
+
+fn read_rows(mem: &dyn Memory, t: &Target) -> Result<Vec<u8>, String> {
+    let row = t.width as usize * 4;
+    let mut out = vec![0u8; row * t.height as usize];
+    for (y, r) in out.chunks_exact_mut(row).enumerate() {
+        mem.read(t.address + y as u64 * t.pitch, r).map_err(|e| {
+            format!(
+                "colour target {} ({}x{} at {:#x}, pitch {}): {e}",
+                t.index, t.width, t.height, t.address, t.pitch
+            )
+        })?;
+    }
+    Ok(out)
+}
+
+fn write_rows(mem: &dyn Memory, t: &Target, px: &[u8]) -> Result<(), String> {
+    let row = t.width as usize * 4;
+    for (y, r) in px.chunks_exact(row).enumerate() {
+        mem.write(t.address + y as u64 * t.pitch, r).map_err(|e| {
+            format!(
+                "writing colour target {} back ({:#x}): {e}",
+                t.index, t.address
+            )
+        })?;
+    }
+    Ok(())
+}

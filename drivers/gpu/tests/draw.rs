@@ -1,0 +1,665 @@
+//! Draws end to end on the local Vulkan device (lavapipe here) with the validation layer on:
+//! PM4 command buffers (SET_SH_REG / SET_CONTEXT_REG / SET_UCONFIG_REG, DRAW_INDEX_AUTO,
+//! INDEX_TYPE, NUM_INSTANCES, DRAW_INDEX_2) in guest memory run by the command processor
+//! (`aps5-agc`) on [`GpuBackend`]; the vertex and pixel shaders are LLVM IR (`amdgpu_vs`,
+//! `amdgpu_ps`) compiled by llc-14; the render target is a linear RGBA8 surface in guest
+//! memory, pre-filled by the CPU (the "clear"). Each picture is compared pixel by pixel with
+//! the same scene written in GLSL, compiled by glslangValidator and drawn by
+//! `aps5_vulkan::reference` on the same device: coverage exactly, each channel within 1/255.
+
+use std::path::Path;
+use std::process::Command;
+
+use aps5_agc::generated::{CONTEXT_BASE, SH_BASE, UCONFIG_BASE, reg, ty};
+use aps5_agc::{Queue, QueueKind};
+use aps5_gpu::backend::Guest;
+use aps5_gpu::memory::Region;
+use aps5_gpu::vulkan::graphics::Blend;
+use aps5_gpu::vulkan::reference::{self, Scene};
+use aps5_gpu::vulkan::{Gpu, GpuOptions, vk};
+use aps5_gpu::{Executor, GpuBackend, ProcessMemory, ShaderInfo};
+use aps5_shader::translate::abi::{PERM_READ, PERM_WRITE};
+
+const W: u32 = 64;
+const H: u32 = 64;
+
+/// A triangle from VertexID, instance n moved right by n/4; param0 = a colour per vertex
+/// with alpha 0.5.
+const VS_TRI: &str = "\
+define amdgpu_vs void @vs(i32 inreg %s0, i32 %vid, i32 %u1, i32 %u2, i32 %iid) {
+  %is0 = icmp eq i32 %vid, 0
+  %is1 = icmp eq i32 %vid, 1
+  %x1 = select i1 %is1, float 0.5, float -0.5
+  %x = select i1 %is0, float -0.75, float %x1
+  %y1 = select i1 %is1, float -0.25, float 0.75
+  %y = select i1 %is0, float -0.5, float %y1
+  %if = uitofp i32 %iid to float
+  %dx = fmul float %if, 0.25
+  %xi = fadd float %x, %dx
+  call void @llvm.amdgcn.exp.f32(i32 12, i32 15, float %xi, float %y, float 0.5, float 1.0, i1 true, i1 false)
+  %r = select i1 %is0, float 1.0, float 0.0
+  %g = select i1 %is1, float 1.0, float 0.0
+  %rg = or i1 %is0, %is1
+  %b = select i1 %rg, float 0.0, float 1.0
+  call void @llvm.amdgcn.exp.f32(i32 32, i32 15, float %r, float %g, float %b, float 0.5, i1 false, i1 false)
+  ret void
+}
+declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
+";
+
+const VS_TRI_GLSL: &str = "#version 450
+layout(location = 0) out vec4 col;
+void main() {
+    int v = gl_VertexIndex;
+    vec2 p = v == 0 ? vec2(-0.75, -0.5) : v == 1 ? vec2(0.5, -0.25) : vec2(-0.5, 0.75);
+    p.x += float(gl_InstanceIndex) * 0.25;
+    gl_Position = vec4(p, 0.5, 1.0);
+    col = vec4(v == 0 ? 1.0 : 0.0, v == 1 ? 1.0 : 0.0, v >= 2 ? 1.0 : 0.0, 0.5);
+}
+";
+
+/// A quad's four corners from VertexID (0 top-left, 1 top-right, 2 bottom-left, 3
+/// bottom-right), param0 = (x, y, 1 - x, 0.5) in 0..1 units.
+const VS_QUAD: &str = "\
+define amdgpu_vs void @vs(i32 inreg %s0, i32 %vid, i32 %u1, i32 %u2, i32 %iid) {
+  %xb = and i32 %vid, 1
+  %yb = lshr i32 %vid, 1
+  %xf = uitofp i32 %xb to float
+  %yf = uitofp i32 %yb to float
+  %x2 = fmul float %xf, 1.25
+  %x = fadd float %x2, -0.625
+  %y2 = fmul float %yf, 1.125
+  %y = fadd float %y2, -0.375
+  call void @llvm.amdgcn.exp.f32(i32 12, i32 15, float %x, float %y, float 0.25, float 1.0, i1 true, i1 false)
+  %ix = fsub float 1.0, %xf
+  call void @llvm.amdgcn.exp.f32(i32 32, i32 15, float %xf, float %yf, float %ix, float 0.5, i1 false, i1 false)
+  ret void
+}
+declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
+";
+
+const VS_QUAD_GLSL: &str = "#version 450
+layout(location = 0) out vec4 col;
+void main() {
+    int v = gl_VertexIndex;
+    float xf = float(v & 1);
+    float yf = float(v >> 1);
+    gl_Position = vec4(xf * 1.25 - 0.625, yf * 1.125 - 0.375, 0.25, 1.0);
+    col = vec4(xf, yf, 1.0 - xf, 0.5);
+}
+";
+
+/// Perspective-correct param0 to MRT0 as four f32 (SPI_SHADER_32_ABGR).
+const PS: &str = "\
+define amdgpu_ps void @ps(i32 inreg %c0, i32 inreg %prim, <2 x float> %unused_sample, <2 x float> %pc) {
+  %i = extractelement <2 x float> %pc, i32 0
+  %j = extractelement <2 x float> %pc, i32 1
+  %r1 = call float @llvm.amdgcn.interp.p1(float %i, i32 0, i32 0, i32 %prim)
+  %r = call float @llvm.amdgcn.interp.p2(float %r1, float %j, i32 0, i32 0, i32 %prim)
+  %g1 = call float @llvm.amdgcn.interp.p1(float %i, i32 1, i32 0, i32 %prim)
+  %g = call float @llvm.amdgcn.interp.p2(float %g1, float %j, i32 1, i32 0, i32 %prim)
+  %b1 = call float @llvm.amdgcn.interp.p1(float %i, i32 2, i32 0, i32 %prim)
+  %b = call float @llvm.amdgcn.interp.p2(float %b1, float %j, i32 2, i32 0, i32 %prim)
+  %a1 = call float @llvm.amdgcn.interp.p1(float %i, i32 3, i32 0, i32 %prim)
+  %a = call float @llvm.amdgcn.interp.p2(float %a1, float %j, i32 3, i32 0, i32 %prim)
+  call void @llvm.amdgcn.exp.f32(i32 0, i32 15, float %r, float %g, float %b, float %a, i1 true, i1 true)
+  ret void
+}
+declare float @llvm.amdgcn.interp.p1(float, i32, i32, i32)
+declare float @llvm.amdgcn.interp.p2(float, float, i32, i32, i32)
+declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
+";
+
+const PS_GLSL: &str = "#version 450
+layout(location = 0) in vec4 col;
+layout(location = 0) out vec4 o;
+void main() { o = col; }
+";
+
+fn tools() -> bool {
+    ["llc-14", "llvm-objcopy-14", "glslangValidator"]
+        .iter()
+        .all(|t| Command::new(t).arg("--version").output().is_ok())
+}
+
+/// Machine code and `.AMDGPU.config` ({byte address, value}) of an `.ll` text.
+struct Compiled {
+    code: Vec<u8>,
+    config: Vec<(u32, u32)>,
+}
+
+impl Compiled {
+    /// The config value of a register (absolute dword offset), 0 when absent.
+    fn get(&self, reg: u32) -> u32 {
+        self.config
+            .iter()
+            .find(|(a, _)| *a == reg * 4)
+            .map_or(0, |p| p.1)
+    }
+}
+
+fn llc(src: &str) -> Compiled {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    std::fs::write(p("s.ll"), src).unwrap();
+    let run = |cmd: &str, args: &[&Path]| {
+        let out = Command::new(cmd).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(
+        "llc-14",
+        &[
+            Path::new("-march=amdgcn"),
+            Path::new("-mcpu=gfx1030"),
+            Path::new("-filetype=obj"),
+            Path::new("-O2"),
+            &p("s.ll"),
+            Path::new("-o"),
+            &p("s.o"),
+        ],
+    );
+    let text = format!(".text={}", p("text.bin").display());
+    let cfg = format!(".AMDGPU.config={}", p("cfg.bin").display());
+    run(
+        "llvm-objcopy-14",
+        &[
+            Path::new("--dump-section"),
+            Path::new(&text),
+            Path::new("--dump-section"),
+            Path::new(&cfg),
+            &p("s.o"),
+            &p("out.o"),
+        ],
+    );
+    let config = std::fs::read(p("cfg.bin"))
+        .unwrap()
+        .chunks_exact(8)
+        .map(|c| {
+            (
+                u32::from_le_bytes(c[0..4].try_into().unwrap()),
+                u32::from_le_bytes(c[4..8].try_into().unwrap()),
+            )
+        })
+        .collect();
+    Compiled {
+        code: std::fs::read(p("text.bin")).unwrap(),
+        config,
+    }
+}
+
+/// Page-aligned anonymous memory the test owns.
+struct Pages {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Pages {
+    fn new(len: usize) -> Pages {
+        // SAFETY: a fresh private anonymous mapping.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        Pages { ptr: p.cast(), len }
+    }
+    fn addr(&self) -> u64 {
+        self.ptr as u64
+    }
+    fn bytes(&mut self) -> &mut [u8] {
+        // SAFETY: our mapping, exclusively borrowed.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+    fn region(&self) -> Region {
+        Region {
+            begin: self.addr(),
+            end: self.addr() + self.len as u64,
+            perms: PERM_READ | PERM_WRITE,
+        }
+    }
+}
+
+impl Drop for Pages {
+    fn drop(&mut self) {
+        // SAFETY: our mapping.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+fn pkt3(op: u32, body: &[u32]) -> Vec<u32> {
+    let mut v = vec![0xC000_0000 | ((body.len() as u32 - 1) << 16) | (op << 8)];
+    v.extend(body);
+    v
+}
+
+const IT_INDEX_TYPE: u32 = 0x2A;
+const IT_DRAW_INDEX_2: u32 = 0x27;
+const IT_DRAW_INDEX_AUTO: u32 = 0x2D;
+const IT_NUM_INSTANCES: u32 = 0x2F;
+const IT_SET_CONTEXT_REG: u32 = 0x69;
+const IT_SET_SH_REG: u32 = 0x76;
+const IT_SET_UCONFIG_REG: u32 = 0x79;
+
+/// One register write as the packet for its space.
+fn set(r: u32, v: u32) -> Vec<u32> {
+    if (SH_BASE..CONTEXT_BASE).contains(&r) {
+        pkt3(IT_SET_SH_REG, &[r - SH_BASE, v])
+    } else if (CONTEXT_BASE..UCONFIG_BASE).contains(&r) {
+        pkt3(IT_SET_CONTEXT_REG, &[r - CONTEXT_BASE, v])
+    } else {
+        pkt3(IT_SET_UCONFIG_REG, &[r - UCONFIG_BASE, v])
+    }
+}
+
+/// The scene's guest side: shaders, target, commands.
+struct Setup<'a> {
+    vs: &'a Compiled,
+    ps: &'a Compiled,
+    blend: bool,
+    /// What follows the state: the draw packets.
+    draws: Vec<u32>,
+    /// Indices placed in guest memory at `INDEX_AT` (u16).
+    indices: Vec<u16>,
+}
+
+const CODE_VS: usize = 0x0;
+const CODE_PS: usize = 0x1000;
+const TARGET: usize = 0x4000;
+const INDEX_AT: usize = 0x8000;
+const DCB: usize = 0x9000;
+const CLEAR: [u8; 4] = [25, 51, 76, 255];
+
+fn state_packets(mem: &Pages, s: &Setup<'_>) -> Vec<u32> {
+    let base = mem.addr();
+    let vs = base + CODE_VS as u64;
+    let ps = base + CODE_PS as u64;
+    let target = base + TARGET as u64;
+    let mut c = Vec::new();
+    let mut put = |r: u32, v: u32| c.extend(set(r, v));
+    put(reg::SPI_SHADER_PGM_LO_VS, (vs >> 8) as u32);
+    put(reg::SPI_SHADER_PGM_HI_VS, (vs >> 40) as u32);
+    put(
+        reg::SPI_SHADER_PGM_RSRC1_VS,
+        s.vs.get(reg::SPI_SHADER_PGM_RSRC1_VS) | (3 << 24),
+    );
+    put(
+        reg::SPI_SHADER_PGM_RSRC2_VS,
+        ty::SpiShaderPgmRsrc2Vs {
+            user_sgpr: 1,
+            ..Default::default()
+        }
+        .to_raw(),
+    );
+    put(reg::SPI_SHADER_PGM_LO_PS, (ps >> 8) as u32);
+    put(reg::SPI_SHADER_PGM_HI_PS, (ps >> 40) as u32);
+    put(
+        reg::SPI_SHADER_PGM_RSRC1_PS,
+        s.ps.get(reg::SPI_SHADER_PGM_RSRC1_PS),
+    );
+    put(
+        reg::SPI_SHADER_PGM_RSRC2_PS,
+        s.ps.get(reg::SPI_SHADER_PGM_RSRC2_PS) | (1 << 1),
+    );
+    put(reg::SPI_SHADER_USER_DATA_VS_0, 0x1234);
+    put(reg::SPI_SHADER_USER_DATA_PS_0, 0x1234);
+    put(reg::SPI_PS_INPUT_ENA, s.ps.get(reg::SPI_PS_INPUT_ENA));
+    put(reg::SPI_PS_INPUT_ADDR, s.ps.get(reg::SPI_PS_INPUT_ADDR));
+    put(reg::SPI_PS_INPUT_CNTL_0, 0);
+    put(
+        reg::SPI_PS_IN_CONTROL,
+        ty::SpiPsInControl {
+            num_interp: 1,
+            ps_w32_en: 1,
+            ..Default::default()
+        }
+        .to_raw(),
+    );
+    put(reg::SPI_SHADER_COL_FORMAT, 9); // COL0: SPI_SHADER_32_ABGR
+    put(reg::SPI_SHADER_POS_FORMAT, 4); // POS0: SPI_SHADER_4COMP
+    put(reg::SPI_SHADER_Z_FORMAT, 0);
+    put(
+        reg::VGT_SHADER_STAGES_EN,
+        ty::VgtShaderStagesEn {
+            vs_w32_en: 1,
+            ..Default::default()
+        }
+        .to_raw(),
+    );
+    put(reg::VGT_PRIMITIVE_TYPE, 4); // DI_PT_TRILIST
+    put(reg::CB_COLOR0_BASE, (target >> 8) as u32);
+    put(reg::CB_COLOR0_BASE_EXT, (target >> 40) as u32);
+    put(
+        reg::CB_COLOR0_ATTRIB2,
+        ty::CbColor0Attrib2 {
+            mip0_width: W - 1,
+            mip0_height: H - 1,
+            ..Default::default()
+        }
+        .to_raw(),
+    );
+    put(
+        reg::CB_COLOR0_INFO,
+        ty::CbColor0Info {
+            format: 10, // COLOR_8_8_8_8
+            ..Default::default()
+        }
+        .to_raw(),
+    );
+    put(reg::CB_TARGET_MASK, 0xF);
+    put(reg::CB_SHADER_MASK, 0xF);
+    put(
+        reg::CB_COLOR_CONTROL,
+        ty::CbColorControl {
+            mode: 1,
+            rop3: 0xCC,
+            ..Default::default()
+        }
+        .to_raw(),
+    );
+    let blend = if s.blend {
+        ty::CbBlend0Control {
+            color_srcblend: 4,  // BLEND_SRC_ALPHA
+            color_destblend: 5, // BLEND_ONE_MINUS_SRC_ALPHA
+            color_comb_fcn: 0,  // COMB_DST_PLUS_SRC
+            alpha_srcblend: 1,  // BLEND_ONE
+            alpha_destblend: 5,
+            alpha_comb_fcn: 0,
+            separate_alpha_blend: 1,
+            enable: 1,
+            ..Default::default()
+        }
+        .to_raw()
+    } else {
+        0
+    };
+    put(reg::CB_BLEND0_CONTROL, blend);
+    put(
+        reg::PA_CL_VTE_CNTL,
+        ty::PaClVteCntl {
+            vport_x_scale_ena: 1,
+            vport_x_offset_ena: 1,
+            vport_y_scale_ena: 1,
+            vport_y_offset_ena: 1,
+            vport_z_scale_ena: 1,
+            vport_z_offset_ena: 1,
+            vtx_w0_fmt: 1,
+            ..Default::default()
+        }
+        .to_raw(),
+    );
+    let half = |v: u32| (v as f32 / 2.0).to_bits();
+    put(reg::PA_CL_VPORT_XSCALE, half(W));
+    put(reg::PA_CL_VPORT_XOFFSET, half(W));
+    put(reg::PA_CL_VPORT_YSCALE, half(H));
+    put(reg::PA_CL_VPORT_YOFFSET, half(H));
+    put(reg::PA_CL_VPORT_ZSCALE, 1.0f32.to_bits());
+    put(reg::PA_CL_VPORT_ZOFFSET, 0);
+    put(reg::PA_SC_VPORT_ZMIN_0, 0);
+    put(reg::PA_SC_VPORT_ZMAX_0, 1.0f32.to_bits());
+    let br = ty::PaScWindowScissorBr { br_x: W, br_y: H }.to_raw();
+    put(reg::PA_SC_GENERIC_SCISSOR_TL, 1 << 31);
+    put(reg::PA_SC_GENERIC_SCISSOR_BR, br);
+    put(reg::PA_SC_SCREEN_SCISSOR_TL, 0);
+    put(reg::PA_SC_SCREEN_SCISSOR_BR, br);
+    put(
+        reg::PA_CL_CLIP_CNTL,
+        ty::PaClClipCntl {
+            dx_clip_space_def: 1,
+            ..Default::default()
+        }
+        .to_raw(),
+    );
+    c
+}
+
+/// Runs the setup's command buffer and returns the target's pixels (tightly packed rows).
+fn run_guest(ex: &mut Executor, s: &Setup<'_>) -> Vec<u8> {
+    let mut mem = Pages::new(0x10000);
+    let b = mem.bytes();
+    b[CODE_VS..CODE_VS + s.vs.code.len()].copy_from_slice(&s.vs.code);
+    b[CODE_PS..CODE_PS + s.ps.code.len()].copy_from_slice(&s.ps.code);
+    for px in b[TARGET..TARGET + (W * H * 4) as usize].chunks_exact_mut(4) {
+        px.copy_from_slice(&CLEAR);
+    }
+    for (i, v) in s.indices.iter().enumerate() {
+        b[INDEX_AT + 2 * i..INDEX_AT + 2 * i + 2].copy_from_slice(&v.to_le_bytes());
+    }
+    let mut dcb = state_packets(&mem, s);
+    let idx = mem.addr() + INDEX_AT as u64;
+    for w in &s.draws {
+        // Placeholder dwords for the index address.
+        dcb.push(match *w {
+            0xAAAA_0001 => idx as u32,
+            0xAAAA_0002 => (idx >> 32) as u32,
+            w => w,
+        });
+    }
+    let bytes: Vec<u8> = dcb.iter().flat_map(|w| w.to_le_bytes()).collect();
+    mem.bytes()[DCB..DCB + bytes.len()].copy_from_slice(&bytes);
+    // What sceAgcCreateShader records: the code size bounds what is read and hashed.
+    for (at, c) in [(CODE_VS, s.vs), (CODE_PS, s.ps)] {
+        ex.register_shader(
+            mem.addr() + at as u64,
+            ShaderInfo {
+                code_bytes: c.code.len() as u32,
+                header: 0,
+            },
+        );
+    }
+    let mut q = Queue::new(QueueKind::Graphics);
+    let region = mem.region();
+    let mut be = GpuBackend::new(ex, &ProcessMemory, vec![region]);
+    let r = q.submit(
+        &Guest(&ProcessMemory),
+        mem.addr() + DCB as u64,
+        dcb.len() as u32,
+        &mut be,
+    );
+    if let Err(e) = r {
+        panic!("submission: {e}");
+    }
+    mem.bytes()[TARGET..TARGET + (W * H * 4) as usize].to_vec()
+}
+
+fn gpu() -> Gpu {
+    Gpu::new(&GpuOptions {
+        validation: true,
+        ..GpuOptions::from_env()
+    })
+    .unwrap_or_else(|e| panic!("Vulkan device with the validation layer: {e}"))
+}
+
+fn reference(g: &Gpu, vs: &str, blend: bool, draws: Vec<reference::Draw>, idx: &[u16]) -> Vec<u8> {
+    let mut sc = Scene::new(W, H, vs, PS_GLSL);
+    sc.clear = CLEAR.map(|c| c as f32 / 255.0);
+    if blend {
+        sc.blend = Blend::ALPHA;
+    }
+    sc.indices = idx.iter().map(|&i| u32::from(i)).collect();
+    sc.topology = vk::PrimitiveTopology::TRIANGLE_LIST;
+    sc.draws = draws;
+    reference::render(g, &sc).unwrap_or_else(|e| panic!("reference: {e}"))
+}
+
+/// Pixel-by-pixel: every channel within `tol` and no pixel covered in one picture only.
+fn compare(what: &str, got: &[u8], want: &[u8], tol: u8) {
+    assert_eq!(got.len(), want.len());
+    let mut bad = Vec::new();
+    let mut covered = 0;
+    for (i, (g, w)) in got.chunks_exact(4).zip(want.chunks_exact(4)).enumerate() {
+        if w != CLEAR {
+            covered += 1;
+        }
+        if g.iter().zip(w).any(|(a, b)| a.abs_diff(*b) > tol) || ((g == CLEAR) != (w == CLEAR)) {
+            bad.push((i as u32 % W, i as u32 / W, g.to_vec(), w.to_vec()));
+        }
+    }
+    assert!(
+        covered > 100,
+        "{what}: the reference covers {covered} pixels only"
+    );
+    assert!(
+        bad.is_empty(),
+        "{what}: {} of {} pixels differ (first: {:?})",
+        bad.len(),
+        W * H,
+        &bad[..bad.len().min(5)]
+    );
+}
+
+#[test]
+fn triangle_auto_and_instanced_matches_glsl() {
+    if !tools() {
+        eprintln!("skipped: llc-14 / llvm-objcopy-14 / glslangValidator missing");
+        return;
+    }
+    let (vs, ps) = (llc(VS_TRI), llc(PS));
+    let mut ex = Executor::new(gpu());
+    // Opaque, one instance; then blended with two instances (the overlap blends twice).
+    for (blend, instances) in [(false, 1), (true, 2)] {
+        let mut draws = pkt3(IT_NUM_INSTANCES, &[instances]);
+        draws.extend(pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]));
+        let got = run_guest(
+            &mut ex,
+            &Setup {
+                vs: &vs,
+                ps: &ps,
+                blend,
+                draws,
+                indices: Vec::new(),
+            },
+        );
+        let mut d = reference::Draw::vertices(3);
+        d.instances = instances;
+        let want = reference(ex.gpu(), VS_TRI_GLSL, blend, vec![d], &[]);
+        compare(
+            &format!("triangle blend={blend} x{instances}"),
+            &got,
+            &want,
+            1,
+        );
+    }
+    let s = ex.stats();
+    assert_eq!(s.draws, 2);
+    // One VS and one PS translation for both draws (the blend is pipeline state).
+    assert_eq!(s.translations, 2, "{s:?}");
+}
+
+#[test]
+fn indexed_quad_with_alpha_blending_matches_glsl() {
+    if !tools() {
+        eprintln!("skipped: llc-14 / llvm-objcopy-14 / glslangValidator missing");
+        return;
+    }
+    let (vs, ps) = (llc(VS_QUAD), llc(PS));
+    let mut ex = Executor::new(gpu());
+    let indices = vec![0u16, 1, 2, 2, 1, 3];
+    let mut draws = pkt3(IT_INDEX_TYPE, &[0]); // 16-bit
+    draws.extend(pkt3(IT_DRAW_INDEX_2, &[6, 0xAAAA_0001, 0xAAAA_0002, 6, 0]));
+    let got = run_guest(
+        &mut ex,
+        &Setup {
+            vs: &vs,
+            ps: &ps,
+            blend: true,
+            draws,
+            indices: indices.clone(),
+        },
+    );
+    let want = reference(
+        ex.gpu(),
+        VS_QUAD_GLSL,
+        true,
+        vec![reference::Draw::vertices(6)],
+        &indices,
+    );
+    compare("indexed quad, alpha blended", &got, &want, 1);
+}
+
+#[test]
+fn unsupported_state_fails_naming_the_draw() {
+    if !tools() {
+        return;
+    }
+    let (vs, ps) = (llc(VS_TRI), llc(PS));
+    let g = gpu();
+    let mut ex = Executor::new(g);
+    // A rect list: refused with the primitive type's name and the packet's address.
+    let mut draws = set(reg::VGT_PRIMITIVE_TYPE, 17);
+    draws.extend(pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_guest(
+            &mut ex,
+            &Setup {
+                vs: &vs,
+                ps: &ps,
+                blend: false,
+                draws,
+                indices: Vec::new(),
+            },
+        )
+    }));
+    let msg = match r {
+        Ok(_) => panic!("a rect list draw succeeded"),
+        Err(e) => e.downcast_ref::<String>().cloned().unwrap_or_default(),
+    };
+    assert!(
+        msg.contains("draw 1") && msg.contains("DI_PT_RECTLIST") && msg.contains("packet at"),
+        "{msg}"
+    );
+}
+
+/// The triangle VS that first loads a float from address 0x10 (outside every region).
+const VS_FAULT: &str = "\
+define amdgpu_vs void @vs(i32 inreg %s0, i32 %vid, i32 %u1, i32 %u2, i32 %iid) {
+  %p = inttoptr i64 16 to float addrspace(1)*
+  %v = load volatile float, float addrspace(1)* %p, align 4
+  %x = fadd float %v, -0.5
+  call void @llvm.amdgcn.exp.f32(i32 12, i32 15, float %x, float 0.0, float 0.5, float 1.0, i1 true, i1 false)
+  call void @llvm.amdgcn.exp.f32(i32 32, i32 15, float 1.0, float 1.0, float 1.0, float 1.0, i1 false, i1 false)
+  ret void
+}
+declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
+";
+
+#[test]
+fn a_shader_fault_names_the_draw_the_shaders_and_the_instruction() {
+    if !tools() {
+        return;
+    }
+    let (vs, ps) = (llc(VS_FAULT), llc(PS));
+    let mut ex = Executor::new(gpu());
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_guest(
+            &mut ex,
+            &Setup {
+                vs: &vs,
+                ps: &ps,
+                blend: false,
+                draws: pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]),
+                indices: Vec::new(),
+            },
+        )
+    }));
+    let msg = match r {
+        Ok(_) => panic!("a draw whose VS reads address 0x10 succeeded"),
+        Err(e) => e.downcast_ref::<String>().cloned().unwrap_or_default(),
+    };
+    assert!(
+        msg.contains("GPU fault in draw 1")
+            && msg.contains("at 0x10")
+            && msg.contains("global_load"),
+        "{msg}"
+    );
+    eprintln!("{msg}");
+}
