@@ -13,6 +13,7 @@
 mod error;
 mod fsutil;
 mod hash;
+pub mod pack;
 mod report;
 mod store;
 

@@ -219,6 +219,9 @@ pub fn ci(install: bool, fuzz_seconds: u64) -> Result<bool> {
     run_step(&mut steps, "fuzz smoke: pm4", || {
         fuzz_smoke("pm4", fuzz_seconds, &[])
     });
+    run_step(&mut steps, "fuzz smoke: scan", || {
+        fuzz_smoke("scan", fuzz_seconds, &homebrew_seeds())
+    });
     run_step(&mut steps, "decoder vs llvm-mc (20,000 words)", || {
         cargo(
             &[

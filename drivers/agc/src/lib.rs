@@ -20,6 +20,7 @@ pub mod packet;
 mod processor;
 pub mod regdb;
 pub mod regs;
+pub mod scan;
 pub mod shader;
 pub mod state;
 
