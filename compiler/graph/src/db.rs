@@ -105,7 +105,13 @@ pub type StoreJob = Box<dyn FnOnce(&Cache) -> Result<(), aps5_cache::CacheError>
 
 /// The cache stores still running, joined on [`Database::finish_stores`] or on drop.
 #[derive(Default)]
-struct PendingStores(Mutex<Vec<(&'static str, std::thread::JoinHandle<Result<(), String>>)>>);
+struct PendingStores(Mutex<Vec<(&'static str, StoreThread)>>);
+
+/// A thread running a [`StoreJob`].
+type StoreThread = std::thread::JoinHandle<Result<(), String>>;
+
+/// Bytes of dump files the scan read, by (path, hash) (see [`Database::keep_bytes`]).
+type ScannedBytes = std::collections::HashMap<(PathBuf, ContentHash), Arc<Vec<u8>>>;
 
 impl PendingStores {
     /// Waits for every store; the queries whose result could not be stored, with why.
@@ -150,7 +156,7 @@ pub struct Database {
     runs: Arc<Mutex<Vec<QueryRun>>>,
     prx: Arc<std::sync::OnceLock<Result<HostPrx, QueryError>>>,
     pending: Arc<PendingStores>,
-    scanned: Arc<Mutex<std::collections::HashMap<(PathBuf, ContentHash), Arc<Vec<u8>>>>>,
+    scanned: Arc<Mutex<ScannedBytes>>,
 }
 
 impl Database {

@@ -405,6 +405,9 @@ fn walk(
 
 type Pending = (String, PathBuf, FileStamp, u64, Option<ContentHash>);
 
+/// The bytes of the file the scan keeps.
+type Kept = std::sync::Arc<Vec<u8>>;
+
 /// Hashes the files at `todo`; the one at `keep` is read whole, and its bytes returned.
 fn hash_all(
     files: &mut [Pending],
@@ -413,7 +416,7 @@ fn hash_all(
     jobs: usize,
     total: u64,
     progress: &dyn Fn(u64, u64),
-) -> Result<(u64, Option<std::sync::Arc<Vec<u8>>>), BuildError> {
+) -> Result<(u64, Option<Kept>), BuildError> {
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
     if todo.is_empty() {
