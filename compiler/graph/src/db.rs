@@ -543,6 +543,8 @@ fn relink_options(db: &dyn Db, dump: Dump, module: Option<SourceFile>) -> Relink
         allow_syscalls: dump.allow_syscalls(db),
         output_dir: module.map(|f| output_dir(db, f)),
         module_dirs,
+        // Not wired yet: nothing lowered (issue 14's `[build] target_cpu`).
+        target_cpu: None,
     }
 }
 
