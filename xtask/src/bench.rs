@@ -10,7 +10,8 @@
 //!   cache over the input's size, and where the time goes (the `-vv` phase timings);
 //!   `APS5_BENCH_BASELINE=PATH` measures another aps5 binary on the same dump in the same run.
 //! - `elf`, `shader`, `cache`, `agc` (PM4 packets/s), `scan` (static shader scan GB/s),
-//!   `pack` (shaders.pack open time, lookup p99): each crate's `examples/bench_<name>.rs`, which prints one JSON object.
+//!   `pack` (shaders.pack open time, lookup p99), `lower` (issue 14: a lowered EXTRQ against the
+//!   plain shift/mask, build cost per site): each crate's `examples/bench_<name>.rs`, which prints one JSON object.
 //! - `draws`: aps5-vulkan's `examples/bench_draws.rs`: CPU time per draw recorded + submitted at
 //!   10,000 draws per frame (against bare ash calls), frame time, pipeline build times per path.
 
@@ -35,6 +36,7 @@ pub fn bench(quick: bool, only: &[String]) -> Result<bool> {
         ("agc", "aps5-agc"),
         ("scan", "aps5-agc"),
         ("pack", "aps5-cache"),
+        ("lower", "aps5-relink"),
         ("draws", "aps5-vulkan"),
     ] {
         if !want(name) {

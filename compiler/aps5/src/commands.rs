@@ -129,6 +129,7 @@ fn run_program(dir: &Path, args: &[String]) -> Result<ExitCode> {
     if !out.join("app.elf").is_file() {
         bail!("{} has no app.elf: run `aps5 build` first", out.display());
     }
+    check_target_cpu(out)?;
     let data = &project.layout.data_dir;
     std::fs::create_dir_all(data).with_context(|| format!("cannot create {}", data.display()))?;
     // exec: the program takes this process over, so it receives every signal sent to `aps5 run`
@@ -145,6 +146,28 @@ fn run_program(dir: &Path, args: &[String]) -> Result<ExitCode> {
         .env("APS5_KEYMAP", project.config.input.to_env())
         .exec();
     bail!("cannot start {}: {err}", out.join("app.elf").display())
+}
+
+/// Refuses a port built for a CPU this machine is not (issue 14): one whose target CPU has
+/// an AMD-only instruction group (`aps5-out/target.json`) the machine's CPUID lacks.
+fn check_target_cpu(out: &Path) -> Result<()> {
+    let path = out.join(aps5_graph::build::TARGET_JSON);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(()); // built before target.json existed
+    };
+    let v: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("cannot read {}", path.display()))?;
+    let name = v["target_cpu"].as_str().unwrap_or("?");
+    let built: aps5_relink::CpuFeatures = serde_json::from_value(v["features"].clone())
+        .with_context(|| format!("{}: no target CPU features", path.display()))?;
+    let missing = built.missing_on(&aps5_relink::CpuFeatures::host());
+    if !missing.is_empty() {
+        bail!(
+            "this port was built for target_cpu = \"{name}\", whose instructions this machine's CPU lacks ({}): it would die with SIGILL. Set `[build] target_cpu = \"host\"` (or \"x86-64-v3\") in aps5.toml and run `aps5 build` again",
+            missing.join(", ")
+        );
+    }
+    Ok(())
 }
 
 fn clean(dir: &Path, quiet: bool) -> Result<()> {

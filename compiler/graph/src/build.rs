@@ -70,9 +70,14 @@ pub fn toolchain_identity() -> serde_json::Value {
 struct State {
     inputs: BTreeMap<String, String>,
     queries: BTreeMap<String, String>,
+    /// `[build] target_cpu` and the features it resolved to (see [`Project::target_key`]).
+    #[serde(default)]
+    target_cpu: Option<String>,
 }
 
 const STATE_FILE: &str = "state.json";
+/// In the output folder: the target CPU the port was built for and its AMD-only sites.
+pub const TARGET_JSON: &str = "target.json";
 
 /// An opened project: settings, resolved paths and the cache.
 pub struct Project {
@@ -142,7 +147,13 @@ impl Project {
             .iter()
             .map(|f| SourceFile::new(&db, f.rel.clone(), f.abs.clone(), f.stamp.size, f.hash))
             .collect();
-        let dump = Dump::new(&db, files, exe.clone(), self.config.build.allow_syscalls);
+        let dump = Dump::new(
+            &db,
+            files,
+            exe.clone(),
+            self.config.build.allow_syscalls,
+            self.config.build.target_cpu.clone(),
+        );
         Ok((db, dump, scan))
     }
 
@@ -250,6 +261,18 @@ impl Project {
             Arc::new(coverage),
             false,
         ));
+        // The CPU the port was built for (`aps5 run` refuses to run it on one lacking any of
+        // its AMD-only groups) and each AMD-only site in the executable's reachable code,
+        // lowered or not (issue 14).
+        let mut target = serde_json::to_vec_pretty(&serde_json::json!({
+            "target_cpu": self.config.build.target_cpu,
+            "features": aps5_relink::CpuFeatures::named(&self.config.build.target_cpu)
+                .unwrap_or_default(),
+            "amd_only": &*app.amd_only,
+        }))
+        .expect("JSON");
+        target.push(b'\n');
+        outputs.push(Output::bytes(TARGET_JSON.into(), Arc::new(target), false));
         for (name, bytes, hash) in &prx.files {
             outputs.push(Output {
                 rel: format!("libs/{name}"),
@@ -312,7 +335,7 @@ impl Project {
                 recomputed.push(Recomputed {
                     query: run.query.into(),
                     artifact: run.artifact.clone(),
-                    reason: explain(old(), &scan, run).into(),
+                    reason: explain(old(), &scan, run, &self.target_key()).into(),
                 });
             }
         }
@@ -387,6 +410,13 @@ impl Project {
         })
     }
 
+    /// `target_cpu` with the features it resolves to here (`host` differs between machines).
+    fn target_key(&self) -> String {
+        let name = &self.config.build.target_cpu;
+        let f = aps5_relink::CpuFeatures::named(name).unwrap_or_default();
+        format!("{name} {f:?}")
+    }
+
     fn read_state(&self) -> Option<State> {
         let bytes = std::fs::read(self.layout.state_dir.join(STATE_FILE)).ok()?;
         serde_json::from_slice(&bytes).ok()
@@ -403,6 +433,7 @@ impl Project {
                 .iter()
                 .map(|(q, _)| (q.to_string(), db::query_version(q)))
                 .collect(),
+            target_cpu: Some(self.target_key()),
         };
         let path = self.layout.state_dir.join(STATE_FILE);
         let bytes = serde_json::to_vec_pretty(&state).expect("JSON");
@@ -432,11 +463,16 @@ fn input_reason(old: &Option<State>, scan: &Scan, input: &str) -> &'static str {
 }
 
 /// Why a query missed the content cache.
-fn explain(old: &Option<State>, scan: &Scan, run: &QueryRun) -> &'static str {
+fn explain(old: &Option<State>, scan: &Scan, run: &QueryRun, target: &str) -> &'static str {
     if run.corrupt_cache_entry {
         return "cache miss (corrupt cache entry)";
     }
     let Some(state) = old else { return "new input" };
+    if matches!(run.query, "app_elf" | "guest_module")
+        && state.target_cpu.as_deref().is_some_and(|t| t != target)
+    {
+        return "target CPU changed";
+    }
     let reasons: Vec<&str> = run
         .inputs
         .iter()

@@ -78,6 +78,15 @@ pub struct BuildSection {
     /// libkernel (they would reach Linux with FreeBSD numbers).
     #[serde(default)]
     pub allow_syscalls: bool,
+    /// The CPU the port is built for (issue 14): `host` (the build machine's CPUID), `zen2`
+    /// (the PS5's), `x86-64-v3`, an Intel family, ... (`aps5_relink::CpuFeatures::named`).
+    /// AMD-only instructions it lacks are lowered to equivalent code.
+    #[serde(default = "default_target_cpu")]
+    pub target_cpu: String,
+}
+
+fn default_target_cpu() -> String {
+    "host".into()
 }
 
 /// The most worker threads `build.jobs` gives: more only cost memory (a thread per file made
@@ -101,6 +110,7 @@ impl Default for BuildSection {
             link_mode: LinkMode::Hardlink,
             jobs: 0,
             allow_syscalls: false,
+            target_cpu: default_target_cpu(),
         }
     }
 }
@@ -320,6 +330,8 @@ impl Config {
             }
         }
         self.input.check().map_err(bad)?;
+        aps5_relink::CpuFeatures::named(&self.build.target_cpu)
+            .map_err(|e| bad(format!("build.target_cpu: {e}")))?;
         if self.project.out_dir.trim_matches(['.', '/']).is_empty() {
             return Err(bad(
                 "project.out_dir must name a folder below the project".into()

@@ -25,8 +25,8 @@ pub const QUERY_VERSIONS: &[(&str, &str)] = &[
     ("guest_module", "4"),
     // 2: bundled modules the host PRX set replaces no longer join the executable's link set.
     // 3: the run path reaches every module folder. 4: stored zstd-compressed, ELF first,
-    // coverage after it.
-    ("app_elf", "4"),
+    // coverage after it. 5: the AMD-only sites (issue 14) stored with the coverage.
+    ("app_elf", "5"),
 ];
 
 /// The version of one query (see [`QUERY_VERSIONS`]). The relink queries also carry the
@@ -69,6 +69,9 @@ pub struct Dump {
     pub executable: String,
     #[returns(copy)]
     pub allow_syscalls: bool,
+    /// `[build] target_cpu`, as written (resolved by [`relink_options`]).
+    #[returns(ref)]
+    pub target_cpu: String,
 }
 
 /// What happened when a query ran: served from the content cache, or computed.
@@ -621,7 +624,23 @@ fn relink_options(db: &dyn Db, dump: Dump, module: Option<SourceFile>) -> Relink
         allow_syscalls: dump.allow_syscalls(db),
         output_dir: module.map(|f| output_dir(db, f)),
         module_dirs,
+        // Checked when the configuration is loaded; an unknown name lowers for no AMD feature.
+        target_cpu: Some(aps5_relink::CpuFeatures::named(dump.target_cpu(db)).unwrap_or_default()),
     }
+}
+
+/// The target CPU's part of a relink's cache key: the features it has (a `host` build made
+/// on another CPU is another output).
+fn cpu_key(opts: &RelinkOptions) -> [u8; 2] {
+    let f = opts.target_cpu.unwrap_or_default();
+    [
+        b'c',
+        opts.target_cpu.is_some() as u8
+            | (f.sse4a as u8) << 1
+            | (f.monitorx as u8) << 2
+            | (f.clzero as u8) << 3
+            | (f.rdpru as u8) << 4,
+    ]
 }
 
 fn relink_error(db: &dyn Db, file: SourceFile, e: aps5_relink::RelinkError) -> QueryError {
@@ -647,6 +666,7 @@ pub fn guest_module(db: &dyn Db, dump: Dump, file: SourceFile) -> Result<Arc<Vec
         .collect();
     let mut inputs = vec![file.hash(db), *prx_hash];
     let mut names = vec![opts.allow_syscalls as u8];
+    names.extend_from_slice(&cpu_key(&opts));
     // The run path depends on where the module and its siblings are.
     names.extend_from_slice(opts.run_path(true).as_bytes());
     names.push(0);
@@ -697,6 +717,8 @@ pub fn guest_module(db: &dyn Db, dump: Dump, file: SourceFile) -> Result<Arc<Vec
 pub struct AppElf {
     pub elf: Arc<Vec<u8>>,
     pub coverage: Arc<Vec<CoverageRow>>,
+    /// AMD-only instructions in its reachable code, and whether each was lowered.
+    pub amd_only: Arc<Vec<aps5_relink::AmdOnlySite>>,
 }
 
 /// The zstd level of stored relink results: the fastest of the standard levels (about 200 MB/s
@@ -739,12 +761,13 @@ fn decompress(bytes: &[u8]) -> Option<Vec<u8>> {
 }
 
 impl AppElf {
-    /// Encoded as: the ELF, the coverage JSON, then the JSON's length (u64, little-endian), and
+    /// Encoded as: the ELF, the JSON of (coverage, AMD-only sites), then the JSON's length (u64,
+    /// little-endian), and
     /// stored compressed: a relinked executable is larger than its input (its new relocation
     /// tables join the original segments); compressed, the cache grows by less than the dump.
     /// What follows the ELF in the encoding.
-    fn encode_tail(coverage: &[CoverageRow]) -> Vec<u8> {
-        let mut json = serde_json::to_vec(coverage).expect("JSON");
+    fn encode_tail(coverage: &[CoverageRow], amd_only: &[aps5_relink::AmdOnlySite]) -> Vec<u8> {
+        let mut json = serde_json::to_vec(&(coverage, amd_only)).expect("JSON");
         let n = json.len() as u64;
         json.extend_from_slice(&n.to_le_bytes());
         json
@@ -754,11 +777,12 @@ impl AppElf {
         let trailer = bytes.len().checked_sub(8)?;
         let n = usize::try_from(u64::from_le_bytes(bytes[trailer..].try_into().ok()?)).ok()?;
         let json_at = trailer.checked_sub(n)?;
-        let coverage = serde_json::from_slice(&bytes[json_at..trailer]).ok()?;
+        let (coverage, amd_only) = serde_json::from_slice(&bytes[json_at..trailer]).ok()?;
         bytes.truncate(json_at);
         Some(AppElf {
             elf: Arc::new(bytes),
             coverage: Arc::new(coverage),
+            amd_only: Arc::new(amd_only),
         })
     }
 }
@@ -787,6 +811,7 @@ pub fn app_elf(db: &dyn Db, dump: Dump) -> Result<AppElf, QueryError> {
         names.push(0);
     }
     names.push(opts.allow_syscalls as u8);
+    names.extend_from_slice(&cpu_key(&opts));
     names.extend_from_slice(opts.run_path(false).as_bytes());
     let mut deps = vec![exe.rel(db)];
     deps.extend(guests.iter().map(|g| g.rel(db)));
@@ -821,8 +846,9 @@ pub fn app_elf(db: &dyn Db, dump: Dump) -> Result<AppElf, QueryError> {
             let app = AppElf {
                 elf: Arc::new(r.elf),
                 coverage: Arc::new(r.coverage),
+                amd_only: Arc::new(r.amd_only),
             };
-            let tail = Arc::new(AppElf::encode_tail(&app.coverage));
+            let tail = Arc::new(AppElf::encode_tail(&app.coverage, &app.amd_only));
             let parts = vec![app.elf.clone(), tail];
             Ok((app, parts))
         },

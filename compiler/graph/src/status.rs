@@ -46,6 +46,19 @@ pub struct Status {
     pub coverage: Vec<LibraryCoverage>,
     /// What the build does with each bundled module (`sce_module/*`).
     pub bundled: Vec<BundledModule>,
+    /// `[build] target_cpu` (issue 14).
+    pub target_cpu: String,
+    /// AMD-only instructions in the executable's reachable code, per kind (`extrq
+    /// (immediate)`, ...): how many, and how many were lowered for the target CPU.
+    pub amd_only: Vec<AmdOnlyCount>,
+}
+
+/// One kind of AMD-only instruction in the executable.
+#[derive(Clone, Debug, Serialize)]
+pub struct AmdOnlyCount {
+    pub kind: String,
+    pub sites: usize,
+    pub lowered: usize,
 }
 
 /// A bundled module and what the build makes of it.
@@ -156,7 +169,24 @@ pub fn status(project: &Project, progress: &dyn Progress) -> Result<Status, Buil
             c.stubbed.push(name());
         }
     }
+    let mut amd: std::collections::BTreeMap<aps5_relink::AmdOnlyKind, (usize, usize)> =
+        Default::default();
+    for site in app.amd_only.iter() {
+        let e = amd.entry(site.kind).or_default();
+        e.0 += 1;
+        e.1 += site.lowered as usize;
+    }
+    let amd_only = amd
+        .into_iter()
+        .map(|(k, (sites, lowered))| AmdOnlyCount {
+            kind: k.name().to_string(),
+            sites,
+            lowered,
+        })
+        .collect();
     Ok(Status {
+        target_cpu: project.config.build.target_cpu.clone(),
+        amd_only,
         title: project.config.title.clone(),
         dump_files: scan.files.len(),
         dump_bytes: scan.files.iter().map(|f| f.stamp.size).sum(),
@@ -198,6 +228,20 @@ impl Status {
                     "out of date: run `aps5 build`"
                 };
                 let _ = writeln!(s, "build     {n} outputs, {state}");
+            }
+        }
+        if !self.amd_only.is_empty() {
+            let _ = writeln!(
+                s,
+                "\napp.elf AMD-only instructions (target_cpu = \"{}\"):",
+                self.target_cpu
+            );
+            for a in &self.amd_only {
+                let _ = writeln!(
+                    s,
+                    "  {:<24} {:>5} sites, {:>5} lowered",
+                    a.kind, a.sites, a.lowered
+                );
             }
         }
         if !self.coverage.is_empty() {

@@ -70,7 +70,7 @@ fn module_results_are_memoized_across_databases() {
             bytes.len() as u64,
             hash,
         );
-        let dump = Dump::new(&db, vec![f], "eboot.bin".into(), false);
+        let dump = Dump::new(&db, vec![f], "eboot.bin".into(), false, "host".into());
         let index = db::module_index(&db, dump).as_ref().unwrap().clone();
         // Asking again in the same process is answered by salsa: no second run is logged.
         let _ = db::module_index(&db, dump);

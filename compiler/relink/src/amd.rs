@@ -76,6 +76,9 @@ pub struct AmdOnlySite {
     pub length: u8,
     /// Which form.
     pub kind: AmdOnlyKind,
+    /// Replaced by a jump to an equivalent routine ([`crate::lower`]) for the target CPU.
+    #[serde(default)]
+    pub lowered: bool,
 }
 
 /// Whether `code` may hold an AMD-only instruction: each has the opcode bytes 0F 78 or

@@ -1,11 +1,14 @@
 //! Which AMD-only instructions ([`AmdOnlyKind`]) a CPU executes: the build machine's (read
 //! with CPUID) or a named target. The building block of issue 14's `[build] target_cpu`
-//! (not wired into the build nor `aps5 run` yet; see docs/RELINK.md).
+//! (the build lowers what the target lacks, `aps5 run` refuses a port built for a CPU the
+//! machine is not; see docs/RELINK.md).
+
+use serde::{Deserialize, Serialize};
 
 use crate::amd::AmdOnlyKind;
 
 /// The AMD-only instruction groups a CPU has.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuFeatures {
     /// SSE4a: EXTRQ, INSERTQ, MOVNTSS, MOVNTSD (CPUID Fn8000_0001 ECX bit 6).
     pub sse4a: bool,
@@ -73,6 +76,20 @@ impl CpuFeatures {
                 ));
             }
         })
+    }
+
+    /// The groups this CPU has that `other` lacks, by name (`sse4a`, `monitorx`, `clzero`,
+    /// `rdpru`): empty when a port built for this CPU runs on `other`.
+    pub fn missing_on(&self, other: &CpuFeatures) -> Vec<&'static str> {
+        [
+            (self.sse4a && !other.sse4a, "sse4a"),
+            (self.monitorx && !other.monitorx, "monitorx"),
+            (self.clzero && !other.clzero, "clzero"),
+            (self.rdpru && !other.rdpru, "rdpru"),
+        ]
+        .into_iter()
+        .filter_map(|(m, n)| m.then_some(n))
+        .collect()
     }
 
     /// Whether this CPU executes `kind`.

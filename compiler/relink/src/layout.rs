@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use aps5_elf::{Module, RelocationTable};
 
 use crate::amd::{self, AmdOnlyKind, AmdOnlySite};
+use crate::lower;
 use crate::reach::{self, CodeSegment, Roots};
 use crate::scan::{self, SyscallSite};
 use crate::stubs::{self, EntryPlan};
@@ -113,6 +114,7 @@ pub(crate) fn relink(
     let mut trapped: Vec<SyscallSite> = Vec::new();
     let mut unreachable: Vec<SyscallSite> = Vec::new();
     let mut amd_only: Vec<AmdOnlySite> = Vec::new();
+    let mut to_lower: Vec<iced_x86::Instruction> = Vec::new();
     let exec_bytes = || {
         segs.iter()
             .filter(|s| s.flags & PF_X != 0)
@@ -154,10 +156,16 @@ pub(crate) fn relink(
                     instruction: name.to_owned(),
                 });
             } else if let Some(kind) = AmdOnlyKind::of(i) {
+                let lower = opts.target_cpu.is_some_and(|c| !c.has(kind))
+                    && lower::lowerable(kind, i.len() as u8);
+                if lower {
+                    to_lower.push(*i);
+                }
                 amd_only.push(AmdOnlySite {
                     address: i.ip() - shift,
                     length: i.len() as u8,
                     kind,
+                    lowered: lower,
                 });
             }
         }
@@ -847,6 +855,24 @@ pub(crate) fn relink(
         for &i in syms {
             dynsym[i as usize].value = at;
             dynsym[i as usize].size = 0;
+        }
+    }
+    // AMD-only instructions the target CPU lacks: routines and stubs, and a jump at each site.
+    if !to_lower.is_empty() {
+        code.resize(code.len().next_multiple_of(64), 0xCC);
+        let base = rx_base + code.len() as u64;
+        let l = lower::build(base, &to_lower)?;
+        code.extend(l.code);
+        for (ins, stub) in to_lower.iter().zip(&l.stubs) {
+            let patch = lower::site_patch(ins.ip(), ins.len() as u8, *stub)?;
+            let seg = segs
+                .iter_mut()
+                .find(|s| (s.vaddr..s.vaddr + s.bytes.len() as u64).contains(&ins.ip()))
+                .ok_or_else(|| {
+                    RelinkError::Layout(format!("{:#x}: site outside the segments", ins.ip()))
+                })?;
+            let at = (ins.ip() - seg.vaddr) as usize;
+            seg.bytes.to_mut()[at..at + patch.len()].copy_from_slice(&patch);
         }
     }
     let rx_end = rx_base + code.len() as u64;

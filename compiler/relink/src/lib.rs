@@ -12,6 +12,7 @@ mod amd;
 mod cpu;
 mod cxxabi;
 mod layout;
+pub mod lower;
 pub mod prxfix;
 mod prxset;
 pub mod reach;
@@ -161,6 +162,10 @@ pub struct RelinkOptions {
     /// The folders of the output tree holding relinked guest modules, searched in this order
     /// after `libs/` for `DT_NEEDED` files; empty: `app0/sce_module` alone.
     pub module_dirs: Vec<String>,
+    /// The CPU the port is built for (issue 14, `[build] target_cpu`): each AMD-only
+    /// instruction in reachable code it lacks is lowered ([`lower`]) where the site is long
+    /// enough for a jump. `None`: nothing is lowered (the sites are only listed).
+    pub target_cpu: Option<CpuFeatures>,
 }
 
 impl RelinkOptions {

@@ -305,8 +305,8 @@ fn static_libc_syscalls_fixture_traps_reachable_sites_only() {
 /// Every SSE4a form (EXTRQ and INSERTQ, immediate and register; MOVNTSS; MOVNTSD), compiled
 /// by clang-14 -msse4a from its builtins (`tests/data/sse4a`), is found in reachable code at
 /// the addresses GNU objdump's disassembly of the same text gives, with its length; and
-/// since this is no AMD CPU, the port dies with SIGILL at the first one (issue 14: the
-/// lowering for Intel targets is not there yet).
+/// relinked without a target CPU (nothing lowered), on a CPU without SSE4a the port dies with
+/// SIGILL at the first one (the lowering: tests/lower.rs).
 #[test]
 fn sse4a_instructions_are_found_and_die_with_sigill_on_intel() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sse4a");

@@ -30,9 +30,18 @@ pub fn shared() -> PathBuf {
 
 /// Relinks `eboot` (and the modules in `modules`) into `out`.
 pub fn build_tree(eboot: &Path, modules: &[PathBuf], out: &Path) -> Vec<CoverageRow> {
+    build_tree_with(eboot, modules, out, &RelinkOptions::default()).coverage
+}
+
+/// [`build_tree`] with relinker options; the executable's relink result.
+pub fn build_tree_with(
+    eboot: &Path,
+    modules: &[PathBuf],
+    out: &Path,
+    opts: &RelinkOptions,
+) -> aps5_relink::Relinked {
     let host = PrxSet::installed().expect("the PRX set");
     let mut set = host.clone();
-    let opts = RelinkOptions::default();
     std::fs::create_dir_all(out.join("app0/sce_module")).unwrap();
     let parsed: Vec<(String, Vec<u8>, aps5_elf::Module)> = modules
         .iter()
@@ -51,7 +60,7 @@ pub fn build_tree(eboot: &Path, modules: &[PathBuf], out: &Path) -> Vec<Coverage
                 .filter(|(n, ..)| n != name)
                 .map(|(n, _, m)| (n.as_str(), m)),
         );
-        let r = aps5_relink::relink_module(bytes, module, &siblings, &opts)
+        let r = aps5_relink::relink_module(bytes, module, &siblings, opts)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let name = name.clone();
         std::fs::write(out.join("app0/sce_module").join(&name), &r.elf).unwrap();
@@ -63,7 +72,7 @@ pub fn build_tree(eboot: &Path, modules: &[PathBuf], out: &Path) -> Vec<Coverage
     }
     let bytes = std::fs::read(eboot).unwrap();
     let module = aps5_elf::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", eboot.display()));
-    let r = aps5_relink::relink_executable(&bytes, &module, &set, &opts)
+    let r = aps5_relink::relink_executable(&bytes, &module, &set, opts)
         .unwrap_or_else(|e| panic!("{}: {e}", eboot.display()));
     let app = out.join("app.elf");
     std::fs::write(&app, &r.elf).unwrap();
@@ -72,7 +81,7 @@ pub fn build_tree(eboot: &Path, modules: &[PathBuf], out: &Path) -> Vec<Coverage
     for (name, bytes) in host.files() {
         std::fs::write(out.join("libs").join(name), bytes.as_slice()).unwrap();
     }
-    r.coverage
+    r
 }
 
 /// The PS4-2048 dump of the corpus (its eboot and bundled libc.prx), laid out in `out`.
