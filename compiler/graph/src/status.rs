@@ -59,6 +59,10 @@ pub struct AmdOnlyCount {
     pub kind: String,
     pub sites: usize,
     pub lowered: usize,
+    /// Of the lowered: rewritten in place, by a jump to a routine, through the trap.
+    pub in_place: usize,
+    pub jump: usize,
+    pub trap: usize,
 }
 
 /// A bundled module and what the build makes of it.
@@ -169,21 +173,28 @@ pub fn status(project: &Project, progress: &dyn Progress) -> Result<Status, Buil
             c.stubbed.push(name());
         }
     }
-    let mut amd: std::collections::BTreeMap<aps5_relink::AmdOnlyKind, (usize, usize)> =
+    use aps5_relink::lower::Lowering;
+    let mut amd: std::collections::BTreeMap<aps5_relink::AmdOnlyKind, AmdOnlyCount> =
         Default::default();
     for site in app.amd_only.iter() {
-        let e = amd.entry(site.kind).or_default();
-        e.0 += 1;
-        e.1 += site.lowered as usize;
+        let e = amd.entry(site.kind).or_insert_with(|| AmdOnlyCount {
+            kind: site.kind.name().to_string(),
+            sites: 0,
+            lowered: 0,
+            in_place: 0,
+            jump: 0,
+            trap: 0,
+        });
+        e.sites += 1;
+        e.lowered += site.lowered.is_some() as usize;
+        match site.lowered {
+            Some(Lowering::InPlace) => e.in_place += 1,
+            Some(Lowering::Jump) => e.jump += 1,
+            Some(Lowering::Trap) => e.trap += 1,
+            None => {}
+        }
     }
-    let amd_only = amd
-        .into_iter()
-        .map(|(k, (sites, lowered))| AmdOnlyCount {
-            kind: k.name().to_string(),
-            sites,
-            lowered,
-        })
-        .collect();
+    let amd_only = amd.into_values().collect();
     Ok(Status {
         target_cpu: project.config.build.target_cpu.clone(),
         amd_only,
@@ -239,8 +250,8 @@ impl Status {
             for a in &self.amd_only {
                 let _ = writeln!(
                     s,
-                    "  {:<24} {:>5} sites, {:>5} lowered",
-                    a.kind, a.sites, a.lowered
+                    "  {:<24} {:>5} sites, {:>5} lowered ({} in place, {} by a jump, {} through the trap)",
+                    a.kind, a.sites, a.lowered, a.in_place, a.jump, a.trap
                 );
             }
         }

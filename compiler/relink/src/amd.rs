@@ -1,7 +1,7 @@
 //! Instructions only AMD CPUs have (the PS5's CPU is a Zen 2): SSE4a's EXTRQ, INSERTQ,
 //! MOVNTSS, MOVNTSD and Zen's CLZERO, RDPRU, MONITORX, MWAITX. On an Intel CPU each one
-//! raises SIGILL. Found in reachable code ([`crate::reach`]) and listed per kind (issue 14:
-//! lowering them for Intel targets is not done yet; see docs/RELINK.md).
+//! raises SIGILL. Found in reachable code ([`crate::reach`]), listed per kind, and lowered
+//! for a target CPU that lacks them ([`crate::lower`], issue 14; docs/RELINK.md).
 
 use iced_x86::{Code, Instruction};
 use serde::{Deserialize, Serialize};
@@ -76,9 +76,10 @@ pub struct AmdOnlySite {
     pub length: u8,
     /// Which form.
     pub kind: AmdOnlyKind,
-    /// Replaced by a jump to an equivalent routine ([`crate::lower`]) for the target CPU.
+    /// How it was lowered for the target CPU ([`crate::lower`]); `None`: left as it is (the
+    /// target has it, or no target CPU was given).
     #[serde(default)]
-    pub lowered: bool,
+    pub lowered: Option<crate::lower::Lowering>,
 }
 
 /// Whether `code` may hold an AMD-only instruction: each has the opcode bytes 0F 78 or

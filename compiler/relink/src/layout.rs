@@ -156,16 +156,18 @@ pub(crate) fn relink(
                     instruction: name.to_owned(),
                 });
             } else if let Some(kind) = AmdOnlyKind::of(i) {
-                let lower = opts.target_cpu.is_some_and(|c| !c.has(kind))
-                    && lower::lowerable(kind, i.len() as u8);
-                if lower {
+                let lowered = opts
+                    .target_cpu
+                    .is_some_and(|c| !c.has(kind))
+                    .then(|| lower::Lowering::of(i));
+                if lowered.is_some() {
                     to_lower.push(*i);
                 }
                 amd_only.push(AmdOnlySite {
                     address: i.ip() - shift,
                     length: i.len() as u8,
                     kind,
-                    lowered: lower,
+                    lowered,
                 });
             }
         }
@@ -746,6 +748,13 @@ pub(crate) fn relink(
         nphdr += 1;
     }
     nphdr += params.len();
+    let lower_traps = to_lower
+        .iter()
+        .filter(|i| lower::Lowering::of(i) == lower::Lowering::Trap)
+        .count();
+    if lower_traps > 0 {
+        nphdr += 1; // PT_APS5_LOWER_TRAPS
+    }
     if n_data > 0 {
         nphdr += 1; // the no-access page of unimplemented variables
     }
@@ -857,14 +866,37 @@ pub(crate) fn relink(
             dynsym[i as usize].size = 0;
         }
     }
-    // AMD-only instructions the target CPU lacks: routines and stubs, and a jump at each site.
+    // AMD-only instructions the target CPU lacks: routines and stubs; at each site its
+    // in-place form, a jump or the trap (then the trap table, found by libkernel).
+    let mut lower_trap_table = None;
     if !to_lower.is_empty() {
-        code.resize(code.len().next_multiple_of(64), 0xCC);
-        let base = rx_base + code.len() as u64;
-        let l = lower::build(base, &to_lower)?;
-        code.extend(l.code);
-        for (ins, stub) in to_lower.iter().zip(&l.stubs) {
-            let patch = lower::site_patch(ins.ip(), ins.len() as u8, *stub)?;
+        let with_stub: Vec<iced_x86::Instruction> = to_lower
+            .iter()
+            .filter(|i| lower::Lowering::of(i) != lower::Lowering::InPlace)
+            .copied()
+            .collect();
+        let mut stub_of = HashMap::new();
+        if !with_stub.is_empty() {
+            code.resize(code.len().next_multiple_of(64), 0xCC);
+            let base = rx_base + code.len() as u64;
+            let l = lower::build(base, &with_stub)?;
+            code.extend(l.code);
+            stub_of.extend(with_stub.iter().map(|i| i.ip()).zip(l.stubs));
+        }
+        let traps: Vec<(u64, u64)> = with_stub
+            .iter()
+            .filter(|i| lower::Lowering::of(i) == lower::Lowering::Trap)
+            .map(|i| (i.ip(), stub_of[&i.ip()]))
+            .collect();
+        if !traps.is_empty() {
+            code.resize(code.len().next_multiple_of(16), 0xCC);
+            let at = rx_base + code.len() as u64;
+            let table = lower::trap_table(&traps);
+            lower_trap_table = Some((at, table.len() as u64));
+            code.extend(table);
+        }
+        for ins in &to_lower {
+            let patch = lower::site_bytes(ins, stub_of.get(&ins.ip()).copied())?;
             let seg = segs
                 .iter_mut()
                 .find(|s| (s.vaddr..s.vaddr + s.bytes.len() as u64).contains(&ins.ip()))
@@ -1221,6 +1253,17 @@ pub(crate) fn relink(
             filesz: p.filesz,
             memsz: p.memsz,
             align: p.align.max(1),
+        });
+    }
+    if let Some((at, size)) = lower_trap_table {
+        ph.push(Phdr {
+            p_type: lower::PT_APS5_LOWER_TRAPS,
+            flags: PF_R,
+            offset: file_of(at),
+            vaddr: at,
+            filesz: size,
+            memsz: size,
+            align: 16,
         });
     }
     debug_assert_eq!(ph.len(), nphdr);

@@ -13,14 +13,31 @@
 //! stronger ordering than the non-temporal hint's).
 //!
 //! Results the AMD manual leaves undefined (APM vol. 4, EXTRQ/INSERTQ): the upper quadword of
-//! the destination becomes zero (what a Zen CPU does, checked where the test runs on one); when length + index > 64 EXTRQ gives
-//! `(src >> index) & mask(length)` and INSERTQ writes only the field bits that fit below
-//! bit 64. A site shorter than the 5-byte `jmp` (register forms with no REX prefix, CLZERO,
-//! RDPRU, MONITORX, MWAITX) is not lowered and reported.
+//! the destination becomes zero (what a Zen CPU does, checked where the test runs on one);
+//! when length + index > 64 EXTRQ gives `(src >> index) & mask(length)` and INSERTQ writes
+//! only the field bits that fit below bit 64.
+//!
+//! Every kind is lowered, each the cheapest way its site allows ([`Lowering`]):
+//! - MOVNTSS/MOVNTSD are rewritten **in place** as MOVSS/MOVSD (same operands, same length);
+//!   MONITORX becomes NOPs and MWAITX a `pause` (MWAITX may end its wait at any time, so
+//!   returning at once is one of its architectural outcomes; MONITORX only arms what MWAITX
+//!   waits on and changes no register);
+//! - EXTRQ/INSERTQ, CLZERO and RDPRU get a stub; a site of 5 bytes or more becomes a `jmp`
+//!   to it, a shorter one (register forms without REX, CLZERO, RDPRU: 3-4 bytes) the **trap**
+//!   [`LOWER_TRAP`], listed in the file's `PT_APS5_LOWER_TRAPS` table: libkernel's SIGILL
+//!   handler resumes at the stub (microseconds per execution instead of nanoseconds).
+//!
+//! CLZERO zeroes the 64-byte line holding rAX (EAX with a 0x67 prefix) with plain stores.
+//! RDPRU (APM vol. 3): ECX 0 selects MPERF and 1 APERF; both read the time-stamp counter
+//! here (user code cannot read Intel's MSRs; the TSC counts at a fixed rate as MPERF does,
+//! so APERF/MPERF reads as 1). EDX:EAX get the value and CF is set; any other ECX gives 0
+//! with CF clear; OF, SF, ZF, AF and PF are cleared either way.
+
+pub use aps5_prx_abi::relinked::{LOWER_TRAP, LowerTrap, PT_APS5_LOWER_TRAPS};
 
 use std::collections::BTreeMap;
 
-use cranelift_codegen::ir::{AbiParam, InstBuilder, MemFlagsData, condcodes::IntCC, types};
+use cranelift_codegen::ir::{AbiParam, InstBuilder, MemFlagsData, Value, condcodes::IntCC, types};
 use cranelift_codegen::isa;
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -30,6 +47,8 @@ use iced_x86::{
     BlockEncoder, BlockEncoderOptions, Code, Instruction, InstructionBlock, MemoryOperand, OpKind,
     Register,
 };
+
+use serde::{Deserialize, Serialize};
 
 use crate::RelinkError;
 use crate::amd::AmdOnlyKind;
@@ -46,15 +65,22 @@ pub enum Routine {
     ExtrqReg,
     /// `aps5_insertq_reg(state)`: length and index from src bits 69:64 and 77:72.
     InsertqReg,
+    /// `aps5_clzero(address)`: zeroes the 64-byte line holding `address`.
+    Clzero,
+    /// `aps5_rdpru(saved, tsc)`: `saved` is the stub's register block ([`Saved`]); reads
+    /// ECX, writes RAX, RDX and the flags there.
+    Rdpru,
 }
 
 impl Routine {
     /// Every routine, in emission order.
-    pub const ALL: [Routine; 4] = [
+    pub const ALL: [Routine; 6] = [
         Routine::Extrq,
         Routine::Insertq,
         Routine::ExtrqReg,
         Routine::InsertqReg,
+        Routine::Clzero,
+        Routine::Rdpru,
     ];
 
     /// Its symbol in the object.
@@ -64,11 +90,97 @@ impl Routine {
             Routine::Insertq => "aps5_insertq",
             Routine::ExtrqReg => "aps5_extrq_reg",
             Routine::InsertqReg => "aps5_insertq_reg",
+            Routine::Clzero => "aps5_clzero",
+            Routine::Rdpru => "aps5_rdpru",
+        }
+    }
+
+    /// How many i64 parameters it takes.
+    fn params(self) -> usize {
+        match self {
+            Routine::Extrq | Routine::Insertq => 3,
+            Routine::ExtrqReg | Routine::InsertqReg | Routine::Clzero => 1,
+            Routine::Rdpru => 2,
         }
     }
 
     fn immediate(self) -> bool {
         matches!(self, Routine::Extrq | Routine::Insertq)
+    }
+}
+
+/// Offsets in the register block a stub saves: what `rbp` points at after the stub's
+/// pushes (the flags, then [`SAVED`] in order).
+struct Saved;
+
+impl Saved {
+    const RDX: i32 = 56;
+    const RCX: i32 = 64;
+    const RAX: i32 = 72;
+    const FLAGS: i32 = 80;
+}
+
+/// How a site is lowered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lowering {
+    /// Rewritten where it stands, same length (MOVNTSS/SD, MONITORX, MWAITX).
+    InPlace,
+    /// A `jmp` to its stub (sites of 5 bytes or more).
+    Jump,
+    /// [`LOWER_TRAP`], resumed at its stub by libkernel's SIGILL handler (shorter sites).
+    Trap,
+}
+
+impl Lowering {
+    /// How `ins`, an AMD-only instruction, is lowered.
+    pub fn of(ins: &Instruction) -> Lowering {
+        if in_place(ins).is_some() {
+            Lowering::InPlace
+        } else if ins.len() >= 5 {
+            Lowering::Jump
+        } else {
+            Lowering::Trap
+        }
+    }
+
+    /// As `aps5 status` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lowering::InPlace => "in place",
+            Lowering::Jump => "jump",
+            Lowering::Trap => "trap",
+        }
+    }
+}
+
+/// The same-length replacement of a site lowered in place, if it has one.
+fn in_place(ins: &Instruction) -> Option<Vec<u8>> {
+    let n = ins.len();
+    match AmdOnlyKind::of(ins)? {
+        AmdOnlyKind::Monitorx => Some(vec![0x90; n]),
+        AmdOnlyKind::Mwaitx if n >= 2 => {
+            let mut b = vec![0xF3, 0x90];
+            b.resize(n, 0x90);
+            Some(b)
+        }
+        k @ (AmdOnlyKind::Movntss | AmdOnlyKind::Movntsd) => {
+            let mut m = *ins;
+            m.set_code(movs_of(k));
+            let mut enc = iced_x86::Encoder::new(64);
+            enc.encode(&m, ins.ip()).ok()?;
+            let b = enc.take_buffer();
+            (b.len() == n).then_some(b)
+        }
+        _ => None,
+    }
+}
+
+fn movs_of(k: AmdOnlyKind) -> Code {
+    if k == AmdOnlyKind::Movntss {
+        Code::Movss_xmmm32_xmm
+    } else {
+        Code::Movsd_xmmm64_xmm
     }
 }
 
@@ -89,9 +201,7 @@ pub fn routines_object() -> Result<Vec<u8>, RelinkError> {
     let frontend = module.isa().frontend_config();
     for r in Routine::ALL {
         let mut sig = module.make_signature();
-        sig.params.push(AbiParam::new(types::I64));
-        if r.immediate() {
-            sig.params.push(AbiParam::new(types::I64));
+        for _ in 0..r.params() {
             sig.params.push(AbiParam::new(types::I64));
         }
         let id = module
@@ -106,52 +216,89 @@ pub fn routines_object() -> Result<Vec<u8>, RelinkError> {
             b.switch_to_block(block);
             b.seal_block(block);
             let p = b.block_params(block).to_vec();
-            let state = p[0];
-            let mf = MemFlagsData::trusted();
-            let (len, idx) = match r {
-                Routine::Extrq | Routine::Insertq => (p[1], p[2]),
-                Routine::ExtrqReg | Routine::InsertqReg => {
-                    let at = if r == Routine::ExtrqReg { 16 } else { 24 };
-                    let ctl = b.ins().load(types::I64, mf, state, at);
-                    let idx = b.ins().ushr_imm_u(ctl, 8);
-                    (ctl, idx)
-                }
-            };
-            let len = b.ins().band_imm_u(len, 63);
-            let idx = b.ins().band_imm_u(idx, 63);
-            // mask(length): length 0 means 64.
-            let one = b.ins().iconst(types::I64, 1);
-            let shl = b.ins().ishl(one, len);
-            let m = b.ins().iadd_imm_s(shl, -1);
-            let all = b.ins().iconst(types::I64, -1);
-            let is0 = b.ins().icmp_imm_u(IntCC::Equal, len, 0);
-            let mask = b.ins().select(is0, all, m);
-            let dst = b.ins().load(types::I64, mf, state, 0);
-            let out = match r {
-                Routine::Extrq | Routine::ExtrqReg => {
-                    let s = b.ins().ushr(dst, idx);
-                    b.ins().band(s, mask)
-                }
-                Routine::Insertq | Routine::InsertqReg => {
-                    let src = b.ins().load(types::I64, mf, state, 16);
-                    let field = b.ins().band(src, mask);
-                    let field = b.ins().ishl(field, idx);
-                    let hole = b.ins().ishl(mask, idx);
-                    let keep = b.ins().band_not(dst, hole);
-                    b.ins().bor(keep, field)
-                }
-            };
-            b.ins().store(mf, out, state, 0);
-            // The upper quadword: undefined in the manual, zero on Zen hardware (measured:
-            // tests/lower.rs compares the whole register file with the instruction's).
-            let zero = b.ins().iconst(types::I64, 0);
-            b.ins().store(mf, zero, state, 8);
+            match r {
+                Routine::Clzero => clzero_body(&mut b, p[0]),
+                Routine::Rdpru => rdpru_body(&mut b, p[0], p[1]),
+                _ => sse4a_body(&mut b, r, &p),
+            }
             b.ins().return_(&[]);
             b.finalize(frontend);
         }
         module.define_function(id, &mut ctx).map_err(|e| cg(&e))?;
     }
     module.finish().emit().map_err(|e| cg(&e))
+}
+
+/// EXTRQ/INSERTQ on the 32-byte state `[dest lo, dest hi, src lo, src hi]`.
+fn sse4a_body(b: &mut FunctionBuilder, r: Routine, p: &[Value]) {
+    let state = p[0];
+    let mf = MemFlagsData::trusted();
+    let (len, idx) = match r {
+        Routine::Extrq | Routine::Insertq => (p[1], p[2]),
+        _ => {
+            let at = if r == Routine::ExtrqReg { 16 } else { 24 };
+            let ctl = b.ins().load(types::I64, mf, state, at);
+            let idx = b.ins().ushr_imm_u(ctl, 8);
+            (ctl, idx)
+        }
+    };
+    let len = b.ins().band_imm_u(len, 63);
+    let idx = b.ins().band_imm_u(idx, 63);
+    // mask(length): length 0 means 64.
+    let one = b.ins().iconst(types::I64, 1);
+    let shl = b.ins().ishl(one, len);
+    let m = b.ins().iadd_imm_s(shl, -1);
+    let all = b.ins().iconst(types::I64, -1);
+    let is0 = b.ins().icmp_imm_u(IntCC::Equal, len, 0);
+    let mask = b.ins().select(is0, all, m);
+    let dst = b.ins().load(types::I64, mf, state, 0);
+    let out = match r {
+        Routine::Extrq | Routine::ExtrqReg => {
+            let s = b.ins().ushr(dst, idx);
+            b.ins().band(s, mask)
+        }
+        _ => {
+            let src = b.ins().load(types::I64, mf, state, 16);
+            let field = b.ins().band(src, mask);
+            let field = b.ins().ishl(field, idx);
+            let hole = b.ins().ishl(mask, idx);
+            let keep = b.ins().band_not(dst, hole);
+            b.ins().bor(keep, field)
+        }
+    };
+    b.ins().store(mf, out, state, 0);
+    // The upper quadword: undefined in the manual, zero on Zen hardware (measured:
+    // tests/lower.rs compares the whole register file with the instruction's).
+    let zero = b.ins().iconst(types::I64, 0);
+    b.ins().store(mf, zero, state, 8);
+}
+
+/// CLZERO: eight 8-byte zero stores over the aligned line (a fault is the instruction's).
+fn clzero_body(b: &mut FunctionBuilder, address: Value) {
+    let line = b.ins().band_imm_u(address, !63);
+    let zero = b.ins().iconst(types::I64, 0);
+    for k in 0..8 {
+        b.ins().store(MemFlagsData::new(), zero, line, 8 * k);
+    }
+}
+
+/// RDPRU on the saved register block (module docs: MPERF and APERF read the TSC).
+fn rdpru_body(b: &mut FunctionBuilder, saved: Value, tsc: Value) {
+    let mf = MemFlagsData::trusted();
+    let ecx = b.ins().uload32(mf, saved, Saved::RCX);
+    let valid = b.ins().icmp_imm_u(IntCC::UnsignedLessThan, ecx, 2);
+    let zero = b.ins().iconst(types::I64, 0);
+    let value = b.ins().select(valid, tsc, zero);
+    let lo = b.ins().band_imm_u(value, 0xFFFF_FFFF);
+    let hi = b.ins().ushr_imm_u(value, 32);
+    b.ins().store(mf, lo, saved, Saved::RAX);
+    b.ins().store(mf, hi, saved, Saved::RDX);
+    // CF = valid; OF, SF, ZF, AF, PF = 0 (0x8D5 holds those and CF).
+    let flags = b.ins().load(types::I64, mf, saved, Saved::FLAGS);
+    let kept = b.ins().band_imm_u(flags, !0x8D5);
+    let cf = b.ins().uextend(types::I64, valid);
+    let flags = b.ins().bor(kept, cf);
+    b.ins().store(mf, flags, saved, Saved::FLAGS);
 }
 
 /// The routines' code and where each starts in it.
@@ -191,20 +338,6 @@ pub fn routines() -> Result<Routines, RelinkError> {
         text: data,
         offsets,
     })
-}
-
-/// Whether a site of `kind`, `length` bytes long, is lowered by a jump.
-pub fn lowerable(kind: AmdOnlyKind, length: u8) -> bool {
-    length >= 5
-        && matches!(
-            kind,
-            AmdOnlyKind::ExtrqImm
-                | AmdOnlyKind::ExtrqReg
-                | AmdOnlyKind::InsertqImm
-                | AmdOnlyKind::InsertqReg
-                | AmdOnlyKind::Movntss
-                | AmdOnlyKind::Movntsd
-        )
 }
 
 /// The lowering code placed at `base`: the routines, then one stub per site; and, per site,
@@ -265,60 +398,91 @@ fn stub(
     let kind = AmdOnlyKind::of(ins).ok_or_else(|| {
         RelinkError::Encode(format!("{:#x}: not an AMD-only instruction", ins.ip()))
     })?;
-    match kind {
+    let r = match kind {
         AmdOnlyKind::Movntss | AmdOnlyKind::Movntsd => {
+            // Only where the in-place form does not fit (never seen): the same store, moved.
             let mut m = *ins;
-            m.set_code(if kind == AmdOnlyKind::Movntss {
-                Code::Movss_xmmm32_xmm
-            } else {
-                Code::Movsd_xmmm64_xmm
-            });
+            m.set_code(movs_of(kind));
             v.push(m);
+            None
+        }
+        AmdOnlyKind::Monitorx => None,
+        AmdOnlyKind::Mwaitx => {
+            v.push(Instruction::with(Code::Pause));
+            None
+        }
+        AmdOnlyKind::ExtrqImm => Some(Routine::Extrq),
+        AmdOnlyKind::ExtrqReg => Some(Routine::ExtrqReg),
+        AmdOnlyKind::InsertqImm => Some(Routine::Insertq),
+        AmdOnlyKind::InsertqReg => Some(Routine::InsertqReg),
+        AmdOnlyKind::Clzero => Some(Routine::Clzero),
+        AmdOnlyKind::Rdpru => Some(Routine::Rdpru),
+    };
+    if let Some(r) = r {
+        call_routine(ins, kind, r, routine(r), &mut v)?;
+    }
+    v.push(Instruction::with_branch(Code::Jmp_rel32_64, next).map_err(e)?);
+    Ok(v)
+}
+
+/// Saves what the System V ABI lets `r` clobber (flags, rax..r11, every xmm) below the red
+/// zone, passes the operands, calls `r` at `at` and restores everything but the results.
+fn call_routine(
+    ins: &Instruction,
+    kind: AmdOnlyKind,
+    r: Routine,
+    at: u64,
+    v: &mut Vec<Instruction>,
+) -> Result<(), RelinkError> {
+    let sse4a = !matches!(r, Routine::Clzero | Routine::Rdpru);
+    let dst = if sse4a {
+        ins.op0_register()
+    } else {
+        Register::None
+    };
+    let src = (sse4a && ins.op_count() > 1 && ins.op_kind(1) == OpKind::Register)
+        .then(|| ins.op1_register());
+    let (len, idx) = match kind {
+        AmdOnlyKind::ExtrqImm | AmdOnlyKind::InsertqImm => (ins.immediate8(), ins.immediate8_2nd()),
+        _ => (0, 0),
+    };
+    let i2 = |c: Code, a: Register, m: MemoryOperand| Instruction::with2(c, a, m);
+    let rr = |c: Code, a: Register, b: Register| Instruction::with2(c, a, b).map_err(e);
+    v.push(i2(Code::Lea_r64_m, Register::RSP, mem(Register::RSP, -128)).map_err(e)?);
+    v.push(Instruction::with(Code::Pushfq));
+    for r in SAVED {
+        v.push(Instruction::with1(Code::Push_r64, r).map_err(e)?);
+    }
+    v.push(rr(Code::Mov_r64_rm64, Register::RBP, Register::RSP)?);
+    v.push(Instruction::with2(Code::And_rm64_imm8, Register::RSP, -16i32).map_err(e)?);
+    v.push(Instruction::with2(Code::Sub_rm64_imm32, Register::RSP, 288i32).map_err(e)?);
+    for (i, x) in XMM.iter().enumerate() {
+        v.push(
+            Instruction::with2(
+                Code::Movdqu_xmmm128_xmm,
+                mem(Register::RSP, 32 + 16 * i as i64),
+                *x,
+            )
+            .map_err(e)?,
+        );
+    }
+    match r {
+        Routine::Clzero => {
+            // 0x67 (32-bit addressing) takes EAX zero-extended.
+            if ins.code() == Code::Clzerod {
+                v.push(rr(Code::Mov_r32_rm32, Register::EDI, Register::EAX)?);
+            } else {
+                v.push(rr(Code::Mov_r64_rm64, Register::RDI, Register::RAX)?);
+            }
+        }
+        Routine::Rdpru => {
+            v.push(Instruction::with(Code::Rdtsc));
+            v.push(Instruction::with2(Code::Shl_rm64_imm8, Register::RDX, 32u32).map_err(e)?);
+            v.push(rr(Code::Or_r64_rm64, Register::RDX, Register::RAX)?);
+            v.push(rr(Code::Mov_r64_rm64, Register::RSI, Register::RDX)?);
+            v.push(rr(Code::Mov_r64_rm64, Register::RDI, Register::RBP)?);
         }
         _ => {
-            let r = match kind {
-                AmdOnlyKind::ExtrqImm => Routine::Extrq,
-                AmdOnlyKind::ExtrqReg => Routine::ExtrqReg,
-                AmdOnlyKind::InsertqImm => Routine::Insertq,
-                AmdOnlyKind::InsertqReg => Routine::InsertqReg,
-                k => {
-                    return Err(RelinkError::Encode(format!(
-                        "{:#x}: {} has no lowering routine",
-                        ins.ip(),
-                        k.name()
-                    )));
-                }
-            };
-            let dst = ins.op0_register();
-            let src = (ins.op_count() > 1 && ins.op_kind(1) == OpKind::Register)
-                .then(|| ins.op1_register());
-            let (len, idx) = match kind {
-                AmdOnlyKind::ExtrqImm => (ins.immediate8(), ins.immediate8_2nd()),
-                AmdOnlyKind::InsertqImm => (ins.immediate8(), ins.immediate8_2nd()),
-                _ => (0, 0),
-            };
-            let i2 = |c: Code, a: Register, m: MemoryOperand| Instruction::with2(c, a, m);
-            // Below the red zone, save what the System V ABI lets the routine clobber.
-            v.push(i2(Code::Lea_r64_m, Register::RSP, mem(Register::RSP, -128)).map_err(e)?);
-            v.push(Instruction::with(Code::Pushfq));
-            for r in SAVED {
-                v.push(Instruction::with1(Code::Push_r64, r).map_err(e)?);
-            }
-            v.push(
-                Instruction::with2(Code::Mov_r64_rm64, Register::RBP, Register::RSP).map_err(e)?,
-            );
-            v.push(Instruction::with2(Code::And_rm64_imm8, Register::RSP, -16i32).map_err(e)?);
-            v.push(Instruction::with2(Code::Sub_rm64_imm32, Register::RSP, 288i32).map_err(e)?);
-            for (i, x) in XMM.iter().enumerate() {
-                v.push(
-                    Instruction::with2(
-                        Code::Movdqu_xmmm128_xmm,
-                        mem(Register::RSP, 32 + 16 * i as i64),
-                        *x,
-                    )
-                    .map_err(e)?,
-                );
-            }
             v.push(
                 Instruction::with2(Code::Movdqu_xmmm128_xmm, mem(Register::RSP, 0), dst)
                     .map_err(e)?,
@@ -329,9 +493,7 @@ fn stub(
                         .map_err(e)?,
                 );
             }
-            v.push(
-                Instruction::with2(Code::Mov_r64_rm64, Register::RDI, Register::RSP).map_err(e)?,
-            );
+            v.push(rr(Code::Mov_r64_rm64, Register::RDI, Register::RSP)?);
             if r.immediate() {
                 v.push(
                     Instruction::with2(Code::Mov_r32_imm32, Register::ESI, len as u32)
@@ -342,35 +504,33 @@ fn stub(
                         .map_err(e)?,
                 );
             }
-            v.push(Instruction::with_branch(Code::Call_rel32_64, routine(r)).map_err(e)?);
-            for (i, x) in XMM.iter().enumerate() {
-                if *x != dst {
-                    v.push(
-                        Instruction::with2(
-                            Code::Movdqu_xmm_xmmm128,
-                            *x,
-                            mem(Register::RSP, 32 + 16 * i as i64),
-                        )
-                        .map_err(e)?,
-                    );
-                }
-            }
-            v.push(
-                Instruction::with2(Code::Movdqu_xmm_xmmm128, dst, mem(Register::RSP, 0))
-                    .map_err(e)?,
-            );
-            v.push(
-                Instruction::with2(Code::Mov_r64_rm64, Register::RSP, Register::RBP).map_err(e)?,
-            );
-            for r in SAVED.iter().rev() {
-                v.push(Instruction::with1(Code::Pop_r64, *r).map_err(e)?);
-            }
-            v.push(Instruction::with(Code::Popfq));
-            v.push(i2(Code::Lea_r64_m, Register::RSP, mem(Register::RSP, 128)).map_err(e)?);
         }
     }
-    v.push(Instruction::with_branch(Code::Jmp_rel32_64, next).map_err(e)?);
-    Ok(v)
+    v.push(Instruction::with_branch(Code::Call_rel32_64, at).map_err(e)?);
+    for (i, x) in XMM.iter().enumerate() {
+        if *x != dst {
+            v.push(
+                Instruction::with2(
+                    Code::Movdqu_xmm_xmmm128,
+                    *x,
+                    mem(Register::RSP, 32 + 16 * i as i64),
+                )
+                .map_err(e)?,
+            );
+        }
+    }
+    if sse4a {
+        v.push(
+            Instruction::with2(Code::Movdqu_xmm_xmmm128, dst, mem(Register::RSP, 0)).map_err(e)?,
+        );
+    }
+    v.push(rr(Code::Mov_r64_rm64, Register::RSP, Register::RBP)?);
+    for r in SAVED.iter().rev() {
+        v.push(Instruction::with1(Code::Pop_r64, *r).map_err(e)?);
+    }
+    v.push(Instruction::with(Code::Popfq));
+    v.push(i2(Code::Lea_r64_m, Register::RSP, mem(Register::RSP, 128)).map_err(e)?);
+    Ok(())
 }
 
 /// Builds the lowering code for `sites` (each decoded at its address in the relinked file)
@@ -403,6 +563,44 @@ pub fn site_patch(site: u64, length: u8, stub: u64) -> Result<Vec<u8>, RelinkErr
     Ok(b)
 }
 
+/// The bytes site `ins` becomes when lowered the [`Lowering::of`] way: its in-place form,
+/// a `jmp` to `stub`, or the trap (then `int3` to its length; only the trap's address
+/// matters, the handler resumes at `stub`). Same length as the instruction.
+pub fn site_bytes(ins: &Instruction, stub: Option<u64>) -> Result<Vec<u8>, RelinkError> {
+    let need = || RelinkError::Encode(format!("{:#x}: lowered site without a stub", ins.ip()));
+    let len = ins.len() as u8;
+    match Lowering::of(ins) {
+        Lowering::InPlace => in_place(ins).ok_or_else(need),
+        Lowering::Jump => site_patch(ins.ip(), len, stub.ok_or_else(need)?),
+        Lowering::Trap => {
+            if ins.len() < LOWER_TRAP.len() {
+                return Err(RelinkError::Encode(format!(
+                    "{:#x}: a {}-byte site is too short even for the lowering trap",
+                    ins.ip(),
+                    ins.len()
+                )));
+            }
+            stub.ok_or_else(need)?;
+            let mut b = LOWER_TRAP.to_vec();
+            b.resize(ins.len(), 0xCC);
+            Ok(b)
+        }
+    }
+}
+
+/// The `PT_APS5_LOWER_TRAPS` segment's bytes for `(site, stub)` pairs: sorted by site.
+pub fn trap_table(traps: &[(u64, u64)]) -> Vec<u8> {
+    let mut t = traps.to_vec();
+    t.sort_unstable();
+    t.dedup_by_key(|x| x.0);
+    let mut b = Vec::with_capacity(16 * t.len());
+    for (site, stub) in t {
+        b.extend(site.to_le_bytes());
+        b.extend(stub.to_le_bytes());
+    }
+    b
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -414,7 +612,7 @@ mod tests {
         let b = routines_object().unwrap();
         assert_eq!(a, b);
         let r = routines().unwrap();
-        assert_eq!(r.offsets.len(), 4);
+        assert_eq!(r.offsets.len(), Routine::ALL.len());
         assert!(!r.text.is_empty());
     }
 }

@@ -13,7 +13,23 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use aps5_relink::lower::Lowering;
 use aps5_relink::{AmdOnlyKind, CpuFeatures, RelinkOptions};
+
+/// With `APS5_LOWER_KEEP=DIR`, keeps `path` (a tree or a program) as `DIR/name` and what it
+/// must print as `DIR/name.want`, to be run on another machine (the Intel device host):
+/// `DIR/run.sh` runs each and compares.
+fn keep(name: &str, path: &Path, want: &str) {
+    let Some(dir) = std::env::var_os("APS5_LOWER_KEEP") else {
+        return;
+    };
+    let dir = Path::new(&dir);
+    std::fs::create_dir_all(dir).unwrap();
+    let to = dir.join(name);
+    let _ = std::fs::remove_dir_all(&to);
+    sh(Command::new("cp").arg("-a").arg(path).arg(&to));
+    std::fs::write(dir.join(format!("{name}.want")), want).unwrap();
+}
 
 fn host_has_sse4a() -> bool {
     std::fs::read_to_string("/proc/cpuinfo")
@@ -208,6 +224,7 @@ fn routines_agree_with_llvm_folding_on_random_operands() {
         .arg(p("driver"))
         .arg(p("driver.c"))
         .arg(p("lower.o")));
+    keep("routines-driver", &p("driver"), &want);
     let got = sh(&mut Command::new(p("driver")));
     for (i, (g, w)) in got.lines().zip(want.lines()).enumerate() {
         let k = cases[i];
@@ -245,10 +262,10 @@ fn lowering_object_is_reproducible() {
 }
 
 /// The `tests/data/sse4a` fixture (every SSE4a form through clang-14's builtins) relinked for
-/// an Intel target: every site of 5 bytes or more is lowered, the relinked file is the same
-/// from one relink to the next, and the port prints what LLVM's folding of the same program
-/// prints (on a CPU with SSE4a the sites left alone run natively; on one without, a site too
-/// short to lower raises SIGILL after the first line).
+/// an Intel target: every site is lowered (in place, by a jump, or through the trap when
+/// shorter than a jump), the relinked file is the same from one relink to the next, and the
+/// port prints what LLVM's folding of the same program prints. Not lowered, it dies with
+/// SIGILL on a CPU without SSE4a, and runs natively on one with it (a third reference).
 #[test]
 fn sse4a_fixture_lowered_for_intel_prints_the_folded_result() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sse4a");
@@ -290,21 +307,38 @@ fn sse4a_fixture_lowered_for_intel_prints_the_folded_result() {
     assert_eq!(r.elf, again.elf, "relinking twice gives the same bytes");
     assert_eq!(r.amd_only.len(), 6, "{:?}", r.amd_only);
     for s in &r.amd_only {
-        assert_eq!(s.lowered, s.length >= 5, "{s:?}");
+        let want = match s.kind {
+            AmdOnlyKind::Movntss | AmdOnlyKind::Movntsd => Lowering::InPlace,
+            _ if s.length >= 5 => Lowering::Jump,
+            _ => Lowering::Trap,
+        };
+        assert_eq!(s.lowered, Some(want), "{s:?}");
     }
     for k in [AmdOnlyKind::ExtrqImm, AmdOnlyKind::InsertqImm] {
         assert!(
-            r.amd_only.iter().any(|s| s.kind == k && s.lowered),
-            "{k:?} lowered: {:?}",
+            r.amd_only
+                .iter()
+                .any(|s| s.kind == k && s.lowered == Some(Lowering::Jump)),
+            "{k:?} lowered by a jump: {:?}",
             r.amd_only
         );
     }
+    assert!(
+        r.amd_only.iter().any(|s| s.lowered == Some(Lowering::Trap)),
+        "the register forms without REX (4 bytes) go through the trap: {:?}",
+        r.amd_only
+    );
+    keep("sse4a-lowered", &out, &want);
     let run = support::run(&out, &[], &[], Duration::from_secs(20));
-    let all_lowered = r.amd_only.iter().all(|s| s.lowered);
-    if host_has_sse4a() || all_lowered {
-        assert_eq!(run.status, Some(0), "{run:?}");
-        assert_eq!(run.stdout, want);
-    } else {
+    assert_eq!(run.status, Some(0), "{run:?}");
+    assert_eq!(run.stdout, want);
+    let plain = p("plain");
+    support::build_tree(&dump.join("eboot.bin"), &[], &plain);
+    keep("sse4a-plain", &plain, "sse4a: start\n");
+    // Not lowered: on a CPU without SSE4a (every Intel one) the port dies with SIGILL at
+    // the first site, after the first line.
+    if !host_has_sse4a() {
+        let run = support::run(&plain, &[], &[], Duration::from_secs(20));
         assert_eq!(run.status, Some(128 + 4), "SIGILL expected: {run:?}");
         assert_eq!(run.stdout, "sse4a: start\n");
     }
@@ -465,5 +499,87 @@ fn lowered_sites_preserve_every_other_register_and_the_flags() {
                 }
             }
         }
+    }
+}
+
+fn host_flag(flag: &str) -> bool {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == flag))
+}
+
+/// The `tests/data/zen` fixture (CLZERO, RDPRU, MONITORX, MWAITX) relinked for an Intel
+/// target: CLZERO and RDPRU (3 bytes each) go through the trap, MONITORX and MWAITX are
+/// rewritten in place, and the port prints what the same program prints when built with the
+/// manual's definitions in C (`-DREFERENCE`, compiled for this machine). Not lowered, it
+/// dies with SIGILL on a CPU lacking one of them (this AMD build machine lacks RDPRU and
+/// MWAITX; Intel CPUs lack all four).
+#[test]
+fn zen_fixture_lowered_for_intel_prints_the_manuals_results() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/zen");
+    let work = tempfile::tempdir().unwrap();
+    let p = |n: &str| work.path().join(n);
+    sh(Command::new("clang-14")
+        .args(["-O2", "-DREFERENCE", "-o"])
+        .arg(p("reference"))
+        .arg(src.join("main.c")));
+    let want = sh(&mut Command::new(p("reference")));
+    // The manual's results, as the reference prints them.
+    for line in [
+        "clzero: 64 bytes zeroed, 64..127",
+        "rdpru mperf: flags 0x1, counts up 1",
+        "rdpru aperf: flags 0x1, counts up 1",
+        "rdpru 7: flags 0, value 0",
+        "mwaitx: returned",
+    ] {
+        assert!(want.lines().any(|l| l == line), "{line:?} in {want}");
+    }
+
+    let dump = p("dump");
+    aps5_sdk::build_dump(&src, &dump, &aps5_sdk::DumpOptions { ps4: false }).unwrap();
+    let intel = RelinkOptions {
+        target_cpu: Some(CpuFeatures::named("x86-64-v3").unwrap()),
+        ..Default::default()
+    };
+    let out = p("out");
+    let r = support::build_tree_with(&dump.join("eboot.bin"), &[], &out, &intel);
+    let kinds = |k: AmdOnlyKind| r.amd_only.iter().filter(|s| s.kind == k).count();
+    assert_eq!(kinds(AmdOnlyKind::Clzero), 1, "{:?}", r.amd_only);
+    assert!(kinds(AmdOnlyKind::Rdpru) >= 1, "{:?}", r.amd_only);
+    assert_eq!(kinds(AmdOnlyKind::Monitorx), 1, "{:?}", r.amd_only);
+    assert_eq!(kinds(AmdOnlyKind::Mwaitx), 1, "{:?}", r.amd_only);
+    for s in &r.amd_only {
+        let how = match s.kind {
+            AmdOnlyKind::Monitorx | AmdOnlyKind::Mwaitx => Lowering::InPlace,
+            _ => Lowering::Trap,
+        };
+        assert_eq!(s.lowered, Some(how), "{s:?}");
+    }
+    let elf = goblin::elf::Elf::parse(&r.elf).unwrap();
+    let table = elf
+        .program_headers
+        .iter()
+        .find(|p| p.p_type == aps5_relink::lower::PT_APS5_LOWER_TRAPS)
+        .expect("a trap table");
+    let traps = r
+        .amd_only
+        .iter()
+        .filter(|s| s.lowered == Some(Lowering::Trap))
+        .count();
+    assert_eq!(table.p_filesz, 16 * traps as u64);
+    keep("zen-lowered", &out, &want);
+    let run = support::run(&out, &[], &[], Duration::from_secs(20));
+    assert_eq!(run.status, Some(0), "{run:?}");
+    assert_eq!(run.stdout, want);
+
+    let plain = p("plain");
+    support::build_tree(&dump.join("eboot.bin"), &[], &plain);
+    keep("zen-plain", &plain, "zen: start\n");
+    let run = support::run(&plain, &[], &[], Duration::from_secs(20));
+    if ["clzero", "rdpru", "mwaitx"].iter().all(|f| host_flag(f)) {
+        assert_eq!(run.stdout, want, "natively: {run:?}");
+    } else {
+        assert_eq!(run.status, Some(128 + 4), "SIGILL expected: {run:?}");
     }
 }

@@ -3,3 +3,4 @@
 //! (process state lives in libkernel.prx, see docs/PRX.md).
 
 pub mod errno;
+pub mod relinked;

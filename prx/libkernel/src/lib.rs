@@ -18,6 +18,7 @@ pub mod errno;
 pub mod event_flag;
 pub mod files;
 pub mod fs;
+pub mod lower_trap;
 pub mod memory;
 pub mod module;
 pub mod module_info;

@@ -335,7 +335,7 @@ extern "C" fn host_handler(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc::
     let host_uc = uc.cast::<libc::ucontext_t>();
     if sig == libc::SIGILL
         && let Some(u) = unsafe { host_uc.as_mut() }
-        && crate::syscall::service(u)
+        && (crate::syscall::service(u) || crate::lower_trap::service(u))
     {
         return;
     }
@@ -396,8 +396,8 @@ extern "C" fn host_handler(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc::
     }
 }
 
-/// Installs the host handler on SIGILL so that [`crate::syscall::TRAP`] instructions
-/// are serviced (libkernel does this at load). `SA_NODEFER`: a guest signal handler may
+/// Installs the host handler on SIGILL so that [`crate::syscall::TRAP`] and
+/// [`crate::lower_trap`] instructions are serviced (libkernel does this at load). `SA_NODEFER`: a guest signal handler may
 /// itself make trapped system calls.
 pub fn install_syscall_trap() {
     static ONCE: std::sync::Once = std::sync::Once::new();
