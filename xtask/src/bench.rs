@@ -9,7 +9,8 @@
 //!   quarter), made by the fixture SDK with clang/lld: MB/s end to end, bytes written to the
 //!   cache over the input's size, and where the time goes (the `-vv` phase timings);
 //!   `APS5_BENCH_BASELINE=PATH` measures another aps5 binary on the same dump in the same run.
-//! - `elf`, `shader`, `cache`, `agc` (PM4 packets/s), `scan` (static shader scan GB/s),
+//! - `elf`, `shader`, `translate` (shaders/s over the kernel corpus, decode-alone and
+//!   serialization-alone limits), `cache`, `agc` (PM4 packets/s), `scan` (static shader scan GB/s),
 //!   `pack` (shaders.pack open time, lookup p99), `lower` (issue 14: a lowered EXTRQ against the
 //!   plain shift/mask, build cost per site): each crate's `examples/bench_<name>.rs`, which prints one JSON object.
 //! - `draws`: aps5-vulkan's `examples/bench_draws.rs`: CPU time per draw recorded + submitted at
@@ -32,6 +33,7 @@ pub fn bench(quick: bool, only: &[String]) -> Result<bool> {
     for (name, krate) in [
         ("elf", "aps5-elf"),
         ("shader", "aps5-shader"),
+        ("translate", "aps5-shader"),
         ("cache", "aps5-cache"),
         ("agc", "aps5-agc"),
         ("scan", "aps5-agc"),

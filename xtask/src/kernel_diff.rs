@@ -512,6 +512,29 @@ struct Substitute {
     local_size: [u32; 3],
     groups_per_guest_group: u32,
     push_constant_bytes: u32,
+    /// `ShaderMeta::required_features` (checked against the device before the run).
+    required: Vec<&'static str>,
+    /// `ShaderMeta::float_caveats`.
+    caveats: Vec<String>,
+}
+
+/// The device's float controls as the translator's `Options::host_float_controls` takes them.
+pub fn host_float_controls(gpu: &Gpu) -> translate::FloatControls {
+    let f = &gpu.info().float_controls;
+    translate::FloatControls {
+        denorm_independence: match f.denorm_independence {
+            aps5_vulkan::vk::ShaderFloatControlsIndependence::ALL => {
+                translate::DenormIndependence::All
+            }
+            aps5_vulkan::vk::ShaderFloatControlsIndependence::TYPE_32_ONLY => {
+                translate::DenormIndependence::Bits32Only
+            }
+            _ => translate::DenormIndependence::None,
+        },
+        denorm_preserve: f.denorm_preserve,
+        denorm_flush_to_zero: f.denorm_flush_to_zero,
+        signed_zero_inf_nan_preserve: f.signed_zero_inf_nan_preserve,
+    }
 }
 
 /// One guest memory region backed by one Vulkan buffer.
@@ -684,6 +707,7 @@ impl Harness {
         let opts = Options {
             host_subgroup_size: Some(self.gpu.info().subgroup_size),
             loop_limit: LOOP_LIMIT,
+            host_float_controls: Some(host_float_controls(&self.gpu)),
             ..Default::default()
         };
         // APS5_KERNEL_DIFF_SPIRV=FILE.spv runs that module instead of the translation: the
@@ -701,6 +725,8 @@ impl Harness {
                     local_size: plan.local,
                     groups_per_guest_group: 1,
                     push_constant_bytes: abi::push::SIZE,
+                    required: Vec::new(),
+                    caveats: Vec::new(),
                 }
             }
             None => match translate::translate_compute(&k.code, &k.state, &opts) {
@@ -709,6 +735,8 @@ impl Harness {
                     local_size: t.local_size,
                     groups_per_guest_group: t.groups_per_guest_group,
                     push_constant_bytes: t.push_constant_bytes,
+                    required: t.meta.required_features,
+                    caveats: t.meta.float_caveats,
                 },
                 Err(e) => return Ok(Err(e.to_string())),
             },
@@ -721,6 +749,10 @@ impl Harness {
             t.local_size
         );
         spirv_val(&t.spirv, &self.work.join(format!("{tag}.spv")))?;
+        for c in &t.caveats {
+            let _ = writeln!(report, "  float model: {c}");
+        }
+        self.gpu.require(&t.required)?;
 
         // Guest memory: the dispatch packet, the kernarg segment, then every buffer.
         let mut regions: Vec<Region> = Vec::new();

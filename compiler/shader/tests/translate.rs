@@ -220,14 +220,20 @@ fn unused_abi_registers_still_translate() {
     }
 }
 
-/// MODE writes that keep the translator's float model (round to nearest even, denormals
-/// kept) translate; writes that change it are refused with their offset (llvm-mc encodings).
+/// The MODE of an OpenCL kernel from clang-14: FLOAT_MODE 0xF0 (round to nearest even,
+/// denormals kept), DX10_CLAMP and IEEE_MODE in PGM_RSRC1.
+const RSRC1_CL: u32 = 0xF0 << 12 | 1 << 21 | 1 << 23;
+
+/// MODE writes that keep the program's float model (PGM_RSRC1's FLOAT_MODE) translate; writes
+/// that change it are refused with their offset (llvm-mc encodings).
 #[test]
 fn mode_register_writes_that_change_the_float_model_are_refused() {
+    let mut st = state();
+    st.pgm_rsrc1 = RSRC1_CL;
     // s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 4), 15 ; s_getreg_b32 s0, hwreg(HW_REG_MODE)
     // s_round_mode 0 ; s_denorm_mode 15 ; s_endpgm
     let ok = "0xba801901 0x0000000f 0xb900f801 0xbfa40000 0xbfa5000f 0xbf810000";
-    translate_compute(&words(ok), &state(), &Options::default()).unwrap();
+    translate_compute(&words(ok), &st, &Options::default()).unwrap();
     let refused = [
         // s_nop 0 ; s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 2), 1 (round toward +inf)
         (
@@ -241,9 +247,169 @@ fn mode_register_writes_that_change_the_float_model_are_refused() {
         ("0xbf800000 0xb9811801 0xbf810000", 4, "cannot check"),
     ];
     for (hex, off, why) in refused {
-        let e = translate_compute(&words(hex), &state(), &Options::default()).unwrap_err();
+        let e = translate_compute(&words(hex), &st, &Options::default()).unwrap_err();
         assert_eq!(e.offset, Some(off), "{e}");
         assert!(e.to_string().contains(why), "{e}");
         assert!(e.to_string().contains("not supported yet"), "{e}");
+    }
+    // A program that starts flushing (FLOAT_MODE 0) may say so again, not turn it off.
+    translate_compute(
+        &words("0xbfa50000 0xbf810000"),
+        &state(),
+        &Options::default(),
+    )
+    .unwrap();
+    let e = translate_compute(
+        &words("0xbfa5000f 0xbf810000"),
+        &state(),
+        &Options::default(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("float model"), "{e}");
+    // FLOAT_MODE that SPIR-V cannot state: round toward zero, f32 denormals flushed on output
+    // only.
+    for (fm, why) in [(0xF3, "rounds f32"), (0xD0, "FP_DENORM 1")] {
+        let mut st = state();
+        st.pgm_rsrc1 = fm << 12;
+        let e = translate_compute(&words("0xbf810000"), &st, &Options::default()).unwrap_err();
+        assert!(e.to_string().contains(why), "{fm:#x}: {e}");
+    }
+}
+
+/// The float-controls execution modes follow PGM_RSRC1's FLOAT_MODE (denorms per width) and
+/// always keep signed zeros, infinities and NaNs; required_features names the properties; a
+/// device without a mode gets a module without it and a caveat. spirv-val checks each module.
+#[test]
+fn float_controls_modes_follow_the_initial_mode() {
+    use aps5_shader::translate::{DenormIndependence, FloatControls};
+    use rspirv::spirv::{Capability, ExecutionMode as M};
+    // v_add_f32 v0, v1, v2 ; v_add_f64 v[0:1], v[2:3], v[4:5] ;
+    // v_fma_f64 v[0:1], v[2:3], v[4:5], v[6:7] ; s_endpgm
+    let f64_prog = "0x06000501 0xd5640000 0x00020902 0xd54c0000 0x041a0902 0xbf810000";
+    // v_add_f32 v0, v1, v2 ; s_endpgm
+    let f32_prog = "0x06000501 0xbf810000";
+    let modes = |spv: &[u32]| -> Vec<(M, u32)> {
+        let m = rspirv::dr::load_words(spv).unwrap();
+        let mut out = Vec::new();
+        for i in &m.execution_modes {
+            if let rspirv::dr::Operand::ExecutionMode(mode) = i.operands[1] {
+                if mode == M::LocalSize {
+                    continue;
+                }
+                let rspirv::dr::Operand::LiteralBit32(w) = i.operands[2] else {
+                    panic!("{i:?}")
+                };
+                out.push((mode, w));
+            }
+        }
+        out
+    };
+    let caps = |spv: &[u32]| -> Vec<Capability> {
+        let m = rspirv::dr::load_words(spv).unwrap();
+        m.capabilities
+            .iter()
+            .map(|i| match i.operands[0] {
+                rspirv::dr::Operand::Capability(c) => c,
+                _ => panic!(),
+            })
+            .collect()
+    };
+    let szinp = [
+        (M::SignedZeroInfNanPreserve, 32),
+        (M::SignedZeroInfNanPreserve, 64),
+    ];
+    let cases: [(u32, &str, Vec<(M, u32)>, Vec<&str>); 4] = [
+        (
+            0xF0,
+            f64_prog,
+            vec![(M::DenormPreserve, 32), (M::DenormPreserve, 64)],
+            vec!["shaderDenormPreserveFloat32", "shaderDenormPreserveFloat64"],
+        ),
+        (
+            0x00,
+            f64_prog,
+            vec![(M::DenormFlushToZero, 32), (M::DenormFlushToZero, 64)],
+            vec![
+                "shaderDenormFlushToZeroFloat32",
+                "shaderDenormFlushToZeroFloat64",
+            ],
+        ),
+        (
+            0xC0,
+            f64_prog,
+            vec![(M::DenormFlushToZero, 32), (M::DenormPreserve, 64)],
+            vec![
+                "denormBehaviorIndependence=32_BIT_ONLY",
+                "shaderDenormFlushToZeroFloat32",
+                "shaderDenormPreserveFloat64",
+            ],
+        ),
+        // No f64 values: no f64 denorm mode (the exact-fma helper's f64 is never denormal).
+        (
+            0x30,
+            f32_prog,
+            vec![(M::DenormPreserve, 32)],
+            vec!["shaderDenormPreserveFloat32"],
+        ),
+    ];
+    for (fm, prog, denorm, features) in cases {
+        let mut st = state();
+        st.pgm_rsrc1 = fm << 12 | 1 << 21 | 1 << 23;
+        let t = translate_compute(&words(prog), &st, &Options::default())
+            .unwrap_or_else(|e| panic!("{fm:#x}: {e}"));
+        spirv_val(&t.spirv).unwrap_or_else(|e| panic!("{fm:#x}: {e}"));
+        let mut want = denorm.clone();
+        want.extend(szinp);
+        assert_eq!(modes(&t.spirv), want, "FLOAT_MODE {fm:#x}");
+        let c = caps(&t.spirv);
+        assert!(c.contains(&Capability::SignedZeroInfNanPreserve), "{c:?}");
+        for (m, _) in &denorm {
+            let need = if *m == M::DenormPreserve {
+                Capability::DenormPreserve
+            } else {
+                Capability::DenormFlushToZero
+            };
+            assert!(c.contains(&need), "{fm:#x}: {c:?}");
+        }
+        for f in features.iter().chain(&[
+            "shaderSignedZeroInfNanPreserveFloat32",
+            "shaderSignedZeroInfNanPreserveFloat64",
+        ]) {
+            assert!(
+                t.meta.required_features.contains(f),
+                "{fm:#x}: {f} missing from {:?}",
+                t.meta.required_features
+            );
+        }
+        assert!(t.meta.float_caveats.is_empty());
+        // The same for a host like lavapipe (no denorm modes): left out, and said.
+        let lvp = FloatControls {
+            denorm_independence: DenormIndependence::All,
+            signed_zero_inf_nan_preserve: [true; 3],
+            ..Default::default()
+        };
+        let t = translate_compute(
+            &words(prog),
+            &st,
+            &Options {
+                host_float_controls: Some(lvp),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        spirv_val(&t.spirv).unwrap();
+        assert_eq!(modes(&t.spirv), szinp.to_vec(), "{fm:#x}");
+        assert_eq!(
+            t.meta.float_caveats.len(),
+            denorm.len(),
+            "{:?}",
+            t.meta.float_caveats
+        );
+        assert!(
+            !t.meta
+                .required_features
+                .iter()
+                .any(|f| f.starts_with("shaderDenorm"))
+        );
     }
 }

@@ -52,10 +52,13 @@ fn run(gpu: &Gpu, k: &Kernel, local: u32, groups: u32, args: Vec<Arg>) -> Run {
         &state,
         &Options {
             loop_limit: 1 << 20,
+            host_float_controls: Some(support::host_float_controls(gpu)),
             ..Default::default()
         },
     )
     .unwrap_or_else(|e| panic!("{}: {e}", k.name));
+    gpu.require(&t.meta.required_features)
+        .unwrap_or_else(|e| panic!("{}: {e}", k.name));
     // Regions, each 256-byte aligned: packet, kernargs, buffers.
     let mut regions: Vec<(u64, Vec<u8>, u32)> = Vec::new();
     let mut at = 0u64;

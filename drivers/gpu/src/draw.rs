@@ -413,6 +413,9 @@ impl Executor {
             _ => unreachable!("checked above"),
         };
         let t = t.map_err(|e| format!("{what}: cannot translate: {e}"))?;
+        self.gpu
+            .require(&t.meta.required_features)
+            .map_err(|e| format!("{what}: {e}"))?;
         self.gfx.translations += 1;
         self.stats.translations += 1;
         let shader = self

@@ -5,7 +5,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use aps5_shader::translate::abi::{self, FaultReason, FaultRecord, RangeEntry};
-use aps5_shader::translate::{ComputeState, Options, translate_compute};
+use aps5_shader::translate::{
+    ComputeState, DenormIndependence, FloatControls, Options, translate_compute,
+};
 use aps5_vulkan::{Buffer, ComputePipeline, Gpu, PipelineDesc, VkError};
 
 use crate::memory::{MemFault, Memory, Region};
@@ -152,6 +154,23 @@ pub struct Executor {
     pub(crate) gfx: crate::draw::GfxCache,
 }
 
+/// The device's float controls as `Options::host_float_controls` takes them: translations
+/// leave out the float-controls modes the device lacks (and say so in `float_caveats`).
+pub fn host_float_controls(gpu: &Gpu) -> FloatControls {
+    use aps5_vulkan::vk::ShaderFloatControlsIndependence as I;
+    let f = &gpu.info().float_controls;
+    FloatControls {
+        denorm_independence: match f.denorm_independence {
+            I::ALL => DenormIndependence::All,
+            I::TYPE_32_ONLY => DenormIndependence::Bits32Only,
+            _ => DenormIndependence::None,
+        },
+        denorm_preserve: f.denorm_preserve,
+        denorm_flush_to_zero: f.denorm_flush_to_zero,
+        signed_zero_inf_nan_preserve: f.signed_zero_inf_nan_preserve,
+    }
+}
+
 /// Most code read for a program `sceAgcCreateShader` did not describe.
 const MAX_UNKNOWN_CODE: usize = 64 << 10;
 
@@ -164,6 +183,7 @@ impl Executor {
         let opts = Options {
             host_subgroup_size: Some(gpu.info().subgroup_size),
             loop_limit,
+            host_float_controls: Some(host_float_controls(&gpu)),
             ..Default::default()
         };
         let import = gpu.supports_host_import()
@@ -346,6 +366,9 @@ impl Executor {
         let t = translate_compute(&words, &state, &self.opts)
             .map_err(|e| format!("cannot translate: {e}"))?;
         self.stats.translations += 1;
+        self.gpu
+            .require(&t.meta.required_features)
+            .map_err(|e| e.to_string())?;
         let pipeline = self
             .gpu
             .create_compute_pipeline(&PipelineDesc {

@@ -132,6 +132,68 @@ pub struct DeviceInfo {
     pub standard_sample_locations: bool,
     /// VkPhysicalDeviceDriverProperties::driverID (for the workarounds graphics.rs lists).
     pub driver_id: vk::DriverId,
+    /// VkPhysicalDeviceFloatControlsProperties (Vulkan 1.2).
+    pub float_controls: FloatControls,
+    /// The shader features and properties the device has, spelled as translated shaders
+    /// name them (`ShaderMeta::required_features`); [`Gpu::require`] checks against it.
+    pub supported: Vec<&'static str>,
+}
+
+/// VkPhysicalDeviceFloatControlsProperties; the arrays are indexed f16, f32, f64.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FloatControls {
+    /// denormBehaviorIndependence.
+    pub denorm_independence: vk::ShaderFloatControlsIndependence,
+    /// shaderDenormPreserveFloat16/32/64.
+    pub denorm_preserve: [bool; 3],
+    /// shaderDenormFlushToZeroFloat16/32/64.
+    pub denorm_flush_to_zero: [bool; 3],
+    /// shaderSignedZeroInfNanPreserveFloat16/32/64.
+    pub signed_zero_inf_nan_preserve: [bool; 3],
+}
+
+impl FloatControls {
+    /// The property names that are true, as `ShaderMeta::required_features` spells them.
+    pub fn names(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        let sets: [(&[&'static str; 3], &[bool; 3]); 3] = [
+            (
+                &[
+                    "shaderDenormPreserveFloat16",
+                    "shaderDenormPreserveFloat32",
+                    "shaderDenormPreserveFloat64",
+                ],
+                &self.denorm_preserve,
+            ),
+            (
+                &[
+                    "shaderDenormFlushToZeroFloat16",
+                    "shaderDenormFlushToZeroFloat32",
+                    "shaderDenormFlushToZeroFloat64",
+                ],
+                &self.denorm_flush_to_zero,
+            ),
+            (
+                &[
+                    "shaderSignedZeroInfNanPreserveFloat16",
+                    "shaderSignedZeroInfNanPreserveFloat32",
+                    "shaderSignedZeroInfNanPreserveFloat64",
+                ],
+                &self.signed_zero_inf_nan_preserve,
+            ),
+        ];
+        for (names, have) in sets {
+            for (n, h) in names.iter().zip(have) {
+                if *h {
+                    out.push(*n);
+                }
+            }
+        }
+        if self.denorm_independence != vk::ShaderFloatControlsIndependence::NONE {
+            out.push("denormBehaviorIndependence=32_BIT_ONLY");
+        }
+        out
+    }
 }
 
 /// The collected validation messages; the callback's user data points here.
@@ -370,6 +432,34 @@ impl Gpu {
     /// The ash device, for calls this crate does not wrap (benchmarks compare against it).
     pub fn raw_device(&self) -> &ash::Device {
         &self.inner.device
+    }
+
+    /// Fails, naming the first one, unless the device has every feature or property in
+    /// `names` (a translated shader's `ShaderMeta::required_features`): Vulkan features
+    /// (`shaderFloat64`, ...) and VkPhysicalDeviceFloatControlsProperties (`DenormPreserve`
+    /// and friends declared by the module need `shaderDenormPreserveFloat32`, ...).
+    pub fn require(&self, names: &[&str]) -> Result<()> {
+        for n in names {
+            if !self.info.supported.contains(n) {
+                let what = if n.starts_with("shaderDenorm")
+                    || n.starts_with("shaderSignedZero")
+                    || n.starts_with("denormBehavior")
+                {
+                    format!(
+                        "the shader's float model needs {n} (VkPhysicalDeviceFloatControlsProperties), \
+                         which this device does not have; translate for this device \
+                         (Options::host_float_controls) to run without that guarantee"
+                    )
+                } else {
+                    format!("the shader needs the feature {n}, which this device does not have")
+                };
+                return Err(VkError::Unsupported {
+                    name: self.info.name.clone(),
+                    what,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Fails with every validation error reported since the last check (and forgets them).
@@ -693,10 +783,12 @@ fn open_device(instance: &ash::Instance, opts: &GpuOptions) -> Result<Opened> {
     let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
     let mut sizes = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
     let mut driver = vk::PhysicalDeviceDriverProperties::default();
+    let mut float_props = vk::PhysicalDeviceFloatControlsProperties::default();
     let mut props2 = vk::PhysicalDeviceProperties2::default()
         .push_next(&mut subgroup)
         .push_next(&mut sizes)
-        .push_next(&mut driver);
+        .push_next(&mut driver)
+        .push_next(&mut float_props);
     // SAFETY: a live physical device; the chain structs outlive the call.
     unsafe { instance.get_physical_device_properties2(physical, &mut props2) };
     let props = props2.properties;
@@ -862,6 +954,46 @@ fn open_device(instance: &ash::Instance, opts: &GpuOptions) -> Result<Opened> {
         }
     };
     let control = has13 && f13.subgroup_size_control == vk::TRUE;
+    let t = |b: vk::Bool32| b == vk::TRUE;
+    let fp = &float_props;
+    let float_controls = FloatControls {
+        denorm_independence: fp.denorm_behavior_independence,
+        denorm_preserve: [
+            t(fp.shader_denorm_preserve_float16),
+            t(fp.shader_denorm_preserve_float32),
+            t(fp.shader_denorm_preserve_float64),
+        ],
+        denorm_flush_to_zero: [
+            t(fp.shader_denorm_flush_to_zero_float16),
+            t(fp.shader_denorm_flush_to_zero_float32),
+            t(fp.shader_denorm_flush_to_zero_float64),
+        ],
+        signed_zero_inf_nan_preserve: [
+            t(fp.shader_signed_zero_inf_nan_preserve_float16),
+            t(fp.shader_signed_zero_inf_nan_preserve_float32),
+            t(fp.shader_signed_zero_inf_nan_preserve_float64),
+        ],
+    };
+    let mut supported = float_controls.names();
+    for (name, have) in [
+        ("bufferDeviceAddress", true),
+        ("shaderInt64", true),
+        ("shaderFloat64", t(base.shader_float64)),
+        (
+            "vertexPipelineStoresAndAtomics",
+            t(base.vertex_pipeline_stores_and_atomics),
+        ),
+        (
+            "fragmentStoresAndAtomics",
+            t(base.fragment_stores_and_atomics),
+        ),
+        ("sampleRateShading", t(base.sample_rate_shading)),
+    ] {
+        if have {
+            supported.push(name);
+        }
+    }
+    supported.sort_unstable();
     let info = DeviceInfo {
         index,
         name,
@@ -900,6 +1032,8 @@ fn open_device(instance: &ash::Instance, opts: &GpuOptions) -> Result<Opened> {
         independent_blend: base.independent_blend == vk::TRUE,
         driver_id: driver.driver_id,
         standard_sample_locations: props.limits.standard_sample_locations == vk::TRUE,
+        float_controls,
+        supported,
     };
     Ok((physical, index, device, queue, pool, info))
 }

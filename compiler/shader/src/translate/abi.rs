@@ -57,10 +57,78 @@ pub struct Options {
     /// Bound on loop back-edges per invocation before the shader stops with fault reason 4
     /// (0 = no bound). Guards the host against a guest program that never ends.
     pub loop_limit: u32,
-    /// The host fuses `OpExtInst Fma` (NVIDIA does): f32 `v_fma*`/`v_fmac*` use it directly.
-    /// Off (the default), f32 fma is computed exactly in f64 with round-to-odd (about 20 more
-    /// operations, docs/TRANSLATOR.md), since llvmpipe and other hosts may not fuse.
+    /// The host fuses `OpExtInst Fma` (NVIDIA does): f32 and f64 fma (`v_fma*`, `v_fmac*`,
+    /// `v_div_fmas*`) use it directly. Off (the default), f32 fma is computed exactly in f64
+    /// with round-to-odd (about 20 more operations) and f64 fma by Dekker's product and
+    /// round-to-odd (about 60; docs/TRANSLATOR.md), since llvmpipe and other hosts may not fuse.
     pub native_fma: bool,
+    /// The host's float controls (VkPhysicalDeviceFloatControlsProperties), when the
+    /// translation is for a known device. None (ahead of time): the module declares every
+    /// float-controls mode the program's MODE needs and `ShaderMeta::required_features` names
+    /// the properties; a driver refuses a device without them. Some: a mode the device lacks
+    /// is left out and named in `ShaderMeta::float_caveats` (docs/TRANSLATOR.md, "Float model").
+    pub host_float_controls: Option<FloatControls>,
+}
+
+/// VkShaderFloatControlsIndependence.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum DenormIndependence {
+    /// Each width may have its own denorm mode.
+    #[default]
+    All,
+    /// f16 and f64 share one mode; f32 may differ.
+    Bits32Only,
+    /// Every width has the same mode.
+    None,
+}
+
+/// The float-controls properties of a host (VkPhysicalDeviceFloatControlsProperties); arrays
+/// are indexed f16, f32, f64.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct FloatControls {
+    /// denormBehaviorIndependence.
+    pub denorm_independence: DenormIndependence,
+    /// shaderDenormPreserveFloat16/32/64.
+    pub denorm_preserve: [bool; 3],
+    /// shaderDenormFlushToZeroFloat16/32/64.
+    pub denorm_flush_to_zero: [bool; 3],
+    /// shaderSignedZeroInfNanPreserveFloat16/32/64.
+    pub signed_zero_inf_nan_preserve: [bool; 3],
+}
+
+impl FloatControls {
+    /// Whether the host has the named property ([`ShaderMeta::required_features`] spelling);
+    /// names that are not float-controls properties are not this struct's to answer (true).
+    pub fn has(&self, feature: &str) -> bool {
+        let width = |s: &str| match s {
+            "16" => Some(0),
+            "32" => Some(1),
+            "64" => Some(2),
+            _ => None,
+        };
+        if let Some(w) = feature
+            .strip_prefix("shaderDenormPreserveFloat")
+            .and_then(width)
+        {
+            return self.denorm_preserve[w];
+        }
+        if let Some(w) = feature
+            .strip_prefix("shaderDenormFlushToZeroFloat")
+            .and_then(width)
+        {
+            return self.denorm_flush_to_zero[w];
+        }
+        if let Some(w) = feature
+            .strip_prefix("shaderSignedZeroInfNanPreserveFloat")
+            .and_then(width)
+        {
+            return self.signed_zero_inf_nan_preserve[w];
+        }
+        if feature == "denormBehaviorIndependence=32_BIT_ONLY" {
+            return self.denorm_independence != DenormIndependence::None;
+        }
+        true
+    }
 }
 
 /// Byte offsets of the push-constant block (little-endian; 96 bytes in all).
@@ -269,8 +337,14 @@ pub struct ShaderMeta {
     pub bindings: Vec<u32>,
     /// Every guest memory access site.
     pub accesses: Vec<MemoryAccess>,
-    /// Host features the module requires (Vulkan feature names).
+    /// Host features the module requires: Vulkan feature names, and the
+    /// VkPhysicalDeviceFloatControlsProperties its float-controls modes need
+    /// (`shaderDenormPreserveFloat32`, ..., `denormBehaviorIndependence=32_BIT_ONLY`: at least
+    /// that independence). Sorted.
     pub required_features: Vec<&'static str>,
+    /// What of the program's float model the host does not promise (only when translated with
+    /// `Options::host_float_controls` for a device that lacks a mode; empty otherwise).
+    pub float_caveats: Vec<String>,
     /// Guest instructions translated.
     pub guest_instructions: u32,
     /// Vertex and pixel stages: the module's interface (locations, built-ins, exports).

@@ -13,9 +13,10 @@ use crate::meta::{Branch, meta};
 use crate::operand::{Operand, Role, Value, operands};
 use crate::{Decoded, Encoding, Family, Instruction, Target, decode_at_wave};
 
-/// Decodes the reachable program and lowers it to IR.
-pub fn lower(code: &[u8], wave64: bool) -> Result<Body, TranslateError> {
-    lower_with(code, wave64, None).map(|(b, _)| b)
+/// Decodes the reachable program and lowers it to IR; `mode` is the MODE register the program
+/// starts with (`float::initial_mode`).
+pub fn lower(code: &[u8], wave64: bool, mode: u32) -> Result<Body, TranslateError> {
+    lower_with(code, wave64, mode, None).map(|(b, _)| b)
 }
 
 /// [`lower`] for a vertex or pixel stage (single-lane waves): exports, interpolation and the
@@ -23,15 +24,17 @@ pub fn lower(code: &[u8], wave64: bool) -> Result<Body, TranslateError> {
 pub fn lower_graphics(
     code: &[u8],
     wave64: bool,
+    mode: u32,
     gfx: graphics::GfxLower,
 ) -> Result<(Body, graphics::GfxLower), TranslateError> {
-    let (body, g) = lower_with(code, wave64, Some(gfx))?;
+    let (body, g) = lower_with(code, wave64, mode, Some(gfx))?;
     Ok((body, g.expect("graphics lowering state")))
 }
 
 fn lower_with(
     code: &[u8],
     wave64: bool,
+    mode: u32,
     gfx: Option<graphics::GfxLower>,
 ) -> Result<(Body, Option<graphics::GfxLower>), TranslateError> {
     let insts = reachable(code, wave64)?;
@@ -59,9 +62,11 @@ fn lower_with(
         blocks: Vec::new(),
         values: 0,
         wave_lanes: if wave64 { 64 } else { 32 },
+        mode,
     };
     let mut cx = Cx {
         wave64,
+        mode,
         values: 0,
         stmts: Vec::new(),
         inst: 0,
@@ -146,6 +151,12 @@ fn push_scalar(regions: &mut Vec<Region>, s: Vec<Stmt>) {
     } else {
         regions.push(Region::Scalar(s));
     }
+}
+
+/// Decodes the reachable program only (what [`lower`] walks first) and returns the number of
+/// instructions: the decode-alone limit of `examples/bench_translate.rs`.
+pub fn decode_reachable(code: &[u8], wave64: bool) -> Result<usize, TranslateError> {
+    reachable(code, wave64).map(|m| m.len())
 }
 
 /// Walks the code from the entry, following branches, and decodes each reachable instruction.
@@ -304,6 +315,8 @@ type R<T> = Result<T, String>;
 /// Lowering state: the value counter and the statements of the instruction being lowered.
 struct Cx {
     wave64: bool,
+    /// The MODE register (constant: writes that change it are refused).
+    mode: u32,
     values: u32,
     stmts: Vec<Stmt>,
     inst: u32,

@@ -15,7 +15,7 @@ use super::frontend::{self, graphics::GfxLower, graphics::target};
 use super::ir::{Body, EXEC_LO, Op, Terminator, VALID_MASK};
 
 const EXEC_HI: u16 = EXEC_LO + 1;
-use super::{passes, spirv};
+use super::{float, passes, spirv};
 use crate::disasm::{self, instruction_text};
 use crate::{Decoded, Target, decode_at_wave};
 
@@ -259,19 +259,27 @@ pub fn translate_vertex(
         col_format: 0,
         discards: false,
     };
-    finish(code, state.wave64, gfx, plan, opts, &|body, plan, bytes| {
-        for (off, tgt, _, _) in exports(body) {
-            if tgt == target::POS0 && state.pos_format & 0xF == 0 {
-                return Err(TranslateError::at(
-                    off as usize,
-                    text_at(bytes, off, state.wave64),
-                    "exp pos0 but SPI_SHADER_POS_FORMAT.POS0_EXPORT_FORMAT is NONE",
-                ));
+    finish(
+        code,
+        state.wave64,
+        state.pgm_rsrc1,
+        gfx,
+        plan,
+        opts,
+        &|body, plan, bytes| {
+            for (off, tgt, _, _) in exports(body) {
+                if tgt == target::POS0 && state.pos_format & 0xF == 0 {
+                    return Err(TranslateError::at(
+                        off as usize,
+                        text_at(bytes, off, state.wave64),
+                        "exp pos0 but SPI_SHADER_POS_FORMAT.POS0_EXPORT_FORMAT is NONE",
+                    ));
+                }
+                plan.outputs.insert(tgt);
             }
-            plan.outputs.insert(tgt);
-        }
-        Ok(())
-    })
+            Ok(())
+        },
+    )
 }
 
 /// Translates a pixel shader (`code` = little-endian dwords from the entry point).
@@ -351,69 +359,79 @@ pub fn translate_pixel(
         col_format: state.col_format,
         discards: false,
     };
-    finish(code, state.wave64, gfx, plan, opts, &|body, plan, bytes| {
-        for (off, tgt, compr, en) in exports(body) {
-            let err = |why: String| {
-                TranslateError::at(off as usize, text_at(bytes, off, state.wave64), why)
-            };
-            if tgt == target::MRTZ {
-                if state.z_format & 0xF == ex_format::ZERO {
-                    return Err(err("exp mrtz but SPI_SHADER_Z_FORMAT is ZERO".into()));
-                }
-                if en & !1 != 0 {
-                    return Err(err(format!(
-                        "exp mrtz of stencil, sample mask or alpha (en 0x{en:x}) is not \
+    finish(
+        code,
+        state.wave64,
+        state.pgm_rsrc1,
+        gfx,
+        plan,
+        opts,
+        &|body, plan, bytes| {
+            for (off, tgt, compr, en) in exports(body) {
+                let err = |why: String| {
+                    TranslateError::at(off as usize, text_at(bytes, off, state.wave64), why)
+                };
+                if tgt == target::MRTZ {
+                    if state.z_format & 0xF == ex_format::ZERO {
+                        return Err(err("exp mrtz but SPI_SHADER_Z_FORMAT is ZERO".into()));
+                    }
+                    if en & !1 != 0 {
+                        return Err(err(format!(
+                            "exp mrtz of stencil, sample mask or alpha (en 0x{en:x}) is not \
                          supported yet (depth only)"
+                        )));
+                    }
+                    if en & 1 != 0 {
+                        plan.outputs.insert(tgt);
+                    }
+                    continue;
+                }
+                let f = state.mrt_format(tgt as u32);
+                let packed = matches!(
+                    f,
+                    ex_format::FP16_ABGR
+                        | ex_format::UNORM16_ABGR
+                        | ex_format::SNORM16_ABGR
+                        | ex_format::UINT16_ABGR
+                        | ex_format::SINT16_ABGR
+                );
+                if matches!(f, ex_format::UINT16_ABGR | ex_format::SINT16_ABGR) {
+                    return Err(err(format!(
+                        "mrt{tgt} format {f} (integer 16-bit) is not supported yet"
                     )));
                 }
-                if en & 1 != 0 {
+                if f != ex_format::ZERO && packed != compr {
+                    return Err(err(format!(
+                        "mrt{tgt}: SPI_SHADER_COL_FORMAT gives format {f}, which {} a compressed \
+                     export",
+                        if packed { "needs" } else { "does not take" }
+                    )));
+                }
+                if f > ex_format::ABGR32 {
+                    return Err(err(format!("mrt{tgt}: invalid export format {f}")));
+                }
+                if f != ex_format::ZERO && en != 0 {
                     plan.outputs.insert(tgt);
                 }
-                continue;
             }
-            let f = state.mrt_format(tgt as u32);
-            let packed = matches!(
-                f,
-                ex_format::FP16_ABGR
-                    | ex_format::UNORM16_ABGR
-                    | ex_format::SNORM16_ABGR
-                    | ex_format::UINT16_ABGR
-                    | ex_format::SINT16_ABGR
-            );
-            if matches!(f, ex_format::UINT16_ABGR | ex_format::SINT16_ABGR) {
-                return Err(err(format!(
-                    "mrt{tgt} format {f} (integer 16-bit) is not supported yet"
-                )));
-            }
-            if f != ex_format::ZERO && packed != compr {
-                return Err(err(format!(
-                    "mrt{tgt}: SPI_SHADER_COL_FORMAT gives format {f}, which {} a compressed \
-                     export",
-                    if packed { "needs" } else { "does not take" }
-                )));
-            }
-            if f > ex_format::ABGR32 {
-                return Err(err(format!("mrt{tgt}: invalid export format {f}")));
-            }
-            if f != ex_format::ZERO && en != 0 {
-                plan.outputs.insert(tgt);
-            }
-        }
-        // A pixel dies when a `vm` export runs without its lane, which needs EXEC written.
-        let any = |f: &dyn Fn(&Op) -> bool| {
-            body.blocks
-                .iter()
-                .any(|b| b.regions.iter().any(|r| r.stmts().iter().any(|s| f(&s.op))))
-        };
-        plan.discards = any(&|op| matches!(op, Op::WriteMaskBit(VALID_MASK, _)))
-            && any(&|op| {
-                matches!(
-                    op,
-                    Op::WriteS(EXEC_LO, _) | Op::WriteS(EXEC_HI, _) | Op::WriteMaskBit(EXEC_LO, _)
-                )
-            });
-        Ok(())
-    })
+            // A pixel dies when a `vm` export runs without its lane, which needs EXEC written.
+            let any = |f: &dyn Fn(&Op) -> bool| {
+                body.blocks
+                    .iter()
+                    .any(|b| b.regions.iter().any(|r| r.stmts().iter().any(|s| f(&s.op))))
+            };
+            plan.discards = any(&|op| matches!(op, Op::WriteMaskBit(VALID_MASK, _)))
+                && any(&|op| {
+                    matches!(
+                        op,
+                        Op::WriteS(EXEC_LO, _)
+                            | Op::WriteS(EXEC_HI, _)
+                            | Op::WriteMaskBit(EXEC_LO, _)
+                    )
+                });
+            Ok(())
+        },
+    )
 }
 
 /// Every export: (offset, target, compr, en).
@@ -439,29 +457,28 @@ type Check<'a> = &'a dyn Fn(&Body, &mut GfxPlan, &[u8]) -> Result<(), TranslateE
 fn finish(
     code: &[u32],
     wave64: bool,
+    rsrc1: u32,
     gfx: GfxLower,
     mut plan: GfxPlan,
     opts: &Options,
     check: Check<'_>,
 ) -> Result<Translation, TranslateError> {
     let bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let (mut body, gfx) = frontend::lower_graphics(&bytes, wave64, gfx)?;
+    let model =
+        float::FloatModel::new(float::initial_mode(rsrc1)).map_err(TranslateError::program)?;
+    let (mut body, gfx) = frontend::lower_graphics(&bytes, wave64, model.mode, gfx)?;
     check_barycentrics(&body, &gfx, &bytes, wave64)?;
     check(&body, &mut plan, &bytes)?;
     plan.inputs = gfx.inputs.clone();
     passes::optimize(&mut body);
-    let spirv = spirv::emit_graphics(&body, &plan, opts).map_err(TranslateError::program)?;
-    let mut texts = BTreeMap::new();
-    for b in &body.blocks {
-        for r in &b.regions {
-            for s in r.stmts() {
-                texts
-                    .entry(s.inst)
-                    .or_insert_with(|| text_at(&bytes, s.inst, wave64));
-            }
-        }
-    }
-    let accesses = passes::resources(&body, plan.user_sgprs, &texts);
+    let fplan = float::plan(
+        &model,
+        spirv::uses_f64(&body),
+        opts.host_float_controls.as_ref(),
+    );
+    let spirv =
+        spirv::emit_graphics(&body, &plan, opts, &fplan).map_err(TranslateError::program)?;
+    let accesses = passes::resources(&body, plan.user_sgprs, &|off| text_at(&bytes, off, wave64));
     let mut builtins = Vec::new();
     let mut outputs = Vec::new();
     let mut output_formats = Vec::new();
@@ -515,6 +532,7 @@ fn finish(
     if plan.inputs.values().any(|m| m.sampling == Sampling::Sample) {
         features.push("sampleRateShading");
     }
+    features.extend(&fplan.features);
     features.sort_unstable();
     Ok(Translation {
         spirv,
@@ -530,6 +548,7 @@ fn finish(
             bindings: Vec::new(),
             accesses,
             required_features: features,
+            float_caveats: fplan.caveats,
             guest_instructions: frontend::count_instructions(&body),
             graphics: Some(GraphicsInterface {
                 inputs: plan.inputs.iter().map(|(l, m)| (*l, *m)).collect(),

@@ -572,6 +572,8 @@ pub struct Body {
     pub values: u32,
     /// Lanes per wave.
     pub wave_lanes: u32,
+    /// The MODE register the program runs with (from PGM_RSRC1; `float.rs`).
+    pub mode: u32,
 }
 
 impl fmt::Display for Body {

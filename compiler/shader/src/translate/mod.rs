@@ -12,6 +12,7 @@
 //! [`abi`] holds the contract with drivers and the kernel-diff harness (docs/SHADER_ABI.md).
 
 pub mod abi;
+pub mod float;
 pub mod frontend;
 pub mod graphics;
 pub mod ir;
@@ -19,11 +20,9 @@ pub mod passes;
 pub mod spirv;
 pub mod validate;
 
-use std::collections::BTreeMap;
-
 pub use abi::{
-    ComputeState, FaultReason, FaultRecord, MemoryAccess, Options, RangeEntry, ShaderMeta, Stage,
-    TranslateError, Translation, WaveMapping,
+    ComputeState, DenormIndependence, FaultReason, FaultRecord, FloatControls, MemoryAccess,
+    Options, RangeEntry, ShaderMeta, Stage, TranslateError, Translation, WaveMapping,
 };
 pub use graphics::{
     GraphicsInterface, InputInterp, Interp, PixelState, Sampling, VertexState, translate_pixel,
@@ -72,7 +71,9 @@ fn check_state(state: &ComputeState) -> Result<u32, TranslateError> {
 pub fn lower_compute(code: &[u32], state: &ComputeState) -> Result<ir::Body, TranslateError> {
     check_state(state)?;
     let bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let mut body = frontend::lower(&bytes, state.wave64)?;
+    let model = float::FloatModel::new(float::initial_mode(state.pgm_rsrc1))
+        .map_err(TranslateError::program)?;
+    let mut body = frontend::lower(&bytes, state.wave64, model.mode)?;
     passes::optimize(&mut body);
     Ok(body)
 }
@@ -88,32 +89,30 @@ pub fn translate_compute(
     let lds_bytes = state.lds_bytes.max(((state.pgm_rsrc2 >> 15) & 0x1FF) * 512);
     let mut st = state.clone();
     st.lds_bytes = lds_bytes;
-    let spirv = spirv::emit_compute(&body, &st, opts, waves).map_err(TranslateError::program)?;
+    let model = float::FloatModel::new(body.mode).map_err(TranslateError::program)?;
+    let fplan = float::plan(
+        &model,
+        spirv::uses_f64(&body),
+        opts.host_float_controls.as_ref(),
+    );
+    let spirv =
+        spirv::emit_compute(&body, &st, opts, waves, &fplan).map_err(TranslateError::program)?;
     let bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let mut texts = BTreeMap::new();
-    let mut count = 0;
-    for b in &body.blocks {
-        for r in &b.regions {
-            for s in r.stmts() {
-                texts.entry(s.inst).or_insert_with(|| {
-                    match decode_at_wave(&bytes, s.inst as usize, Target::Gfx1030, state.wave64) {
-                        Decoded::Inst(i) => instruction_text(
-                            &i,
-                            &disasm::Options {
-                                wave64: state.wave64,
-                                ..Default::default()
-                            },
-                        ),
-                        Decoded::Unsupported(_) => String::new(),
-                    }
-                });
-            }
-        }
-        count += 1;
-    }
-    let _ = count;
-    let accesses = passes::resources(&body, state.user_sgprs(), &texts);
+    // Only memory instructions get their text (the resource analysis asks for those).
+    let text_of =
+        |off: u32| match decode_at_wave(&bytes, off as usize, Target::Gfx1030, state.wave64) {
+            Decoded::Inst(i) => instruction_text(
+                &i,
+                &disasm::Options {
+                    wave64: state.wave64,
+                    ..Default::default()
+                },
+            ),
+            Decoded::Unsupported(_) => String::new(),
+        };
+    let accesses = passes::resources(&body, state.user_sgprs(), &text_of);
     let mut features = vec!["bufferDeviceAddress", "shaderInt64", "shaderFloat64"];
+    features.extend(&fplan.features);
     features.sort_unstable();
     Ok(Translation {
         spirv,
@@ -129,6 +128,7 @@ pub fn translate_compute(
             bindings: Vec::new(),
             accesses,
             required_features: features,
+            float_caveats: fplan.caveats,
             guest_instructions: frontend::count_instructions(&body),
             graphics: None,
         },

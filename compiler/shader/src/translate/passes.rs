@@ -208,7 +208,11 @@ fn dead_code(r: &mut Region, live_out: &[ValueId]) -> bool {
 
 /// Every guest memory access, with the user-data SGPR its base address comes from when the
 /// address is a user SGPR pair that no path from the entry has written yet, plus constants.
-pub fn resources(body: &Body, user_sgprs: u32, texts: &BTreeMap<u32, String>) -> Vec<MemoryAccess> {
+pub fn resources(
+    body: &Body,
+    user_sgprs: u32,
+    text_of: &dyn Fn(u32) -> String,
+) -> Vec<MemoryAccess> {
     let written_before = written_at_entry(body);
     let mut out = Vec::new();
     for (bi, b) in body.blocks.iter().enumerate() {
@@ -249,7 +253,7 @@ pub fn resources(body: &Body, user_sgprs: u32, texts: &BTreeMap<u32, String>) ->
                 } else {
                     None
                 };
-                let text = texts.get(&s.inst).cloned().unwrap_or_default();
+                let text = text_of(s.inst);
                 let space_name = match space {
                     Space::Lds => "lds",
                     Space::Guest if text.starts_with("s_") => "smem",

@@ -14,6 +14,7 @@ use rspirv::dr::{Builder, Operand};
 use rspirv::spirv::{self, Word};
 
 use super::abi::{ComputeState, FaultReason, Options, PERM_READ, PERM_WRITE, push};
+use super::float::FloatPlan;
 use super::ir::*;
 
 /// Emits the module for a lowered compute program.
@@ -22,13 +23,19 @@ pub fn emit_compute(
     state: &ComputeState,
     opts: &Options,
     waves: u32,
+    float: &FloatPlan,
 ) -> Result<Vec<u32>, String> {
     check_barriers(body)?;
     let mut e = Emit::new(body.wave_lanes, state.lds_bytes);
     e.native_fma = opts.native_fma;
-    e.module(body, state, opts, waves)
+    e.module(body, state, opts, waves, float)
         .map_err(|err| format!("SPIR-V builder: {err}"))?;
     Ok(e.finish())
+}
+
+/// Whether the program has f64 values (the f64 denorm mode is declared only then).
+pub(crate) fn uses_f64(body: &Body) -> bool {
+    value_types(body).contains(&Ty::F64)
 }
 
 type Res<T> = Result<T, rspirv::dr::Error>;
@@ -322,7 +329,24 @@ impl Emit {
     }
     // ---- module ------------------------------------------------------------------------------
 
-    fn module(&mut self, body: &Body, state: &ComputeState, opts: &Options, waves: u32) -> Res<()> {
+    /// The float-controls capabilities and execution modes of `float` on `entry`.
+    fn float_modes(&mut self, entry: Word, float: &FloatPlan) {
+        for cap in float.capabilities() {
+            self.b.capability(cap);
+        }
+        for &(mode, width) in &float.modes {
+            self.b.execution_mode(entry, mode, [width]);
+        }
+    }
+
+    fn module(
+        &mut self,
+        body: &Body,
+        state: &ComputeState,
+        opts: &Options,
+        waves: u32,
+        float: &FloatPlan,
+    ) -> Res<()> {
         self.interface(state)?;
         self.helpers(body)?;
         let main = self.main(body, state, opts, waves)?;
@@ -335,6 +359,7 @@ impl Emit {
         let local = host_local_size(body, waves);
         self.b
             .execution_mode(main, spirv::ExecutionMode::LocalSize, [local, 1, 1]);
+        self.float_modes(main, float);
         Ok(())
     }
 
@@ -1585,6 +1610,9 @@ impl Emit {
             Op::Fma(a, b, c) if rty == self.t.f32 && !self.native_fma => {
                 Some(self.fma_f32_exact(v(a), v(b), v(c))?)
             }
+            Op::Fma(a, b, c) if rty == self.t.f64 && !self.native_fma => {
+                Some(self.fma_f64_exact(v(a), v(b), v(c))?)
+            }
             Op::Fma(a, b, c) => Some(self.ext(glsl::FMA, rty, &[v(a), v(b), v(c)])?),
             Op::Select(c, a, b) => Some(self.b.select(rty, None, v(c), v(a), v(b))?),
             Op::Pack64(a, b) => Some(self.pack(v(a), v(b))?),
@@ -1748,14 +1776,35 @@ impl Emit {
             BinOp::MaxU => self.ext(glsl::UMAX, ty, &[a, b])?,
             BinOp::MinI => self.ext(glsl::SMIN, ty, &[a, b])?,
             BinOp::MaxI => self.ext(glsl::SMAX, ty, &[a, b])?,
-            BinOp::FAdd => self.b.f_add(ty, None, a, b)?,
-            BinOp::FSub => self.b.f_sub(ty, None, a, b)?,
-            BinOp::FMul => self.b.f_mul(ty, None, a, b)?,
-            BinOp::FDiv => self.b.f_div(ty, None, a, b)?,
+            // Each guest float operation rounds on its own: no host contraction into fma
+            // (NVIDIA fused v_mul_f32 + v_add_f32, float_poly was 2 ULP off).
+            BinOp::FAdd => {
+                let r = self.b.f_add(ty, None, a, b)?;
+                self.exact(r)
+            }
+            BinOp::FSub => {
+                let r = self.b.f_sub(ty, None, a, b)?;
+                self.exact(r)
+            }
+            BinOp::FMul => {
+                let r = self.b.f_mul(ty, None, a, b)?;
+                self.exact(r)
+            }
+            BinOp::FDiv => {
+                let r = self.b.f_div(ty, None, a, b)?;
+                self.exact(r)
+            }
             BinOp::FMin => self.ext(glsl::NMIN, ty, &[a, b])?,
             BinOp::FMax => self.ext(glsl::NMAX, ty, &[a, b])?,
             BinOp::Ldexp => self.ext(glsl::LDEXP, ty, &[a, b])?,
         })
+    }
+
+    /// Decorates a float result `NoContraction` and returns it.
+    fn exact(&mut self, id: Word) -> Word {
+        self.b
+            .decorate(id, spirv::Decoration::NoContraction, std::iter::empty());
+        id
     }
 
     fn un(&mut self, op: UnOp, ty: Word, a: Word, arg: Ty) -> Res<Word> {

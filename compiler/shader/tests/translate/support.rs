@@ -108,6 +108,11 @@ pub fn build_asm(file: &str, names: &[&str], local: [u32; 3]) -> Option<Vec<Kern
     Some(kernels_of(&std::fs::read(&obj).unwrap(), names, local))
 }
 
+/// [`kernels_of`] for a code object built elsewhere.
+pub fn kernels_in(data: &[u8], names: &[&str], local: [u32; 3]) -> Vec<Kernel> {
+    kernels_of(data, names, local)
+}
+
 /// Each named kernel's code (from its symbol to the end of .text) and descriptor.
 fn kernels_of(data: &[u8], names: &[&str], local: [u32; 3]) -> Vec<Kernel> {
     let file = object::File::parse(data).unwrap();
@@ -144,4 +149,22 @@ fn kernels_of(data: &[u8], names: &[&str], local: [u32; 3]) -> Vec<Kernel> {
         });
     }
     out
+}
+
+/// The device's float controls as `Options::host_float_controls` takes them (the translation
+/// leaves out the float-controls modes the device lacks, e.g. lavapipe's denorm modes).
+pub fn host_float_controls(gpu: &aps5_vulkan::Gpu) -> aps5_shader::translate::FloatControls {
+    use aps5_shader::translate::{DenormIndependence, FloatControls};
+    use aps5_vulkan::vk::ShaderFloatControlsIndependence as I;
+    let f = &gpu.info().float_controls;
+    FloatControls {
+        denorm_independence: match f.denorm_independence {
+            I::ALL => DenormIndependence::All,
+            I::TYPE_32_ONLY => DenormIndependence::Bits32Only,
+            _ => DenormIndependence::None,
+        },
+        denorm_preserve: f.denorm_preserve,
+        denorm_flush_to_zero: f.denorm_flush_to_zero,
+        signed_zero_inf_nan_preserve: f.signed_zero_inf_nan_preserve,
+    }
 }

@@ -886,11 +886,6 @@ fn perm(cx: &mut Cx, a: ValueId, b: ValueId, sel: ValueId) -> ValueId {
     out
 }
 
-/// The MODE register of the translator's float model: FP_ROUND = 0 (round to nearest even,
-/// f32 and f64/f16), FP_DENORM = 0xF (denormals kept, f32 and f64/f16), DX10_CLAMP = 1,
-/// IEEE = 1, every other field 0 (no exceptions enabled, no debug). The host's arithmetic is
-/// IEEE round-to-nearest-even; a program that changes any of these fields is refused.
-pub const MODE_MODEL: u32 = 0x3F0;
 /// HW_REG_MODE, the hardware register id of MODE in `hwreg(...)`.
 const HW_REG_MODE: u32 = 1;
 
@@ -916,7 +911,7 @@ impl Cx {
         };
         match name {
             "s_getreg_b32" => {
-                let v = self.c32((MODE_MODEL >> off) & mask);
+                let v = self.c32((self.mode >> off) & mask);
                 self.write_s(sdst, v);
                 Ok(())
             }
@@ -924,15 +919,15 @@ impl Cx {
                 let lit = inst
                     .literal
                     .ok_or("s_setreg_imm32_b32 without its literal")?;
-                let want = (MODE_MODEL >> off) & mask;
+                let want = (self.mode >> off) & mask;
                 let got = lit & mask;
                 if got != want {
                     return Err(format!(
                         "MODE write of 0x{got:x} to bits {}..{} changes the float model \
-                         (translator MODE 0x{MODE_MODEL:03x}: round to nearest even, denormals \
-                         kept, IEEE, DX10 clamp) {UNSUPPORTED}",
+                         (the program's MODE is 0x{:03x}, from PGM_RSRC1) {UNSUPPORTED}",
                         off,
-                        off + size - 1
+                        off + size - 1,
+                        self.mode
                     ));
                 }
                 Ok(())
@@ -947,9 +942,9 @@ impl Cx {
     /// GFX10 `s_round_mode` / `s_denorm_mode`: accepted when they set the model's value.
     pub(super) fn mode_sopp(&mut self, name: &str, simm: u32) -> R<()> {
         let (want, got) = if name == "s_round_mode" {
-            (MODE_MODEL & 0xF, simm & 0xF)
+            (self.mode & 0xF, simm & 0xF)
         } else {
-            ((MODE_MODEL >> 4) & 0xF, simm & 0xF)
+            ((self.mode >> 4) & 0xF, simm & 0xF)
         };
         if want != got {
             return Err(format!(

@@ -35,10 +35,11 @@ pub(crate) fn emit_graphics(
     body: &Body,
     plan: &GfxPlan,
     opts: &Options,
+    float: &FloatPlan,
 ) -> Result<Vec<u32>, String> {
     let mut e = Emit::new(1, 0);
     e.stage_code = plan.stage.code();
-    e.gfx_module(body, plan, opts)
+    e.gfx_module(body, plan, opts, float)
         .map_err(|err| format!("SPIR-V builder: {err}"))?;
     Ok(e.finish())
 }
@@ -48,7 +49,13 @@ impl Emit {
         self.gfx.as_ref().expect("graphics module")
     }
 
-    fn gfx_module(&mut self, body: &Body, plan: &GfxPlan, opts: &Options) -> Res<()> {
+    fn gfx_module(
+        &mut self,
+        body: &Body,
+        plan: &GfxPlan,
+        opts: &Options,
+        float: &FloatPlan,
+    ) -> Res<()> {
         self.push_block()?;
         let iface = self.gfx_interface(plan)?;
         self.helpers(body)?;
@@ -67,6 +74,7 @@ impl Emit {
                     .execution_mode(main, spirv::ExecutionMode::DepthReplacing, []);
             }
         }
+        self.float_modes(main, float);
         Ok(())
     }
 
