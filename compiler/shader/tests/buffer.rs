@@ -127,7 +127,7 @@ impl Vs {
 }
 
 /// Guest memory: regions in one Vulkan buffer (guest address = device address), each its own
-/// range-table entry, 256 bytes of unmapped space between them.
+/// range-table entry, 1 KiB unmapped before the first and 256 bytes between them.
 struct Mem {
     regions: Vec<(u64, Vec<u8>, u32)>,
     size: u64,
@@ -137,8 +137,8 @@ impl Mem {
     fn new() -> Mem {
         Mem {
             regions: Vec::new(),
-            // Start past a gap so that offset 0 of the buffer is unmapped too.
-            size: 256,
+            // Start past an unmapped gap of 1 KiB (the fault test points a V# into it).
+            size: 1024,
         }
     }
     /// Adds a region; returns its index.
