@@ -818,12 +818,43 @@ impl Harness {
         p[40..48].copy_from_slice(&regions[kernarg].guest.to_le_bytes());
         regions[packet].buf.write(0, &p)?;
 
+        // Scratch: one guest region of private_size bytes per lane of every wave of the
+        // dispatch, wave after wave (the translator's private segment wave offset,
+        // docs/SHADER_ABI.md "Scratch"), addressed through the private segment buffer V#.
+        let groups: [u32; 3] = std::array::from_fn(|d| plan.global[d] / plan.local[d]);
+        let guest_groups: u64 = groups.iter().map(|&g| u64::from(g)).product();
+        let lanes_per_group = u64::from(plan.local.iter().product::<u32>())
+            .next_multiple_of(u64::from(k.state.wave_lanes()));
+        let scratch = if k.private_size > 0 {
+            let r = place(
+                u64::from(k.private_size) * lanes_per_group * guest_groups,
+                abi::PERM_READ | abi::PERM_WRITE,
+                &mut regions,
+            )?;
+            Some(regions[r].guest)
+        } else {
+            None
+        };
+        let scratch_vsharp = |guest: u64| -> Result<[u32; 4]> {
+            if k.private_size >= 1 << 14 {
+                bail!(
+                    "{} bytes of scratch per lane exceed the 14-bit V# stride",
+                    k.private_size
+                );
+            }
+            Ok(abi::scratch_vsharp(guest, k.private_size, k.state.wave_lanes()))
+        };
+
         // User SGPRs in HSA order, as kernel_code_properties enables them.
         let mut sgprs: Vec<u32> = Vec::new();
         let split = |v: u64| [v as u32, (v >> 32) as u32];
         let props = k.properties;
         if props & 1 != 0 {
-            sgprs.extend([0; 4]); // private segment buffer V#: scratch goes through push constants
+            // Private segment buffer V# (scratch; zero when the kernel has none).
+            match scratch {
+                Some(g) => sgprs.extend(scratch_vsharp(g)?),
+                None => sgprs.extend([0; 4]),
+            }
         }
         if props & 2 != 0 {
             sgprs.extend(split(regions[packet].guest));
@@ -868,18 +899,6 @@ impl Harness {
         let table_bytes: Vec<u8> = entries.iter().flat_map(|e| e.to_bytes()).collect();
         table.write(0, &table_bytes)?;
         let fault = self.gpu.create_buffer(u64::from(abi::FAULT_BYTES))?;
-        let groups: [u32; 3] = std::array::from_fn(|d| plan.global[d] / plan.local[d]);
-        let guest_groups: u64 = groups.iter().map(|&g| u64::from(g)).product();
-        let lanes_per_group = u64::from(plan.local.iter().product::<u32>())
-            .next_multiple_of(u64::from(k.state.wave_lanes()));
-        let scratch = if k.private_size > 0 {
-            Some(
-                self.gpu
-                    .create_buffer(u64::from(k.private_size) * lanes_per_group * guest_groups)?,
-            )
-        } else {
-            None
-        };
         let mut push = vec![0u8; t.push_constant_bytes.max(abi::push::SIZE) as usize];
         for (i, v) in sgprs.iter().enumerate() {
             push[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
@@ -891,11 +910,6 @@ impl Harness {
         put64(&mut push, abi::push::FAULT_BUFFER, fault.device_address());
         let rc = abi::push::RANGE_COUNT as usize;
         push[rc..rc + 4].copy_from_slice(&(entries.len() as u32).to_le_bytes());
-        put64(
-            &mut push,
-            abi::push::SCRATCH,
-            scratch.as_ref().map_or(0, |s| s.device_address()),
-        );
         push.truncate(t.push_constant_bytes as usize);
 
         let pipeline = self.gpu.create_compute_pipeline(&PipelineDesc {

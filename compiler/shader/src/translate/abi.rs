@@ -42,6 +42,11 @@ impl ComputeState {
     pub fn tidig_comp_cnt(&self) -> u32 {
         (self.pgm_rsrc2 >> 11) & 3
     }
+    /// SCRATCH_EN (RSRC2 bit 0): the private segment wave offset SGPR follows the workgroup
+    /// ids (docs/SHADER_ABI.md, "Scratch").
+    pub fn scratch_enabled(&self) -> bool {
+        self.pgm_rsrc2 & 1 != 0
+    }
     /// Lanes per wave.
     pub fn wave_lanes(&self) -> u32 {
         if self.wave64 { 64 } else { 32 }
@@ -149,6 +154,22 @@ pub mod push {
     pub const SIZE: u32 = 96;
 }
 
+/// The private segment buffer V# a dispatcher gives a program with scratch (user SGPRs 0..3
+/// when the kernel descriptor enables them; docs/SHADER_ABI.md "Scratch"): base = the guest
+/// address of the dispatch's scratch region, STRIDE = bytes per lane, NUM_RECORDS = lanes
+/// per wave, ADD_TID_ENABLE (the lane is the record index), OOB_SELECT 0 (index and offset
+/// checked), DST_SEL XYZW, FORMAT 32_FLOAT. The program adds its private segment wave
+/// offset to the base. `bytes_per_lane` must be below 2^14.
+pub fn scratch_vsharp(guest: u64, bytes_per_lane: u32, wave_lanes: u32) -> [u32; 4] {
+    let dst_sel = 4 | 5 << 3 | 6 << 6 | 7 << 9;
+    [
+        guest as u32,
+        ((guest >> 32) as u32 & 0xFFFF) | (bytes_per_lane & 0x3FFF) << 16,
+        wave_lanes,
+        dst_sel | 22 << 12 | 1 << 23,
+    ]
+}
+
 /// One entry of the guest->device range table (32 bytes, entries sorted by `guest_begin`,
 /// non-overlapping).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -242,6 +263,10 @@ pub enum FaultReason {
     Unaligned = 3,
     /// The program ran past [`Options::loop_limit`] back-edges.
     LoopLimit = 4,
+    /// A buffer access through a V# the translator cannot address exactly (swizzled, or a
+    /// `buffer_load/store_format_*` of a format it does not convert); `address` is the
+    /// access's unswizzled guest address.
+    Descriptor = 5,
 }
 
 impl FaultReason {
@@ -252,6 +277,7 @@ impl FaultReason {
             2 => FaultReason::Permission,
             3 => FaultReason::Unaligned,
             4 => FaultReason::LoopLimit,
+            5 => FaultReason::Descriptor,
             _ => return None,
         })
     }
@@ -264,6 +290,7 @@ impl fmt::Display for FaultReason {
             FaultReason::Permission => "permission denied",
             FaultReason::Unaligned => "unaligned address",
             FaultReason::LoopLimit => "loop limit reached",
+            FaultReason::Descriptor => "unsupported buffer descriptor",
         })
     }
 }

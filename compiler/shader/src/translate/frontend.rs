@@ -551,6 +551,7 @@ impl Cx {
                 // Cache invalidations: host memory is coherent at the barrier's semantics.
                 Ok(Lowered::Scalar(Vec::new()))
             }
+            Family::Mubuf | Family::Mtbuf => self.mubuf(inst),
             f => Err(format!("{} instructions {UNSUPPORTED}", f.name())),
         }
     }
@@ -624,6 +625,11 @@ impl Cx {
             "s_load_dwordx4" => 4,
             "s_load_dwordx8" => 8,
             "s_load_dwordx16" => 16,
+            "s_buffer_load_dword" => return self.s_buffer_load(inst, 1),
+            "s_buffer_load_dwordx2" => return self.s_buffer_load(inst, 2),
+            "s_buffer_load_dwordx4" => return self.s_buffer_load(inst, 4),
+            "s_buffer_load_dwordx8" => return self.s_buffer_load(inst, 8),
+            "s_buffer_load_dwordx16" => return self.s_buffer_load(inst, 16),
             _ => return Err(UNSUPPORTED.into()),
         };
         let w0 = inst.words.get(0);
@@ -1130,6 +1136,7 @@ fn cmp_of(name: &str) -> Option<(CmpOp, Ty)> {
 }
 
 mod alu;
+mod buffer;
 mod crosslane;
 pub mod graphics;
 mod memory;

@@ -49,6 +49,13 @@ pub const VCC_LO: SReg = 106;
 pub const EXEC_LO: SReg = 126;
 /// M0.
 pub const M0: SReg = 124;
+/// [`Op::BufLoad`] `check`: the component is inside the buffer.
+pub const BUF_IN_RANGE: u32 = 1;
+/// [`Op::BufLoad`] `check`: out of range by the descriptor's OOB_SELECT rule (no fault).
+pub const BUF_OUT_OF_RANGE: u32 = 0;
+/// [`Op::BufLoad`] `check`: a descriptor the translator cannot address (fault reason 5).
+pub const BUF_UNSUPPORTED: u32 = 2;
+
 /// Pixel stages: a pseudo lane mask (not a guest register) holding the pixel's valid bit, set
 /// by exports with `vm` for the active lanes and cleared for the others; a pixel whose bit is
 /// clear at the end is discarded.
@@ -366,6 +373,49 @@ pub enum Op {
         /// Expected value for CmpSwap.
         cmp: Option<ValueId>,
     },
+    /// One component of a buffer access through a V# (MUBUF/MTBUF/`s_buffer_load`,
+    /// frontend/buffer.rs): `bytes` (1, 2 or 4) at guest address `addr` (u64), the result the
+    /// zero-extended u32. `check` (u32) is the descriptor's verdict for this component:
+    /// [`BUF_IN_RANGE`] accesses guest memory through the range table (faults as a global
+    /// load does), [`BUF_OUT_OF_RANGE`] reads 0 without touching memory or recording a fault,
+    /// [`BUF_UNSUPPORTED`] reads 0 and records fault reason 5 (a descriptor the translator
+    /// cannot address exactly, e.g. swizzled).
+    BufLoad {
+        /// Address value (u64).
+        addr: ValueId,
+        /// Range verdict (u32).
+        check: ValueId,
+        /// 1, 2 or 4.
+        bytes: u8,
+    },
+    /// Store the low `bytes` of `data` (u32) under the same `check` rules as
+    /// [`Op::BufLoad`] (out of range: dropped).
+    BufStore {
+        /// Address value (u64).
+        addr: ValueId,
+        /// Range verdict (u32).
+        check: ValueId,
+        /// 1, 2 or 4.
+        bytes: u8,
+        /// Data (u32).
+        data: ValueId,
+    },
+    /// Buffer atomic under the `check` rules of [`Op::BufLoad`]; the result is the old value
+    /// (0 when out of range).
+    BufAtomic {
+        /// 64-bit (`*_x2`).
+        wide: bool,
+        /// Operation.
+        op: AtomicOp,
+        /// Address value (u64).
+        addr: ValueId,
+        /// Range verdict (u32).
+        check: ValueId,
+        /// Operand.
+        data: ValueId,
+        /// Expected value for CmpSwap.
+        cmp: Option<ValueId>,
+    },
     /// Workgroup execution + memory barrier (s_barrier).
     Barrier,
     /// Workgroup id component (u32; scalar).
@@ -405,6 +455,9 @@ impl Op {
                 | Op::WriteMaskBit(..)
                 | Op::Store { .. }
                 | Op::StoreSub { .. }
+                | Op::BufStore { .. }
+                | Op::BufAtomic { .. }
+                | Op::BufLoad { .. }
                 | Op::WriteLane(..)
                 | Op::Atomic { .. }
                 | Op::Barrier
@@ -428,6 +481,21 @@ impl Op {
             Op::Fma(a, b, c) | Op::Select(a, b, c) => vec![*a, *b, *c],
             Op::Load { addr, .. } | Op::LoadSub { addr, .. } => vec![*addr],
             Op::StoreSub { addr, data, .. } | Op::WriteLane(_, addr, data) => vec![*addr, *data],
+            Op::BufLoad { addr, check, .. } => vec![*addr, *check],
+            Op::BufStore {
+                addr, check, data, ..
+            } => vec![*addr, *check, *data],
+            Op::BufAtomic {
+                addr,
+                check,
+                data,
+                cmp,
+                ..
+            } => {
+                let mut v = vec![*addr, *check, *data];
+                v.extend(cmp);
+                v
+            }
             Op::Export { data, .. } => data.to_vec(),
             Op::Store { addr, data, .. } => {
                 let mut v = vec![*addr];
@@ -467,6 +535,31 @@ impl Op {
             Op::StoreSub { addr, data, .. } | Op::WriteLane(_, addr, data) => {
                 *addr = f(*addr);
                 *data = f(*data);
+            }
+            Op::BufLoad { addr, check, .. } => {
+                *addr = f(*addr);
+                *check = f(*check);
+            }
+            Op::BufStore {
+                addr, check, data, ..
+            } => {
+                *addr = f(*addr);
+                *check = f(*check);
+                *data = f(*data);
+            }
+            Op::BufAtomic {
+                addr,
+                check,
+                data,
+                cmp,
+                ..
+            } => {
+                *addr = f(*addr);
+                *check = f(*check);
+                *data = f(*data);
+                if let Some(c) = cmp {
+                    *c = f(*c);
+                }
             }
             Op::Export { data, .. } => {
                 for d in data {
@@ -679,6 +772,45 @@ fn op_text(op: &Op) -> String {
             Some(c) => format!("atomic {op:?} {space:?} {} {} {}", v(addr), v(data), v(c)),
             None => format!("atomic {op:?} {space:?} {} {}", v(addr), v(data)),
         },
+        Op::BufLoad { addr, check, bytes } => {
+            format!("buffer load {} {bytes} bytes check {}", v(addr), v(check))
+        }
+        Op::BufStore {
+            addr,
+            check,
+            bytes,
+            data,
+        } => format!(
+            "buffer store {} {bytes} bytes {} check {}",
+            v(addr),
+            v(data),
+            v(check)
+        ),
+        Op::BufAtomic {
+            op,
+            addr,
+            check,
+            data,
+            cmp,
+            wide,
+        } => {
+            let w = if *wide { " x2" } else { "" };
+            match cmp {
+                Some(c) => format!(
+                    "buffer atomic {op:?}{w} {} {} {} check {}",
+                    v(addr),
+                    v(data),
+                    v(c),
+                    v(check)
+                ),
+                None => format!(
+                    "buffer atomic {op:?}{w} {} {} check {}",
+                    v(addr),
+                    v(data),
+                    v(check)
+                ),
+            }
+        }
         Op::Barrier => "barrier".into(),
         Op::WorkgroupId(d) => format!("workgroup id {d}"),
         Op::Export {

@@ -47,10 +47,11 @@ fn check_state(state: &ComputeState) -> Result<u32, TranslateError> {
             state.user_sgprs()
         )));
     }
-    if state.pgm_rsrc2 & 1 != 0 || state.scratch_bytes_per_lane != 0 {
-        return Err(TranslateError::program(
-            "scratch (private segment) memory is not supported yet",
-        ));
+    if state.scratch_bytes_per_lane != 0 && !state.scratch_enabled() {
+        return Err(TranslateError::program(format!(
+            "{} bytes of scratch per lane but COMPUTE_PGM_RSRC2.SCRATCH_EN is off",
+            state.scratch_bytes_per_lane
+        )));
     }
     if state.tg_size_enabled() {
         return Err(TranslateError::program(

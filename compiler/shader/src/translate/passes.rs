@@ -245,9 +245,21 @@ pub fn resources(
                     Op::StoreSub {
                         space, addr, bytes, ..
                     } => (*space, false, true, *bytes as u32, *addr),
+                    // Buffer accesses: one entry per component, base from the V# (not traced).
+                    Op::BufLoad { addr, bytes, .. } => (Space::Guest, true, false, *bytes as u32, *addr),
+                    Op::BufStore { addr, bytes, .. } => {
+                        (Space::Guest, false, true, *bytes as u32, *addr)
+                    }
+                    Op::BufAtomic { addr, wide, .. } => {
+                        (Space::Guest, true, true, if *wide { 8 } else { 4 }, *addr)
+                    }
                     _ => continue,
                 };
-                let base = if space == Space::Guest {
+                let buffer = matches!(
+                    s.op,
+                    Op::BufLoad { .. } | Op::BufStore { .. } | Op::BufAtomic { .. }
+                );
+                let base = if space == Space::Guest && !buffer {
                     base_sgpr(&defs, addr, 0)
                         .filter(|r| (*r as u32) + 1 < user_sgprs && written & (3u128 << *r) == 0)
                 } else {
@@ -256,6 +268,8 @@ pub fn resources(
                 let text = text_of(s.inst);
                 let space_name = match space {
                     Space::Lds => "lds",
+                    Space::Guest if buffer && text.starts_with("s_") => "sbuffer",
+                    Space::Guest if buffer => "buffer",
                     Space::Guest if text.starts_with("s_") => "smem",
                     Space::Guest if text.starts_with("flat_") => "flat",
                     Space::Guest => "global",

@@ -40,6 +40,7 @@ pub(crate) fn uses_f64(body: &Body) -> bool {
 
 type Res<T> = Result<T, rspirv::dr::Error>;
 
+mod buffer;
 mod fma;
 mod graphics;
 mod memory;
@@ -100,6 +101,7 @@ struct Helpers {
     lds_st: Word,
     atomics: BTreeMap<(u8, bool), Word>,
     sub: memory::SubHelpers,
+    buf: buffer::BufHelpers,
 }
 
 struct Emit {
@@ -115,6 +117,8 @@ struct Emit {
     lds: Option<Word>,
     wg_id: Word,
     local_id: Word,
+    /// `NumWorkgroups` (programs with scratch only: the wave's index in the dispatch), or 0.
+    num_wg: Word,
     h: Option<Helpers>,
     /// Graphics stages (spirv/graphics.rs): single-lane waves and the stage's interface.
     gfx: Option<Box<graphics::GfxVars>>,
@@ -194,6 +198,7 @@ impl Emit {
             lds: None,
             wg_id: 0,
             local_id: 0,
+            num_wg: 0,
             h: None,
             gfx: None,
             stage_code: 0,
@@ -351,6 +356,9 @@ impl Emit {
         self.helpers(body)?;
         let main = self.main(body, state, opts, waves)?;
         let mut iface = vec![self.pc, self.wg_id, self.local_id];
+        if self.num_wg != 0 {
+            iface.push(self.num_wg);
+        }
         if let Some(l) = self.lds {
             iface.push(l);
         }
@@ -379,6 +387,9 @@ impl Emit {
             spirv::Decoration::BuiltIn,
             [Operand::BuiltIn(spirv::BuiltIn::LocalInvocationId)],
         );
+        if state.scratch_enabled() {
+            self.num_wg = self.scratch_interface();
+        }
         if state.lds_bytes > 0 {
             let n = self.k32(self.lds_words);
             let arr = self.b.type_array(u32t, n);
@@ -453,6 +464,7 @@ impl Emit {
             lds_st,
             atomics: BTreeMap::new(),
             sub: memory::SubHelpers::default(),
+            buf: buffer::BufHelpers::default(),
         });
         let sub = self.sub_helpers(body, fault)?;
         self.h.as_mut().unwrap().sub = sub;
@@ -461,10 +473,15 @@ impl Emit {
         for b in &body.blocks {
             for r in &b.regions {
                 for s in r.stmts() {
-                    if let Op::Atomic {
-                        space, op, wide, ..
-                    } = s.op
-                    {
+                    let site = match s.op {
+                        Op::Atomic {
+                            space, op, wide, ..
+                        } => Some((space, op, wide)),
+                        // Buffer atomics wrap the guest helper (spirv/buffer.rs).
+                        Op::BufAtomic { op, wide, .. } => Some((Space::Guest, op, wide)),
+                        _ => None,
+                    };
+                    if let Some((space, op, wide)) = site {
                         let k = (atomic_key(op, wide), space == Space::Lds, op);
                         if !used.iter().any(|u| u.0 == k.0 && u.1 == k.1) {
                             used.push(k);
@@ -481,6 +498,8 @@ impl Emit {
             let f = self.fn_atomic(op, lds, k & WIDE_ATOMIC != 0, fault)?;
             self.h.as_mut().unwrap().atomics.insert((k, lds), f);
         }
+        let buf = self.buf_helpers(body, fault)?;
+        self.h.as_mut().unwrap().buf = buf;
         Ok(())
     }
 
@@ -698,70 +717,9 @@ impl Emit {
         Ok(f)
     }
 
-    /// LDS word access by byte address: out of range reads 0 / drops the write (as the
-    /// hardware does beyond the allocation); an unaligned address is a fault.
+    /// LDS word access by byte address (spirv/memory.rs `fn_lds_access`, size 4).
     fn fn_lds(&mut self, fault: Word, write: bool) -> Res<Word> {
-        let (void, u32t, boolt) = (self.t.void, self.t.u32, self.t.bool);
-        let ret = if write { void } else { u32t };
-        let params: Vec<Word> = if write {
-            vec![u32t, u32t, u32t]
-        } else {
-            vec![u32t, u32t]
-        };
-        let fty = self.b.type_function(ret, params);
-        let f = self
-            .b
-            .begin_function(ret, None, spirv::FunctionControl::NONE, fty)?;
-        let addr = self.b.function_parameter(u32t)?;
-        let val = if write {
-            Some(self.b.function_parameter(u32t)?)
-        } else {
-            None
-        };
-        let inst = self.b.function_parameter(u32t)?;
-        self.b.begin_block(None)?;
-        let pu32 = self.t.p_fn_u32;
-        let v = self
-            .b
-            .variable(pu32, None, spirv::StorageClass::Function, None);
-        let z32 = self.k32(0);
-        self.store(v, z32)?;
-        let three = self.k32(3);
-        let low = self.b.bitwise_and(u32t, None, addr, three)?;
-        let aligned = self.b.i_equal(boolt, None, low, z32)?;
-        let two = self.k32(2);
-        let idx = self.b.shift_right_logical(u32t, None, addr, two)?;
-        let n = self.k32(self.lds_words);
-        let inb = self.b.u_less_than(boolt, None, idx, n)?;
-        let ok = self.b.logical_and(boolt, None, aligned, inb)?;
-        let lds = self.lds.unwrap_or(0);
-        self.if_then(ok, |e| {
-            let pw = e.t.p_wg_u32;
-            let p = e.b.access_chain(pw, None, lds, [idx])?;
-            match val {
-                Some(x) => e.store(p, x),
-                None => {
-                    let x = e.load(u32t, p)?;
-                    e.store(v, x)
-                }
-            }
-        })?;
-        let bad = self.b.logical_not(boolt, None, aligned)?;
-        self.if_then(bad, |e| {
-            let reason = e.k32(FaultReason::Unaligned as u32);
-            let a = e.zext(addr)?;
-            let four = e.k32(4);
-            e.b.function_call(e.t.void, None, fault, [reason, a, four, inst])?;
-            Ok(())
-        })?;
-        if write {
-            self.b.ret()?;
-        } else {
-            let r = self.load(u32t, v)?;
-            self.b.ret_value(r)?;
-        }
-        self.b.end_function()?;
-        Ok(f)
+        self.fn_lds_access(fault, write, Some(4))
     }
 
     /// atomic(addr, data, cmp, inst) -> old, for one op and space (`wide`: u64 data, cmp and
@@ -1181,7 +1139,8 @@ impl Emit {
                 e.store(p, v)?;
             }
             Ok(())
-        })
+        })?;
+        self.scratch_wave_offset(cx, state, wave)
     }
 
     /// Copies the wave's registers (and block index) into slot `wave` of the save arrays.
@@ -1719,6 +1678,9 @@ impl Emit {
                 Some(self.b.composite_extract(u32t, None, wg, [*d as u32])?)
             }
             Op::Export { .. } | Op::Interp { .. } => self.gfx_stmt(cx, s)?,
+            Op::BufLoad { .. } | Op::BufStore { .. } | Op::BufAtomic { .. } => {
+                self.buf_stmt(&s.op, &v, inst)?
+            }
         };
         if let (Some((id, _)), Some(w)) = (s.def, out) {
             cx.vals[id.0 as usize] = w;

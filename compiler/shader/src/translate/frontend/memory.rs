@@ -11,9 +11,9 @@ use super::*;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct SubKind {
     /// 1 or 2.
-    bytes: u8,
+    pub(super) bytes: u8,
     /// Store (else load).
-    store: bool,
+    pub(super) store: bool,
     /// Sign-extend the loaded value.
     signed: bool,
     /// D16: the value goes to (load) or comes from (store) 16 bits of the VGPR; the other 16
@@ -72,16 +72,12 @@ impl Cx {
         vdata: u16,
     ) -> Lowered {
         if k.store {
-            let mut d = self.val(Ty::U32, Op::ReadV(vdata));
-            if k.hi {
-                let c16 = self.c32(16);
-                d = self.bin(Ty::U32, BinOp::ShrU, d, c16);
-            }
+            let data = self.sub_store_data(k, vdata);
             self.eff(Op::StoreSub {
                 space,
                 addr,
                 bytes: k.bytes,
-                data: d,
+                data,
             });
             return self.lane(Some(true), false);
         }
@@ -93,6 +89,25 @@ impl Cx {
                 bytes: k.bytes,
             },
         );
+        self.sub_load_finish(k, raw, vdst);
+        self.lane(Some(false), false)
+    }
+
+    /// The value a sub-dword store writes (its low `k.bytes` bytes): vdata, or its high
+    /// half for `_d16_hi`.
+    pub(super) fn sub_store_data(&mut self, k: SubKind, vdata: u16) -> ValueId {
+        let d = self.val(Ty::U32, Op::ReadV(vdata));
+        if k.hi {
+            let c16 = self.c32(16);
+            self.bin(Ty::U32, BinOp::ShrU, d, c16)
+        } else {
+            d
+        }
+    }
+
+    /// Writes a sub-dword load's zero-extended `raw` value to `vdst`: sign extension, and
+    /// for d16 the 16 bits into one half with the other half kept.
+    pub(super) fn sub_load_finish(&mut self, k: SubKind, raw: ValueId, vdst: u16) {
         let v = if k.signed {
             let c = self.c32(32 - 8 * k.bytes as u32);
             let up = self.bin(Ty::U32, BinOp::Shl, raw, c);
@@ -119,7 +134,6 @@ impl Cx {
             v
         };
         self.write_v(vdst, x);
-        self.lane(Some(false), false)
     }
 }
 

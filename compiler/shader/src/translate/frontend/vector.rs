@@ -893,7 +893,7 @@ impl Cx {
 }
 
 /// Atomic operation from the mnemonic tail (`add`, `umax`, `cmpswap`, `add_u32`, ...).
-fn atomic_of(op: &str) -> Option<AtomicOp> {
+pub(super) fn atomic_of(op: &str) -> Option<AtomicOp> {
     Some(match op {
         "swap" | "wrxchg_b32" => AtomicOp::Swap,
         "add" | "add_u32" => AtomicOp::Add,

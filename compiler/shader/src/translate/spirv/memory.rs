@@ -56,7 +56,7 @@ impl Emit {
     }
 
     /// (value & mask(bytes)) << shift and the shifted mask, for merging into a dword.
-    fn sub_parts(&mut self, val: Word, bytes: Word, byte_off: Word) -> Res<(Word, Word)> {
+    pub(super) fn sub_parts(&mut self, val: Word, bytes: Word, byte_off: Word) -> Res<(Word, Word)> {
         let u32t = self.t.u32;
         let (one, eight) = (self.k32(1), self.k32(8));
         // mask = (1 << 8*bytes) - 1 (bytes is 1 or 2)
@@ -71,7 +71,7 @@ impl Emit {
     }
 
     /// loop { old = *p; new = (old & !ms) | vs; if cas(p, old, new) == old break }
-    fn cas_merge(&mut self, p: Word, vs: Word, ms: Word, scope: u32) -> Res<()> {
+    pub(super) fn cas_merge(&mut self, p: Word, vs: Word, ms: Word, scope: u32) -> Res<()> {
         let (u32t, boolt) = (self.t.u32, self.t.bool);
         let (hdr, body, cont, merge) = (self.b.id(), self.b.id(), self.b.id(), self.b.id());
         self.b.branch(hdr)?;
@@ -157,13 +157,32 @@ impl Emit {
     /// LDS sub-dword access: out of range reads 0 / drops the write; an address that is not
     /// a multiple of the size is fault reason 3 (Unaligned) with the access's size.
     fn fn_lds_sub(&mut self, fault: Word, write: bool) -> Res<Word> {
+        self.fn_lds_access(fault, write, None)
+    }
+
+    /// The LDS accessor of `bytes` (Some(4): the dword helper, `(addr, [value,] inst)`; None:
+    /// the sub-dword one, `(addr, [value,] bytes, inst)`). Out of range (past the
+    /// declared LDS) reads 0 and drops the write, as the hardware does beyond the
+    /// allocation; an address that is not a multiple of the size is fault reason 3
+    /// (Unaligned) with the access's size. Dwords are loaded and stored as they are; one or
+    /// two bytes are extracted from / merged into their aligned dword (compare-and-swap, so a
+    /// neighbouring byte another lane or wave writes is kept).
+    pub(super) fn fn_lds_access(
+        &mut self,
+        fault: Word,
+        write: bool,
+        bytes: Option<u32>,
+    ) -> Res<Word> {
         let (void, u32t, boolt) = (self.t.void, self.t.u32, self.t.bool);
         let ret = if write { void } else { u32t };
-        let params: Vec<Word> = if write {
-            vec![u32t, u32t, u32t, u32t]
-        } else {
-            vec![u32t, u32t, u32t]
-        };
+        let mut params: Vec<Word> = vec![u32t];
+        if write {
+            params.push(u32t);
+        }
+        if bytes.is_none() {
+            params.push(u32t);
+        }
+        params.push(u32t);
         let fty = self.b.type_function(ret, params);
         let f = self
             .b
@@ -174,7 +193,10 @@ impl Emit {
         } else {
             None
         };
-        let bytes = self.b.function_parameter(u32t)?;
+        let nbytes = match bytes {
+            Some(_) => None,
+            None => Some(self.b.function_parameter(u32t)?),
+        };
         let inst = self.b.function_parameter(u32t)?;
         self.b.begin_block(None)?;
         let pu32 = self.t.p_fn_u32;
@@ -184,7 +206,10 @@ impl Emit {
         let z32 = self.k32(0);
         self.store(v, z32)?;
         let one = self.k32(1);
-        let amask = self.b.i_sub(u32t, None, bytes, one)?;
+        let amask = match nbytes {
+            Some(n) => self.b.i_sub(u32t, None, n, one)?,
+            None => self.k32(bytes.unwrap_or(4) - 1),
+        };
         let low = self.b.bitwise_and(u32t, None, addr, amask)?;
         let aligned = self.b.i_equal(boolt, None, low, z32)?;
         let two = self.k32(2);
@@ -192,23 +217,33 @@ impl Emit {
         let n = self.k32(self.lds_words);
         let inb = self.b.u_less_than(boolt, None, idx, n)?;
         let ok = self.b.logical_and(boolt, None, aligned, inb)?;
-        let three = self.k32(3);
-        let off = self.b.bitwise_and(u32t, None, addr, three)?;
+        let off = match nbytes {
+            Some(_) => {
+                let three = self.k32(3);
+                Some(self.b.bitwise_and(u32t, None, addr, three)?)
+            }
+            None => None,
+        };
         let lds = self.lds.unwrap_or(0);
         self.if_then(ok, |e| {
             let pw = e.t.p_wg_u32;
             let p = e.b.access_chain(pw, None, lds, [idx])?;
-            match val {
-                Some(x) => {
-                    let (vs, ms) = e.sub_parts(x, bytes, off)?;
+            match (val, nbytes.zip(off)) {
+                (Some(x), None) => e.store(p, x),
+                (None, None) => {
+                    let x = e.load(u32t, p)?;
+                    e.store(v, x)
+                }
+                (Some(x), Some((nb, off))) => {
+                    let (vs, ms) = e.sub_parts(x, nb, off)?;
                     e.cas_merge(p, vs, ms, SCOPE_WORKGROUP)
                 }
-                None => {
+                (None, Some((nb, off))) => {
                     let w = e.load(u32t, p)?;
                     let eight = e.k32(8);
                     let sh = e.b.i_mul(u32t, None, off, eight)?;
                     let x = e.b.shift_right_logical(u32t, None, w, sh)?;
-                    let bits = e.b.i_mul(u32t, None, bytes, eight)?;
+                    let bits = e.b.i_mul(u32t, None, nb, eight)?;
                     let m1 = e.b.shift_left_logical(u32t, None, one, bits)?;
                     let mask = e.b.i_sub(u32t, None, m1, one)?;
                     let r = e.b.bitwise_and(u32t, None, x, mask)?;
@@ -220,7 +255,11 @@ impl Emit {
         self.if_then(bad, |e| {
             let reason = e.k32(FaultReason::Unaligned as u32);
             let a = e.zext(addr)?;
-            e.b.function_call(e.t.void, None, fault, [reason, a, bytes, inst])?;
+            let size = match nbytes {
+                Some(nb) => nb,
+                None => e.k32(bytes.unwrap_or(4)),
+            };
+            e.b.function_call(e.t.void, None, fault, [reason, a, size, inst])?;
             Ok(())
         })?;
         if write {
