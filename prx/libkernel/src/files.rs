@@ -227,7 +227,7 @@ pub unsafe extern "C" fn mkdir(path: *const libc::c_char, mode: u32) -> i32 {
 /// is not available to `faccessat`, so the path is opened confined first (`O_PATH`) and
 /// checked through `/proc/self/fd`, which the kernel resolves to that very file. W_OK
 /// under the read-only `/app0` is EROFS, as on FreeBSD.
-fn access_guest(p: &[u8], mode: i32) -> Result<i64, i32> {
+pub(crate) fn access_guest(p: &[u8], mode: i32) -> Result<i64, i32> {
     if mode & !7 != 0 {
         return Err(EINVAL);
     }

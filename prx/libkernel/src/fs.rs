@@ -90,8 +90,11 @@ pub fn cwd() -> String {
     }
 }
 
+const EPERM: i32 = 1;
 const ENOENT: i32 = 2;
+const EBADF: i32 = 9;
 const EACCES: i32 = 13;
+const ENOTDIR: i32 = 20;
 const EBUSY: i32 = 16;
 const EEXIST: i32 = 17;
 const EXDEV: i32 = 18;
@@ -552,7 +555,7 @@ pub(crate) fn rmdir_guest(path: &[u8]) -> Result<isize, i32> {
 
 /// Guest `unlink`: removes the name itself (a symlink, not what it points to); a folder is
 /// EPERM, as on FreeBSD.
-fn unlink_guest(path: &[u8]) -> Result<isize, i32> {
+pub(crate) fn unlink_guest(path: &[u8]) -> Result<isize, i32> {
     let e = entry(path, EBUSY)?;
     host_ret(unsafe { libc::unlinkat(e.dir.as_raw_fd(), e.leaf.as_ptr(), 0) } as isize).map_err(
         |err| if err == 21 { 1 } else { err }, // EISDIR -> EPERM
@@ -560,7 +563,7 @@ fn unlink_guest(path: &[u8]) -> Result<isize, i32> {
 }
 
 /// Guest `rename`: both names confined and not followed; between two mounts EXDEV.
-fn rename_guest(from: &[u8], to: &[u8]) -> Result<isize, i32> {
+pub(crate) fn rename_guest(from: &[u8], to: &[u8]) -> Result<isize, i32> {
     let a = entry(from, EBUSY)?;
     let b = entry(to, EBUSY)?;
     if !a.same_mount(&b) {
@@ -576,9 +579,96 @@ fn rename_guest(from: &[u8], to: &[u8]) -> Result<isize, i32> {
     } as isize)
 }
 
+/// Guest `link(from, to)`: a new name `to` for the file `from`, both on one mount (EXDEV
+/// otherwise, so no writable name can be made for a file of the read-only `/app0`), `to`
+/// not followed. `follow`: a symlink at `from` is followed (confined, like every lookup) and
+/// its target linked, else the symlink itself is.
+pub(crate) fn link_guest(from: &[u8], to: &[u8], follow: bool) -> Result<isize, i32> {
+    let dst = entry(to, EEXIST)?;
+    if follow {
+        let r = resolve(from)?;
+        if r.mount != dst.mount {
+            return Err(EXDEV);
+        }
+        let fd = open_beneath(r.root, &r.rel, libc::O_PATH, 0)?;
+        // The descriptor's /proc name links the very file it refers to (linkat(2)).
+        host_ret(unsafe {
+            libc::linkat(
+                libc::AT_FDCWD,
+                fd_path(&fd).as_ptr(),
+                dst.dir.as_raw_fd(),
+                dst.leaf.as_ptr(),
+                libc::AT_SYMLINK_FOLLOW,
+            )
+        } as isize)
+    } else {
+        let src = entry(from, EPERM)?;
+        if !src.same_mount(&dst) {
+            return Err(EXDEV);
+        }
+        host_ret(unsafe {
+            libc::linkat(
+                src.dir.as_raw_fd(),
+                src.leaf.as_ptr(),
+                dst.dir.as_raw_fd(),
+                dst.leaf.as_ptr(),
+                0,
+            )
+        } as isize)
+    }
+}
+
+/// The guest path (`/temp0/dir`) of the directory open as host descriptor `fd`, for the
+/// `*at` calls given a descriptor instead of `AT_FDCWD`: the kernel's name for it
+/// (`/proc/self/fd/N`) must lie beneath one of the mount folders, whose guest name replaces
+/// that folder's host path. The path found is resolved again like any guest path, so a
+/// folder moved meanwhile can only make the call fail, never leave the mount. EBADF for a
+/// closed descriptor, ENOTDIR for one that is not a folder, ENOENT for a removed folder,
+/// EACCES for a folder outside every mount.
+pub(crate) fn guest_dir_of(fd: i32) -> Result<String, i32> {
+    init();
+    let mounts = MOUNTS.get().expect("initialised above");
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(errno::from_host(
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EBADF),
+        ));
+    }
+    if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+        return Err(ENOTDIR);
+    }
+    if st.st_nlink == 0 {
+        return Err(ENOENT);
+    }
+    let host = std::fs::read_link(format!("/proc/self/fd/{fd}")).map_err(|_| EBADF)?;
+    let mut best: Option<(usize, String)> = None;
+    for m in mounts.roots.iter().filter(|m| m.fd >= 0) {
+        let Ok(root) = std::fs::read_link(format!("/proc/self/fd/{}", m.fd)) else {
+            continue;
+        };
+        let Ok(rest) = host.strip_prefix(&root) else {
+            continue;
+        };
+        let depth = root.components().count();
+        if best.as_ref().is_some_and(|(d, _)| *d >= depth) {
+            continue;
+        }
+        let rest = rest.to_str().ok_or(ENOENT)?;
+        let guest = if rest.is_empty() {
+            format!("/{}", m.name)
+        } else {
+            format!("/{}/{rest}", m.name)
+        };
+        best = Some((depth, guest));
+    }
+    best.map(|(_, g)| g).ok_or(EACCES)
+}
+
 /// Guest `chmod`: the file is found confined (following symlinks beneath the mount), then
 /// changed through its descriptor's `/proc/self/fd` name.
-fn chmod_guest(path: &[u8], mode: u32) -> Result<isize, i32> {
+pub(crate) fn chmod_guest(path: &[u8], mode: u32) -> Result<isize, i32> {
     let r = resolve(path)?;
     if r.read_only {
         return Err(EROFS);

@@ -13,6 +13,7 @@
 // is the C one documented by the PS4/PS5 SDKs.
 #![allow(clippy::missing_safety_doc)]
 
+pub mod at;
 pub mod equeue;
 pub mod errno;
 pub mod event_flag;
@@ -32,6 +33,7 @@ pub mod sync;
 pub mod sync_extra;
 pub mod syscall;
 mod syscall_names;
+pub mod thr;
 pub mod thread;
 pub mod thread_attr;
 pub mod time;

@@ -11,7 +11,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::{errno, files, fs, memory, signal, syscall_names, time};
+use crate::{at, errno, files, fs, memory, signal, syscall_names, time};
 
 /// The instruction that stands for `syscall` in relinked code (`UD0` without a ModRM
 /// byte is decoded up to the next byte, but the trap happens at its first byte).
@@ -37,10 +37,7 @@ const ENOTTY: i32 = 25;
 const ENOENT: i32 = 2;
 /// FreeBSD `ETIMEDOUT`.
 const ETIMEDOUT: i32 = 60;
-/// FreeBSD `AT_FDCWD`.
-const AT_FDCWD: i32 = -100;
-/// FreeBSD `AT_SYMLINK_NOFOLLOW`.
-const AT_SYMLINK_NOFOLLOW: i32 = 0x200;
+use at::AT_FDCWD;
 
 /// The FreeBSD name of system call `nr` (`None` for reserved numbers and for the consoles'
 /// own calls, 532 and up).
@@ -94,10 +91,16 @@ fn host(r: i64) -> Result<u64, i32> {
 /// does not serve is reported once on stderr (see [`report_unknown`]) and fails with
 /// ENOSYS, as the FreeBSD kernel answers a number it lacks.
 pub fn dispatch(nr: u64, a: [u64; 6]) -> Result<u64, i32> {
-    dispatch_at(nr, a, 0)
+    dispatch_at(nr, a, 0, None)
 }
 
-fn dispatch_at(nr: u64, a: [u64; 6], site: usize) -> Result<u64, i32> {
+/// `mask`: the interrupted program's signal mask, when called from the trap handler.
+fn dispatch_at(
+    nr: u64,
+    a: [u64; 6],
+    site: usize,
+    mask: Option<&libc::sigset_t>,
+) -> Result<u64, i32> {
     let i = |k: usize| a[k] as i32;
     let path = |k: usize| a[k] as *const libc::c_char;
     unsafe {
@@ -122,8 +125,13 @@ fn dispatch_at(nr: u64, a: [u64; 6], site: usize) -> Result<u64, i32> {
                     a[3] as *mut libc::rusage,
                 )))
             }
+            // link(2) follows a symlink at the old name on FreeBSD.
+            9 => at::linkat(AT_FDCWD, path(0), AT_FDCWD, path(1), at::AT_SYMLINK_FOLLOW),
             10 => posix(i64::from(fs::unlink(path(0)))),
             12 => posix(i64::from(fs::chdir(path(0)))),
+            14 => at::mknodat(AT_FDCWD, path(0), a[1] as u32, a[2] as u32),
+            15 => at::fchmodat(AT_FDCWD, path(0), a[1] as u32, 0),
+            16 => at::fchownat(AT_FDCWD, path(0), a[1] as u32, a[2] as u32, 0),
             20 => Ok(crate::getpid() as u64),
             24 => Ok(u64::from(libc::getuid())),
             25 => Ok(u64::from(libc::geteuid())),
@@ -135,6 +143,8 @@ fn dispatch_at(nr: u64, a: [u64; 6], site: usize) -> Result<u64, i32> {
             47 => Ok(u64::from(libc::getgid())),
             53 => sigaltstack(a[0] as *const FbStack, a[1] as *mut FbStack),
             54 => ioctl(i(0), a[1], a[2] as *mut u8),
+            57 => at::symlinkat(path(0), AT_FDCWD, path(1)),
+            58 => at::readlinkat(AT_FDCWD, path(0), a[1] as *mut u8, a[2] as usize),
             60 => Ok(u64::from(libc::umask(a[0] as libc::mode_t))),
             65 => msync(a[0] as usize, a[1] as usize, i(2)),
             // sbrk: the FreeBSD kernel answers EOPNOTSUPP too; C libraries then use mmap.
@@ -177,8 +187,10 @@ fn dispatch_at(nr: u64, a: [u64; 6], site: usize) -> Result<u64, i32> {
             120 => posix(fs::readv(i(0), a[1] as *const libc::iovec, i(2)) as i64),
             121 => posix(fs::writev(i(0), a[1] as *const libc::iovec, i(2)) as i64),
             128 => posix(i64::from(fs::rename(path(0), path(1)))),
+            132 => at::mkfifoat(AT_FDCWD, path(0), a[1] as u32),
             136 => posix(i64::from(files::mkdir(path(0), a[1] as u32))),
             137 => posix(i64::from(files::rmdir(path(0)))),
+            138 => at::futimesat(AT_FDCWD, path(0), a[1] as *const [i64; 4]),
             165 => sysarch(i(0), a[1] as *mut u64),
             188 => posix(i64::from(fs::stat(path(0), a[1] as *mut fs::GuestStat))),
             189 => posix(i64::from(fs::fstat(i(0), a[1] as *mut fs::GuestStat))),
@@ -218,6 +230,13 @@ fn dispatch_at(nr: u64, a: [u64; 6], site: usize) -> Result<u64, i32> {
             ))),
             // The program runs with its user's own rights: never set-user-id.
             253 => Ok(0),
+            254 => at::fchownat(
+                AT_FDCWD,
+                path(0),
+                a[1] as u32,
+                a[2] as u32,
+                at::AT_SYMLINK_NOFOLLOW,
+            ),
             272 => posix(i64::from(files::getdents(i(0), a[1] as *mut u8, i(2)))),
             326 => match fs::aps5_getcwd(a[0] as *mut u8, a[1] as usize) {
                 n if n < 0 => Err(34), // ERANGE
@@ -253,6 +272,9 @@ fn dispatch_at(nr: u64, a: [u64; 6], site: usize) -> Result<u64, i32> {
                 a[1] as *const signal::FbSigaction,
                 a[2] as *mut signal::FbSigaction,
             ))),
+            // thr_exit(long *state) and thr_new(param, size): thr.rs.
+            431 => crate::thr::thr_exit(a[0] as *mut i64, mask),
+            455 => crate::thr::thr_new(a[0] as *const u8, i(1), mask),
             // thr_self(long *id): thread ids are host thread ids (as pthread_getthreadid_np).
             432 => {
                 let id = a[0] as *mut i64;
@@ -312,20 +334,22 @@ fn dispatch_at(nr: u64, a: [u64; 6], site: usize) -> Result<u64, i32> {
             }
             478 => posix(fs::lseek(i(0), a[1] as i64, i(2))),
             480 => posix(i64::from(files::ftruncate(i(0), a[1] as i64))),
-            // fstatat / openat: paths are guest paths, resolved (and confined) by libkernel;
-            // relative to a directory descriptor they are not served.
-            493 => {
-                at_cwd(i(0), path(1))?;
-                if i(3) & AT_SYMLINK_NOFOLLOW != 0 {
-                    lstat(path(1), a[2] as *mut fs::GuestStat)
-                } else {
-                    posix(i64::from(fs::stat(path(1), a[2] as *mut fs::GuestStat)))
-                }
-            }
-            499 => {
-                at_cwd(i(0), path(1))?;
-                posix(i64::from(fs::open(path(1), i(2), a[3] as u32)))
-            }
+            // The *at family (at.rs): relative to AT_FDCWD or to a guest directory
+            // descriptor, resolved and confined like every guest path.
+            489 => at::faccessat(i(0), path(1), i(2), i(3)),
+            490 => at::fchmodat(i(0), path(1), a[2] as u32, i(3)),
+            491 => at::fchownat(i(0), path(1), a[2] as u32, a[3] as u32, i(4)),
+            493 => at::fstatat(i(0), path(1), a[2] as *mut fs::GuestStat, i(3)),
+            494 => at::futimesat(i(0), path(1), a[2] as *const [i64; 4]),
+            495 => at::linkat(i(0), path(1), i(2), path(3), i(4)),
+            496 => at::mkdirat(i(0), path(1), a[2] as u32),
+            497 => at::mkfifoat(i(0), path(1), a[2] as u32),
+            498 => at::mknodat(i(0), path(1), a[2] as u32, a[3] as u32),
+            499 => at::openat(i(0), path(1), i(2), a[3] as u32),
+            500 => at::readlinkat(i(0), path(1), a[2] as *mut u8, a[3] as usize),
+            501 => at::renameat(i(0), path(1), i(2), path(3)),
+            502 => at::symlinkat(path(0), i(1), path(2)),
+            503 => at::unlinkat(i(0), path(1), i(2)),
             // dynlib_dlsym(handle, name, &addr): PS5 payloads resolve libkernel and libc
             // functions with it (crate::payload), homebrew system functions.
             591 => {
@@ -363,19 +387,6 @@ fn dispatch_at(nr: u64, a: [u64; 6], site: usize) -> Result<u64, i32> {
                 Err(ENOSYS)
             }
         }
-    }
-}
-
-/// `*at` calls: only `AT_FDCWD` or an absolute path (which ignores the descriptor) are served.
-unsafe fn at_cwd(dirfd: i32, path: *const libc::c_char) -> Result<(), i32> {
-    if path.is_null() {
-        return Err(EFAULT);
-    }
-    if dirfd == AT_FDCWD || unsafe { *path } == b'/' as libc::c_char {
-        Ok(())
-    } else {
-        // The descriptor's folder is not known as a guest path; libkernel cannot confine it.
-        Err(EOPNOTSUPP)
     }
 }
 
@@ -1059,7 +1070,7 @@ pub fn service(uc: &mut libc::ucontext_t) -> bool {
             fds[0] as u64
         })
     } else {
-        dispatch_at(nr, args, rip)
+        dispatch_at(nr, args, rip, Some(&uc.uc_sigmask))
     };
     unsafe { *errno::error() = saved_errno };
     let (rax, carry) = match r {
@@ -1112,6 +1123,334 @@ mod tests {
             );
         }
         (rax, cf != 0)
+    }
+
+    /// Executes the trap with up to six arguments; returns (rax, carry).
+    fn trap6(nr: u64, a: [u64; 6]) -> (u64, bool) {
+        signal::install_syscall_trap();
+        let rax: u64;
+        let cf: u8;
+        unsafe {
+            std::arch::asm!(
+                ".byte 0x0f, 0xff",
+                "setc {cf}",
+                inout("rax") nr => rax,
+                in("rdi") a[0],
+                in("rsi") a[1],
+                in("rdx") a[2],
+                in("r10") a[3],
+                in("r8") a[4],
+                in("r9") a[5],
+                out("rcx") _,
+                out("r11") _,
+                cf = out(reg_byte) cf,
+            );
+        }
+        (rax, cf != 0)
+    }
+
+    fn c(s: &str) -> std::ffi::CString {
+        std::ffi::CString::new(s).unwrap()
+    }
+
+    /// What a thread of `thr_new` reports.
+    #[repr(C)]
+    struct Seen {
+        value: u64,
+        tid: i64,
+        local_at: u64,
+        state: i64,
+    }
+
+    extern "C" fn thr_start(arg: *mut Seen) {
+        let local = 0u8;
+        let seen = unsafe { &mut *arg };
+        seen.local_at = (&raw const local) as u64;
+        let mut tid = 0i64;
+        trap(432, (&raw mut tid) as u64, 0, 0);
+        seen.tid = tid;
+        seen.value = 0x5EED;
+        // thr_exit(&state): never returns.
+        trap(431, (&raw mut seen.state) as u64, 0, 0);
+        unreachable!("thr_exit returned");
+    }
+
+    extern "C" fn thr_start_returns(arg: *mut Seen) {
+        unsafe { (*arg).value = 7 };
+    }
+
+    #[test]
+    fn thr_new_runs_on_the_given_stack_and_thr_exit_wakes_the_joiner() {
+        const SIZE: usize = 128 << 10;
+        let stack = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        } as u64;
+        assert_ne!(stack, u64::MAX);
+        let mut seen = Seen {
+            value: 0,
+            tid: 0,
+            local_at: 0,
+            state: 0,
+        };
+        let (mut child_tid, mut parent_tid) = (0i64, 0i64);
+        let p = crate::thr::ThrParam {
+            start_func: thr_start as *const () as u64,
+            arg: (&raw mut seen) as u64,
+            stack_base: stack,
+            stack_size: SIZE as u64,
+            child_tid: (&raw mut child_tid) as u64,
+            parent_tid: (&raw mut parent_tid) as u64,
+            flags: 2, // THR_SYSTEM_SCOPE
+            ..Default::default()
+        };
+        assert_eq!(trap(455, (&raw const p) as u64, 104, 0), (0, false));
+        // Both ids are written before thr_new returns.
+        assert!(child_tid > 0 && child_tid == parent_tid);
+        assert_ne!(child_tid, i64::from(unsafe { libc::gettid() }));
+        // Join the FreeBSD way: wait on the state word until thr_exit sets it to 1.
+        let state = (&raw mut seen.state) as u64;
+        while unsafe { std::ptr::read_volatile(state as *const i64) } == 0 {
+            let r = trap6(454, [state, 2 /* UMTX_OP_WAIT */, 0, 0, 0, 0]);
+            assert_eq!(r, (0, false));
+        }
+        assert_eq!(seen.value, 0x5EED);
+        assert_eq!(
+            seen.tid, child_tid,
+            "thr_self in the thread is its thr_new id"
+        );
+        assert!(
+            (stack..stack + SIZE as u64).contains(&seen.local_at),
+            "ran on the given stack: {:#x} not in {stack:#x}+{SIZE:#x}",
+            seen.local_at
+        );
+        // The host thread ends after signalling.
+        for _ in 0..1000 {
+            if crate::thr::live() == 0 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(crate::thr::live(), 0);
+
+        // A start function that returns ends its thread.
+        seen.value = 0;
+        let p2 = crate::thr::ThrParam {
+            start_func: thr_start_returns as *const () as u64,
+            ..p
+        };
+        child_tid = 0;
+        assert_eq!(trap(455, (&raw const p2) as u64, 104, 0), (0, false));
+        for _ in 0..1000 {
+            if crate::thr::live() == 0 && seen.value == 7 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!((seen.value, crate::thr::live()), (7, 0));
+        assert!(child_tid > 0);
+
+        // Bad parameters: FreeBSD's checks, and what would fault at once.
+        assert_eq!(trap(455, (&raw const p) as u64, 105, 0), (22, true), "size");
+        assert_eq!(trap(455, 0, 104, 0), (14, true), "NULL");
+        let no_stack = crate::thr::ThrParam { stack_base: 0, ..p };
+        assert_eq!(trap(455, (&raw const no_stack) as u64, 104, 0), (22, true));
+        let suspended = crate::thr::ThrParam { flags: 1, ..p };
+        assert_eq!(trap(455, (&raw const suspended) as u64, 104, 0), (45, true));
+        unsafe { libc::munmap(stack as *mut libc::c_void, SIZE) };
+    }
+
+    #[test]
+    fn every_at_call_of_the_table_is_served() {
+        // The class: every call of the table named `*at` (the stat family, creat and shmat
+        // only end like one); fexecve, the one other call taking a directory descriptor's
+        // place, is not served.
+        let class: Vec<(u64, &str)> = (0..syscall_names::NAMES.len() as u64)
+            .filter_map(|n| name(n).map(|s| (n, s)))
+            .filter(|(_, s)| {
+                s.ends_with("at") && !s.ends_with("stat") && !s.ends_with("creat") && *s != "shmat"
+            })
+            .collect();
+        assert_eq!(
+            class,
+            at::SERVED,
+            "the served list is the table's *at calls"
+        );
+        // Each is served: a NULL path is EFAULT, never ENOSYS.
+        for &(nr, call) in at::SERVED {
+            let a = if call == "symlinkat" {
+                [0, AT_FDCWD as u64, 0, 0, 0, 0]
+            } else {
+                [AT_FDCWD as u64, 0, 0, 0, 0, 0]
+            };
+            assert_eq!(trap6(nr, a), (14, true), "{call} ({nr})");
+        }
+    }
+
+    #[test]
+    fn at_calls_resolve_relative_to_a_guest_directory_and_stay_in_the_mount() {
+        let at = |nr: u64, a: &[u64]| {
+            let mut v = [0u64; 6];
+            v[..a.len()].copy_from_slice(a);
+            trap6(nr, v)
+        };
+        let p = |s: &std::ffi::CString| s.as_ptr() as u64;
+        let cwd = AT_FDCWD as u64;
+        let base = format!("/temp0/at-{}", std::process::id());
+        let cbase = c(&base);
+        assert_eq!(at(136, &[p(&cbase), 0o755]), (0, false), "mkdir");
+        let (dir, e) = at(5, &[p(&cbase), 0x20000 /* O_DIRECTORY */, 0]);
+        assert!(!e, "open dir: {dir}");
+        let (f, g, s, d, fifo, q) = (c("f"), c("g"), c("s"), c("d"), c("p"), c("q"));
+        // openat: create, write, read back through the full path.
+        let (fd, e) = at(499, &[dir, p(&f), 0x0201 | 0x0400, 0o644]);
+        assert!(!e, "openat: {fd}");
+        assert_eq!(at(4, &[fd, b"hello".as_ptr() as u64, 5]), (5, false));
+        assert_eq!(at(6, &[fd]), (0, false));
+        let mut st = fs::GuestStat::default();
+        let stp = (&raw mut st) as u64;
+        let full = c(&format!("{base}/f"));
+        assert_eq!(at(493, &[cwd, p(&full), stp, 0]), (0, false), "fstatat cwd");
+        assert_eq!(st.size, 5);
+        let ino = st.ino;
+        assert_eq!(at(493, &[dir, p(&f), stp, 0]), (0, false), "fstatat dirfd");
+        assert_eq!((st.size, st.ino), (5, ino));
+        assert_eq!(
+            at(489, &[dir, p(&f), 4 /* R_OK */, 0]),
+            (0, false),
+            "faccessat"
+        );
+        assert_eq!(
+            at(489, &[dir, p(&f), 0, 0x200]),
+            (22, true),
+            "faccessat flag"
+        );
+        assert_eq!(at(490, &[dir, p(&f), 0o600, 0]), (0, false), "fchmodat");
+        at(493, &[dir, p(&f), stp, 0]);
+        assert_eq!(st.mode & 0o777, 0o600);
+        assert_eq!(
+            at(491, &[dir, p(&f), u32::MAX as u64, u32::MAX as u64, 0]),
+            (0, false)
+        );
+        let tv: [i64; 4] = [1000, 0, 2000, 500];
+        assert_eq!(at(494, &[dir, p(&f), (&raw const tv) as u64]), (0, false));
+        at(493, &[dir, p(&f), stp, 0]);
+        assert_eq!(st.times[1], [2000, 500_000], "futimesat mtime");
+        assert_eq!(at(495, &[dir, p(&f), dir, p(&g), 0]), (0, false), "linkat");
+        at(493, &[dir, p(&f), stp, 0]);
+        assert_eq!(st.nlink, 2);
+        assert_eq!(at(502, &[p(&f), dir, p(&s)]), (0, false), "symlinkat");
+        let mut buf = [0u8; 16];
+        let r = at(500, &[dir, p(&s), buf.as_mut_ptr() as u64, 16]);
+        assert_eq!((r, &buf[..1]), ((1, false), &b"f"[..]), "readlinkat");
+        assert_eq!(at(493, &[dir, p(&s), stp, 0x200]), (0, false));
+        assert_eq!(
+            u32::from(st.mode) & 0o170000,
+            0o120000,
+            "NOFOLLOW: the link"
+        );
+        assert_eq!(at(490, &[dir, p(&s), 0o600, 0x200]), (45, true), "lchmod");
+        let h = c(&format!("{base}/h"));
+        assert_eq!(at(501, &[dir, p(&g), cwd, p(&h)]), (0, false), "renameat");
+        assert_eq!(at(496, &[dir, p(&d), 0o755]), (0, false), "mkdirat");
+        assert_eq!(at(497, &[dir, p(&fifo), 0o644]), (0, false), "mkfifoat");
+        assert_eq!(
+            at(498, &[dir, p(&q), 0o010644, 0]),
+            (0, false),
+            "mknodat FIFO"
+        );
+        at(493, &[dir, p(&q), stp, 0]);
+        assert_eq!(u32::from(st.mode) & 0o170000, 0o010000);
+        assert_eq!(
+            at(498, &[dir, p(&q), 0o020644, 1]),
+            (1, true),
+            "a device: EPERM"
+        );
+        assert_eq!(
+            at(503, &[dir, p(&d), 0]),
+            (1, true),
+            "unlink of a folder: EPERM"
+        );
+        assert_eq!(at(503, &[dir, p(&d), 0x800]), (0, false), "AT_REMOVEDIR");
+        assert_eq!(at(503, &[dir, p(&d), 0x200]), (22, true), "flag");
+        // Escapes: `..`, an absolute symlink, a relative one climbing out.
+        let up = c("../../etc/passwd");
+        assert_eq!(at(499, &[dir, p(&up), 0, 0]).1, true);
+        assert_eq!(at(499, &[dir, p(&up), 0, 0]).0, 13, "EACCES");
+        let (esc, esc2) = (c("esc"), c("esc2"));
+        assert_eq!(at(502, &[p(&c("/etc")), dir, p(&esc)]), (0, false));
+        assert_eq!(
+            at(502, &[p(&c("../../../../../..")), dir, p(&esc2)]),
+            (0, false)
+        );
+        for path in ["esc/passwd", "esc2/etc/passwd"] {
+            let cp = c(path);
+            assert_eq!(at(499, &[dir, p(&cp), 0, 0]), (13, true), "{path}");
+            assert_eq!(at(493, &[dir, p(&cp), stp, 0]), (13, true), "{path}");
+        }
+        // A link out of the mount cannot be made either (EXDEV between mounts).
+        let other = c("/savedata0/x");
+        assert_eq!(at(495, &[dir, p(&f), cwd, p(&other), 0]), (18, true));
+        // Descriptors that are no guest folder.
+        let tmp = unsafe { libc::open(c"/tmp".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY) };
+        assert!(tmp >= 0);
+        assert_eq!(
+            at(499, &[tmp as u64, p(&f), 0, 0]),
+            (13, true),
+            "outside the mounts"
+        );
+        let (ffd, _) = at(499, &[dir, p(&f), 0, 0]);
+        assert_eq!(at(493, &[ffd, p(&f), stp, 0]), (20, true), "ENOTDIR");
+        assert_eq!(at(493, &[9999, p(&f), stp, 0]), (9, true), "EBADF");
+        // An absolute path ignores the descriptor.
+        assert_eq!(at(493, &[9999, p(&full), stp, 0]), (0, false));
+        unsafe {
+            libc::close(tmp);
+            libc::close(ffd as i32);
+        }
+        // The plain forms (AT_FDCWD).
+        // (A symlink's text is followed by the host kernel beneath the mount folder: an
+        // absolute guest path in it cannot be, so these use a relative one.)
+        let l2 = c(&format!("{base}/l2"));
+        assert_eq!(at(57, &[p(&f), p(&l2)]), (0, false), "symlink");
+        let r = at(58, &[p(&l2), buf.as_mut_ptr() as u64, 16]);
+        assert_eq!((r, &buf[..1]), ((1, false), &b"f"[..]), "readlink");
+        assert_eq!(at(15, &[p(&full), 0o640]), (0, false), "chmod");
+        assert_eq!(
+            at(16, &[p(&full), u32::MAX as u64, u32::MAX as u64]),
+            (0, false)
+        );
+        assert_eq!(
+            at(254, &[p(&l2), u32::MAX as u64, u32::MAX as u64]),
+            (0, false)
+        );
+        assert_eq!(at(138, &[p(&full), 0]), (0, false), "utimes now");
+        let hl = c(&format!("{base}/hl"));
+        assert_eq!(at(9, &[p(&l2), p(&hl)]), (0, false), "link follows");
+        at(190, &[p(&hl), stp]);
+        assert_eq!(
+            u32::from(st.mode) & 0o170000,
+            0o100000,
+            "a file, not the link"
+        );
+        let ff = c(&format!("{base}/ff"));
+        assert_eq!(at(132, &[p(&ff), 0o600]), (0, false), "mkfifo");
+        assert_eq!(
+            at(14, &[p(&c(&format!("{base}/nn"))), 0o100600, 0]),
+            (22, true)
+        );
+        // Clean up through the at calls.
+        for n in ["f", "s", "h", "p", "q", "esc", "esc2", "l2", "hl", "ff"] {
+            assert_eq!(at(503, &[dir, p(&c(n)), 0]), (0, false), "unlinkat {n}");
+        }
+        at(6, &[dir]);
+        assert_eq!(at(503, &[cwd, p(&cbase), 0x800]), (0, false));
     }
 
     #[test]

@@ -71,6 +71,10 @@ const SKIP: &[(&str, &str)] = &[
         "static_libc_syscalls",
         "makes FreeBSD system calls with the syscall instruction",
     ),
+    (
+        "raw_threads_at",
+        "makes FreeBSD system calls with the syscall instruction",
+    ),
     // glibc's errno numbering is Linux's (EOVERFLOW 75, FreeBSD's 84), and glibc exports no
     // compiler-runtime helpers nor __atomic_* calls; aps5's relinked programs run them.
     ("errno_host", "needs libc.prx's FreeBSD errno numbering"),
