@@ -509,8 +509,9 @@ fn host_flag(flag: &str) -> bool {
         .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == flag))
 }
 
-/// The `tests/data/zen` fixture (CLZERO, RDPRU, MONITORX, MWAITX) relinked for an Intel
-/// target: CLZERO and RDPRU (3 bytes each) go through the trap, MONITORX and MWAITX are
+/// The `tests/data/zen` fixture (CLZERO, MONITORX, MWAITX in the eboot, RDPRU in its bundled
+/// module) relinked for an Intel target: CLZERO and RDPRU (3 bytes each) go through the trap
+/// tables of their files, MONITORX and MWAITX are
 /// rewritten in place, and the port prints what the same program prints when built with the
 /// manual's definitions in C (`-DREFERENCE`, compiled for this machine). Not lowered, it
 /// dies with SIGILL on a CPU lacking one of them (this AMD build machine lacks RDPRU and
@@ -523,7 +524,8 @@ fn zen_fixture_lowered_for_intel_prints_the_manuals_results() {
     sh(Command::new("clang-14")
         .args(["-O2", "-DREFERENCE", "-o"])
         .arg(p("reference"))
-        .arg(src.join("main.c")));
+        .arg(src.join("main.c"))
+        .arg(src.join("modules/zenmod/zenmod.c")));
     let want = sh(&mut Command::new(p("reference")));
     // The manual's results, as the reference prints them.
     for line in [
@@ -543,10 +545,16 @@ fn zen_fixture_lowered_for_intel_prints_the_manuals_results() {
         ..Default::default()
     };
     let out = p("out");
-    let r = support::build_tree_with(&dump.join("eboot.bin"), &[], &out, &intel);
+    let module = dump.join("sce_module/zenmod.prx");
+    let r = support::build_tree_with(
+        &dump.join("eboot.bin"),
+        std::slice::from_ref(&module),
+        &out,
+        &intel,
+    );
     let kinds = |k: AmdOnlyKind| r.amd_only.iter().filter(|s| s.kind == k).count();
     assert_eq!(kinds(AmdOnlyKind::Clzero), 1, "{:?}", r.amd_only);
-    assert!(kinds(AmdOnlyKind::Rdpru) >= 1, "{:?}", r.amd_only);
+    assert_eq!(kinds(AmdOnlyKind::Rdpru), 0, "RDPRU is in the module");
     assert_eq!(kinds(AmdOnlyKind::Monitorx), 1, "{:?}", r.amd_only);
     assert_eq!(kinds(AmdOnlyKind::Mwaitx), 1, "{:?}", r.amd_only);
     for s in &r.amd_only {
@@ -568,13 +576,22 @@ fn zen_fixture_lowered_for_intel_prints_the_manuals_results() {
         .filter(|s| s.lowered == Some(Lowering::Trap))
         .count();
     assert_eq!(table.p_filesz, 16 * traps as u64);
+    // The module's RDPRU: lowered through its own trap table.
+    let m = std::fs::read(out.join("app0/sce_module/zenmod.prx")).unwrap();
+    let m = goblin::elf::Elf::parse(&m).unwrap();
+    let t = m
+        .program_headers
+        .iter()
+        .find(|p| p.p_type == aps5_relink::lower::PT_APS5_LOWER_TRAPS)
+        .expect("the module's trap table");
+    assert_eq!(t.p_filesz, 16, "one RDPRU site in the module");
     keep("zen-lowered", &out, &want);
     let run = support::run(&out, &[], &[], Duration::from_secs(20));
     assert_eq!(run.status, Some(0), "{run:?}");
     assert_eq!(run.stdout, want);
 
     let plain = p("plain");
-    support::build_tree(&dump.join("eboot.bin"), &[], &plain);
+    support::build_tree(&dump.join("eboot.bin"), &[module], &plain);
     keep("zen-plain", &plain, "zen: start\n");
     let run = support::run(&plain, &[], &[], Duration::from_secs(20));
     if ["clzero", "rdpru", "mwaitx"].iter().all(|f| host_flag(f)) {

@@ -10,10 +10,13 @@
 #include <stdio.h>
 #include <string.h>
 
-
 static unsigned char buf[256] __attribute__((aligned(64)));
 static volatile int off = 77; /* inside the second line, bytes 64..127 */
 static volatile unsigned sel_mperf = 0, sel_aperf = 1, sel_bad = 7;
+
+/* RDPRU lives in a bundled module (sce_module/zenmod.prx): AMD-only instructions in every
+   converted module are lowered too. */
+unsigned zen_rdpru(unsigned reg, unsigned long long *value);
 
 struct pru {
   unsigned long long value;
@@ -22,21 +25,7 @@ struct pru {
 
 static struct pru rdpru(unsigned reg) {
   struct pru r;
-#ifdef REFERENCE
-  static unsigned long long fake = 1000;
-  r.value = reg < 2 ? fake++ : 0;
-  r.flags = reg < 2 ? 1 : 0;
-#else
-  unsigned lo, hi;
-  unsigned long long fl;
-  /* CF, PF, AF, ZF, SF and OF all set before, so what RDPRU clears is seen. */
-  __asm__ volatile("mov $0x8d5, %%eax\n\tpush %%rax\n\tpopfq\n\t.byte 0x0f, 0x01, 0xfd\n\tpushfq\n\tpop %2"
-                   : "=a"(lo), "=d"(hi), "=r"(fl)
-                   : "c"(reg)
-                   : "cc");
-  r.value = ((unsigned long long)hi << 32) | lo;
-  r.flags = (unsigned)(fl & 0x8d5);
-#endif
+  r.flags = zen_rdpru(reg, &r.value);
   return r;
 }
 
