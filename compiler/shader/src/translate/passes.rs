@@ -242,7 +242,9 @@ pub fn resources(body: &Body, user_sgprs: u32, texts: &BTreeMap<u32, String>) ->
                         space, addr, bytes, ..
                     } => (*space, false, true, *bytes as u32, *addr),
                     // Buffer accesses: one entry per component, base from the V# (not traced).
-                    Op::BufLoad { addr, bytes, .. } => (Space::Guest, true, false, *bytes as u32, *addr),
+                    Op::BufLoad { addr, bytes, .. } => {
+                        (Space::Guest, true, false, *bytes as u32, *addr)
+                    }
                     Op::BufStore { addr, bytes, .. } => {
                         (Space::Guest, false, true, *bytes as u32, *addr)
                     }
