@@ -80,7 +80,8 @@ pub mod push {
     pub const RANGE_COUNT: u32 = 80;
     /// u32: reserved, 0.
     pub const RESERVED: u32 = 84;
-    /// u64: device address of the scratch (private memory) buffer, 0 if none.
+    /// u64: reserved, 0 (scratch is reached through a V# in user data; docs/SHADER_ABI.md
+    /// "Scratch").
     pub const SCRATCH: u32 = 88;
     /// Total size of the block.
     pub const SIZE: u32 = 96;
