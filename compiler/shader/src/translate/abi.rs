@@ -267,7 +267,8 @@ pub struct MemoryAccess {
     pub inst_offset: u32,
     /// Instruction text (LLVM syntax).
     pub text: String,
-    /// Memory space ("smem", "global", "flat", "lds", ...).
+    /// Memory space ("smem", "global", "flat", "lds", "buffer" for MUBUF/MTBUF components,
+    /// "sbuffer" for `s_buffer_load` dwords; buffer bases come from the V# and are not traced).
     pub space: &'static str,
     /// Reads / writes / both (atomics).
     pub reads: bool,
