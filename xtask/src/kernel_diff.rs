@@ -842,7 +842,11 @@ impl Harness {
                     k.private_size
                 );
             }
-            Ok(abi::scratch_vsharp(guest, k.private_size, k.state.wave_lanes()))
+            Ok(abi::scratch_vsharp(
+                guest,
+                k.private_size,
+                k.state.wave_lanes(),
+            ))
         };
 
         // User SGPRs in HSA order, as kernel_code_properties enables them.

@@ -67,12 +67,17 @@ fn translate(s: &Shader) -> Translation {
         loop_limit: 1 << 20,
         ..Default::default()
     };
-    let t = translate_compute(&s.code, &s.state, &opts).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+    let t =
+        translate_compute(&s.code, &s.state, &opts).unwrap_or_else(|e| panic!("{}: {e}", s.name));
     if let Err(e) = spirv_val(&t.spirv) {
         panic!("{}: {e}", s.name);
     }
     let again = translate_compute(&s.code, &s.state, &opts).unwrap();
-    assert_eq!(t.spirv, again.spirv, "{}: translation is not deterministic", s.name);
+    assert_eq!(
+        t.spirv, again.spirv,
+        "{}: translation is not deterministic",
+        s.name
+    );
     t
 }
 
@@ -311,7 +316,11 @@ fn raw_dwordx4_bytes_shorts_and_scalar_loads_are_range_checked() {
         let sx: Vec<u32> = (0..4)
             .map(|j| {
                 let o = sbo + 4 * j;
-                if vsrc.in_range(0, o, 4) { src[o as usize / 4] } else { 0 }
+                if vsrc.in_range(0, o, 4) {
+                    src[o as usize / 4]
+                } else {
+                    0
+                }
             })
             .collect();
         let sum = s0.wrapping_add(sx[0]) ^ sx[3];
@@ -322,7 +331,11 @@ fn raw_dwordx4_bytes_shorts_and_scalar_loads_are_range_checked() {
             let v: Vec<u32> = (0..4)
                 .map(|j| {
                     let o = 16 * t + 4 + 4 * j;
-                    if vsrc.in_range(0, o, 4) { src[((so + o) / 4) as usize] } else { 0 }
+                    if vsrc.in_range(0, o, 4) {
+                        src[((so + o) / 4) as usize]
+                    } else {
+                        0
+                    }
                 })
                 .collect();
             for j in 0..4 {
@@ -331,7 +344,11 @@ fn raw_dwordx4_bytes_shorts_and_scalar_loads_are_range_checked() {
                     want[((so + o) / 4) as usize] = v[j as usize];
                 }
             }
-            let by = if vsm.in_range(0, t, 1) { small[t as usize] as i8 as i32 as u32 } else { 0 };
+            let by = if vsm.in_range(0, t, 1) {
+                small[t as usize] as i8 as i32 as u32
+            } else {
+                0
+            };
             let sh = if vsm.in_range(0, 2 * t, 2) {
                 u16::from_le_bytes([small[2 * t as usize], small[2 * t as usize + 1]]) as u32
             } else {
@@ -347,7 +364,10 @@ fn raw_dwordx4_bytes_shorts_and_scalar_loads_are_range_checked() {
             }
         }
         assert_eq!(words(&r.bufs[r_dst]), want, "{w}: dst");
-        assert_eq!(r.bufs[r_sm], want_sm, "{w}: byte stores and their neighbours");
+        assert_eq!(
+            r.bufs[r_sm], want_sm,
+            "{w}: byte stores and their neighbours"
+        );
     }
 }
 
@@ -368,7 +388,9 @@ fn typed_buffers_convert_formats_and_apply_dst_sel() {
         for i in 256..512 {
             src[i] = ((i as f32) * 0.375 - 17.0).to_bits();
         }
-        let fmt: Vec<u32> = (0..256).map(|i| ((i as f32) * 1.5 - 3.0).to_bits()).collect();
+        let fmt: Vec<u32> = (0..256)
+            .map(|i| ((i as f32) * 1.5 - 3.0).to_bits())
+            .collect();
         let mut mem = Mem::new();
         let r_src = mem.add(bytes_of(&src), PERM_READ);
         let r_dst = mem.add(vec![0xEE; 3584 + 1024], RW);
@@ -397,12 +419,28 @@ fn typed_buffers_convert_formats_and_apply_dst_sel() {
             let b = &sb[4 * t..4 * t + 4];
             for c in 0..4 {
                 let want = unorm(b[c] as u32, 8);
-                assert_eq!(f32::from_bits(d[4 * t + c]), want, "{w}: 8_8_8_8_UNORM lane {t}.{c}");
+                assert_eq!(
+                    f32::from_bits(d[4 * t + c]),
+                    want,
+                    "{w}: 8_8_8_8_UNORM lane {t}.{c}"
+                );
             }
             let p = src[(256 + 4 * t) / 4];
-            assert_eq!(d[(1024 + 8 * t) / 4], p & 0xFFFF, "{w}: 16_16_UINT x lane {t}");
-            assert_eq!(d[(1024 + 8 * t) / 4 + 1], p >> 16, "{w}: 16_16_UINT y lane {t}");
-            assert_eq!(d[(1536 + 8 * t) / 4], sb[512 + t] as u32, "{w}: 8_UINT lane {t}");
+            assert_eq!(
+                d[(1024 + 8 * t) / 4],
+                p & 0xFFFF,
+                "{w}: 16_16_UINT x lane {t}"
+            );
+            assert_eq!(
+                d[(1024 + 8 * t) / 4 + 1],
+                p >> 16,
+                "{w}: 16_16_UINT y lane {t}"
+            );
+            assert_eq!(
+                d[(1536 + 8 * t) / 4],
+                sb[512 + t] as u32,
+                "{w}: 8_UINT lane {t}"
+            );
             let h = u16::from_le_bytes([sb[576 + 2 * t], sb[577 + 2 * t]]) as u32;
             assert_eq!(
                 f32::from_bits(d[(1536 + 8 * t) / 4 + 1]),
@@ -410,7 +448,11 @@ fn typed_buffers_convert_formats_and_apply_dst_sel() {
                 "{w}: 16_UNORM lane {t}"
             );
             // Stores: 8_8_8_8_UNORM of k/255 gives k back; 16_16_UINT the pair.
-            assert_eq!(d[(2048 + 4 * t) / 4], src[t], "{w}: 8_8_8_8_UNORM store lane {t}");
+            assert_eq!(
+                d[(2048 + 4 * t) / 4],
+                src[t],
+                "{w}: 8_8_8_8_UNORM store lane {t}"
+            );
             assert_eq!(d[(2304 + 4 * t) / 4], p, "{w}: 16_16_UINT store lane {t}");
             for c in 0..4 {
                 assert_eq!(
@@ -424,7 +466,11 @@ fn typed_buffers_convert_formats_and_apply_dst_sel() {
             let inr = fv(0).in_range(t as u32, 0, 16);
             let comp = |i: usize| if inr { fmt[4 * t + i] } else { 0 };
             let want = [comp(2), 1.0f32.to_bits(), comp(0), 0];
-            assert_eq!(&d[(3584 + 16 * t) / 4..][..4], &want, "{w}: format load lane {t}");
+            assert_eq!(
+                &d[(3584 + 16 * t) / 4..][..4],
+                &want,
+                "{w}: format load lane {t}"
+            );
         }
     }
 }
@@ -442,7 +488,9 @@ fn buffer_atomics_are_range_checked_all_or_nothing() {
             let mut mem = Mem::new();
             let r_cnt = mem.add(vec![0; 128], RW);
             let r_dst = mem.add(vec![0xEE; 1024], RW);
-            let cas: Vec<u32> = (0..64).map(|t| if t % 2 == 0 { t } else { t + 1000 }).collect();
+            let cas: Vec<u32> = (0..64)
+                .map(|t| if t % 2 == 0 { t } else { t + 1000 })
+                .collect();
             let r_sv = mem.add(bytes_of(&cas), RW);
             let sv = |base: u64| Vs {
                 base,
@@ -476,7 +524,8 @@ fn buffer_atomics_are_range_checked_all_or_nothing() {
                 let total: u32 = lanes.iter().map(|t| t + 1).sum();
                 assert_eq!(cnt[slot as usize], total, "{what}: slot {slot}");
                 // The returned old values chain from 0 to the total in some order.
-                let mut olds: Vec<(u32, u32)> = lanes.iter().map(|&t| (dst[t as usize], t)).collect();
+                let mut olds: Vec<(u32, u32)> =
+                    lanes.iter().map(|&t| (dst[t as usize], t)).collect();
                 olds.sort_unstable();
                 let mut at = 0;
                 for (old, t) in olds {
@@ -499,7 +548,11 @@ fn buffer_atomics_are_range_checked_all_or_nothing() {
                     (true, true) => (t, t | 65536),
                     (true, false) => (t + 1000, t + 1000),
                 };
-                assert_eq!(dst[(512 / 4 + t) as usize], prev, "{what}: cmpswap old of lane {t}");
+                assert_eq!(
+                    dst[(512 / 4 + t) as usize],
+                    prev,
+                    "{what}: cmpswap old of lane {t}"
+                );
                 assert_eq!(after[t as usize], mem_want, "{what}: cmpswap memory {t}");
             }
         }
@@ -512,9 +565,10 @@ fn in_range_access_outside_the_mappings_faults_and_swizzle_is_refused_at_run_tim
         return;
     }
     let gpu = gpu();
-    let src_text =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/buffer/struct_rw.ll"))
-            .unwrap();
+    let src_text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/buffer/struct_rw.ll"),
+    )
+    .unwrap();
     let load_at = gsupport::objdump_offset_of(&src_text, "buffer_load_dword");
     let s = shader("struct_rw", false, 13);
     for swizzle in [false, true] {
@@ -558,7 +612,10 @@ fn in_range_access_outside_the_mappings_faults_and_swizzle_is_refused_at_run_tim
             FaultReason::Unmapped
         };
         assert_eq!(f.fault(), Some(want), "swizzle {swizzle}: {f:?}");
-        assert_eq!(f.inst_offset, load_at, "swizzle {swizzle}: the buffer_load_dword");
+        assert_eq!(
+            f.inst_offset, load_at,
+            "swizzle {swizzle}: the buffer_load_dword"
+        );
         assert_eq!(f.bytes, 4);
         // Lane 0 runs first: record 0, offset 4 of the unmapped base.
         assert_eq!(f.address, gap_at.get() + 4, "swizzle {swizzle}: address");

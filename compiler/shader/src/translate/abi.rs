@@ -148,7 +148,8 @@ pub mod push {
     pub const RANGE_COUNT: u32 = 80;
     /// u32: reserved, 0.
     pub const RESERVED: u32 = 84;
-    /// u64: device address of the scratch (private memory) buffer, 0 if none.
+    /// u64: reserved, 0 (scratch is reached through a V# in user data; docs/SHADER_ABI.md
+    /// "Scratch").
     pub const SCRATCH: u32 = 88;
     /// Total size of the block.
     pub const SIZE: u32 = 96;
@@ -334,7 +335,8 @@ pub struct MemoryAccess {
     pub inst_offset: u32,
     /// Instruction text (LLVM syntax).
     pub text: String,
-    /// Memory space ("smem", "global", "flat", "lds", ...).
+    /// Memory space ("smem", "global", "flat", "lds", "buffer" for MUBUF/MTBUF components,
+    /// "sbuffer" for `s_buffer_load` dwords; buffer bases come from the V# and are not traced).
     pub space: &'static str,
     /// Reads / writes / both (atomics).
     pub reads: bool,

@@ -47,6 +47,12 @@ fn check_state(state: &ComputeState) -> Result<u32, TranslateError> {
             state.user_sgprs()
         )));
     }
+    if state.scratch_enabled() && state.scratch_bytes_per_lane == 0 {
+        return Err(TranslateError::program(
+            "scratch (COMPUTE_PGM_RSRC2.SCRATCH_EN) needs the dispatch's scratch bytes per lane \
+             (ComputeState::scratch_bytes_per_lane is 0)",
+        ));
+    }
     if state.scratch_bytes_per_lane != 0 && !state.scratch_enabled() {
         return Err(TranslateError::program(format!(
             "{} bytes of scratch per lane but COMPUTE_PGM_RSRC2.SCRATCH_EN is off",

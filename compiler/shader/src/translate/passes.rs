@@ -246,7 +246,9 @@ pub fn resources(
                         space, addr, bytes, ..
                     } => (*space, false, true, *bytes as u32, *addr),
                     // Buffer accesses: one entry per component, base from the V# (not traced).
-                    Op::BufLoad { addr, bytes, .. } => (Space::Guest, true, false, *bytes as u32, *addr),
+                    Op::BufLoad { addr, bytes, .. } => {
+                        (Space::Guest, true, false, *bytes as u32, *addr)
+                    }
                     Op::BufStore { addr, bytes, .. } => {
                         (Space::Guest, false, true, *bytes as u32, *addr)
                     }

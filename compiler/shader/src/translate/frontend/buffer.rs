@@ -314,7 +314,10 @@ impl Cx {
                 _ => return None,
             })
         };
-        let (load, n) = match (op.strip_prefix("load_format_"), op.strip_prefix("store_format_")) {
+        let (load, n) = match (
+            op.strip_prefix("load_format_"),
+            op.strip_prefix("store_format_"),
+        ) {
             (Some(c), _) => (true, count(c).ok_or(UNSUPPORTED)?),
             (_, Some(c)) => (false, count(c).ok_or(UNSUPPORTED)?),
             _ => return Err(UNSUPPORTED.into()),
@@ -445,8 +448,13 @@ impl Cx {
         for k in 0..n {
             let sel = self.field(v.w3, 3 * k, 3);
             let mut r = z;
-            for (s, val) in [(1u32, one), (4, comps[0]), (5, comps[1]), (6, comps[2]), (7, comps[3])]
-            {
+            for (s, val) in [
+                (1u32, one),
+                (4, comps[0]),
+                (5, comps[1]),
+                (6, comps[2]),
+                (7, comps[3]),
+            ] {
                 let c = self.c32(s);
                 let e = self.cmp(CmpOp::Eq, sel, c);
                 r = self.val(Ty::U32, Op::Select(e, val, r));

@@ -101,9 +101,8 @@ impl Emit {
         };
         self.if_then(inr, |e| {
             let need = e.k32(PERM_READ);
-            let dev = e
-                .b
-                .function_call(u64t, None, xl, [addr, bytes, need, inst])?;
+            let dev =
+                e.b.function_call(u64t, None, xl, [addr, bytes, need, inst])?;
             // ld(0) reads 0: a faulted access gives 0.
             let nthree = e.k64(!3);
             let base = e.b.bitwise_and(u64t, None, dev, nthree)?;
@@ -155,9 +154,8 @@ impl Emit {
         };
         self.if_then(inr, |e| {
             let need = e.k32(PERM_WRITE);
-            let dev = e
-                .b
-                .function_call(u64t, None, xl, [addr, bytes, need, inst])?;
+            let dev =
+                e.b.function_call(u64t, None, xl, [addr, bytes, need, inst])?;
             let four = e.k32(4);
             let full = e.b.u_greater_than_equal(boolt, None, bytes, four)?;
             let z64 = e.k64(0);
@@ -214,9 +212,8 @@ impl Emit {
         let inr = self.b.i_equal(boolt, None, check, one)?;
         let atomic = self.h.as_ref().expect("helpers").atomics[&(key, false)];
         self.if_then(inr, |e| {
-            let old = e
-                .b
-                .function_call(dt, None, atomic, [addr, data, cmp, inst])?;
+            let old =
+                e.b.function_call(dt, None, atomic, [addr, data, cmp, inst])?;
             e.store(r, old)
         })?;
         let bytes = self.k32(if wide { 8 } else { 4 });
@@ -228,9 +225,18 @@ impl Emit {
     }
 
     /// A buffer statement in `main`: its result, if it has one.
-    pub(super) fn buf_stmt(&mut self, op: &Op, v: &dyn Fn(&ValueId) -> Word, inst: Word) -> Res<Option<Word>> {
+    pub(super) fn buf_stmt(
+        &mut self,
+        op: &Op,
+        v: &dyn Fn(&ValueId) -> Word,
+        inst: Word,
+    ) -> Res<Option<Word>> {
         let (u32t, u64t) = (self.t.u32, self.t.u64);
-        let h = &self.h.as_ref().expect("helpers are emitted before main").buf;
+        let h = &self
+            .h
+            .as_ref()
+            .expect("helpers are emitted before main")
+            .buf;
         let (ld, st) = (h.ld, h.st);
         let atomic = match op {
             Op::BufAtomic { op, wide, .. } => h.atomics[&atomic_key(*op, *wide)],
@@ -252,12 +258,8 @@ impl Emit {
             } => {
                 let n = self.k32(*bytes as u32);
                 let void = self.t.void;
-                self.b.function_call(
-                    void,
-                    None,
-                    st,
-                    [v(addr), v(check), v(data), n, inst],
-                )?;
+                self.b
+                    .function_call(void, None, st, [v(addr), v(check), v(data), n, inst])?;
                 None
             }
             Op::BufAtomic {

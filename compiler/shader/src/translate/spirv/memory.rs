@@ -56,7 +56,12 @@ impl Emit {
     }
 
     /// (value & mask(bytes)) << shift and the shifted mask, for merging into a dword.
-    pub(super) fn sub_parts(&mut self, val: Word, bytes: Word, byte_off: Word) -> Res<(Word, Word)> {
+    pub(super) fn sub_parts(
+        &mut self,
+        val: Word,
+        bytes: Word,
+        byte_off: Word,
+    ) -> Res<(Word, Word)> {
         let u32t = self.t.u32;
         let (one, eight) = (self.k32(1), self.k32(8));
         // mask = (1 << 8*bytes) - 1 (bytes is 1 or 2)
