@@ -318,7 +318,9 @@ fn float_controls_modes_follow_the_initial_mode() {
         (M::SignedZeroInfNanPreserve, 32),
         (M::SignedZeroInfNanPreserve, 64),
     ];
-    let cases: [(u32, &str, Vec<(M, u32)>, Vec<&str>); 4] = [
+    /// (FLOAT_MODE, program, denorm modes, properties).
+    type Case<'a> = (u32, &'a str, Vec<(M, u32)>, Vec<&'a str>);
+    let cases: [Case; 4] = [
         (
             0xF0,
             f64_prog,

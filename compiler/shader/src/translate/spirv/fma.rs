@@ -273,7 +273,7 @@ mod tests {
             let mut f = |spread: u64| -> f64 {
                 let x = next(&mut s);
                 let e = 1023 + (x % (2 * spread + 1)) as i64 - spread as i64;
-                f64::from_bits((x & (1 << 63 | (1 << 52) - 1)) | (e as u64) << 52)
+                f64::from_bits((x & ((1 << 63) | ((1 << 52) - 1))) | (e as u64) << 52)
             };
             // Exponents within +-480: every product lies in the fast path's range.
             let spread = [4u64, 60, 250, 480][(r % 4) as usize];
@@ -308,8 +308,8 @@ mod tests {
         for i in 0..1_000_000u32 {
             let mut f = || -> f64 {
                 let x = next(&mut s);
-                let e = (x % 2047) as u64;
-                f64::from_bits((x & (1 << 63 | (1 << 52) - 1)) | e << 52)
+                let e = x % 2047;
+                f64::from_bits((x & ((1 << 63) | ((1 << 52) - 1))) | e << 52)
             };
             let (a, b) = (f(), f());
             let c = match i % 3 {
