@@ -175,8 +175,16 @@ pub fn emit(
 
     // A new generation: nothing below is visible until the switch.
     let mut next_gen = tree.begin()?;
+    // Outputs made of bytes are written largest first (app.elf), so their writeback to the
+    // disk overlaps writing the others; the files and their names are the same in any order.
+    let mut order: Vec<usize> = (0..outputs.len()).collect();
+    order.sort_by_key(|&n| match &outputs[n].source {
+        Source::Bytes(b) if !carried[n] => std::cmp::Reverse(b.len()),
+        _ => std::cmp::Reverse(0),
+    });
     let staged = (|| -> Result<(), BuildError> {
-        for (n, o) in outputs.iter().enumerate() {
+        for n in order {
+            let o = &outputs[n];
             if carried[n] {
                 result.untouched += 1;
                 let linked = match (&o.source, tree.current()) {
@@ -194,8 +202,7 @@ pub fn emit(
             }
             write_one(&mut next_gen, o, link_mode)?;
         }
-        let mut f = next_gen.create(MANIFEST, false)?;
-        write_all(&mut f, manifest, &next_gen.path_of(MANIFEST))?;
+        write_new(&mut next_gen, MANIFEST, manifest, false)?;
         Ok(())
     })();
     let gen_name = next_gen.name.clone();
@@ -378,9 +385,7 @@ fn write_one(
             })?;
             let mut to = next_gen.create(&o.rel, o.executable)?;
             std::io::copy(&mut from, &mut to).map_err(|e| BuildError::io("copy", abs, e))?;
-            to.sync_all()
-                .map_err(|e| BuildError::io("write", &dest, e))?;
-            drop(to);
+            next_gen.written(to, dest.clone());
             // The copy must still be what was hashed: the file may have changed since the scan.
             let copied =
                 outtree::read_beneath(next_gen.fd.as_fd(), &o.rel, o.size.saturating_add(1))
@@ -394,11 +399,24 @@ fn write_one(
             }
             Ok(())
         }
-        Source::Bytes(bytes) => {
-            let mut f = next_gen.create(&o.rel, o.executable)?;
-            write_all(&mut f, bytes, &dest)
-        }
+        Source::Bytes(bytes) => write_new(next_gen, &o.rel, bytes, o.executable),
     }
+}
+
+/// Writes the new file `rel` of the generation; it is made durable with the others at the
+/// switch ([`NewGeneration::written`]).
+fn write_new(
+    next_gen: &mut NewGeneration,
+    rel: &str,
+    bytes: &[u8],
+    executable: bool,
+) -> Result<(), BuildError> {
+    let dest = next_gen.path_of(rel);
+    let mut f = next_gen.create(rel, executable)?;
+    f.write_all(bytes)
+        .map_err(|e| BuildError::io("write", &dest, e))?;
+    next_gen.written(f, dest);
+    Ok(())
 }
 
 fn write_all(f: &mut std::fs::File, bytes: &[u8], path: &Path) -> Result<(), BuildError> {

@@ -145,6 +145,10 @@ pub struct NewGeneration {
     path: PathBuf,
     /// Folders already made in it.
     made: std::collections::HashSet<String>,
+    /// Files written into it whose bytes are not yet known to be on disk: their writeback was
+    /// started when they were written ([`NewGeneration::written`]); [`OutTree::switch`]
+    /// waits for all of them at once before the switch.
+    pending: Vec<(PathBuf, File)>,
 }
 
 impl OutTree {
@@ -300,6 +304,7 @@ impl OutTree {
             name,
             fd,
             made: Default::default(),
+            pending: Vec::new(),
         })
     }
 
@@ -345,8 +350,8 @@ impl OutTree {
     }
 
     /// Makes `next_gen` the tree `aps5-out` shows, in one rename.
-    pub fn switch(&mut self, next_gen: NewGeneration) -> Result<(), BuildError> {
-        rustix::fs::fsync(&next_gen.fd).map_err(|e| io("write", &next_gen.path, e))?;
+    pub fn switch(&mut self, mut next_gen: NewGeneration) -> Result<(), BuildError> {
+        next_gen.sync()?;
         let target = format!("{}{}", self.link_prefix, next_gen.name);
         let _ = rustix::fs::unlinkat(&self.gens_fd, NEXT_LINK, AtFlags::empty());
         rustix::fs::symlinkat(target.as_str(), &self.gens_fd, NEXT_LINK)
@@ -475,6 +480,68 @@ impl NewGeneration {
             AtFlags::SYMLINK_FOLLOW,
         )?;
         Ok(())
+    }
+
+    /// `file` (at `path`, for messages) holds all its bytes: its writeback to the disk starts
+    /// now, and [`OutTree::switch`] waits for it, so writing the next files overlaps it.
+    pub fn written(&mut self, file: File, path: PathBuf) {
+        #[cfg(target_os = "linux")]
+        // SAFETY: a plain system call on a descriptor this File owns; a failure only means
+        // the writeback starts at the fsync instead.
+        unsafe {
+            libc::sync_file_range(
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                0,
+                0,
+                libc::SYNC_FILE_RANGE_WRITE,
+            );
+        }
+        self.pending.push((path, file));
+    }
+
+    /// Makes the generation durable before it is switched in: every file written into it, the
+    /// folders made in it and the generation folder itself, fsynced together (concurrent
+    /// fsyncs of one file system share its journal commits) instead of one after another as
+    /// each file was written.
+    fn sync(&mut self) -> Result<(), BuildError> {
+        let mut jobs: Vec<(PathBuf, OwnedFd)> = Vec::with_capacity(self.pending.len());
+        for (path, f) in self.pending.drain(..) {
+            jobs.push((path, OwnedFd::from(f)));
+        }
+        let mut dirs: Vec<&String> = self.made.iter().collect();
+        dirs.sort();
+        for d in dirs {
+            let fd = open_dir_beneath(self.fd.as_fd(), d)
+                .map_err(|e| io("open", &self.path.join(d), e))?;
+            jobs.push((self.path.join(d), fd));
+        }
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, 8);
+        let per = jobs.len().div_ceil(threads).max(1);
+        let failed = std::thread::scope(|s| {
+            let workers: Vec<_> = jobs
+                .chunks(per)
+                .map(|chunk| {
+                    s.spawn(move || {
+                        for (path, fd) in chunk {
+                            if let Err(e) = rustix::fs::fsync(fd) {
+                                return Some(io("write", path, e));
+                            }
+                        }
+                        None
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .filter_map(|w| w.join().expect("fsync thread"))
+                .next()
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        rustix::fs::fsync(&self.fd).map_err(|e| io("write", &self.path, e))
     }
 
     /// Where `rel` is being written (for messages).
