@@ -93,7 +93,9 @@ fn a_gpu_fixture_build_packs_every_shader_its_sources_embed() {
     let tmp = tempfile::tempdir().unwrap();
     let mut total = 0;
     for name in GPU_FIXTURES {
-        let dump = dump_of(name, tmp.path());
+        // A cache per fixture: gpu_compute and gpu_compute_pm4 embed the same program, which
+        // a shared cache would translate once.
+        let dump = dump_of(name, &tmp.path().join(name));
         let lls = fixture_shaders(name);
         assert!(!lls.is_empty(), "{name} embeds no shader");
         let report = build_json(&dump, &[]);
