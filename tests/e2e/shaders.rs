@@ -57,8 +57,10 @@ fn build_json(dump: &Path, env: &[(&str, &str)]) -> serde_json::Value {
 }
 
 fn shaders_json(dump: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(dump.join("aps5-out").join(shaders::SHADERS_JSON)).unwrap())
-        .unwrap()
+    serde_json::from_slice(
+        &std::fs::read(dump.join("aps5-out").join(shaders::SHADERS_JSON)).unwrap(),
+    )
+    .unwrap()
 }
 
 fn pack_path(dump: &Path) -> PathBuf {
@@ -135,7 +137,10 @@ fn a_gpu_fixture_build_packs_every_shader_its_sources_embed() {
             id.update(header);
             assert_eq!(s["identity"], id.finalize().to_hex().as_str());
 
-            let entry = pack.get(&unhex(s["key"].as_str().unwrap())).unwrap().unwrap();
+            let entry = pack
+                .get(&unhex(s["key"].as_str().unwrap()))
+                .unwrap()
+                .unwrap();
             let packed = PackedShader::decode(entry).unwrap();
             let words: Vec<u32> = c
                 .code
@@ -155,7 +160,11 @@ fn a_gpu_fixture_build_packs_every_shader_its_sources_embed() {
             translate::validate::spirv_val(&packed.spirv).unwrap();
             assert_eq!(PackedShader::decode(&packed.encode()), Some(packed));
         }
-        assert!(compiled.is_empty(), "{name}: not found: {} shaders", compiled.len());
+        assert!(
+            compiled.is_empty(),
+            "{name}: not found: {} shaders",
+            compiled.len()
+        );
         total += list.len();
 
         // --explain says why each was translated; status counts them.
@@ -164,7 +173,11 @@ fn a_gpu_fixture_build_packs_every_shader_its_sources_embed() {
             .filter(|(q, _, _)| q == "translated")
             .collect();
         assert_eq!(why.len(), lls.len(), "{report}");
-        assert!(why.iter().all(|(_, a, r)| a.contains("@0x") && r == "new shader"), "{why:?}");
+        assert!(
+            why.iter()
+                .all(|(_, a, r)| a.contains("@0x") && r == "new shader"),
+            "{why:?}"
+        );
         let status = ok(&dump, &["status"]);
         let line = format!(
             "shaders   {n} found statically, {n} translated, 0 failed",
@@ -250,7 +263,10 @@ fn a_flipped_byte_in_the_pack_is_detected_never_used_and_rewritten() {
             assert!(stdout.contains("not used by this toolchain"), "{stdout}");
         } else {
             assert_eq!(v.status.code(), Some(2), "byte {at}: {stdout}");
-            assert!(stdout.contains("packs/shaders.pack: damaged, never used"), "{stdout}");
+            assert!(
+                stdout.contains("packs/shaders.pack: damaged, never used"),
+                "{stdout}"
+            );
         }
         // The next build writes it again, with the bytes it had.
         let report = build_json(&dump, &[]);
@@ -278,7 +294,10 @@ fn a_pack_of_another_translator_is_not_used() {
         .filter(|(q, _, _)| q == "translated" || q == "shader_pack")
         .collect();
     assert_eq!(why.len(), 2, "{other}");
-    assert!(why.iter().all(|(_, _, r)| r == "translator changed"), "{why:?}");
+    assert!(
+        why.iter().all(|(_, _, r)| r == "translator changed"),
+        "{why:?}"
+    );
     let theirs = std::fs::read(pack_path(&dump)).unwrap();
     assert_ne!(theirs, ours);
     // Same entries, another producer: this toolchain refuses the pack whole.

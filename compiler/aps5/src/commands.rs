@@ -188,14 +188,13 @@ fn clean(dir: &Path, quiet: bool) -> Result<()> {
 fn cache(dir: &Path, command: &CacheCommand) -> Result<ExitCode> {
     // Inside a project its cache_dir setting counts; elsewhere the default cache.
     // Resolved without opening the cache: `verify` must reach a cache whose index is broken.
-    let (cache_dir, out_dir) =
-        match aps5_graph::Config::load(dir).and_then(|c| aps5_graph::Layout::new(dir, &c)) {
-            Ok(layout) => (layout.cache_dir, Some(layout.out_dir)),
-            Err(aps5_graph::BuildError::NoProject { .. }) => {
-                (aps5_cache::Cache::default_dir(), None)
-            }
-            Err(e) => return Err(e.into()),
-        };
+    let (cache_dir, out_dir) = match aps5_graph::Config::load(dir)
+        .and_then(|c| aps5_graph::Layout::new(dir, &c))
+    {
+        Ok(layout) => (layout.cache_dir, Some(layout.out_dir)),
+        Err(aps5_graph::BuildError::NoProject { .. }) => (aps5_cache::Cache::default_dir(), None),
+        Err(e) => return Err(e.into()),
+    };
     match command {
         CacheCommand::Stats => println!("{}", aps5_cache::Cache::open(&cache_dir)?.stats()?),
         CacheCommand::Verify => {

@@ -492,7 +492,9 @@ fn explain_translated(old: &Option<State>, run: &QueryRun) -> &'static str {
     if run.corrupt_cache_entry {
         return "cache miss (corrupt cache entry)";
     }
-    let Some(state) = old else { return "new shader" };
+    let Some(state) = old else {
+        return "new shader";
+    };
     if run
         .inputs
         .first()

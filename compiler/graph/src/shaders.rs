@@ -209,16 +209,19 @@ fn find(regs: &[RegPair], abs: u32, base: u32) -> Option<u32> {
 /// decodes as wave64 only (the scan's verdict).
 pub fn static_state(h: &ShaderHeader, wave64_only: bool) -> Result<StaticState, String> {
     let sh = |r: u32, name: &str| {
-        find(&h.sh_registers, r, SH_BASE)
-            .ok_or_else(|| format!("the header sets no {name}: its state is only known at run time"))
+        find(&h.sh_registers, r, SH_BASE).ok_or_else(|| {
+            format!("the header sets no {name}: its state is only known at run time")
+        })
     };
     let cx = |r: u32| find(&h.context_registers, r, CONTEXT_BASE);
     match h.shader_type {
         ShaderType::Cs => {
             let mut ws = [1u32; 3];
             for (i, w) in ws.iter_mut().enumerate() {
-                *w = (sh(reg::COMPUTE_NUM_THREAD_X + i as u32, "COMPUTE_NUM_THREAD_X/Y/Z")?
-                    & 0x3FF)
+                *w = (sh(
+                    reg::COMPUTE_NUM_THREAD_X + i as u32,
+                    "COMPUTE_NUM_THREAD_X/Y/Z",
+                )? & 0x3FF)
                     .max(1);
             }
             Ok(StaticState::Compute {
@@ -244,10 +247,12 @@ pub fn static_state(h: &ShaderHeader, wave64_only: bool) -> Result<StaticState, 
                 pgm_rsrc1: sh(reg::SPI_SHADER_PGM_RSRC1_PS, "SPI_SHADER_PGM_RSRC1_PS")?,
                 pgm_rsrc2: sh(reg::SPI_SHADER_PGM_RSRC2_PS, "SPI_SHADER_PGM_RSRC2_PS")?,
                 wave64,
-                input_ena: cx(reg::SPI_PS_INPUT_ENA)
-                    .ok_or("the header sets no SPI_PS_INPUT_ENA: its state is only known at run time")?,
-                input_addr: cx(reg::SPI_PS_INPUT_ADDR)
-                    .ok_or("the header sets no SPI_PS_INPUT_ADDR: its state is only known at run time")?,
+                input_ena: cx(reg::SPI_PS_INPUT_ENA).ok_or(
+                    "the header sets no SPI_PS_INPUT_ENA: its state is only known at run time",
+                )?,
+                input_addr: cx(reg::SPI_PS_INPUT_ADDR).ok_or(
+                    "the header sets no SPI_PS_INPUT_ADDR: its state is only known at run time",
+                )?,
                 input_cntl,
                 col_format: cx(reg::SPI_SHADER_COL_FORMAT).unwrap_or(0),
                 z_format: cx(reg::SPI_SHADER_Z_FORMAT).unwrap_or(0),
@@ -317,7 +322,10 @@ fn map_verified(abs: &Path, rel: &str, size: u64, hash: ContentHash) -> Result<M
     let fail = |message: String| QueryError::new(abs.to_path_buf(), message);
     let file = std::fs::File::open(abs).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
-            fail("the file vanished during the build; nothing was written: run the build again".into())
+            fail(
+                "the file vanished during the build; nothing was written: run the build again"
+                    .into(),
+            )
         } else {
             fail(format!("cannot read {rel}: {e}"))
         }
@@ -346,11 +354,7 @@ fn map_verified(abs: &Path, rel: &str, size: u64, hash: ContentHash) -> Result<M
 }
 
 /// Runs `f` over `items` on up to `jobs` threads; results in the items' order.
-fn parallel<T: Sync, R: Send>(
-    items: &[T],
-    jobs: usize,
-    f: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
+fn parallel<T: Sync, R: Send>(items: &[T], jobs: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let next = AtomicUsize::new(0);
     let out: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
     std::thread::scope(|s| {
@@ -398,7 +402,12 @@ fn scan_file(cache: &Cache, f: &FileRef) -> Result<Vec<ScannedShader>, QueryErro
     if (f.size as usize) < aps5_agc::shader::HEADER_SIZE {
         return Ok(Vec::new());
     }
-    let key = MemoKey::new("shader_scan", &db::query_version("shader_scan"), &[f.hash], &[]);
+    let key = MemoKey::new(
+        "shader_scan",
+        &db::query_version("shader_scan"),
+        &[f.hash],
+        &[],
+    );
     if let Ok(Lookup::Hit(bytes)) = cache.memo_get(&key)
         && let Ok(found) = serde_json::from_slice(&bytes)
     {
@@ -820,8 +829,8 @@ pub fn outputs(
     match cache.memo_get(&pack_memo)? {
         Lookup::Hit(bytes) => match split_pack_memo(&bytes) {
             Some((pack, json)) => {
-                let counts = counts_of(&json);
-                warn_failed(&json);
+                let counts = counts_of(json);
+                warn_failed(json);
                 db.record(run(true, false));
                 return Ok(ShaderOutputs {
                     pack: Arc::new(pack.to_vec()),
@@ -873,8 +882,14 @@ pub fn outputs(
         match cache.memo_get(&memo)? {
             Lookup::Hit(bytes) => match Translated::decode(&bytes) {
                 Some(t) => {
-                    runs.lock().unwrap().push(translated_run(&files, job, true, false));
-                    progress.update("translating", done.fetch_add(1, Ordering::Relaxed) + 1, total);
+                    runs.lock()
+                        .unwrap()
+                        .push(translated_run(&files, job, true, false));
+                    progress.update(
+                        "translating",
+                        done.fetch_add(1, Ordering::Relaxed) + 1,
+                        total,
+                    );
                     return Ok(t);
                 }
                 None => corrupt = true,
@@ -914,8 +929,14 @@ pub fn outputs(
         };
         // A cache that cannot store it only costs the next build the translation.
         let _ = cache.memo_put(&memo, &out.encode());
-        runs.lock().unwrap().push(translated_run(&files, job, false, corrupt));
-        progress.update("translating", done.fetch_add(1, Ordering::Relaxed) + 1, total);
+        runs.lock()
+            .unwrap()
+            .push(translated_run(&files, job, false, corrupt));
+        progress.update(
+            "translating",
+            done.fetch_add(1, Ordering::Relaxed) + 1,
+            total,
+        );
         Ok(out)
     });
     progress.finish("translating");

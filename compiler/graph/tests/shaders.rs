@@ -22,7 +22,10 @@ fn blob(regs: &[(u32, u32)]) -> Vec<u8> {
             value: 0,
         },
     ];
-    sh.extend(regs.iter().map(|&(offset, value)| RegPair { offset, value }));
+    sh.extend(
+        regs.iter()
+            .map(|&(offset, value)| RegPair { offset, value }),
+    );
     let mut b = shader::write(&ShaderDesc {
         shader_type: ShaderType::Cs,
         code_size: CODE.len() as u32,
