@@ -14,3 +14,4 @@ mod modules;
 mod paths;
 mod payload;
 mod reliability;
+mod shaders;

@@ -188,19 +188,40 @@ fn clean(dir: &Path, quiet: bool) -> Result<()> {
 fn cache(dir: &Path, command: &CacheCommand) -> Result<ExitCode> {
     // Inside a project its cache_dir setting counts; elsewhere the default cache.
     // Resolved without opening the cache: `verify` must reach a cache whose index is broken.
-    let cache_dir =
-        match aps5_graph::Config::load(dir).and_then(|c| aps5_graph::Layout::new(dir, &c)) {
-            Ok(layout) => layout.cache_dir,
-            Err(aps5_graph::BuildError::NoProject { .. }) => aps5_cache::Cache::default_dir(),
-            Err(e) => return Err(e.into()),
-        };
+    let (cache_dir, out_dir) = match aps5_graph::Config::load(dir)
+        .and_then(|c| aps5_graph::Layout::new(dir, &c))
+    {
+        Ok(layout) => (layout.cache_dir, Some(layout.out_dir)),
+        Err(aps5_graph::BuildError::NoProject { .. }) => (aps5_cache::Cache::default_dir(), None),
+        Err(e) => return Err(e.into()),
+    };
     match command {
         CacheCommand::Stats => println!("{}", aps5_cache::Cache::open(&cache_dir)?.stats()?),
         CacheCommand::Verify => {
             // The repair command: a damaged index is set aside and rebuilt from the blobs.
             let report = aps5_cache::Cache::verify_dir(&cache_dir)?;
             println!("{report}");
-            return Ok(ExitCode::from(report.outcome().exit_code()));
+            let mut code = report.outcome().exit_code();
+            // Inside a project, its shader pack too (docs/PACKS.md): a damaged one is never
+            // used, and the next build writes it again.
+            if let Some(out) = out_dir {
+                use aps5_cache::pack::PackError;
+                let rel = aps5_graph::shaders::SHADER_PACK;
+                match aps5_graph::shaders::verify_pack(&out) {
+                    Ok(None) => {}
+                    Ok(Some(n)) => println!("{rel}: {n} entries, every one verified"),
+                    Err(e @ PackError::Identity { .. }) => println!(
+                        "{rel}: not used by this toolchain ({e}); the next `aps5 build` writes it again"
+                    ),
+                    Err(e) => {
+                        println!(
+                            "{rel}: damaged, never used: {e}; the next `aps5 build` writes it again"
+                        );
+                        code = 2;
+                    }
+                }
+            }
+            return Ok(ExitCode::from(code));
         }
         CacheCommand::Gc { max_size } => {
             println!("{}", aps5_cache::Cache::open(&cache_dir)?.gc(*max_size)?)

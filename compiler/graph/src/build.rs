@@ -73,6 +73,9 @@ struct State {
     /// `[build] target_cpu` and the features it resolved to (see [`Project::target_key`]).
     #[serde(default)]
     target_cpu: Option<String>,
+    /// The pack key of every shader translated (issue 13): one not listed is a new shader.
+    #[serde(default)]
+    shaders: Vec<String>,
 }
 
 const STATE_FILE: &str = "state.json";
@@ -213,6 +216,9 @@ impl Project {
             .map_err(query_error)?
             .clone();
         let prx = db.prx().map_err(|e| query_error(&e))?;
+        // Every shader of the dump, translated into packs/shaders.pack (issue 13).
+        let shaders = crate::shaders::outputs(&db, dump, self.config.build.threads(), progress)
+            .map_err(|e| query_error(&e))?;
         tracing::debug!("queries done: {:?}", start.elapsed());
         let guests: BTreeMap<&str, Arc<Vec<u8>>> = db::guest_module_files(&db, dump)
             .iter()
@@ -273,6 +279,16 @@ impl Project {
         .expect("JSON");
         target.push(b'\n');
         outputs.push(Output::bytes(TARGET_JSON.into(), Arc::new(target), false));
+        outputs.push(Output::bytes(
+            crate::shaders::SHADERS_JSON.into(),
+            shaders.json.clone(),
+            false,
+        ));
+        outputs.push(Output::bytes(
+            crate::shaders::SHADER_PACK.into(),
+            shaders.pack.clone(),
+            false,
+        ));
         for (name, bytes, hash) in &prx.files {
             outputs.push(Output {
                 rel: format!("libs/{name}"),
@@ -305,6 +321,8 @@ impl Project {
             .map(|m| m.hashes.keys().cloned().collect())
             .unwrap_or_default();
         let previous_hashes = previous_manifest.map(|m| m.hashes).unwrap_or_default();
+        // A damaged pack in the current tree is compared byte by byte, so it is rewritten.
+        crate::shaders::forget_damaged_pack(&self.layout.out_dir, &self.cache);
         progress.update("writing", 0, outputs.len() as u64);
         let emit_start = Instant::now();
         let emitted = emit::emit(
@@ -335,7 +353,12 @@ impl Project {
                 recomputed.push(Recomputed {
                     query: run.query.into(),
                     artifact: run.artifact.clone(),
-                    reason: explain(old(), &scan, run, &self.target_key()).into(),
+                    reason: if run.query == "translated" {
+                        explain_translated(old(), run)
+                    } else {
+                        explain(old(), &scan, run, &self.target_key())
+                    }
+                    .into(),
                 });
             }
         }
@@ -383,7 +406,7 @@ impl Project {
                 .count();
         // Nothing recomputed means the inputs are the ones the state already records.
         if !recomputed.is_empty() || !self.layout.state_dir.join(STATE_FILE).exists() {
-            self.write_state(&scan)?;
+            self.write_state(&scan, &shaders.keys)?;
         }
         tracing::debug!("emitted: {:?}", start.elapsed());
         tracing::debug!("phase total: {:.1} ms", db::ms_since(start));
@@ -422,7 +445,7 @@ impl Project {
         serde_json::from_slice(&bytes).ok()
     }
 
-    fn write_state(&self, scan: &Scan) -> Result<(), BuildError> {
+    fn write_state(&self, scan: &Scan, shader_keys: &[String]) -> Result<(), BuildError> {
         let state = State {
             inputs: scan
                 .files
@@ -434,6 +457,7 @@ impl Project {
                 .map(|(q, _)| (q.to_string(), db::query_version(q)))
                 .collect(),
             target_cpu: Some(self.target_key()),
+            shaders: shader_keys.to_vec(),
         };
         let path = self.layout.state_dir.join(STATE_FILE);
         let bytes = serde_json::to_vec_pretty(&state).expect("JSON");
@@ -462,6 +486,28 @@ fn input_reason(old: &Option<State>, scan: &Scan, input: &str) -> &'static str {
     }
 }
 
+/// Why a shader was translated: a (program, state) the last build did not have, a
+/// translator change, or a cache miss.
+fn explain_translated(old: &Option<State>, run: &QueryRun) -> &'static str {
+    if run.corrupt_cache_entry {
+        return "cache miss (corrupt cache entry)";
+    }
+    let Some(state) = old else {
+        return "new shader";
+    };
+    if run
+        .inputs
+        .first()
+        .is_none_or(|k| state.shaders.binary_search(k).is_err())
+    {
+        return "new shader";
+    }
+    if state.queries.get(run.query) != Some(&db::query_version(run.query)) {
+        return "translator changed";
+    }
+    "cache miss"
+}
+
 /// Why a query missed the content cache.
 fn explain(old: &Option<State>, scan: &Scan, run: &QueryRun, target: &str) -> &'static str {
     if run.corrupt_cache_entry {
@@ -484,7 +530,11 @@ fn explain(old: &Option<State>, scan: &Scan, run: &QueryRun, target: &str) -> &'
         }
     }
     if state.queries.get(run.query) != Some(&db::query_version(run.query)) {
-        return "toolchain changed";
+        return if run.query == "shader_pack" {
+            "translator changed"
+        } else {
+            "toolchain changed"
+        };
     }
     "cache miss"
 }

@@ -27,6 +27,13 @@ pub const QUERY_VERSIONS: &[(&str, &str)] = &[
     // 3: the run path reaches every module folder. 4: stored zstd-compressed, ELF first,
     // coverage after it. 5: the AMD-only sites (issue 14) stored with the coverage.
     ("app_elf", "5"),
+    // Shaders (issue 13, shaders.rs): the static scan of one file and of the dump, the
+    // translation of one program with its state, the pack and shaders.json. All four carry
+    // the translator's identity (the scan decodes with its decoder and names pack keys).
+    ("shader_scan", "1"),
+    ("shaders", "1"),
+    ("translated", "1"),
+    ("shader_pack", "1"),
 ];
 
 /// The version of one query (see [`QUERY_VERSIONS`]). The relink queries also carry the
@@ -40,6 +47,9 @@ pub fn query_version(query: &str) -> String {
         .unwrap_or("0");
     match query {
         "guest_module" | "app_elf" => format!("{v}+relink-{}", aps5_relink::VERSION),
+        "shader_scan" | "shaders" | "translated" | "shader_pack" => {
+            format!("{v}+translator-{}", crate::shaders::translator_version())
+        }
         _ => v.to_string(),
     }
 }

@@ -11,6 +11,7 @@ pub mod emit;
 pub mod error;
 pub mod init;
 pub mod outtree;
+pub mod shaders;
 pub mod status;
 
 pub use build::{BuildReport, NoProgress, Progress, Project, Recomputed};

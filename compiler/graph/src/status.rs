@@ -51,6 +51,10 @@ pub struct Status {
     /// AMD-only instructions in the executable's reachable code, per kind (`extrq
     /// (immediate)`, ...): how many, and how many were lowered for the target CPU.
     pub amd_only: Vec<AmdOnlyCount>,
+    /// The last build's shaders (`shaders.json`, issue 13): found by the static scan,
+    /// translated into `packs/shaders.pack`, refused by the translator, not translated at
+    /// build time. None: no build made one.
+    pub shaders: Option<crate::shaders::ShaderCounts>,
 }
 
 /// One kind of AMD-only instruction in the executable.
@@ -196,6 +200,7 @@ pub fn status(project: &Project, progress: &dyn Progress) -> Result<Status, Buil
     }
     let amd_only = amd.into_values().collect();
     Ok(Status {
+        shaders: crate::shaders::last_counts(&project.layout.out_dir),
         target_cpu: project.config.build.target_cpu.clone(),
         amd_only,
         title: project.config.title.clone(),
@@ -240,6 +245,13 @@ impl Status {
                 };
                 let _ = writeln!(s, "build     {n} outputs, {state}");
             }
+        }
+        if let Some(c) = &self.shaders {
+            let _ = writeln!(
+                s,
+                "shaders   {} found statically, {} translated, {} failed, {} left to run time ({} pack entries)",
+                c.found, c.translated, c.failed, c.skipped, c.entries
+            );
         }
         if !self.amd_only.is_empty() {
             let _ = writeln!(

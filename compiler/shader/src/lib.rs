@@ -27,6 +27,15 @@
 //! assert_eq!(names[1], (4, "s_endpgm".to_string(), true));
 //! ```
 
+/// Identity of this translator: crate version + a hash of its sources (build.rs). Translated
+/// shaders kept across processes (the build's content cache, `aps5-out/packs/shaders.pack`)
+/// are keyed by it, so a translator change never serves an old translation (docs/PACKS.md).
+pub const TRANSLATOR_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    "+",
+    env!("APS5_SHADER_SOURCE_HASH")
+);
+
 pub mod decode;
 pub mod disasm;
 pub mod meta;
