@@ -62,7 +62,10 @@ pub fn demo(keep: Option<&Path>, quiet: bool) -> Result<()> {
         None => std::env::temp_dir().join("aps5-demo-frames"),
     };
     let _ = std::fs::remove_file(frames.join("frame-00000.png"));
-    println!("\n== aps5 run --headless --frames {} -- --draw", frames.display());
+    println!(
+        "\n== aps5 run --headless --frames {} -- --draw",
+        frames.display()
+    );
     let status = aps5_relink::run_command(
         &project.layout.out_dir,
         &project.layout.data_dir,
@@ -81,7 +84,10 @@ pub fn demo(keep: Option<&Path>, quiet: bool) -> Result<()> {
     }
     let png = frames.join("frame-00000.png");
     if !png.is_file() {
-        bail!("the sample program flipped no frame ({} is missing)", png.display());
+        bail!(
+            "the sample program flipped no frame ({} is missing)",
+            png.display()
+        );
     }
     println!(
         "\n== the GPU scene (a triangle drawn through libSceAgc, flipped with libSceVideoOut): {}",
