@@ -273,7 +273,10 @@ fn the_embedded_sample_demo_runs() {
         stdout.contains("GPU scene") && stdout.contains(&*png.to_string_lossy()),
         "{stdout}"
     );
-    assert!(stdout.contains("gpu: triangle drawn and flipped (320 x 180"), "{stdout}");
+    assert!(
+        stdout.contains("gpu: triangle drawn and flipped (320 x 180"),
+        "{stdout}"
+    );
     let file = std::fs::File::open(&png).unwrap();
     let mut dec = png::Decoder::new(std::io::BufReader::new(file))
         .read_info()
@@ -282,7 +285,11 @@ fn the_embedded_sample_demo_runs() {
     let info = dec.next_frame(&mut buf).unwrap();
     assert_eq!((info.width, info.height), (320, 180));
     let centre = ((90 * 320 + 160) * 3) as usize;
-    assert_ne!(&buf[centre..centre + 3], &[16, 32, 64], "the centre is background");
+    assert_ne!(
+        &buf[centre..centre + 3],
+        &[16, 32, 64],
+        "the centre is background"
+    );
 }
 
 #[test]
