@@ -266,6 +266,30 @@ fn the_embedded_sample_demo_runs() {
     );
     assert!(stdout.contains("aps5 init"), "{stdout}");
     assert!(tmp.path().join("sample/aps5-out/manifest.json").is_file());
+    // The sample's GPU scene: a triangle drawn through libSceAgc, flipped into a PNG whose
+    // path the demo prints; its centre pixel is the triangle's, not the CPU's background.
+    let png = tmp.path().join("sample/aps5-frames/frame-00000.png");
+    assert!(
+        stdout.contains("GPU scene") && stdout.contains(&*png.to_string_lossy()),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("gpu: triangle drawn and flipped (320 x 180"),
+        "{stdout}"
+    );
+    let file = std::fs::File::open(&png).unwrap();
+    let mut dec = png::Decoder::new(std::io::BufReader::new(file))
+        .read_info()
+        .unwrap();
+    let mut buf = vec![0; dec.output_buffer_size().unwrap()];
+    let info = dec.next_frame(&mut buf).unwrap();
+    assert_eq!((info.width, info.height), (320, 180));
+    let centre = ((90 * 320 + 160) * 3) as usize;
+    assert_ne!(
+        &buf[centre..centre + 3],
+        &[16, 32, 64],
+        "the centre is background"
+    );
 }
 
 #[test]

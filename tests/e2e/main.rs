@@ -9,6 +9,7 @@ mod cache_integrity;
 mod confinement;
 mod crash;
 mod gpu;
+mod gpu_frames;
 mod homebrew;
 mod modules;
 mod paths;

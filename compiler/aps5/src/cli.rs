@@ -35,6 +35,12 @@ pub enum Command {
     Build(BuildArgs),
     /// Run the ported program (aps5-out/app.elf).
     Run {
+        /// No window, even with a display (APS5_HEADLESS=1): flips go only to the PNG frames.
+        #[arg(long)]
+        headless: bool,
+        /// Write every flipped frame as DIR/frame-NNNNN.png (APS5_FRAMES_DIR).
+        #[arg(long, value_name = "DIR")]
+        frames: Option<PathBuf>,
         /// Arguments passed to the program.
         #[arg(last = true)]
         args: Vec<String>,

@@ -21,7 +21,14 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
             let report = project.build(&Bars::new(cli.quiet || args.json))?;
             print_build(&report, args, cli.quiet);
         }
-        Command::Run { args } => return run_program(&here, args),
+        Command::Run {
+            headless,
+            frames,
+            args,
+        } => {
+            let frames = frames.as_ref().map(|f| here.join(f));
+            return run_program(&here, args, *headless, frames.as_deref());
+        }
         Command::Status { json } => {
             let project = Project::open(&here)?;
             let status = aps5_graph::status::status(&project, &Bars::new(cli.quiet || *json))?;
@@ -119,7 +126,12 @@ pub fn print_build(report: &BuildReport, args: &BuildArgs, quiet: bool) {
     }
 }
 
-fn run_program(dir: &Path, args: &[String]) -> Result<ExitCode> {
+fn run_program(
+    dir: &Path,
+    args: &[String],
+    headless: bool,
+    frames: Option<&Path>,
+) -> Result<ExitCode> {
     use std::os::unix::process::CommandExt;
     let project = Project::open(dir)?;
     // The generation aps5-out points at now: a build finishing while the program runs switches
@@ -141,10 +153,16 @@ fn run_program(dir: &Path, args: &[String]) -> Result<ExitCode> {
         .find(|s| !s.is_empty())
         .cloned()
         .unwrap_or_default();
-    let err = aps5_relink::run_command(out, data, args)
-        .env("APS5_TITLE", title)
-        .env("APS5_KEYMAP", project.config.input.to_env())
-        .exec();
+    let mut cmd = aps5_relink::run_command(out, data, args);
+    cmd.env("APS5_TITLE", title)
+        .env("APS5_KEYMAP", project.config.input.to_env());
+    if headless {
+        cmd.env("APS5_HEADLESS", "1");
+    }
+    if let Some(f) = frames {
+        cmd.env("APS5_FRAMES_DIR", f);
+    }
+    let err = cmd.exec();
     bail!("cannot start {}: {err}", out.join("app.elf").display())
 }
 

@@ -19,6 +19,17 @@ pub struct Interrupt {
     pub context_id: u32,
 }
 
+/// The display side of flips from the command stream (Sony's flip and wait-for-flip driver
+/// commands): libSceVideoOut in a ported program. Execution is synchronous, so when the
+/// command processor reaches a flip every draw before it has been written back to guest
+/// memory: the flip can show the buffer at once.
+pub trait Display {
+    /// Shows display buffer `f.buffer_index` of video-out port `f.video_out_handle`.
+    fn flip(&mut self, f: &Flip) -> Result<(), String>;
+    /// Returns once the buffer is safe to render into (no longer shown by a pending flip).
+    fn wait_flip(&mut self, f: &WaitFlip) -> Result<(), String>;
+}
+
 /// Adapts guest memory to the command processor's trait.
 pub struct Guest<'a>(pub &'a dyn Memory);
 
@@ -52,6 +63,8 @@ pub struct GpuBackend<'a> {
     pub draw_error: Option<crate::draw::DrawError>,
     /// How long WAIT_REG_MEM polls memory before giving up.
     pub wait_limit: Duration,
+    /// Where flips from the command stream go (none: they stop the submission).
+    pub display: Option<&'a mut dyn Display>,
     start: Instant,
 }
 
@@ -65,6 +78,7 @@ impl<'a> GpuBackend<'a> {
             error: None,
             draw_error: None,
             wait_limit: Duration::from_secs(10),
+            display: None,
             start: Instant::now(),
         }
     }
@@ -174,12 +188,18 @@ impl Backend for GpuBackend<'_> {
         }
     }
 
-    fn flip(&mut self, _f: &Flip) -> Result<(), String> {
-        Err("flips from the command stream are not implemented yet".into())
+    fn flip(&mut self, f: &Flip) -> Result<(), String> {
+        match self.display.as_deref_mut() {
+            Some(d) => d.flip(f),
+            None => Err("a flip from the command stream, but no display is attached".into()),
+        }
     }
 
-    fn wait_flip(&mut self, _f: &WaitFlip) -> Result<(), String> {
-        Err("waiting for a flip is not implemented yet".into())
+    fn wait_flip(&mut self, f: &WaitFlip) -> Result<(), String> {
+        match self.display.as_deref_mut() {
+            Some(d) => d.wait_flip(f),
+            None => Err("a wait for a flip, but no display is attached".into()),
+        }
     }
 
     fn dma_data(&mut self, d: &DmaData) -> Result<(), String> {

@@ -20,7 +20,7 @@ pub mod draw;
 pub mod exec;
 pub mod memory;
 
-pub use backend::{GpuBackend, Interrupt};
+pub use backend::{Display, GpuBackend, Interrupt};
 pub use draw::DrawError;
 pub use exec::{ComputeDispatch, DispatchError, Executor, ShaderInfo, Stats};
 pub use memory::{MemFault, Memory, ProcessMemory, Region};

@@ -424,7 +424,17 @@ fn state_packets(mem: &Pages, s: &Setup<'_>) -> Vec<u32> {
 
 /// Runs the setup's command buffer and returns the target's pixels (tightly packed rows).
 fn run_guest(ex: &mut Executor, s: &Setup<'_>) -> Vec<u8> {
+    run_guest_with(ex, s, None)
+}
+
+/// [`run_guest`] with a display for flips in the stream.
+fn run_guest_with<'a>(
+    ex: &'a mut Executor,
+    s: &Setup<'_>,
+    display: Option<&'a mut (dyn aps5_gpu::Display + 'a)>,
+) -> Vec<u8> {
     let mut mem = Pages::new(0x10000);
+    TARGET_ADDR.set(mem.addr() + TARGET as u64);
     let b = mem.bytes();
     b[CODE_VS..CODE_VS + s.vs.code.len()].copy_from_slice(&s.vs.code);
     b[CODE_PS..CODE_PS + s.ps.code.len()].copy_from_slice(&s.ps.code);
@@ -459,6 +469,7 @@ fn run_guest(ex: &mut Executor, s: &Setup<'_>) -> Vec<u8> {
     let mut q = Queue::new(QueueKind::Graphics);
     let region = mem.region();
     let mut be = GpuBackend::new(ex, &ProcessMemory, vec![region]);
+    be.display = display;
     let r = q.submit(
         &Guest(&ProcessMemory),
         mem.addr() + DCB as u64,
@@ -662,4 +673,106 @@ fn a_shader_fault_names_the_draw_the_shaders_and_the_instruction() {
         "{msg}"
     );
     eprintln!("{msg}");
+}
+
+thread_local! {
+    /// The colour target of this thread's last [`run_guest_with`] (a flip reads the target of
+    /// its own run; tests run on threads of their own).
+    static TARGET_ADDR: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// A display that records, at each flip, the flip and the target's pixels at that moment.
+struct Recorder {
+    flips: Vec<(aps5_agc::Flip, Vec<u8>)>,
+    waits: usize,
+}
+
+impl aps5_gpu::Display for Recorder {
+    fn flip(&mut self, f: &aps5_agc::Flip) -> Result<(), String> {
+        let mut px = vec![0u8; (W * H * 4) as usize];
+        let target = TARGET_ADDR.get();
+        aps5_gpu::Memory::read(&ProcessMemory, target, &mut px).map_err(|e| e.to_string())?;
+        self.flips.push((*f, px));
+        if f.buffer_index == 7 {
+            return Err("buffer 7 is not registered".into());
+        }
+        Ok(())
+    }
+    fn wait_flip(&mut self, _: &aps5_agc::WaitFlip) -> Result<(), String> {
+        self.waits += 1;
+        Ok(())
+    }
+}
+
+/// Sony's flip command (NOP code 0x17): handle, index, mode, argument lo/hi.
+fn flip(index: u32) -> Vec<u32> {
+    let mut v = pkt3(0x10, &[1, index, 1, 0x55, 0]);
+    v[0] |= 0x17 << 2;
+    v
+}
+
+#[test]
+fn a_flip_after_a_draw_sees_the_drawn_pixels_and_its_errors_stop_the_submission() {
+    if !tools() {
+        return;
+    }
+    let (vs, ps) = (llc(VS_TRI), llc(PS));
+    let mut ex = Executor::new(gpu());
+    // Wait for flip (4-dword form), draw, flip: the display reads the target at the flip.
+    let mut draws = pkt3(0x10, &[1, 0, 0]);
+    draws[0] |= 0x06 << 2;
+    draws.extend(pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]));
+    draws.extend(flip(0));
+    let setup = Setup {
+        vs: &vs,
+        ps: &ps,
+        blend: false,
+        draws,
+        indices: Vec::new(),
+    };
+    // Record every flip and compare its snapshot with what the submission left in the target.
+    let mut rec = Recorder {
+        flips: Vec::new(),
+        waits: 0,
+    };
+    let got = run_guest_with(&mut ex, &setup, Some(&mut rec));
+    assert_eq!(rec.waits, 1);
+    assert_eq!(rec.flips.len(), 1);
+    let (f, at_flip) = &rec.flips[0];
+    assert_eq!(
+        (f.video_out_handle, f.buffer_index, f.flip_arg),
+        (1, 0, 0x55)
+    );
+    assert_eq!(
+        at_flip, &got,
+        "the flip saw other pixels than the draw wrote"
+    );
+    assert!(got.chunks_exact(4).filter(|p| *p != CLEAR).count() > 100);
+    // Without a display a flip stops the submission; so does a display's error.
+    let mut draws = pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]);
+    draws.extend(flip(7));
+    let setup = Setup { draws, ..setup };
+    for with_display in [false, true] {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut rec = Recorder {
+                flips: Vec::new(),
+                waits: 0,
+            };
+            run_guest_with(
+                &mut ex,
+                &setup,
+                if with_display { Some(&mut rec) } else { None },
+            )
+        }));
+        let msg = match r {
+            Ok(_) => panic!("a failing flip did not stop the submission"),
+            Err(e) => e.downcast_ref::<String>().cloned().unwrap_or_default(),
+        };
+        let want = if with_display {
+            "buffer 7 is not registered"
+        } else {
+            "no display is attached"
+        };
+        assert!(msg.contains(want) && msg.contains("NOP/flip"), "{msg}");
+    }
 }

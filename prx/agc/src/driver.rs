@@ -119,7 +119,9 @@ fn submit(id: u32, words: u64, count: u32) -> i32 {
     } else {
         (words, count)
     };
+    let mut display = crate::video::VideoOut;
     let mut backend = GpuBackend::new(exec, &mem, regions);
+    backend.display = Some(&mut display);
     let result = queue.submit(&guest, words, count, &mut backend);
     let interrupts = std::mem::take(&mut backend.interrupts);
     let dispatch_error = backend.error.take();
@@ -188,6 +190,32 @@ pub unsafe extern "C" fn sce_agc_driver_submit_dcb(p: *const SubmitPacket) -> i3
     // SAFETY: the guest's packet.
     let p = unsafe { &*p };
     submit(GRAPHICS_QUEUE, p.words as u64, p.count)
+}
+
+/// `sceAgcDriverSubmitMultiDcbs(addresses, sizes_in_dwords, count)`: runs `count` draw
+/// command buffers on the graphics queue, in order (each as one submission; the graphics
+/// queue's registers carry over from one to the next as on the ring).
+#[nid("sceAgcDriverSubmitMultiDcbs")]
+pub unsafe extern "C" fn sce_agc_driver_submit_multi_dcbs(
+    addrs: *const *const u32,
+    sizes: *const u32,
+    count: u32,
+) -> i32 {
+    if count == 0 {
+        return 0;
+    }
+    if addrs.is_null() || sizes.is_null() {
+        return AGC_ERROR_INVALID;
+    }
+    for i in 0..count as usize {
+        // SAFETY: the guest's arrays of `count` entries.
+        let (a, n) = unsafe { (addrs.add(i).read_unaligned(), sizes.add(i).read_unaligned()) };
+        let r = submit(GRAPHICS_QUEUE, a as u64, n);
+        if r != 0 {
+            return r;
+        }
+    }
+    0
 }
 
 /// `sceAgcDriverSubmitAcb(queue, packet)`: runs a compute command buffer on queue `queue`.

@@ -12,3 +12,4 @@ pub mod draw;
 pub mod driver;
 pub mod kernel;
 pub mod shader;
+pub mod video;

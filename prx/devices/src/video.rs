@@ -283,7 +283,147 @@ pub unsafe extern "C" fn sce_video_out_register_buffers(
         return ERROR_INVALID_VALUE;
     }
     let attr = unsafe { attr.read_unaligned() };
-    if let Err(e) = validate(&attr) {
+    let list: Vec<usize> = (0..num as usize)
+        .map(|i| unsafe { addrs.add(i).read_unaligned() })
+        .collect();
+    register(handle, start, &list, &attr)
+}
+
+/// `SCE_VIDEO_OUT_PIXEL_FORMAT2_B8_G8_R8_A8_SRGB` (PS5, 64-bit formats): bytes B, G, R, A.
+pub const PIXEL_FORMAT2_B8G8R8A8_SRGB: u64 = 0x8000_0000_0000_0000;
+/// `SCE_VIDEO_OUT_PIXEL_FORMAT2_R8_G8_B8_A8_SRGB`: bytes R, G, B, A.
+pub const PIXEL_FORMAT2_R8G8B8A8_SRGB: u64 = 0x8000_0000_2200_0000;
+
+/// `SceVideoOutBufferAttribute2` (80 bytes). Programs treat it as opaque (they fill it with
+/// `sceVideoOutSetBufferAttribute2` and pass it back); this layout is ours.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BufferAttribute2 {
+    /// `PIXEL_FORMAT2_*`.
+    pub format: u64,
+    /// Tiling mode (`TILING_MODE_*`).
+    pub tmode: u32,
+    /// Width in pixels (the pitch too: the PS5 attribute has none).
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// DCC control (0: none).
+    pub dcc_control: u32,
+    /// Option flags.
+    pub option: u64,
+    /// DCC clear colour.
+    pub dcc_clear_color: u64,
+    /// Reserved.
+    pub reserved: [u64; 5],
+}
+
+/// `SceVideoOutBuffers` (32 bytes): one display buffer of `sceVideoOutRegisterBuffers2`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Buffers {
+    /// The pixels.
+    pub data: usize,
+    /// DCC metadata (unused: DCC is refused).
+    pub metadata: usize,
+    /// Reserved.
+    pub reserved: [usize; 2],
+}
+
+/// `sceVideoOutSetBufferAttribute2(attr, pixelFormat, tilingMode, width, height, option,
+/// dccControl, dccClearColor)` (PS5).
+#[nid("sceVideoOutSetBufferAttribute2")]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn sce_video_out_set_buffer_attribute2(
+    attr: *mut BufferAttribute2,
+    format: u64,
+    tmode: u32,
+    width: u32,
+    height: u32,
+    option: u64,
+    dcc_control: u32,
+    dcc_clear_color: u64,
+) {
+    if attr.is_null() {
+        return;
+    }
+    let a = BufferAttribute2 {
+        format,
+        tmode,
+        width,
+        height,
+        dcc_control,
+        option,
+        dcc_clear_color,
+        reserved: [0; 5],
+    };
+    unsafe { attr.write_unaligned(a) };
+}
+
+/// The PS4-style attribute a PS5 one amounts to (pitch = width).
+pub fn attribute_of(a: &BufferAttribute2) -> Result<BufferAttribute, i32> {
+    let format = match a.format {
+        PIXEL_FORMAT2_B8G8R8A8_SRGB => PIXEL_FORMAT_A8R8G8B8_SRGB,
+        PIXEL_FORMAT2_R8G8B8A8_SRGB => PIXEL_FORMAT_A8B8G8R8_SRGB,
+        f => {
+            diag(&format!(
+                "sceVideoOutRegisterBuffers2: pixel format {f:#x} is not supported (only \
+                 B8G8R8A8/R8G8B8A8 sRGB)"
+            ));
+            return Err(ERROR_INVALID_PIXEL_FORMAT);
+        }
+    };
+    if a.dcc_control != 0 {
+        diag("sceVideoOutRegisterBuffers2: DCC-compressed display buffers are not supported");
+        return Err(ERROR_INVALID_VALUE);
+    }
+    Ok(BufferAttribute {
+        format,
+        tmode: a.tmode,
+        aspect: 0,
+        width: a.width,
+        height: a.height,
+        pitch: a.width,
+        reserved: [0; 2],
+    })
+}
+
+/// `sceVideoOutRegisterBuffers2(handle, setIndex, bufferIndexStart, buffers, bufferNum,
+/// attr, category, option)` (PS5): registers `bufferNum` buffers from slot
+/// `bufferIndexStart`; returns 0. Only uncompressed buffers (category 0).
+#[nid("sceVideoOutRegisterBuffers2")]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn sce_video_out_register_buffers2(
+    handle: i32,
+    set: i32,
+    start: i32,
+    buffers: *const Buffers,
+    num: i32,
+    attr: *const BufferAttribute2,
+    category: i32,
+    _option: usize,
+) -> i32 {
+    if buffers.is_null() || attr.is_null() {
+        return ERROR_INVALID_ADDRESS;
+    }
+    if set < 0 || start < 0 || num <= 0 || (start + num) as usize > SLOTS || category != 0 {
+        return ERROR_INVALID_VALUE;
+    }
+    let attr = match attribute_of(&unsafe { attr.read_unaligned() }) {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    let list: Vec<usize> = (0..num as usize)
+        .map(|i| unsafe { buffers.add(i).read_unaligned().data })
+        .collect();
+    match register(handle, start, &list, &attr) {
+        r if r < 0 => r,
+        _ => 0,
+    }
+}
+
+/// Checks and registers display buffers from slot `start`; the new set's index.
+fn register(handle: i32, start: i32, list: &[usize], attr: &BufferAttribute) -> i32 {
+    if let Err(e) = validate(attr) {
         return e;
     }
     if attr.tmode == TILING_MODE_TILE {
@@ -292,15 +432,12 @@ pub unsafe extern "C" fn sce_video_out_register_buffers(
              display tiling is not implemented); frames may look scrambled",
         );
     }
-    let list: Vec<usize> = (0..num as usize)
-        .map(|i| unsafe { addrs.add(i).read_unaligned() })
-        .collect();
     if list.contains(&0) {
         return ERROR_INVALID_ADDRESS;
     }
     with_port(handle, |p| {
         for (i, &addr) in list.iter().enumerate() {
-            p.buffers[start as usize + i] = Some(Buffer { addr, attr });
+            p.buffers[start as usize + i] = Some(Buffer { addr, attr: *attr });
         }
         p.sets += 1;
         p.sets - 1
@@ -601,6 +738,37 @@ mod tests {
         assert_eq!(std::mem::size_of::<ResolutionStatus>(), 48);
         assert_eq!(std::mem::offset_of!(FlipStatus, flip_arg), 24);
         assert_eq!(std::mem::offset_of!(FlipStatus, current_buffer), 56);
+        assert_eq!(std::mem::size_of::<BufferAttribute2>(), 80);
+        assert_eq!(std::mem::size_of::<Buffers>(), 32);
+    }
+
+    #[test]
+    fn ps5_attributes_become_ps4_ones_and_bad_ones_are_refused() {
+        let mut a = BufferAttribute2::default();
+        unsafe {
+            sce_video_out_set_buffer_attribute2(
+                &mut a,
+                PIXEL_FORMAT2_R8G8B8A8_SRGB,
+                TILING_MODE_LINEAR,
+                256,
+                144,
+                0,
+                0,
+                0,
+            )
+        };
+        let b = attribute_of(&a).unwrap();
+        assert_eq!(
+            (b.format, b.tmode, b.width, b.height, b.pitch),
+            (PIXEL_FORMAT_A8B8G8R8_SRGB, 1, 256, 144, 256)
+        );
+        a.format = PIXEL_FORMAT2_B8G8R8A8_SRGB;
+        assert_eq!(attribute_of(&a).unwrap().format, PIXEL_FORMAT_A8R8G8B8_SRGB);
+        a.format = 0x8100_0000_0000_0000; // 10-bit
+        assert_eq!(attribute_of(&a), Err(ERROR_INVALID_PIXEL_FORMAT));
+        a.format = PIXEL_FORMAT2_B8G8R8A8_SRGB;
+        a.dcc_control = 1;
+        assert_eq!(attribute_of(&a), Err(ERROR_INVALID_VALUE));
     }
 
     #[test]

@@ -297,6 +297,23 @@ pub fn shader_c_source(project: &Project, work: &Path) -> Result<Option<String>>
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .collect();
         if s.extension().is_some_and(|e| e == "ll") {
+            let text = fs::read_to_string(project.root.join(s))
+                .with_context(|| format!("cannot read {}", s.display()))?;
+            match gpu::stage_of(&text, s)? {
+                gpu::Stage::Compute => {}
+                gpu::Stage::Vertex => {
+                    let shader = gpu::compile_graphics(s, &dir, &project.root)?;
+                    c.push_str(&gpu::c_vertex(&ident, &shader));
+                    continue;
+                }
+                gpu::Stage::Pixel => {
+                    let shader = gpu::compile_graphics(s, &dir, &project.root)?;
+                    let (blob, code_offset) = gpu::wrap_pixel_in_header(&shader)
+                        .with_context(|| format!("{}: shader header", s.display()))?;
+                    c.push_str(&gpu::c_array(&ident, &blob, code_offset));
+                    continue;
+                }
+            }
             let shader = gpu::compile_compute(s, &dir, &project.root)?;
             let (blob, code_offset) = gpu::wrap_in_header(&shader)
                 .with_context(|| format!("{}: shader header", s.display()))?;

@@ -22,6 +22,11 @@ const SKIP: &[(&str, &str)] = &[
     ("gpu_compute", "needs libSceAgc on Vulkan"),
     ("gpu_compute_pm4", "needs libSceAgc on Vulkan"),
     ("gpu_compute_fault", "needs libSceAgc on Vulkan"),
+    ("gpu_clear", "needs libSceAgc on Vulkan and libSceVideoOut"),
+    (
+        "gpu_triangle",
+        "needs libSceAgc on Vulkan and libSceVideoOut",
+    ),
     ("tls", "needs a TLS block set-up"),
     // Throwing needs the host C++ runtime and an unwinder that finds this loader's
     // mappings' unwind tables (no PT_GNU_EH_FRAME registration here); aps5's relinked

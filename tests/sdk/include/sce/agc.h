@@ -123,7 +123,19 @@ uint32_t *sceAgcDcbSetCxRegistersIndirect(SceAgcCb *, const SceAgcRegister *regs
 uint32_t sceAgcDcbSetCxRegistersIndirectGetSize(void);
 uint32_t *sceAgcDcbSetShRegistersIndirect(SceAgcCb *, const SceAgcRegister *regs, uint32_t count);
 uint32_t sceAgcDcbSetShRegistersIndirectGetSize(void);
+/* Sony's flip command (6 dwords): when the GPU reaches it, display buffer `index` of the
+ * video out port is flipped (after every draw before it). */
+uint32_t *sceAgcDcbSetFlip(SceAgcCb *, uint32_t videoOutHandle, int32_t index, uint32_t flipMode,
+                           int64_t flipArg);
+/* Writes the 4-dword wait-until-safe-for-rendering command at *cursor and advances it. */
+uint32_t sceAgcDriverGetWaitRenderingPacketSizeInDwords(void);
+int32_t sceAgcDriverWaitUntilSafeForRendering(uint32_t **cursor, uint32_t capacityDwords,
+                                              uint32_t mode, uint32_t videoOutHandle,
+                                              int32_t index);
 int32_t sceAgcDriverSubmitDcb(const SceAgcSubmitPacket *);
+/* `count` draw command buffers (addresses and sizes in dwords), in order. */
+int32_t sceAgcDriverSubmitMultiDcbs(uint32_t *const *addresses, const uint32_t *sizesInDwords,
+                                    uint32_t count);
 int32_t sceAgcDriverSubmitAcb(uint32_t queue, const SceAgcSubmitPacket *);
 int32_t sceAgcDriverAddEqEvent(void *eq, int32_t id, void *udata);
 int32_t sceAgcDriverDeleteEqEvent(void *eq, int32_t id);
