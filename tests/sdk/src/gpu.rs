@@ -505,4 +505,37 @@ mod tests {
         let e = layout("; aps5-cs: threads=0", Path::new("c.ll")).unwrap_err();
         assert!(e.to_string().contains("threads=0"), "{e}");
     }
+
+    #[test]
+    fn graphics_layout_lines_name_the_stage_and_errors_name_the_file() {
+        let p = Path::new("s.ll");
+        assert_eq!(
+            stage_of("; aps5-vs: user_sgprs=1\n", p).unwrap(),
+            Stage::Vertex
+        );
+        assert_eq!(
+            stage_of("x\n  ; aps5-ps: user_sgprs=0 interp=1 col_format=9", p).unwrap(),
+            Stage::Pixel
+        );
+        assert_eq!(
+            stage_of("; aps5-cs: threads=64", p).unwrap(),
+            Stage::Compute
+        );
+        let e = stage_of("define void @f()", Path::new("none.ll")).unwrap_err();
+        assert!(e.to_string().contains("none.ll"), "{e}");
+        let ps = "; aps5-ps: user_sgprs=1 interp=2 col_format=9";
+        let v = graphics_layout(ps, p, "; aps5-ps:", &["user_sgprs", "interp", "col_format"]);
+        assert_eq!(v.unwrap(), [1, 2, 9]);
+        let e = graphics_layout(
+            "; aps5-ps: interp=1",
+            p,
+            "; aps5-ps:",
+            &["user_sgprs", "interp"],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("needs `user_sgprs=`"), "{e}");
+        let e =
+            graphics_layout("; aps5-vs: bogus=1", p, "; aps5-vs:", &["user_sgprs"]).unwrap_err();
+        assert!(e.to_string().contains("unknown key `bogus`"), "{e}");
+    }
 }
