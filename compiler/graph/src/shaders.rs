@@ -71,6 +71,10 @@ pub fn build_options() -> Options {
         host_subgroup_size: None,
         loop_limit: BUILD_LOOP_LIMIT,
         native_fma: false,
+        // Ahead of time: every float-controls mode the program's MODE needs is declared and
+        // named in the metadata's required features; a device lacking one (lavapipe has no
+        // denorm modes) is a second device class, made when the driver reads packs.
+        host_float_controls: None,
     }
 }
 
