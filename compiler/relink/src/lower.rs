@@ -308,6 +308,9 @@ pub struct Routines {
     pub text: Vec<u8>,
     /// Offset of each routine in `text`.
     pub offsets: BTreeMap<Routine, u64>,
+    /// Whether any routine touches a vector register (read from the code Cranelift made:
+    /// integer routines use none, and then the stubs need not save xmm0-15 around a call).
+    pub uses_vector_registers: bool,
 }
 
 /// [`routines_object`]'s `.text` and symbols, checked to need no relocation.
@@ -334,9 +337,19 @@ pub fn routines() -> Result<Routines, RelinkError> {
         }
         offsets.insert(r, s.address() - text.address());
     }
+    let mut info = iced_x86::InstructionInfoFactory::new();
+    let uses_vector_registers = iced_x86::Decoder::new(64, &data, iced_x86::DecoderOptions::NONE)
+        .into_iter()
+        .any(|i| {
+            info.info(&i)
+                .used_registers()
+                .iter()
+                .any(|u| u.register().is_vector_register())
+        });
     Ok(Routines {
         text: data,
         offsets,
+        uses_vector_registers,
     })
 }
 
@@ -392,6 +405,7 @@ fn e(x: iced_x86::IcedError) -> RelinkError {
 fn stub(
     ins: &Instruction,
     routine: impl Fn(Routine) -> u64,
+    save_vectors: bool,
 ) -> Result<Vec<Instruction>, RelinkError> {
     let next = ins.next_ip();
     let mut v = Vec::new();
@@ -419,19 +433,21 @@ fn stub(
         AmdOnlyKind::Rdpru => Some(Routine::Rdpru),
     };
     if let Some(r) = r {
-        call_routine(ins, kind, r, routine(r), &mut v)?;
+        call_routine(ins, kind, r, routine(r), save_vectors, &mut v)?;
     }
     v.push(Instruction::with_branch(Code::Jmp_rel32_64, next).map_err(e)?);
     Ok(v)
 }
 
-/// Saves what the System V ABI lets `r` clobber (flags, rax..r11, every xmm) below the red
-/// zone, passes the operands, calls `r` at `at` and restores everything but the results.
+/// Saves what the System V ABI lets `r` clobber (flags, rax..r11, and every xmm when
+/// `save_vectors`) below the red zone, passes the operands, calls `r` at `at` and restores
+/// everything but the results.
 fn call_routine(
     ins: &Instruction,
     kind: AmdOnlyKind,
     r: Routine,
     at: u64,
+    save_vectors: bool,
     v: &mut Vec<Instruction>,
 ) -> Result<(), RelinkError> {
     let sse4a = !matches!(r, Routine::Clzero | Routine::Rdpru);
@@ -456,7 +472,7 @@ fn call_routine(
     v.push(rr(Code::Mov_r64_rm64, Register::RBP, Register::RSP)?);
     v.push(Instruction::with2(Code::And_rm64_imm8, Register::RSP, -16i32).map_err(e)?);
     v.push(Instruction::with2(Code::Sub_rm64_imm32, Register::RSP, 288i32).map_err(e)?);
-    for (i, x) in XMM.iter().enumerate() {
+    for (i, x) in XMM.iter().enumerate().filter(|_| save_vectors) {
         v.push(
             Instruction::with2(
                 Code::Movdqu_xmmm128_xmm,
@@ -507,7 +523,7 @@ fn call_routine(
         }
     }
     v.push(Instruction::with_branch(Code::Call_rel32_64, at).map_err(e)?);
-    for (i, x) in XMM.iter().enumerate() {
+    for (i, x) in XMM.iter().enumerate().filter(|_| save_vectors) {
         if *x != dst {
             v.push(
                 Instruction::with2(
@@ -543,7 +559,7 @@ pub fn build(base: u64, sites: &[Instruction]) -> Result<Lowered, RelinkError> {
     for ins in sites {
         code.resize(code.len().next_multiple_of(16), 0xCC);
         let at = base + code.len() as u64;
-        let body = stub(ins, routine)?;
+        let body = stub(ins, routine, r.uses_vector_registers)?;
         let block = InstructionBlock::new(&body, at);
         let out = BlockEncoder::encode(64, block, BlockEncoderOptions::NONE)
             .map_err(|x| RelinkError::Encode(format!("lowering stub for {:#x}: {x}", ins.ip())))?;
