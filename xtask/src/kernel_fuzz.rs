@@ -6,6 +6,7 @@
 //! not.
 
 use std::fmt::Write as _;
+use std::time::Instant;
 
 use anyhow::Result;
 
@@ -129,22 +130,37 @@ const SPEC: &str = r#"{"kernel":"fuzz","global":[128],"local":[64],"args":[
  {"buffer":"f32","len":128,"init":"zero","out":true,"name":"outf"}],"ulp":1}
 "#;
 
-pub fn fuzz(count: u32, seed: u64) -> Result<bool> {
+/// Runs kernels `0..count` of `seed` (each at wave32 and wave64); with `seconds`, starts no new
+/// kernel once that much time has passed (kernel 0 always runs). False when any run failed, or
+/// when no run passed at all (a smoke whose every kernel is refused proves nothing).
+pub fn fuzz(count: u32, seed: u64, seconds: Option<u64>) -> Result<bool> {
+    let start = Instant::now();
     let dir = root().join("target/kernel-fuzz");
     std::fs::create_dir_all(&dir)?;
     let h = Harness::new()?;
     let mut g = Gen(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-    let (mut passed, mut refused, mut failed) = (0, 0, 0);
+    let (mut passed, mut refused, mut failed, mut ran) = (0, 0, 0, 0);
+    let mut first_failure: Option<String> = None;
     for n in 0..count {
+        if n > 0 && seconds.is_some_and(|s| start.elapsed().as_secs() >= s) {
+            println!(
+                "kernel-fuzz: time bound of {}s reached",
+                seconds.unwrap_or(0)
+            );
+            break;
+        }
+        ran += 1;
         let name = format!("fuzz-{seed}-{n}");
         let cl = dir.join(format!("{name}.cl"));
-        std::fs::write(&cl, kernel(&mut g))?;
+        let source = kernel(&mut g);
+        std::fs::write(&cl, &source)?;
         std::fs::write(
             cl.with_extension("json"),
             SPEC.replace("SEED", &(seed * 1000 + u64::from(n)).to_string()),
         )?;
         let spec = load_spec(&cl, None)?;
         let mut keep = false;
+        let t = Instant::now();
         for wave64 in [false, true] {
             let wave = if wave64 { "w64" } else { "w32" };
             match h.run(&cl, &spec, wave64).0 {
@@ -160,20 +176,37 @@ pub fn fuzz(count: u32, seed: u64) -> Result<bool> {
                     failed += 1;
                     keep = true;
                     println!("{name} {wave}: FAIL: {e}");
+                    first_failure
+                        .get_or_insert(format!("seed {seed} kernel {n} ({name}) {wave}: {e}"));
                 }
             }
         }
+        println!("{name}: {:.1}s (both waves)", t.elapsed().as_secs_f64());
         if keep {
             println!(
                 "  kept {} (rerun: cargo xtask kernel-diff {0})",
                 cl.display()
             );
+            println!("  --- {name}.cl\n{source}  ---");
         } else {
             let _ = std::fs::remove_file(&cl);
             let _ = std::fs::remove_file(cl.with_extension("json"));
         }
     }
-    println!("kernel-fuzz: {count} kernels x 2 waves: {refused} refused by the translator");
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "kernel-fuzz: seed {seed}: {ran} kernels x 2 waves in {secs:.1}s ({:.1}s per kernel): \
+         {refused} refused by the translator",
+        secs / f64::from(ran.max(1))
+    );
     println!("kernel-fuzz: {passed} passed, {failed} failed");
-    Ok(failed == 0)
+    if let Some(f) = first_failure {
+        println!("kernel-fuzz: FIRST FAILURE: {f}");
+        return Ok(false);
+    }
+    if passed == 0 {
+        println!("kernel-fuzz: FAILED: no run passed (every kernel refused by the translator)");
+        return Ok(false);
+    }
+    Ok(true)
 }
