@@ -1295,12 +1295,21 @@ pub fn corpus(filter: Option<&str>, update: bool) -> Result<bool> {
     Ok(update || failed == 0)
 }
 
-/// Seconds one corpus kernel (both wave sizes) may take before it counts as hung.
+/// Seconds one corpus kernel (both wave sizes) may take before it counts as hung, unless
+/// `APS5_KERNEL_DIFF_TIMEOUT` says otherwise (a loaded machine).
 const CHILD_TIMEOUT_SECS: u64 = 40;
+
+fn child_timeout_secs() -> u64 {
+    std::env::var("APS5_KERNEL_DIFF_TIMEOUT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(CHILD_TIMEOUT_SECS)
+}
 
 /// Runs `xtask kernel-diff --outcomes KERNEL` (both wave sizes) in a child process with a
 /// timeout; a missing outcome (hang, crash) is a failure.
-fn run_child(cl: &Path) -> Result<Vec<Outcome>> {
+pub(crate) fn run_child(cl: &Path) -> Result<Vec<Outcome>> {
+    let timeout = child_timeout_secs();
     let exe = std::env::current_exe()?;
     let out_path = std::env::temp_dir().join(format!(
         "aps5-kernel-diff-outcomes-{}.txt",
@@ -1332,7 +1341,7 @@ fn run_child(cl: &Path) -> Result<Vec<Outcome>> {
         if let Some(st) = child.try_wait()? {
             break Some(st);
         }
-        if t0.elapsed().as_secs() >= CHILD_TIMEOUT_SECS {
+        if t0.elapsed().as_secs() >= timeout {
             let _ = child.kill();
             let _ = child.wait();
             break None;
@@ -1343,7 +1352,7 @@ fn run_child(cl: &Path) -> Result<Vec<Outcome>> {
     let _ = std::fs::remove_file(&out_path);
     let mut outcomes: Vec<Outcome> = text.lines().filter_map(parse_outcome).collect();
     let why = match status {
-        None => format!("timed out after {CHILD_TIMEOUT_SECS}s (hang?)"),
+        None => format!("{TIMED_OUT} {timeout}s (hang?)"),
         Some(st) => format!("the kernel-diff process ended ({st}) without an outcome"),
     };
     while outcomes.len() < 2 {
@@ -1351,6 +1360,9 @@ fn run_child(cl: &Path) -> Result<Vec<Outcome>> {
     }
     Ok(outcomes)
 }
+
+/// How `run_child`'s failure message for a kernel past the timeout begins.
+pub(crate) const TIMED_OUT: &str = "timed out after";
 
 const OUTCOME_TAG: &str = "OUTCOME ";
 

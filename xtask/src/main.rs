@@ -6,7 +6,7 @@
 //! - `fuzz-decoder N`: differential fuzzing of the RDNA2 decoder against llvm-mc.
 //! - `kernel-diff KERNEL.cl [SPEC.json] [--wave64] | --corpus`: the translator's kernel-diff
 //!   harness (OpenCL C via clang-14 for gfx1030 and the host, compared buffer by buffer).
-//! - `kernel-fuzz N [SEED]`: random kernels through the same harness.
+//! - `kernel-fuzz N [SEED] [--seconds S]`: random kernels through the same harness.
 //! - `gen-registers [--check]`: drivers/agc/src/generated.rs from Mesa's register database.
 
 mod bench;
@@ -79,7 +79,13 @@ enum Cmd {
         outcomes: bool,
     },
     /// Random kernels (straight-line and looping integer/float code) through kernel-diff.
-    KernelFuzz { count: u32, seed: Option<u64> },
+    KernelFuzz {
+        count: u32,
+        seed: Option<u64>,
+        /// Start no new kernel once this many seconds have passed (at least one kernel runs).
+        #[arg(long)]
+        seconds: Option<u64>,
+    },
     /// Write drivers/agc/src/generated.rs from ../shared/corpus/amd-registers (--check: compare).
     GenRegisters {
         #[arg(long)]
@@ -126,7 +132,11 @@ fn main() -> ExitCode {
                 Err(anyhow::anyhow!("kernel-diff: give KERNEL.cl or --corpus"))
             }
         }
-        Cmd::KernelFuzz { count, seed } => kernel_fuzz::fuzz(count, seed.unwrap_or(1)),
+        Cmd::KernelFuzz {
+            count,
+            seed,
+            seconds,
+        } => kernel_fuzz::fuzz(count, seed.unwrap_or(1), seconds),
         Cmd::GenRegisters { check } => {
             gen_registers::run(&util::root(), check).map_err(|e| anyhow::anyhow!(e))
         }
