@@ -205,7 +205,10 @@ pub fn ci(install: bool, fuzz_seconds: u64) -> Result<bool> {
                 "kernel-diff",
                 "--corpus",
             ],
-            &[],
+            // llvmpipe compiles some translated kernels slowly when Mesa's shader cache is
+            // cold (over a minute for matmul_naive on a 2-core box: the constant lane-loop
+            // trip counts, tests/kernels/README.md); a compile is not a hang.
+            &[("APS5_KERNEL_DIFF_TIMEOUT", "240")],
         )
     });
     // Random kernels (tests/kernels/README.md): seed 1, kernels 0..16, both waves, no new
