@@ -62,9 +62,28 @@ fn shader(name: &str, wave64: bool, user_sgprs: u32) -> Shader {
     }
 }
 
-fn translate(s: &Shader) -> Translation {
+/// The device's float controls (the module leaves out the modes it lacks: lavapipe has no
+/// denorm modes).
+fn host_float_controls(gpu: &Gpu) -> aps5_shader::translate::FloatControls {
+    use aps5_shader::translate::{DenormIndependence, FloatControls};
+    use aps5_vulkan::vk::ShaderFloatControlsIndependence as I;
+    let f = &gpu.info().float_controls;
+    FloatControls {
+        denorm_independence: match f.denorm_independence {
+            I::ALL => DenormIndependence::All,
+            I::TYPE_32_ONLY => DenormIndependence::Bits32Only,
+            _ => DenormIndependence::None,
+        },
+        denorm_preserve: f.denorm_preserve,
+        denorm_flush_to_zero: f.denorm_flush_to_zero,
+        signed_zero_inf_nan_preserve: f.signed_zero_inf_nan_preserve,
+    }
+}
+
+fn translate(gpu: &Gpu, s: &Shader) -> Translation {
     let opts = Options {
         loop_limit: 1 << 20,
+        host_float_controls: Some(host_float_controls(gpu)),
         ..Default::default()
     };
     let t =
@@ -163,7 +182,7 @@ struct Run {
 /// Runs one workgroup of [`LANES`] lanes; `sgprs` makes the user SGPRs from the regions'
 /// guest addresses (and the guest address of the unmapped space at the start).
 fn run(gpu: &Gpu, s: &Shader, mem: &Mem, sgprs: impl Fn(&[u64], u64) -> Vec<u32>) -> Run {
-    let t = translate(s);
+    let t = translate(gpu, s);
     let mut buf = gpu.create_buffer(mem.size).unwrap();
     let base = buf.device_address();
     let mut table = Vec::new();
