@@ -367,13 +367,16 @@ fn a_shader_the_translator_refuses_is_a_warning_not_a_failed_build() {
     );
 }
 
+/// The built-in sample embeds one pixel shader with a PS5 header (its `--draw` scene; the
+/// vertex shader has none, docs/SDK.md): one found, translated, in the pack.
 #[test]
-fn a_dump_without_shaders_gets_an_empty_pack() {
+fn the_sample_dump_packs_its_pixel_shader() {
     let p = Project::new();
     p.build_json();
     let doc = shaders_json(&p.dir());
-    assert_eq!(doc["counts"]["found"], 0, "{doc:#}");
+    assert_eq!(doc["counts"]["found"], 1, "{doc:#}");
+    assert_eq!(doc["counts"]["translated"], 1, "{doc:#}");
     let pack = Pack::open(&pack_path(&p.dir()), &shaders::pack_identity()).unwrap();
     pack.verify().unwrap();
-    assert!(pack.is_empty());
+    assert_eq!(pack.len(), 1);
 }
