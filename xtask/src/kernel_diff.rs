@@ -1206,8 +1206,9 @@ pub fn corpus(filter: Option<&str>, update: bool) -> Result<bool> {
     let known_path = dir.join("KNOWN_FAILING");
     let known = read_known_failing(&known_path)?;
     println!(
-        "kernel-diff corpus: each kernel in its own process, {CHILD_TIMEOUT_SECS}s at most \
-         (a hang or a crash of the driver is a failure, not the end of the run)"
+        "kernel-diff corpus: each kernel in its own process, {}s at most \
+         (a hang or a crash of the driver is a failure, not the end of the run)",
+        child_timeout_secs()
     );
     let mut kernels: Vec<PathBuf> = std::fs::read_dir(&dir)?
         .flatten()
