@@ -936,6 +936,11 @@ impl Emit {
         let iter_var = self
             .b
             .variable(pfn, None, spirv::StorageClass::Function, Some(z32));
+        let z64 = self.k64(0);
+        let p64 = self.t.p_fn_u64;
+        let rem_var = self
+            .b
+            .variable(p64, None, spirv::StorageClass::Function, Some(z64));
         // Barrier state; Function variables must come first.
         let at_barrier = if barriers {
             self.b
@@ -980,6 +985,7 @@ impl Emit {
             vvars,
             scc,
             lane_var,
+            rem_var: Some(rem_var),
             vals: vec![0; body.values as usize],
             tys: value_types(body),
             multi: BTreeMap::new(),
@@ -1415,9 +1421,83 @@ impl Emit {
         Ok(())
     }
 
-    /// for lane in 0..LANES { if EXEC[lane] { body } else { clear masks[lane] } }
-    /// With `masks` None (the prologue) every lane runs.
+    /// Runs `body` once per active lane, in lane order: `for lane in set bits of EXEC { body }`,
+    /// then clears the inactive lanes' bits of every mask the region wrote (a lane the program
+    /// masked off writes 0 there, as a VOPC does). With `masks` None (the prologue) every lane
+    /// runs. The trip count is the data-dependent popcount, never a constant: a constant 32/64
+    /// lets NIR and LLVM unroll every region, which made llvmpipe compiles take minutes, and
+    /// skipping inactive lanes is the fast path on every host.
     fn lane_loop(
+        &mut self,
+        cx: &mut MainCx,
+        masks: Option<&[SReg]>,
+        body: impl FnOnce(&mut Emit, &mut MainCx, Word) -> Res<()>,
+    ) -> Res<()> {
+        let (Some(masks), Some(rem_var)) = (masks, cx.rem_var) else {
+            return self.lane_loop_counted(cx, masks, body);
+        };
+        let (u32t, u64t, boolt) = (self.t.u32, self.t.u64, self.t.bool);
+        // EXEC does not change inside a region (the front end cuts one after an EXEC write),
+        // so its value at entry is the set of lanes to run and to keep in the written masks.
+        let exec = self.mask64(cx, EXEC_LO)?;
+        self.store(rem_var, exec)?;
+        let (hdr, check, lb, cont, merge) = (
+            self.b.id(),
+            self.b.id(),
+            self.b.id(),
+            self.b.id(),
+            self.b.id(),
+        );
+        self.b.branch(hdr)?;
+        self.block(hdr)?;
+        self.b
+            .loop_merge(merge, cont, spirv::LoopControl::DONT_UNROLL, [])?;
+        self.b.branch(check)?;
+        self.block(check)?;
+        let rem = self.load(u64t, rem_var)?;
+        let z64 = self.k64(0);
+        let more = self.b.i_not_equal(boolt, None, rem, z64)?;
+        self.b.branch_conditional(more, lb, merge, [])?;
+        self.block(lb)?;
+        // The lowest set bit: FindILsb takes 32-bit operands.
+        let lo = self.lo(rem)?;
+        let l = if self.lanes == 64 {
+            let hi = self.hi(rem)?;
+            let a = self.ext(glsl::FIND_ILSB, u32t, &[lo])?;
+            let b = self.ext(glsl::FIND_ILSB, u32t, &[hi])?;
+            let c32 = self.k32(32);
+            let b32 = self.b.i_add(u32t, None, b, c32)?;
+            let z = self.k32(0);
+            let in_lo = self.b.i_not_equal(boolt, None, lo, z)?;
+            self.b.select(u32t, None, in_lo, a, b32)?
+        } else {
+            self.ext(glsl::FIND_ILSB, u32t, &[lo])?
+        };
+        let one64 = self.k64(1);
+        let below = self.b.i_sub(u64t, None, rem, one64)?;
+        let rest = self.b.bitwise_and(u64t, None, rem, below)?;
+        self.store(rem_var, rest)?;
+        body(self, cx, l)?;
+        self.b.branch(cont)?;
+        self.block(cont)?;
+        self.b.branch(hdr)?;
+        self.block(merge)?;
+        for &r in masks {
+            let m = self.mask64(cx, r)?;
+            let kept = self.b.bitwise_and(u64t, None, m, exec)?;
+            let lo = self.lo(kept)?;
+            self.store(cx.svars[&r], lo)?;
+            if self.lanes == 64 {
+                let hi = self.hi(kept)?;
+                self.store(cx.svars[&(r + 1)], hi)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// for lane in 0..LANES { if EXEC[lane] { body } else { clear masks[lane] } }: the
+    /// prologue (every lane, `masks` None) and graphics stages (one lane per invocation).
+    fn lane_loop_counted(
         &mut self,
         cx: &mut MainCx,
         masks: Option<&[SReg]>,
@@ -1436,7 +1516,7 @@ impl Emit {
         self.b.branch(hdr)?;
         self.block(hdr)?;
         self.b
-            .loop_merge(merge, cont, spirv::LoopControl::NONE, [])?;
+            .loop_merge(merge, cont, spirv::LoopControl::DONT_UNROLL, [])?;
         self.b.branch(check)?;
         self.block(check)?;
         let l = self.load(u32t, cx.lane_var)?;
@@ -1478,6 +1558,103 @@ impl Emit {
         self.store(cx.lane_var, l3)?;
         self.b.branch(hdr)?;
         self.block(merge)
+    }
+
+    /// f64 trunc on the bits: clear the fraction bits below the binary point, keep the sign
+    /// of a result that rounds to zero, quiet a NaN. Hosts differ here: llvmpipe (Mesa 22.3)
+    /// lowers double Trunc to integer code that gives +0 for -0.25 and keeps the fraction of
+    /// 4.03e9, and its RoundEven gives 7 for 7.5, so no host's f64 rounding is trusted: every
+    /// host runs the same exact code (this and `round_f64`).
+    fn trunc_f64(&mut self, a: Word) -> Res<Word> {
+        let (u32t, u64t, boolt, f64t) = (self.t.u32, self.t.u64, self.t.bool, self.t.f64);
+        let x = self.b.bitcast(u64t, None, a)?;
+        let hi = self.hi(x)?;
+        let c20 = self.k32(20);
+        let sh = self.b.shift_right_logical(u32t, None, hi, c20)?;
+        let m11 = self.k32(0x7ff);
+        let e = self.b.bitwise_and(u32t, None, sh, m11)?;
+        // |x| < 1: a zero of x's sign.
+        let sign = self.k64(1 << 63);
+        let zero = self.b.bitwise_and(u64t, None, x, sign)?;
+        // 1 <= |x| < 2^52: mask off the 1075 - e fraction bits (1..=52).
+        let c1075 = self.k32(1075);
+        let n = self.b.i_sub(u32t, None, c1075, e)?;
+        let n64 = self.zext(n)?;
+        let one = self.k64(1);
+        let bit = self.b.shift_left_logical(u64t, None, one, n64)?;
+        let low = self.b.i_sub(u64t, None, bit, one)?;
+        let keep = self.b.not(u64t, None, low)?;
+        let masked = self.b.bitwise_and(u64t, None, x, keep)?;
+        // |x| >= 2^52, infinities and NaNs: x itself, a NaN quieted as the hardware does.
+        let m52 = self.k64((1 << 52) - 1);
+        let frac = self.b.bitwise_and(u64t, None, x, m52)?;
+        let z64 = self.k64(0);
+        let has_frac = self.b.i_not_equal(boolt, None, frac, z64)?;
+        let is_max = self.b.i_equal(boolt, None, e, m11)?;
+        let nan = self.b.logical_and(boolt, None, is_max, has_frac)?;
+        let quiet = self.k64(1 << 51);
+        let q = self.b.bitwise_or(u64t, None, x, quiet)?;
+        let big = self.b.select(u64t, None, nan, q, x)?;
+        let c1023 = self.k32(1023);
+        let small = self.b.u_less_than(boolt, None, e, c1023)?;
+        let large = self.b.u_greater_than_equal(boolt, None, e, c1075)?;
+        let r1 = self.b.select(u64t, None, large, big, masked)?;
+        let r = self.b.select(u64t, None, small, zero, r1)?;
+        self.b.bitcast(f64t, None, r)
+    }
+
+    /// f64 floor, ceil and round-to-nearest-even from the exact trunc: `x - trunc(x)` is exact,
+    /// so one compare decides the step of 1 (exact below 2^52). NaN and infinities pass through
+    /// trunc unchanged and fail every compare; a result that rounds to zero keeps x's sign.
+    fn round_f64(&mut self, op: UnOp, a: Word) -> Res<Word> {
+        let (u64t, boolt, f64t) = (self.t.u64, self.t.bool, self.t.f64);
+        let t = self.trunc_f64(a)?;
+        let one = self.k64(1f64.to_bits());
+        let one = self.b.bitcast(f64t, None, one)?;
+        match op {
+            UnOp::Floor | UnOp::Fract => {
+                let below = self.b.f_ord_less_than(boolt, None, a, t)?;
+                let s = self.b.f_sub(f64t, None, t, one)?;
+                let s = self.exact(s);
+                let fl = self.b.select(f64t, None, below, s, t)?;
+                if op == UnOp::Floor {
+                    return Ok(fl);
+                }
+                let d = self.b.f_sub(f64t, None, a, fl)?;
+                Ok(self.exact(d))
+            }
+            UnOp::Ceil => {
+                let above = self.b.f_ord_greater_than(boolt, None, a, t)?;
+                let s = self.b.f_add(f64t, None, t, one)?;
+                let s = self.exact(s);
+                self.b.select(f64t, None, above, s, t)
+            }
+            _ => {
+                // Away from t by one unit of x's sign when |x - t| > 0.5, or == 0.5 and t is odd.
+                let d = self.b.f_sub(f64t, None, a, t)?;
+                let d = self.exact(d);
+                let ad = self.ext(glsl::FABS, f64t, &[d])?;
+                let half = self.k64(0.5f64.to_bits());
+                let half = self.b.bitcast(f64t, None, half)?;
+                let gt = self.b.f_ord_greater_than(boolt, None, ad, half)?;
+                let tie = self.b.f_ord_equal(boolt, None, ad, half)?;
+                let h = self.b.f_mul(f64t, None, t, half)?;
+                let h = self.exact(h);
+                let th = self.trunc_f64(h)?;
+                let odd = self.b.f_ord_not_equal(boolt, None, th, h)?;
+                let tie_up = self.b.logical_and(boolt, None, tie, odd)?;
+                let up = self.b.logical_or(boolt, None, gt, tie_up)?;
+                let xb = self.b.bitcast(u64t, None, a)?;
+                let sign = self.k64(1 << 63);
+                let sb = self.b.bitwise_and(u64t, None, xb, sign)?;
+                let ob = self.k64(1f64.to_bits());
+                let sob = self.b.bitwise_or(u64t, None, sb, ob)?;
+                let step = self.b.bitcast(f64t, None, sob)?;
+                let r = self.b.f_add(f64t, None, t, step)?;
+                let r = self.exact(r);
+                self.b.select(f64t, None, up, r, t)
+            }
+        }
     }
 
     fn ty(&self, t: Ty) -> Word {
@@ -1825,6 +2002,10 @@ impl Emit {
             }
             UnOp::F32ToF64 => self.b.f_convert(f64t, None, a)?,
             UnOp::F64ToF32 => self.b.f_convert(f32t, None, a)?,
+            UnOp::Trunc if ty == f64t => self.trunc_f64(a)?,
+            UnOp::Floor | UnOp::Ceil | UnOp::RoundEven | UnOp::Fract if ty == f64t => {
+                self.round_f64(op, a)?
+            }
             UnOp::Trunc => self.ext(glsl::TRUNC, ty, &[a])?,
             UnOp::Floor => self.ext(glsl::FLOOR, ty, &[a])?,
             UnOp::Ceil => self.ext(glsl::CEIL, ty, &[a])?,
@@ -1996,6 +2177,9 @@ struct MainCx {
     vvars: BTreeMap<u16, Word>,
     scc: Word,
     lane_var: Word,
+    /// The lanes a region has yet to run (u64), see `lane_loop`; None in graphics stages,
+    /// which run one lane per invocation.
+    rem_var: Option<Word>,
     vals: Vec<Word>,
     tys: Vec<Ty>,
     multi: BTreeMap<ValueId, Vec<Word>>,

@@ -426,6 +426,36 @@ impl Cx {
                 };
                 self.write_v(vdst(0)?, x);
             }
+            "v_min3_f32" | "v_max3_f32" | "v_med3_f32" => {
+                let a = self.src(&s(0)?, Kind::F32)?;
+                let b = self.src(&s(1)?, Kind::F32)?;
+                let c = self.src(&s(2)?, Kind::F32)?;
+                let min3 = |cx: &mut Cx| {
+                    let t = cx.bin(Ty::F32, BinOp::FMin, a, b);
+                    cx.bin(Ty::F32, BinOp::FMin, t, c)
+                };
+                let x = match name {
+                    "v_min3_f32" => min3(self),
+                    "v_max3_f32" => {
+                        let t = self.bin(Ty::F32, BinOp::FMax, a, b);
+                        self.bin(Ty::F32, BinOp::FMax, t, c)
+                    }
+                    _ => {
+                        // The ISA: any NaN operand gives min3 (minNum, so the least number);
+                        // otherwise the middle value, max(min(a, b), min(max(a, b), c)).
+                        let lo = self.bin(Ty::F32, BinOp::FMin, a, b);
+                        let hi = self.bin(Ty::F32, BinOp::FMax, a, b);
+                        let t = self.bin(Ty::F32, BinOp::FMin, hi, c);
+                        let mid = self.bin(Ty::F32, BinOp::FMax, lo, t);
+                        let nab = self.cmp(CmpOp::FU, a, b);
+                        let nc = self.cmp(CmpOp::FU, c, c);
+                        let nan = self.bin(Ty::Bool, BinOp::Or, nab, nc);
+                        let m3 = min3(self);
+                        self.val(Ty::F32, Op::Select(nan, m3, mid))
+                    }
+                };
+                f32r(self, vdst(0)?, x)?;
+            }
             "v_bfe_u32" | "v_bfe_i32" => {
                 let a = self.src(&s(0)?, Kind::B32)?;
                 let b = self.src(&s(1)?, Kind::B32)?;

@@ -376,6 +376,7 @@ impl Emit {
             vvars,
             scc,
             lane_var,
+            rem_var: None,
             vals: vec![0; body.values as usize],
             tys: value_types(body),
             multi: BTreeMap::new(),
