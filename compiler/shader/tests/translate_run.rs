@@ -160,6 +160,8 @@ fn run(gpu: &Gpu, k: &Kernel, local: u32, groups: u32, args: Vec<Arg>) -> Run {
     pc[64..72].copy_from_slice(&tbuf.device_address().to_le_bytes());
     pc[72..80].copy_from_slice(&fbuf.device_address().to_le_bytes());
     pc[80..84].copy_from_slice(&((table.len() / 32) as u32).to_le_bytes());
+    let cb = push::CODE_BASE as usize;
+    pc[cb..cb + 8].copy_from_slice(&CODE_BASE.to_le_bytes());
     let pipe = gpu
         .create_compute_pipeline(&PipelineDesc {
             spirv: &t.spirv,
@@ -179,6 +181,10 @@ fn run(gpu: &Gpu, k: &Kernel, local: u32, groups: u32, args: Vec<Arg>) -> Run {
     let fault = FaultRecord::from_bytes(fbuf.bytes()[..32].try_into().unwrap());
     Run { bufs, fault }
 }
+
+/// The code address `run` passes (push::CODE_BASE): no memory is there; the PC tests only
+/// look at values formed from it.
+const CODE_BASE: u64 = 0x0000_7abc_0000_1000;
 
 fn kernel<'a>(ks: &'a [Kernel], name: &str) -> &'a Kernel {
     ks.iter().find(|k| k.name == name).unwrap()
@@ -515,6 +521,52 @@ fn multi_wave_barrier_rounds_and_mask_aliases() {
             );
         }
     }
+}
+
+/// The program counter (tests/translate/pc.s, docs/TRANSLATOR.md "Calls"): `s_getpc_b64` is
+/// the code address plus the offset after it, and `s_setpc_b64` to an address that is no
+/// return site faults with reason 6 naming the address and the instruction, keeping what
+/// ran before it.
+#[test]
+fn program_counter_reads_and_bad_returns() {
+    let gpu = gpu();
+    let Some(ks) = support::build_asm("pc.s", &["pc_value", "bad_return"], [32, 1, 1]) else {
+        return;
+    };
+    let offset_of = |k: &Kernel, name: &str| -> u32 {
+        let bytes: Vec<u8> = k.code.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mut off = 0;
+        while off < bytes.len() {
+            match aps5_shader::decode_at(&bytes, off, Default::default()) {
+                aps5_shader::Decoded::Inst(i) if i.name() == name => return off as u32,
+                aps5_shader::Decoded::Inst(i) => off += i.len(),
+                d => panic!("{}: no instruction at {off:#x}: {d:?}", k.name),
+            }
+        }
+        panic!("{}: no {name}", k.name)
+    };
+    let k = kernel(&ks, "pc_value");
+    let r = run(&gpu, k, 32, 1, vec![Arg::Buf(vec![0xEE; 32 * 8])]);
+    assert_eq!(r.fault.state, 0, "pc_value: unexpected fault {:?}", r.fault);
+    let want = CODE_BASE + u64::from(offset_of(k, "s_getpc_b64")) + 4;
+    for (l, c) in r.bufs[0].chunks_exact(8).enumerate() {
+        assert_eq!(u64::from_le_bytes(c.try_into().unwrap()), want, "lane {l}");
+    }
+
+    let k = kernel(&ks, "bad_return");
+    let r = run(&gpu, k, 32, 1, vec![Arg::Buf(vec![0; 32 * 4])]);
+    assert_eq!(r.fault.fault(), Some(FaultReason::Jump), "{:?}", r.fault);
+    assert_eq!(r.fault.address, 0x1234, "{:?}", r.fault);
+    assert_eq!(
+        r.fault.inst_offset,
+        offset_of(k, "s_setpc_b64"),
+        "{:?}",
+        r.fault
+    );
+    assert!(
+        to_u32s(&r.bufs[0]).iter().all(|&x| x == 7),
+        "the store before the jump runs, the one after does not"
+    );
 }
 
 /// Cross-lane data movement under a partial EXEC (tests/translate/memlanes.s, `xlane`): every

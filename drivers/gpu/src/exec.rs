@@ -295,6 +295,7 @@ impl Executor {
         };
         put64(&mut push, abi::push::RANGE_TABLE, table.device_address());
         put64(&mut push, abi::push::FAULT_BUFFER, fault.device_address());
+        put64(&mut push, abi::push::CODE_BASE, d.program_address());
         let rc = abi::push::RANGE_COUNT as usize;
         push[rc..rc + 4].copy_from_slice(&(entries.len() as u32).to_le_bytes());
         push.truncate(program.push_constant_bytes as usize);

@@ -148,9 +148,11 @@ pub mod push {
     pub const RANGE_COUNT: u32 = 80;
     /// u32: reserved, 0.
     pub const RESERVED: u32 = 84;
-    /// u64: reserved, 0 (scratch is reached through a V# in user data; docs/SHADER_ABI.md
-    /// "Scratch").
-    pub const SCRATCH: u32 = 88;
+    /// u64: guest address of the program's first instruction (`code[0]` of the translation):
+    /// `s_getpc_b64` reads it plus an offset, and PC-relative loads (constant tables the
+    /// compiler put beside the code) are guest loads from there (docs/SHADER_ABI.md "Code
+    /// address"). 0 when the program never reads its PC.
+    pub const CODE_BASE: u32 = 88;
     /// Total size of the block.
     pub const SIZE: u32 = 96;
 }
@@ -268,6 +270,9 @@ pub enum FaultReason {
     /// `buffer_load/store_format_*` of a format it does not convert); `address` is the
     /// access's unswizzled guest address.
     Descriptor = 5,
+    /// `s_setpc_b64` to an address that is none of the places the program may return to
+    /// (the sites after its calls); `address` is the target.
+    Jump = 6,
 }
 
 impl FaultReason {
@@ -279,6 +284,7 @@ impl FaultReason {
             3 => FaultReason::Unaligned,
             4 => FaultReason::LoopLimit,
             5 => FaultReason::Descriptor,
+            6 => FaultReason::Jump,
             _ => return None,
         })
     }
@@ -292,6 +298,7 @@ impl fmt::Display for FaultReason {
             FaultReason::Unaligned => "unaligned address",
             FaultReason::LoopLimit => "loop limit reached",
             FaultReason::Descriptor => "unsupported buffer descriptor",
+            FaultReason::Jump => "jump to an address that is no return site of a call",
         })
     }
 }

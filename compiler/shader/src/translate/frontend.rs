@@ -16,7 +16,17 @@ use crate::{Decoded, Encoding, Family, Instruction, Target, decode_at_wave};
 /// Decodes the reachable program and lowers it to IR; `mode` is the MODE register the program
 /// starts with (`float::initial_mode`).
 pub fn lower(code: &[u8], wave64: bool, mode: u32) -> Result<Body, TranslateError> {
-    lower_with(code, wave64, mode, None).map(|(b, _)| b)
+    lower_at(code, 0, wave64, mode)
+}
+
+/// [`lower`] with the entry point `entry` bytes into `code`; block 0 is the entry's.
+pub fn lower_at(
+    code: &[u8],
+    entry: usize,
+    wave64: bool,
+    mode: u32,
+) -> Result<Body, TranslateError> {
+    lower_with(code, entry, wave64, mode, None).map(|(b, _)| b)
 }
 
 /// [`lower`] for a vertex or pixel stage (single-lane waves): exports, interpolation and the
@@ -27,23 +37,25 @@ pub fn lower_graphics(
     mode: u32,
     gfx: graphics::GfxLower,
 ) -> Result<(Body, graphics::GfxLower), TranslateError> {
-    let (body, g) = lower_with(code, wave64, mode, Some(gfx))?;
+    let (body, g) = lower_with(code, 0, wave64, mode, Some(gfx))?;
     Ok((body, g.expect("graphics lowering state")))
 }
 
 fn lower_with(
     code: &[u8],
+    entry: usize,
     wave64: bool,
     mode: u32,
     gfx: Option<graphics::GfxLower>,
 ) -> Result<(Body, Option<graphics::GfxLower>), TranslateError> {
-    let insts = reachable(code, wave64)?;
-    let mut leaders = BTreeSet::from([0usize]);
+    let Walk { insts, flow } = reachable(code, entry, wave64)?;
+    let mut leaders = BTreeSet::from([entry]);
+    let mut return_sites = Vec::new();
     for (&off, i) in &insts {
         if let Some(Branch::Direct {
             target,
             conditional,
-            ..
+            call: false,
         }) = meta(i, wave64).branch
         {
             leaders.insert(target as usize);
@@ -51,13 +63,28 @@ fn lower_with(
                 leaders.insert(off + i.len());
             }
         }
+        match flow.get(&off) {
+            Some(calls::Flow::Call { target }) => {
+                leaders.insert(*target);
+                leaders.insert(off + i.len());
+                return_sites.push(off + i.len());
+            }
+            Some(calls::Flow::Jump { target }) => {
+                leaders.insert(*target);
+            }
+            _ => {}
+        }
         // A wave leaves the dispatcher at s_barrier and resumes after it (spirv.rs, `main`),
         // so the instruction after it starts a block.
         if i.name() == "s_barrier" {
             leaders.insert(off + i.len());
         }
     }
-    let index: BTreeMap<usize, usize> = leaders.iter().enumerate().map(|(k, &o)| (o, k)).collect();
+    // The entry's block first (block 0 is where the program starts), then by offset.
+    let order: Vec<usize> = std::iter::once(entry)
+        .chain(leaders.iter().copied().filter(|&o| o != entry))
+        .collect();
+    let index: BTreeMap<usize, usize> = order.iter().enumerate().map(|(k, &o)| (o, k)).collect();
     let mut body = Body {
         blocks: Vec::new(),
         values: 0,
@@ -72,8 +99,9 @@ fn lower_with(
         inst: 0,
         gfx,
         sdwa: None,
+        flow,
     };
-    for &start in &leaders {
+    for &start in &order {
         let mut regions: Vec<Region> = Vec::new();
         let mut group = Group::default();
         let mut off = start;
@@ -116,6 +144,14 @@ fn lower_with(
                             taken: blk(o)?,
                             not_taken: blk(next as i64)?,
                         },
+                        Term::Indirect(v) => Terminator::Indirect {
+                            target: v,
+                            sites: return_sites
+                                .iter()
+                                .map(|&o| Ok((o as u32, blk(o as i64)?)))
+                                .collect::<Result<_, TranslateError>>()?,
+                            inst: off as u32,
+                        },
                     };
                 }
             }
@@ -156,14 +192,64 @@ fn push_scalar(regions: &mut Vec<Region>, s: Vec<Stmt>) {
 /// Decodes the reachable program only (what [`lower`] walks first) and returns the number of
 /// instructions: the decode-alone limit of `examples/bench_translate.rs`.
 pub fn decode_reachable(code: &[u8], wave64: bool) -> Result<usize, TranslateError> {
-    reachable(code, wave64).map(|m| m.len())
+    reachable(code, 0, wave64).map(|w| w.insts.len())
 }
 
-/// Walks the code from the entry, following branches, and decodes each reachable instruction.
-fn reachable(code: &[u8], wave64: bool) -> Result<BTreeMap<usize, Instruction>, TranslateError> {
+/// The reachable program: its instructions by offset, and what the walk resolved of the
+/// instructions that move the PC through registers (calls.rs).
+struct Walk {
+    insts: BTreeMap<usize, Instruction>,
+    flow: BTreeMap<usize, calls::Flow>,
+}
+
+/// Walks the code from the entry, following branches and calls, and decodes each reachable
+/// instruction.
+///
+/// A call keeps what the walk knows of the registers its callee never writes (compilers keep
+/// a call target in a register across calls), so the walk runs in rounds: each round's
+/// callees' write sets (calls.rs, `callee_writes`) serve the next, until they settle.
+fn reachable(code: &[u8], entry: usize, wave64: bool) -> Result<Walk, TranslateError> {
+    let mut clobbers = BTreeMap::new();
+    for _ in 0..16 {
+        let (walk, unresolved) = walk_once(code, entry, wave64, &clobbers)?;
+        let next = calls::callee_writes(&walk, &unresolved, wave64);
+        if next == clobbers {
+            if let Some(&off) = unresolved.first() {
+                return Err(TranslateError::at(
+                    off,
+                    instruction_text(&walk.insts[&off], &disasm_opts(wave64)),
+                    "call through registers whose value is not code base + a constant \
+                     (code from user data): not supported yet",
+                ));
+            }
+            return Ok(walk);
+        }
+        clobbers = next;
+    }
+    Err(TranslateError::program(
+        "the call graph's register write sets did not settle in 16 rounds",
+    ))
+}
+
+/// One walk; `clobbers` says which SGPRs each callee (by entry offset) may write (a callee
+/// not in it may write any). Returns the walk and the calls it could not resolve.
+fn walk_once(
+    code: &[u8],
+    entry: usize,
+    wave64: bool,
+    clobbers: &BTreeMap<usize, BTreeSet<u16>>,
+) -> Result<(Walk, Vec<usize>), TranslateError> {
     let mut out = BTreeMap::new();
-    let mut work = vec![0usize];
-    while let Some(mut off) = work.pop() {
+    let mut flow = BTreeMap::new();
+    let mut unresolved = Vec::new();
+    let mut work = vec![(entry, calls::PcState::default())];
+    let after_call = |pc: &mut calls::PcState, target: Option<usize>| match target
+        .and_then(|t| clobbers.get(&t))
+    {
+        Some(w) => pc.forget(w),
+        None => *pc = calls::PcState::default(),
+    };
+    while let Some((mut off, mut pc)) = work.pop() {
         loop {
             if out.contains_key(&off) {
                 break;
@@ -191,7 +277,24 @@ fn reachable(code: &[u8], wave64: bool) -> Result<BTreeMap<usize, Instruction>, 
                 }
             };
             let m = meta(&inst, wave64);
+            let len = inst.len();
             out.insert(off, inst);
+            let inst = &out[&off];
+            let name = inst.name();
+            let text = || instruction_text(inst, &disasm_opts(wave64));
+            let check = |target: i64, what: &str| -> Result<usize, TranslateError> {
+                if target < 0 || target as usize >= code.len() || target % 4 != 0 {
+                    return Err(TranslateError::at(
+                        off,
+                        text(),
+                        format!(
+                            "{what} target {target} lies outside the program ({} bytes)",
+                            code.len()
+                        ),
+                    ));
+                }
+                Ok(target as usize)
+            };
             match m.branch {
                 Some(Branch::End) => break,
                 Some(Branch::Direct {
@@ -199,36 +302,59 @@ fn reachable(code: &[u8], wave64: bool) -> Result<BTreeMap<usize, Instruction>, 
                     conditional,
                     call,
                 }) => {
-                    let text = instruction_text(&inst, &disasm_opts(wave64));
+                    let target = check(target, if call { "call" } else { "branch" })?;
                     if call {
-                        return Err(TranslateError::at(off, text, "calls not supported yet"));
-                    }
-                    if target < 0 || target as usize >= code.len() || target % 4 != 0 {
-                        return Err(TranslateError::at(
-                            off,
-                            text,
-                            format!("branch target {target} lies outside the program"),
-                        ));
-                    }
-                    work.push(target as usize);
-                    if !conditional {
-                        break;
+                        // The callee starts knowing nothing.
+                        flow.insert(off, calls::Flow::Call { target });
+                        work.push((target, calls::PcState::default()));
+                        after_call(&mut pc, Some(target));
+                    } else {
+                        work.push((target, pc.clone()));
+                        if !conditional {
+                            break;
+                        }
                     }
                 }
                 Some(Branch::Indirect) => {
-                    let text = instruction_text(&inst, &disasm_opts(wave64));
-                    return Err(TranslateError::at(
-                        off,
-                        text,
-                        "indirect jumps and calls not supported yet",
-                    ));
+                    let target = pc.target(inst, wave64);
+                    match (name, target) {
+                        ("s_swappc_b64", Some(t)) => {
+                            let target = check(t, "call")?;
+                            flow.insert(off, calls::Flow::Call { target });
+                            work.push((target, calls::PcState::default()));
+                            after_call(&mut pc, Some(target));
+                        }
+                        ("s_swappc_b64", None) => {
+                            // Refused once the walk settles, unless a later round resolves it.
+                            unresolved.push(off);
+                            after_call(&mut pc, None);
+                        }
+                        ("s_setpc_b64", Some(t)) => {
+                            let target = check(t, "jump")?;
+                            flow.insert(off, calls::Flow::Jump { target });
+                            work.push((target, pc.clone()));
+                            break;
+                        }
+                        ("s_setpc_b64", None) => {
+                            flow.insert(off, calls::Flow::Return);
+                            break;
+                        }
+                        _ => {
+                            return Err(TranslateError::at(
+                                off,
+                                text(),
+                                format!("{name} {UNSUPPORTED}"),
+                            ));
+                        }
+                    }
                 }
-                None => {}
+                None => pc.step(inst, off, wave64),
             }
-            off += inst.len();
+            off += len;
         }
     }
-    Ok(out)
+    unresolved.sort_unstable();
+    Ok((Walk { insts: out, flow }, unresolved))
 }
 
 /// Lane instructions waiting to be put into one [`Region::Lanes`].
@@ -299,6 +425,8 @@ enum Term {
     End,
     Jump(i64),
     Branch(ValueId, i64),
+    /// To the return site whose address the u64 value is (calls.rs).
+    Indirect(ValueId),
 }
 
 enum Lowered {
@@ -324,6 +452,8 @@ struct Cx {
     gfx: Option<graphics::GfxLower>,
     /// The SDWA destination controls of the instruction being lowered (alu.rs).
     sdwa: Option<alu::SdwaDst>,
+    /// Calls and jumps through registers, as the walk resolved them (calls.rs).
+    flow: BTreeMap<usize, calls::Flow>,
 }
 
 const UNSUPPORTED: &str = "not supported yet";
@@ -533,6 +663,9 @@ impl Cx {
             Encoding::Plain => {}
             Encoding::Sdwa => return self.sdwa_inst(inst),
             Encoding::Dpp16 | Encoding::Dpp8 { .. } => return self.dpp_inst(inst),
+        }
+        if let Some(l) = self.pc_inst(inst) {
+            return l;
         }
         match inst.family {
             Family::Sop1 | Family::Sop2 | Family::Sopk | Family::Sopc => {
@@ -1137,6 +1270,7 @@ fn cmp_of(name: &str) -> Option<(CmpOp, Ty)> {
 
 mod alu;
 mod buffer;
+mod calls;
 mod crosslane;
 pub mod graphics;
 mod memory;

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::abi::{self, Options, ShaderMeta, Stage, TranslateError, Translation, WaveMapping};
 use super::frontend::{self, graphics::GfxLower, graphics::target};
-use super::ir::{Body, EXEC_LO, Op, Terminator, VALID_MASK};
+use super::ir::{Body, EXEC_LO, Op, VALID_MASK};
 
 const EXEC_HI: u16 = EXEC_LO + 1;
 use super::{float, passes, spirv};
@@ -583,13 +583,11 @@ fn check_barycentrics(
     let last_interp = gfx.bary_reads.iter().map(|r| r.0).max().unwrap_or(0);
     // A loop that can run an interpolation again after a later write.
     let back_to = |k: usize, t: usize| t <= k && body.blocks[t].offset <= last_interp;
-    let looped = body.blocks.iter().enumerate().any(|(k, b)| match b.term {
-        Terminator::Jump(t) => back_to(k, t),
-        Terminator::Branch {
-            taken, not_taken, ..
-        } => back_to(k, taken) || back_to(k, not_taken),
-        Terminator::End => false,
-    });
+    let looped = body
+        .blocks
+        .iter()
+        .enumerate()
+        .any(|(k, b)| b.term.successors().into_iter().any(|t| back_to(k, t)));
     let mut pristine = regs.clone();
     for b in &body.blocks {
         for r in &b.regions {

@@ -297,6 +297,9 @@ pub enum Op {
     WriteMaskBit(SReg, ValueId),
     /// Current lane index (u32).
     LaneId,
+    /// Guest address of the program's first instruction (u64, from the push constants;
+    /// `s_getpc_b64` and the return addresses of calls are this plus an offset).
+    CodeBase,
     /// VGPR `vgpr` of lane `lane` (u32 value; scalar regions: readlane / readfirstlane).
     ReadLane(u16, ValueId),
     /// Write VGPR `.0` of lane `.1` (any region; cross-lane scatter such as `ds_permute_b32`).
@@ -643,6 +646,31 @@ pub enum Terminator {
     },
     /// End of program.
     End,
+    /// Jump to a guest address computed at run time (u64 value of the last scalar region):
+    /// `s_setpc_b64` returning from a call. The block of the site whose address (code base +
+    /// offset) equals it; no site matches -> fault `FaultReason::Jump` and the wave ends.
+    Indirect {
+        /// Target address (defined in the block's last region, which is scalar).
+        target: ValueId,
+        /// (byte offset, block) of every place it may reach: the return sites of the calls.
+        sites: Vec<(u32, usize)>,
+        /// Byte offset of the jumping instruction (the fault names it).
+        inst: u32,
+    },
+}
+
+impl Terminator {
+    /// The blocks control may reach next.
+    pub fn successors(&self) -> Vec<usize> {
+        match self {
+            Terminator::Jump(t) => vec![*t],
+            Terminator::Branch {
+                taken, not_taken, ..
+            } => vec![*taken, *not_taken],
+            Terminator::End => vec![],
+            Terminator::Indirect { sites, .. } => sites.iter().map(|s| s.1).collect(),
+        }
+    }
 }
 
 /// A basic block.
@@ -701,6 +729,13 @@ impl fmt::Display for Body {
                     not_taken,
                 } => writeln!(f, "  branch %{} block{taken} block{not_taken}", cond.0)?,
                 Terminator::End => writeln!(f, "  end")?,
+                Terminator::Indirect { target, sites, .. } => {
+                    write!(f, "  jump %{} among", target.0)?;
+                    for (o, b) in sites {
+                        write!(f, " 0x{o:x}:block{b}")?;
+                    }
+                    writeln!(f)?
+                }
             }
         }
         Ok(())
@@ -735,6 +770,7 @@ fn op_text(op: &Op) -> String {
         Op::ReadMaskBit(r) => format!("read lane bit {}", sreg_name(*r)),
         Op::WriteMaskBit(r, x) => format!("write lane bit {} {}", sreg_name(*r), v(x)),
         Op::LaneId => "lane id".into(),
+        Op::CodeBase => "code base".into(),
         Op::ReadLane(r, l) => format!("read v{r} of lane {}", v(l)),
         Op::WriteLane(r, l, x) => format!("write v{r} of lane {} {}", v(l), v(x)),
         Op::FirstActiveLane => "first active lane".into(),

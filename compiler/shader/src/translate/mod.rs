@@ -76,11 +76,21 @@ fn check_state(state: &ComputeState) -> Result<u32, TranslateError> {
 
 /// Lowers `code` (little-endian dwords from the entry point) to optimised IR.
 pub fn lower_compute(code: &[u32], state: &ComputeState) -> Result<ir::Body, TranslateError> {
+    lower_compute_at(code, 0, state)
+}
+
+/// [`lower_compute`] of a program whose entry point is `entry` bytes into `code` (the code
+/// before it is reachable through calls only).
+pub fn lower_compute_at(
+    code: &[u32],
+    entry: usize,
+    state: &ComputeState,
+) -> Result<ir::Body, TranslateError> {
     check_state(state)?;
     let bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
     let model = float::FloatModel::new(float::initial_mode(state.pgm_rsrc1))
         .map_err(TranslateError::program)?;
-    let mut body = frontend::lower(&bytes, state.wave64, model.mode)?;
+    let mut body = frontend::lower_at(&bytes, entry, state.wave64, model.mode)?;
     passes::optimize(&mut body);
     Ok(body)
 }
@@ -91,8 +101,20 @@ pub fn translate_compute(
     state: &ComputeState,
     opts: &Options,
 ) -> Result<Translation, TranslateError> {
+    translate_compute_at(code, 0, state, opts)
+}
+
+/// [`translate_compute`] of a program whose entry point is `entry` bytes into `code`: a code
+/// object with functions before its kernel. Offsets (faults, `--ir`) count from `code[0]`,
+/// and `push::CODE_BASE` is the guest address of `code[0]`.
+pub fn translate_compute_at(
+    code: &[u32],
+    entry: usize,
+    state: &ComputeState,
+    opts: &Options,
+) -> Result<Translation, TranslateError> {
     let waves = check_state(state)?;
-    let body = lower_compute(code, state)?;
+    let body = lower_compute_at(code, entry, state)?;
     let lds_bytes = state.lds_bytes.max(((state.pgm_rsrc2 >> 15) & 0x1FF) * 512);
     let mut st = state.clone();
     st.lds_bytes = lds_bytes;

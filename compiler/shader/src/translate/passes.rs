@@ -31,6 +31,7 @@ pub fn optimize(body: &mut Body) {
 fn term_uses(t: &Terminator) -> Vec<ValueId> {
     match t {
         Terminator::Branch { cond, .. } => vec![*cond],
+        Terminator::Indirect { target, .. } => vec![*target],
         _ => Vec::new(),
     }
 }
@@ -98,8 +99,12 @@ fn copy_propagate(r: &mut Region, term: Option<&mut Terminator>) -> bool {
         for s in r.stmts_mut() {
             s.op.map_args(&mut |v| *subst.get(&v).unwrap_or(&v));
         }
-        if let Some(Terminator::Branch { cond, .. }) = term {
-            *cond = *subst.get(cond).unwrap_or(cond);
+        match term {
+            Some(Terminator::Branch { cond: v, .. })
+            | Some(Terminator::Indirect { target: v, .. }) => {
+                *v = *subst.get(v).unwrap_or(v);
+            }
+            _ => {}
         }
     }
     changed
@@ -322,13 +327,7 @@ fn written_at_entry(body: &Body) -> Vec<u128> {
         let mut changed = false;
         for (i, b) in body.blocks.iter().enumerate() {
             let out = at[i] | block_writes[i];
-            let succ: Vec<usize> = match b.term {
-                Terminator::Jump(t) => vec![t],
-                Terminator::Branch {
-                    taken, not_taken, ..
-                } => vec![taken, not_taken],
-                Terminator::End => vec![],
-            };
+            let succ = b.term.successors();
             for s in succ {
                 if at[s] | out != at[s] {
                     at[s] |= out;

@@ -424,7 +424,7 @@ impl Emit {
             push::FAULT_BUFFER,
             push::RANGE_COUNT,
             push::RESERVED,
-            push::SCRATCH,
+            push::CODE_BASE,
         ];
         for (i, o) in offs.iter().enumerate() {
             self.b.member_decorate(
@@ -1353,6 +1353,11 @@ impl Emit {
                     let b = self.k32(*not_taken as u32);
                     self.b.select(u32t, None, c, a, b)?
                 }
+                Terminator::Indirect {
+                    target,
+                    sites,
+                    inst,
+                } => self.indirect_next(cx.vals[target.0 as usize], sites, *inst)?,
             };
             self.store(block_var, next)?;
             self.b.branch(sw_merge)?;
@@ -1362,6 +1367,37 @@ impl Emit {
         self.block(cont)?;
         self.b.branch(hdr)?;
         self.block(exit)
+    }
+
+    /// The block after an indirect jump: the site whose guest address (code base + offset)
+    /// the target is, or a `FaultReason::Jump` naming the target and the end of the wave.
+    fn indirect_next(&mut self, target: Word, sites: &[(u32, usize)], inst: u32) -> Res<Word> {
+        let (u32t, u64t, boolt) = (self.t.u32, self.t.u64, self.t.bool);
+        let base = self.pc_u64(5)?;
+        let rel = self.b.i_sub(u64t, None, target, base)?;
+        let mut next = self.k32(END_BLOCK);
+        let mut hit = self.kbool(false);
+        for &(o, b) in sites {
+            let k = self.k64(u64::from(o));
+            let is = self.b.i_equal(boolt, None, rel, k)?;
+            let kb = self.k32(b as u32);
+            next = self.b.select(u32t, None, is, kb, next)?;
+            hit = self.b.logical_or(boolt, None, hit, is)?;
+        }
+        let miss = self.b.logical_not(boolt, None, hit)?;
+        let fault = self
+            .h
+            .as_ref()
+            .expect("helpers are emitted before main")
+            .fault;
+        self.if_then(miss, |e| {
+            let r = e.k32(FaultReason::Jump as u32);
+            let z = e.k32(0);
+            let at = e.k32(inst);
+            e.b.function_call(e.t.void, None, fault, [r, target, z, at])?;
+            Ok(())
+        })?;
+        Ok(next)
     }
 
     fn vptr(&mut self, cx: &MainCx, r: u16, lane: Word) -> Res<Word> {
@@ -1708,6 +1744,8 @@ impl Emit {
                 None
             }
             Op::LaneId => Some(lane()?),
+            // Member 5 of the push-constant block (push::CODE_BASE).
+            Op::CodeBase => Some(self.pc_u64(5)?),
             Op::ReadLane(r, l) => {
                 let p = self.vptr(cx, *r, v(l))?;
                 Some(self.load(u32t, p)?)

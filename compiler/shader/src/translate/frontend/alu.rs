@@ -899,6 +899,14 @@ impl Cx {
         let off = (simm >> 6) & 0x1F;
         let size = ((simm >> 11) & 0x1F) + 1;
         let sdst = ((w0 >> 16) & 0x7F) as SReg;
+        // The flat scratch base (HW_REG_FLAT_SCR_LO/HI, 20/21 on GFX10; what a kernel that
+        // calls functions sets up first) only serves FLAT `scratch_*` instructions, which are
+        // refused, and FLAT accesses to the private aperture, which fault as unmapped (guest
+        // addresses go through the range table): nothing reads the value, so writing it is
+        // a no-op.
+        if name == "s_setreg_b32" && (id == 20 || id == 21) {
+            return Ok(());
+        }
         if id != HW_REG_MODE {
             return Err(format!(
                 "hardware register {id} (only MODE, id 1, is modelled) {UNSUPPORTED}"
