@@ -491,7 +491,8 @@ impl Emit {
             }
         }
         used.sort_by_key(|u| (u.0, u.1));
-        if used.iter().any(|u| u.0 & WIDE_ATOMIC != 0) {
+        // 64-bit LDS atomics are plain read-modify-writes (`fn_lds_rmw`).
+        if used.iter().any(|u| u.0 & WIDE_ATOMIC != 0 && !u.1) {
             self.b.capability(spirv::Capability::Int64Atomics);
         }
         for (k, lds, op) in used {
@@ -725,6 +726,9 @@ impl Emit {
     /// atomic(addr, data, cmp, inst) -> old, for one op and space (`wide`: u64 data, cmp and
     /// result; guest memory only).
     fn fn_atomic(&mut self, op: AtomicOp, lds: bool, wide: bool, fault: Word) -> Res<Word> {
+        if lds && serial_lds_atomic(op, wide) {
+            return self.fn_lds_rmw(op, wide, fault);
+        }
         let (u32t, u64t, boolt) = (self.t.u32, self.t.u64, self.t.bool);
         let at = if lds { u32t } else { u64t };
         let dt = if wide { u64t } else { u32t };
@@ -845,6 +849,139 @@ impl Emit {
         Ok(f)
     }
 
+    /// An LDS atomic the host has no workgroup atomic for (64-bit ones: a Workgroup array has
+    /// one element type; inc/dec/rsub/mskor: a compare-and-swap loop hung on lavapipe's LDS):
+    /// a plain read-modify-write. Exact because a program with one runs one host invocation per
+    /// guest workgroup (`group_serial`): nothing else touches its LDS meanwhile. Same rules as
+    /// the atomic form: a misaligned address faults, an out-of-range one returns 0 and writes
+    /// nothing.
+    fn fn_lds_rmw(&mut self, op: AtomicOp, wide: bool, fault: Word) -> Res<Word> {
+        let (u32t, u64t, boolt) = (self.t.u32, self.t.u64, self.t.bool);
+        let dt = if wide { u64t } else { u32t };
+        let fty = self.b.type_function(dt, [u32t, dt, dt, u32t]);
+        let f = self
+            .b
+            .begin_function(dt, None, spirv::FunctionControl::NONE, fty)?;
+        let addr = self.b.function_parameter(u32t)?;
+        let data = self.b.function_parameter(dt)?;
+        let cmp = self.b.function_parameter(dt)?;
+        let inst = self.b.function_parameter(u32t)?;
+        self.b.begin_block(None)?;
+        let pd = if wide {
+            self.t.p_fn_u64
+        } else {
+            self.t.p_fn_u32
+        };
+        let v = self
+            .b
+            .variable(pd, None, spirv::StorageClass::Function, None);
+        let z32 = self.k32(0);
+        let zd = if wide { self.k64(0) } else { z32 };
+        self.store(v, zd)?;
+        let bytes = if wide { 8 } else { 4 };
+        let m = self.k32(bytes - 1);
+        let low = self.b.bitwise_and(u32t, None, addr, m)?;
+        let aligned = self.b.i_equal(boolt, None, low, z32)?;
+        let two = self.k32(2);
+        let idx = self.b.shift_right_logical(u32t, None, addr, two)?;
+        let last = if wide {
+            let one = self.k32(1);
+            self.b.i_add(u32t, None, idx, one)?
+        } else {
+            idx
+        };
+        let n = self.k32(self.lds_words);
+        let inb = self.b.u_less_than(boolt, None, last, n)?;
+        let ok = self.b.logical_and(boolt, None, aligned, inb)?;
+        let bad = self.b.logical_not(boolt, None, aligned)?;
+        self.if_then(bad, |e| {
+            let reason = e.k32(FaultReason::Unaligned as u32);
+            let a = e.zext(addr)?;
+            let size = e.k32(bytes);
+            e.b.function_call(e.t.void, None, fault, [reason, a, size, inst])?;
+            Ok(())
+        })?;
+        let lds_var = self.lds.unwrap_or(0);
+        self.if_then(ok, |e| {
+            let pw = e.t.p_wg_u32;
+            let p0 = e.b.access_chain(pw, None, lds_var, [idx])?;
+            let lo = e.load(u32t, p0)?;
+            let (p1, old) = if wide {
+                let p1 = e.b.access_chain(pw, None, lds_var, [last])?;
+                let hi = e.load(u32t, p1)?;
+                (Some(p1), e.pack(lo, hi)?)
+            } else {
+                (None, lo)
+            };
+            let t = dt;
+            let (one, zero) = if wide {
+                (e.k64(1), e.k64(0))
+            } else {
+                (e.k32(1), e.k32(0))
+            };
+            let pick = |e: &mut Emit, c: Word, a: Word, b: Word| e.b.select(t, None, c, a, b);
+            let new = match op {
+                AtomicOp::Swap => data,
+                AtomicOp::Add => e.b.i_add(t, None, old, data)?,
+                AtomicOp::Sub => e.b.i_sub(t, None, old, data)?,
+                AtomicOp::RSub => e.b.i_sub(t, None, data, old)?,
+                AtomicOp::MinI => {
+                    let c = e.b.s_less_than(boolt, None, data, old)?;
+                    pick(e, c, data, old)?
+                }
+                AtomicOp::MinU => {
+                    let c = e.b.u_less_than(boolt, None, data, old)?;
+                    pick(e, c, data, old)?
+                }
+                AtomicOp::MaxI => {
+                    let c = e.b.s_greater_than(boolt, None, data, old)?;
+                    pick(e, c, data, old)?
+                }
+                AtomicOp::MaxU => {
+                    let c = e.b.u_greater_than(boolt, None, data, old)?;
+                    pick(e, c, data, old)?
+                }
+                AtomicOp::And => e.b.bitwise_and(t, None, old, data)?,
+                AtomicOp::Or => e.b.bitwise_or(t, None, old, data)?,
+                AtomicOp::Xor => e.b.bitwise_xor(t, None, old, data)?,
+                AtomicOp::CmpSwap => {
+                    let c = e.b.i_equal(boolt, None, old, cmp)?;
+                    pick(e, c, data, old)?
+                }
+                AtomicOp::Inc => {
+                    let wrap = e.b.u_greater_than_equal(boolt, None, old, data)?;
+                    let up = e.b.i_add(t, None, old, one)?;
+                    pick(e, wrap, zero, up)?
+                }
+                AtomicOp::Dec => {
+                    let z = e.b.i_equal(boolt, None, old, zero)?;
+                    let big = e.b.u_greater_than(boolt, None, old, data)?;
+                    let wrap = e.b.logical_or(boolt, None, z, big)?;
+                    let down = e.b.i_sub(t, None, old, one)?;
+                    pick(e, wrap, data, down)?
+                }
+                AtomicOp::MskOr => {
+                    let nm = e.b.not(t, None, data)?;
+                    let kept = e.b.bitwise_and(t, None, old, nm)?;
+                    e.b.bitwise_or(t, None, kept, cmp)?
+                }
+            };
+            if let Some(p1) = p1 {
+                let nlo = e.lo(new)?;
+                let nhi = e.hi(new)?;
+                e.store(p0, nlo)?;
+                e.store(p1, nhi)?;
+            } else {
+                e.store(p0, new)?;
+            }
+            e.store(v, old)
+        })?;
+        let r = self.load(dt, v)?;
+        self.b.ret_value(r)?;
+        self.b.end_function()?;
+        Ok(f)
+    }
+
     // ---- main --------------------------------------------------------------------------------
 
     fn main(&mut self, body: &Body, state: &ComputeState, opts: &Options, waves: u32) -> Res<Word> {
@@ -902,7 +1039,7 @@ impl Emit {
         // invocation (docs/TRANSLATOR.md, "Wave mapping"): each VGPR is then an array of
         // `waves * lanes` (wave w's lane l at `w * lanes + l`), and the scalar state is saved
         // to and restored from per-wave arrays around each wave's turn.
-        let barriers = has_barrier(body);
+        let barriers = group_serial(body);
         let serial = barriers && waves > 1;
         let (vreg_ty, pa) = if serial {
             let n = self.k32(waves * self.lanes);
@@ -2158,7 +2295,30 @@ impl Emit {
 /// The host workgroup size along x: one invocation per guest wave, or one invocation for the
 /// whole guest workgroup when the program has s_barrier (docs/TRANSLATOR.md, "Wave mapping").
 pub(crate) fn host_local_size(body: &Body, waves: u32) -> u32 {
-    if has_barrier(body) { 1 } else { waves.max(1) }
+    if group_serial(body) { 1 } else { waves.max(1) }
+}
+
+/// One host invocation runs the whole guest workgroup (its waves in barrier rounds): programs
+/// with s_barrier, and programs with an LDS atomic done as a plain read-modify-write
+/// ([`serial_lds_atomic`]), which is then exact since no other invocation shares the LDS.
+fn group_serial(body: &Body) -> bool {
+    has_barrier(body)
+        || body.blocks.iter().any(|b| {
+            b.regions.iter().any(|r| {
+                r.stmts().iter().any(|s| {
+                    matches!(s.op, Op::Atomic { space: Space::Lds, op, wide, .. }
+                        if serial_lds_atomic(op, wide))
+                })
+            })
+        })
+}
+
+/// LDS atomics without a host workgroup atomic: 64-bit ones, inc, dec, rsub, mskor.
+fn serial_lds_atomic(op: AtomicOp, wide: bool) -> bool {
+    wide || matches!(
+        op,
+        AtomicOp::Inc | AtomicOp::Dec | AtomicOp::RSub | AtomicOp::MskOr
+    )
 }
 
 /// True when the program has s_barrier.

@@ -875,37 +875,45 @@ impl Cx {
                     Some((o, t)) => (format!("{o}_{t}"), true),
                     None => (op.to_string(), false),
                 };
-                if op.ends_with("_u64") || op.ends_with("_i64") || op.ends_with("_b64") {
-                    // A Workgroup array has one element type; a 64-bit view of LDS needs
-                    // workgroup memory layouts (later).
-                    return Err(format!("64-bit LDS atomics {UNSUPPORTED}"));
-                }
-                let aop = atomic_of(&op).ok_or(UNSUPPORTED)?;
-                if matches!(
-                    aop,
-                    AtomicOp::Inc | AtomicOp::Dec | AtomicOp::RSub | AtomicOp::MskOr
-                ) {
-                    // The compare-and-swap loop these need hung on lavapipe's LDS in a test;
-                    // refused until that is understood (global inc/dec are tested).
-                    return Err(format!("{name} (LDS compare-and-swap loop) {UNSUPPORTED}"));
-                }
+                // 64-bit forms: data, compare and result in VGPR pairs (no host workgroup
+                // atomic: spirv.rs runs the program group-serial and does a plain RMW).
+                let wide = op.ends_with("_u64") || op.ends_with("_i64") || op.ends_with("_b64");
+                let op32 = if wide {
+                    format!(
+                        "{}_{}32",
+                        &op[..op.len() - 4],
+                        &op[op.len() - 3..op.len() - 2]
+                    )
+                } else {
+                    op.clone()
+                };
+                let aop = atomic_of(&op32).ok_or(UNSUPPORTED)?;
                 let addr = at(self, off16);
+                let read = |s: &mut Self, r: u16| {
+                    let lo = s.val(Ty::U32, Op::ReadV(r));
+                    if wide {
+                        let hi = s.val(Ty::U32, Op::ReadV(r + 1));
+                        s.val(Ty::U64, Op::Pack64(lo, hi))
+                    } else {
+                        lo
+                    }
+                };
                 let (data, cmp) = if aop == AtomicOp::MskOr {
-                    let m = self.val(Ty::U32, Op::ReadV(d0));
-                    let b = self.val(Ty::U32, Op::ReadV(d1));
+                    let m = read(self, d0);
+                    let b = read(self, d1);
                     (m, Some(b))
                 } else if aop == AtomicOp::CmpSwap {
                     // ds_cmpst: data0 = compare, data1 = new value.
-                    let c = self.val(Ty::U32, Op::ReadV(d0));
-                    let n = self.val(Ty::U32, Op::ReadV(d1));
+                    let c = read(self, d0);
+                    let n = read(self, d1);
                     (n, Some(c))
                 } else {
-                    (self.val(Ty::U32, Op::ReadV(d0)), None)
+                    (read(self, d0), None)
                 };
                 let old = self.val(
-                    Ty::U32,
+                    if wide { Ty::U64 } else { Ty::U32 },
                     Op::Atomic {
-                        wide: false,
+                        wide,
                         space: Space::Lds,
                         op: aop,
                         addr,
@@ -913,6 +921,13 @@ impl Cx {
                         cmp,
                     },
                 );
+                if rtn && wide {
+                    let lo = self.un(Ty::U32, UnOp::Lo, old);
+                    let hi = self.un(Ty::U32, UnOp::Hi, old);
+                    self.write_v(vdst, lo);
+                    self.write_v(vdst + 1, hi);
+                    return Ok(self.lane(Some(true), false));
+                }
                 if rtn {
                     self.write_v(vdst, old);
                 }
