@@ -27,7 +27,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
             args,
         } => {
             let frames = frames.as_ref().map(|f| here.join(f));
-            return run_program(&here, args, *headless, frames.as_deref());
+            return run_program(&here, args, *headless, frames.as_deref(), cli.verbose > 0);
         }
         Command::Status { json } => {
             let project = Project::open(&here)?;
@@ -131,6 +131,7 @@ fn run_program(
     args: &[String],
     headless: bool,
     frames: Option<&Path>,
+    verbose: bool,
 ) -> Result<ExitCode> {
     use std::os::unix::process::CommandExt;
     let project = Project::open(dir)?;
@@ -161,6 +162,19 @@ fn run_program(
     }
     if let Some(f) = frames {
         cmd.env("APS5_FRAMES_DIR", f);
+    }
+    // The GPU driver looks every shader up in the build's pack first and records what it
+    // misses for the next build (docs/PACKS.md, "At run time").
+    cmd.env(
+        "APS5_SHADER_PACK",
+        out.join(aps5_graph::shaders::SHADER_PACK),
+    )
+    .env(
+        "APS5_RECORDS",
+        aps5_graph::shaders::records_path(&project.layout.state_dir),
+    );
+    if verbose {
+        cmd.env("APS5_GPU_STATS", "1");
     }
     let err = cmd.exec();
     bail!("cannot start {}: {err}", out.join("app.elf").display())

@@ -14,9 +14,9 @@ use aps5_agc::generated::enums::{BlendOp, ColorFormat, CombFunc, SurfaceNumber, 
 use aps5_agc::generated::enums::{CompareFrag, VGT_DI_PRIM_TYPE as Prim, ZFormat};
 use aps5_agc::state::{GraphicsState, RenderTarget};
 use aps5_agc::{Draw, DrawKind};
+use aps5_shader::pack::{self as spack, PackedShader, ShaderState};
 use aps5_shader::translate::abi::{self, FaultReason, FaultRecord, RangeEntry};
-use aps5_shader::translate::{PixelState, Translation, VertexState};
-use aps5_shader::translate::{translate_pixel, translate_vertex};
+use aps5_shader::translate::{PixelState, VertexState};
 use aps5_vulkan::graphics::TopologyClass;
 use aps5_vulkan::graphics::{Blend, ColorTarget, GraphicsDesc, GraphicsPipeline, Shader};
 use aps5_vulkan::{Attachment, Image, ImageDesc, ImageKind, Recorder, Rendering, vk};
@@ -27,7 +27,8 @@ use crate::memory::{Memory, Region};
 /// A translated stage.
 pub(crate) struct Stage {
     shader: Arc<Shader>,
-    translation: Translation,
+    /// The translation (from the pack or made at the draw).
+    translation: PackedShader,
     /// The guest code (for naming a faulting instruction).
     code: Vec<u8>,
     wave64: bool,
@@ -40,7 +41,6 @@ pub struct GfxCache {
     recorder: Option<Recorder>,
     /// Colour images by (guest address, width, height, format): reused between draws.
     targets: HashMap<(u64, u32, u32, i32), Image>,
-    pub(crate) translations: u64,
 }
 
 /// Why a draw did not complete.
@@ -357,21 +357,6 @@ fn scissor(st: &GraphicsState, w: u32, h: u32) -> Result<(i32, i32, u32, u32), S
     ))
 }
 
-fn key_of(code: &[u8], words: &[u32]) -> [u8; 32] {
-    let mut h = blake3::Hasher::new();
-    h.update(code);
-    for w in words {
-        h.update(&w.to_le_bytes());
-    }
-    *h.finalize().as_bytes()
-}
-
-fn words_of(code: &[u8]) -> Vec<u32> {
-    code.chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
 impl Executor {
     fn stage(
         &mut self,
@@ -384,40 +369,23 @@ impl Executor {
         let code = self
             .read_code(mem, addr)
             .map_err(|e| format!("{what}: {e}"))?;
-        let mut state_words = Vec::new();
-        let wave64;
-        if let Some(v) = vertex {
-            state_words.extend([0, v.pgm_rsrc1, v.pgm_rsrc2, v.wave64 as u32, v.pos_format]);
-            wave64 = v.wave64;
-        } else {
-            let p = pixel.expect("a vertex or pixel state");
-            state_words.extend([1, p.pgm_rsrc1, p.pgm_rsrc2, p.wave64 as u32, p.input_ena]);
-            state_words.extend([p.input_addr, p.col_format, p.z_format]);
-            state_words.extend(p.input_cntl);
-            wave64 = p.wave64;
-        }
-        let key = key_of(&code, &state_words);
+        let (state, stage) = match (vertex, pixel) {
+            (Some(v), _) => (ShaderState::Vertex(v.clone()), vk::ShaderStageFlags::VERTEX),
+            (_, Some(p)) => (
+                ShaderState::Pixel(p.clone()),
+                vk::ShaderStageFlags::FRAGMENT,
+            ),
+            _ => unreachable!("a vertex or pixel state"),
+        };
+        let wave64 = state.wave64();
+        // The process's own cache, by the pack key for this device.
+        let key = spack::pack_key(&code, &state, &self.opts);
         if let Some(s) = self.gfx.stages.get(&key) {
             return Ok(s.clone());
         }
-        let words = words_of(&code);
-        let (t, stage) = match (vertex, pixel) {
-            (Some(v), _) => (
-                translate_vertex(&words, v, &self.opts),
-                vk::ShaderStageFlags::VERTEX,
-            ),
-            (_, Some(p)) => (
-                translate_pixel(&words, p, &self.opts),
-                vk::ShaderStageFlags::FRAGMENT,
-            ),
-            _ => unreachable!("checked above"),
-        };
-        let t = t.map_err(|e| format!("{what}: cannot translate: {e}"))?;
-        self.gpu
-            .require(&t.meta.required_features)
+        let t = self
+            .translation(&code, &state, &what)
             .map_err(|e| format!("{what}: {e}"))?;
-        self.gfx.translations += 1;
-        self.stats.translations += 1;
         let shader = self
             .gpu
             .create_shader(stage, &t.spirv)
@@ -520,7 +488,7 @@ impl Executor {
         };
 
         // Colour targets: the ones the PS writes with a format, bound and not masked.
-        let pg = ps.translation.meta.graphics.clone().unwrap_or_default();
+        let pg = ps.translation.graphics.clone().unwrap_or_default();
         let mut targets = Vec::new();
         for (i, rt) in st.render_targets.iter().enumerate() {
             let written = pg.outputs.contains(&(i as u8));

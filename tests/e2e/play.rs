@@ -1,0 +1,215 @@
+//! Play recording (issue 13 item 4, docs/PACKS.md "At run time"): the GPU driver looks every
+//! shader up in `aps5-out/packs/shaders.pack` first, translates and records what it misses in
+//! `.aps5/records.sqlite`, and the next `aps5 build` translates the records into the pack, so
+//! the second run translates nothing. Counted by the driver's own statistics (`aps5 run -v`),
+//! on the Vulkan device of the machine (lavapipe when there is no GPU), validation layer on.
+
+use std::path::Path;
+
+use crate::common::*;
+
+fn port(name: &str, tmp: &Path) -> std::path::PathBuf {
+    let dump = tmp.join(name);
+    aps5_sdk::build_dump(
+        &aps5_sdk::fixtures_dir().join(name),
+        &dump,
+        &aps5_sdk::DumpOptions { ps4: false },
+    )
+    .unwrap_or_else(|e| panic!("building {name}: {e:#}"));
+    init_with_cache_beside(&dump);
+    ok(&dump, &["-q", "build"]);
+    dump
+}
+
+/// `aps5 -v run --headless --frames FRAMES`: checks the program's own output and exit status;
+/// returns the driver's statistics (the JSON line it prints at exit) and stderr.
+fn run_v(dump: &Path, name: &str, frames: &Path) -> (serde_json::Value, String) {
+    let out = aps5()
+        .arg("-C")
+        .arg(dump)
+        .args(["-v", "run", "--headless", "--frames"])
+        .arg(frames)
+        .env("APS5_VK_VALIDATION", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let want =
+        std::fs::read_to_string(aps5_sdk::fixtures_dir().join(name).join("expect.stdout")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        !stderr.to_lowercase().contains("validation"),
+        "the validation layer spoke: {stderr}"
+    );
+    let line = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("aps5: gpu statistics: "))
+        .last()
+        .unwrap_or_else(|| panic!("no statistics printed at exit: {stderr}"));
+    (serde_json::from_str(line).unwrap(), stderr)
+}
+
+fn build_json(dump: &Path) -> serde_json::Value {
+    serde_json::from_str(&ok(dump, &["build", "--json"])).unwrap()
+}
+
+fn frames_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn stat(s: &serde_json::Value, k: &str) -> u64 {
+    s[k].as_u64()
+        .unwrap_or_else(|| panic!("statistics lack {k}: {s}"))
+}
+
+#[test]
+fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "gpu_triangle";
+    let dump = port(name, tmp.path());
+    let pack = dump.join("aps5-out/packs/shaders.pack");
+    assert!(pack.is_file());
+    // The first run with no pack: every shader is a miss, translated and recorded.
+    std::fs::remove_file(&pack).unwrap();
+    let f1 = tmp.path().join("frames1");
+    let (s1, err1) = run_v(&dump, name, &f1);
+    let misses = stat(&s1, "misses");
+    assert!(misses > 0, "{s1} {err1}");
+    assert_eq!(stat(&s1, "pack_hits"), 0, "{s1}");
+    assert_eq!(stat(&s1, "translations"), misses, "{s1}");
+    assert!(err1.contains("shader pack not used"), "{err1}");
+    let status = ok(&dump, &["status"]);
+    assert!(
+        status.contains(&format!("shaders   {misses} recorded in play")),
+        "{status}"
+    );
+    assert!(
+        status.contains(&format!("shaders   {misses} missed in last run")),
+        "{status}"
+    );
+
+    // The build translates the records into the pack (it writes the removed pack again too).
+    let report = build_json(&dump);
+    let translated: Vec<_> = recomputed(&report)
+        .into_iter()
+        .filter(|(q, a, _)| q == "translated" && a.starts_with("records:"))
+        .collect();
+    assert!(!translated.is_empty(), "{report:#}");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dump.join("aps5-out/shaders.json")).unwrap())
+            .unwrap();
+    assert_eq!(doc["records"]["recorded"], misses, "{doc:#}");
+    assert_eq!(doc["records"]["failed"], 0, "{doc:#}");
+
+    // The second run: every shader from the pack, nothing translated, nothing recorded.
+    let f2 = tmp.path().join("frames2");
+    let (s2, err2) = run_v(&dump, name, &f2);
+    assert_eq!(stat(&s2, "misses"), 0, "{s2} {err2}");
+    assert_eq!(stat(&s2, "translations"), 0, "{s2} {err2}");
+    assert_eq!(stat(&s2, "pack_hits"), misses, "{s2}");
+    assert_eq!(stat(&s2, "pack_refused"), 0, "{s2}");
+    // The pack's translations draw the very frames the run-time ones drew.
+    let (a, b) = (frames_of(&f1), frames_of(&f2));
+    assert!(!a.is_empty());
+    assert_eq!(
+        a, b,
+        "frames from the pack differ from frames translated at run time"
+    );
+    let status = ok(&dump, &["status"]);
+    assert!(
+        status.contains(&format!("shaders   {misses} recorded in play")),
+        "{status}"
+    );
+    assert!(
+        status.contains("shaders   0 missed in last run"),
+        "{status}"
+    );
+
+    // Nothing new was recorded: the next build is a no-op.
+    let report = build_json(&dump);
+    assert_eq!(recomputed(&report), vec![], "{report:#}");
+}
+
+#[test]
+fn the_driver_computes_the_build_s_pack_key_and_refuses_another_translator_s_pack() {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "gpu_compute";
+    let dump = port(name, tmp.path());
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dump.join("aps5-out/shaders.json")).unwrap())
+            .unwrap();
+    let keys: Vec<&str> = doc["shaders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys.len(), 1, "{doc:#}");
+    let frames = tmp.path().join("frames");
+    let (s, err) = run_v(&dump, name, &frames);
+    // The portable key the driver looked up at the dispatch is the build's key.
+    let looked_up: Vec<&str> = err
+        .lines()
+        .filter_map(|l| {
+            l.split_once("portable key ")
+                .map(|(_, k)| k.get(..64).unwrap_or(k))
+        })
+        .collect();
+    assert_eq!(looked_up, keys, "{err}");
+    // Either the device runs the portable entry (a hit) or it lacks a float-controls mode the
+    // entry needs (lavapipe): a miss, recorded with its device class.
+    assert_eq!(stat(&s, "pack_hits") + stat(&s, "misses"), 1, "{s}");
+    assert_eq!(stat(&s, "pack_refused"), 0, "{s}");
+    if stat(&s, "misses") == 1 {
+        ok(&dump, &["-q", "build"]);
+        let (s, err) = run_v(&dump, name, &frames);
+        assert_eq!((stat(&s, "misses"), stat(&s, "pack_hits")), (0, 1), "{err}");
+        assert!(err.contains("pack hit (device key"), "{err}");
+    }
+
+    // Another translator's pack is refused whole and reported; the run translates.
+    let out = aps5()
+        .arg("-C")
+        .arg(&dump)
+        .args(["-v", "run", "--headless"])
+        .env("APS5_TRANSLATOR_SALT", "other")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("shader pack not used"), "{err}");
+    assert!(err.contains("\"pack_hits\":0"), "{err}");
+    assert!(err.contains("\"pack_refused\":1"), "{err}");
+}
+
+/// A flipped byte in a pack entry: the driver refuses the entry (reported once), translates.
+#[test]
+fn a_damaged_pack_entry_is_refused_and_translated_instead() {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "gpu_compute";
+    let dump = port(name, tmp.path());
+    let pack = std::fs::canonicalize(dump.join("aps5-out/packs/shaders.pack")).unwrap();
+    let mut bytes = std::fs::read(&pack).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last - 40] ^= 0x10;
+    // The output files are read-only hard links or copies: replace the file.
+    std::fs::remove_file(&pack).unwrap();
+    std::fs::write(&pack, &bytes).unwrap();
+    let frames = tmp.path().join("frames");
+    let (s, err) = run_v(&dump, name, &frames);
+    assert!(err.contains("pack entry refused"), "{err}");
+    assert_eq!(stat(&s, "pack_refused"), 1, "{s}");
+    assert_eq!(stat(&s, "pack_hits"), 0, "{s}");
+    assert_eq!(stat(&s, "misses"), 1, "{s}");
+}
