@@ -44,7 +44,7 @@ fn run_v(dump: &Path, name: &str, frames: &Path) -> (serde_json::Value, String) 
     let line = stderr
         .lines()
         .filter_map(|l| l.strip_prefix("aps5: gpu statistics: "))
-        .last()
+        .next_back()
         .unwrap_or_else(|| panic!("no statistics printed at exit: {stderr}"));
     (serde_json::from_str(line).unwrap(), stderr)
 }

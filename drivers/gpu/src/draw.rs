@@ -366,9 +366,6 @@ impl Executor {
         pixel: Option<&PixelState>,
     ) -> Result<Arc<Stage>, String> {
         let what = self.describe(addr);
-        let code = self
-            .read_code(mem, addr)
-            .map_err(|e| format!("{what}: {e}"))?;
         let (state, stage) = match (vertex, pixel) {
             (Some(v), _) => (ShaderState::Vertex(v.clone()), vk::ShaderStageFlags::VERTEX),
             (_, Some(p)) => (
@@ -378,6 +375,9 @@ impl Executor {
             _ => unreachable!("a vertex or pixel state"),
         };
         let wave64 = state.wave64();
+        let code = self
+            .read_code(mem, addr, wave64)
+            .map_err(|e| format!("{what}: {e}"))?;
         // The process's own cache, by the pack key for this device.
         let key = spack::pack_key(&code, &state, &self.opts);
         if let Some(s) = self.gfx.stages.get(&key) {

@@ -358,7 +358,7 @@ impl Executor {
         let kp = spack::pack_key(code, state, &portable);
         let kd = spack::pack_key(code, state, &self.opts);
         for (key, class) in [(kp, "portable"), (kd, "device")] {
-            if let Some(p) = self.from_pack(&key, what) {
+            if let Some(p) = self.pack_entry(&key, what) {
                 if self.packs.verbose {
                     eprintln!("aps5: gpu: {what}: pack hit ({class} key {})", hex(&key));
                 }
@@ -402,7 +402,7 @@ impl Executor {
 
     /// The pack's entry for `key` when it is there, sound, and runs on this device; a
     /// damaged or unusable one is refused (reported once per key) and is a miss.
-    fn from_pack(&mut self, key: &[u8; 32], what: &str) -> Option<PackedShader> {
+    fn pack_entry(&mut self, key: &[u8; 32], what: &str) -> Option<PackedShader> {
         let pack = self.packs.pack.as_ref()?;
         let why = match pack.get(key) {
             Ok(None) => return None,
@@ -567,7 +567,7 @@ impl Executor {
         if addr == 0 {
             return Err("COMPUTE_PGM_LO/HI are 0 (no program set)".into());
         }
-        let code = self.read_code(mem, addr)?;
+        let code = self.read_code(mem, addr, d.wave64())?;
         let state = ShaderState::Compute(d.state());
         // The process's own cache, by the pack key for this device.
         let key = spack::pack_key(&code, &state, &self.opts);
@@ -598,8 +598,13 @@ impl Executor {
     }
 
     /// A program's code: the size `sceAgcCreateShader` recorded, else what is readable up to
-    /// 64 KiB (whole dwords).
-    pub(crate) fn read_code(&self, mem: &dyn Memory, addr: u64) -> Result<Vec<u8>, String> {
+    /// 64 KiB (whole dwords) cut to the program's reachable bytes at the wave size it runs at.
+    pub(crate) fn read_code(
+        &self,
+        mem: &dyn Memory,
+        addr: u64,
+        wave64: bool,
+    ) -> Result<Vec<u8>, String> {
         Ok(match self.shaders.get(&addr) {
             Some(s) => {
                 let mut c = vec![0u8; s.code_bytes as usize];
@@ -613,6 +618,12 @@ impl Executor {
                     return Err(format!("code at {addr:#x} is not readable"));
                 }
                 c.truncate(n & !3);
+                // Only the program itself: the bytes after it in memory differ from run to
+                // run and would change its pack key (docs/PACKS.md, "At run time"). A walk
+                // that fails keeps all 64 KiB: the translation then reports the error.
+                if let Some(end) = aps5_shader::translate::frontend::reachable_bytes(&c, wave64) {
+                    c.truncate(end);
+                }
                 c
             }
         })

@@ -159,6 +159,15 @@ pub fn decode_reachable(code: &[u8], wave64: bool) -> Result<usize, TranslateErr
     reachable(code, wave64).map(|m| m.len())
 }
 
+/// The bytes the program occupies: from the entry to the end of its last reachable
+/// instruction (None when the walk fails). A driver that reads a program of unknown size
+/// (64 KiB, whatever follows it in memory) keys and records only these bytes, so what
+/// follows the program cannot make the same program look new.
+pub fn reachable_bytes(code: &[u8], wave64: bool) -> Option<usize> {
+    let m = reachable(code, wave64).ok()?;
+    m.iter().map(|(off, i)| off + i.len()).max()
+}
+
 /// Walks the code from the entry, following branches, and decodes each reachable instruction.
 fn reachable(code: &[u8], wave64: bool) -> Result<BTreeMap<usize, Instruction>, TranslateError> {
     let mut out = BTreeMap::new();
