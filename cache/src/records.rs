@@ -8,11 +8,16 @@
 //!   driver looked up. Append-only (`INSERT OR IGNORE`: a key names its content), each row
 //!   its own transaction, with `check` = blake3 of everything else in the row, verified when
 //!   read, so a damaged row is reported and skipped, never translated.
+//! * `pipelines`: one row per distinct pipeline state a run met (issue 13 item 4: "every
+//!   pipeline state seen is recorded the same way"): its stages' pack keys and the creation
+//!   state besides the shaders, keyed by the blake3 of all that, which is its check as well.
+//!   What a later step (pipelines.pack, prewarm) needs to create the pipeline again.
 //! * `runs`: one row per run that opened the GPU, with its counters (pack hits, misses,
 //!   translations, pipelines), updated with every miss and at exit.
 //!
 //! Crash safety: WAL journal and `synchronous = FULL`, so each committed record is on disk
-//! (an fsync per commit; records are written on misses only). A kill -9 loses at most the
+//! (an fsync per commit; records are written on misses and on a pipeline state the process
+//! has not met, both once per process). A kill -9 loses at most the
 //! record whose transaction had not committed; SQLite's WAL recovery drops that one whole.
 
 use std::path::{Path, PathBuf};
@@ -21,7 +26,8 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 /// The schema this module writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+/// 2 added `pipelines` (a schema 1 file gains the table when opened).
+pub const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS shaders (
@@ -32,6 +38,14 @@ CREATE TABLE IF NOT EXISTS shaders (
     translator TEXT NOT NULL,
     run INTEGER NOT NULL,
     check_hash BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pipelines (
+    key BLOB PRIMARY KEY NOT NULL,
+    kind TEXT NOT NULL,
+    stages BLOB NOT NULL,
+    state BLOB NOT NULL,
+    translator TEXT NOT NULL,
+    run INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY,
@@ -85,6 +99,68 @@ impl ShaderRecord {
         }
         h.update(self.translator.as_bytes());
         *h.finalize().as_bytes()
+    }
+}
+
+/// What a pipeline runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PipelineKind {
+    /// One compute stage.
+    Compute,
+    /// A vertex and a pixel stage, in that order.
+    Graphics,
+}
+
+impl PipelineKind {
+    fn name(self) -> &'static str {
+        match self {
+            PipelineKind::Compute => "compute",
+            PipelineKind::Graphics => "graphics",
+        }
+    }
+
+    fn of(name: &str) -> Option<PipelineKind> {
+        match name {
+            "compute" => Some(PipelineKind::Compute),
+            "graphics" => Some(PipelineKind::Graphics),
+            _ => None,
+        }
+    }
+}
+
+/// One pipeline state a run met: everything needed to create the pipeline again, given the
+/// shader pack (the pipeline-creation part of a Fossilize record).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PipelineRecord {
+    pub kind: PipelineKind,
+    /// Each stage's pack keys, [portable, device class]: the two the driver looks up, so
+    /// whichever entry the pack holds is found again.
+    pub stages: Vec<[[u8; 32]; 2]>,
+    /// The creation state besides the shaders, as the driver writes it (its layout is the
+    /// driver's: `aps5_gpu`, docs/PACKS.md "Pipeline records").
+    pub state: Vec<u32>,
+    /// The translator identity of the run that recorded it (the stage keys depend on it).
+    pub translator: String,
+}
+
+impl PipelineRecord {
+    /// The record's key: blake3 of everything in it (so also its check when read back).
+    pub fn key(&self) -> [u8; 32] {
+        let mut h = blake3::Hasher::new_derive_key("aps5 pipeline record v1");
+        h.update(self.kind.name().as_bytes());
+        for part in [
+            &self.stages_bytes()[..],
+            &words_bytes(&self.state),
+            self.translator.as_bytes(),
+        ] {
+            h.update(&(part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+        *h.finalize().as_bytes()
+    }
+
+    fn stages_bytes(&self) -> Vec<u8> {
+        self.stages.iter().flatten().flatten().copied().collect()
     }
 }
 
@@ -253,6 +329,88 @@ impl Records {
         update_run(&tx, run, counts, false).map_err(sql)?;
         tx.commit().map_err(sql)?;
         Ok(n == 1)
+    }
+
+    /// Records a pipeline state unless recorded already (one transaction). Returns whether it
+    /// was new.
+    pub fn record_pipeline(&self, run: i64, rec: &PipelineRecord) -> Result<bool, RecordsError> {
+        let n = self
+            .conn
+            .execute(
+                "INSERT OR IGNORE INTO pipelines (key, kind, stages, state, translator, run)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    &rec.key()[..],
+                    rec.kind.name(),
+                    rec.stages_bytes(),
+                    words_bytes(&rec.state),
+                    &rec.translator,
+                    run
+                ],
+            )
+            .map_err(|e| self.sql(e))?;
+        Ok(n == 1)
+    }
+
+    /// Every recorded pipeline state, in key order, and a description of each damaged row
+    /// (its content does not hash to its key): those are never returned.
+    pub fn pipelines(&self) -> Result<(Vec<PipelineRecord>, Vec<String>), RecordsError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT key, kind, stages, state, translator FROM pipelines ORDER BY key")
+            .map_err(|e| self.sql(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, Vec<u8>>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, Vec<u8>>(2)?,
+                    r.get::<_, Vec<u8>>(3)?,
+                    r.get::<_, String>(4)?,
+                ))
+            })
+            .map_err(|e| self.sql(e))?;
+        let mut good = Vec::new();
+        let mut bad = Vec::new();
+        for row in rows {
+            let (key, kind, stages, state, translator) = row.map_err(|e| self.sql(e))?;
+            let rec = (|| {
+                if !stages.len().is_multiple_of(64) {
+                    return None;
+                }
+                Some(PipelineRecord {
+                    kind: PipelineKind::of(&kind)?,
+                    stages: stages
+                        .chunks_exact(64)
+                        .map(|c| {
+                            let (p, d) = c.split_at(32);
+                            [p.try_into().unwrap(), d.try_into().unwrap()]
+                        })
+                        .collect(),
+                    state: bytes_words(&state)?,
+                    translator,
+                })
+            })();
+            match rec {
+                Some(r) if r.key()[..] == key[..] => good.push(r),
+                _ => {
+                    let hexkey: String = key.iter().map(|b| format!("{b:02x}")).collect();
+                    bad.push(format!(
+                        "{}: pipeline record {hexkey} is damaged (its content does not match its key): not used",
+                        self.path.display()
+                    ));
+                }
+            }
+        }
+        Ok((good, bad))
+    }
+
+    /// How many pipeline states are recorded.
+    pub fn pipeline_count(&self) -> Result<u64, RecordsError> {
+        self.conn
+            .query_row("SELECT count(*) FROM pipelines", [], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+            .map_err(|e| self.sql(e))
     }
 
     /// Writes a run's counters; `ended`: the run reached its exit.

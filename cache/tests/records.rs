@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use aps5_cache::records::{Records, RunCounts, ShaderRecord};
+use aps5_cache::records::{PipelineKind, PipelineRecord, Records, RunCounts, ShaderRecord};
 
 fn record(i: u32) -> ShaderRecord {
     let mut key = [0u8; 32];
@@ -14,6 +14,24 @@ fn record(i: u32) -> ShaderRecord {
         code: (0..64 + i % 7).map(|b| (b ^ i) as u8).collect(),
         state: vec![0, i, 2, 64, 1, 1, 0, 0, 0],
         class: vec![0],
+        translator: "test".into(),
+    }
+}
+
+fn pipeline(i: u32) -> PipelineRecord {
+    let stage = |s: u8| [[s; 32], [s ^ 0x80; 32]];
+    PipelineRecord {
+        kind: if i.is_multiple_of(2) {
+            PipelineKind::Graphics
+        } else {
+            PipelineKind::Compute
+        },
+        stages: if i.is_multiple_of(2) {
+            vec![stage(i as u8), stage(i as u8 + 1)]
+        } else {
+            vec![stage(i as u8)]
+        },
+        state: vec![1, 96, 0, i, 37, 1],
         translator: "test".into(),
     }
 }
@@ -82,9 +100,85 @@ fn a_damaged_record_is_reported_and_never_returned() {
     assert!(bad[0].contains("damaged"), "{bad:?}");
 }
 
+#[test]
+fn pipeline_states_read_back_once_per_content_and_a_damaged_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("records.sqlite");
+    let r = Records::open(&path).unwrap();
+    let run = r.begin_run("test", "").unwrap();
+    for i in 0..4 {
+        assert!(r.record_pipeline(run, &pipeline(i)).unwrap());
+    }
+    assert!(!r.record_pipeline(run, &pipeline(2)).unwrap());
+    // A different state word is a different pipeline.
+    let mut other = pipeline(2);
+    other.state[4] = 44;
+    assert_ne!(other.key(), pipeline(2).key());
+    assert!(r.record_pipeline(run, &other).unwrap());
+    assert_eq!(r.pipeline_count().unwrap(), 5);
+    let (good, bad) = r.pipelines().unwrap();
+    assert!(bad.is_empty(), "{bad:?}");
+    let mut want: Vec<_> = (0..4).map(pipeline).chain([other]).collect();
+    want.sort_by_key(PipelineRecord::key);
+    assert_eq!(good, want);
+    drop(r);
+    // One stage key changed behind the driver's back: its content no longer hashes to its key.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let mut stages: Vec<u8> = pipeline(1)
+        .stages
+        .iter()
+        .flatten()
+        .flatten()
+        .copied()
+        .collect();
+    stages[3] ^= 1;
+    conn.execute(
+        "UPDATE pipelines SET stages = ?1 WHERE key = ?2",
+        rusqlite::params![stages, &pipeline(1).key()[..]],
+    )
+    .unwrap();
+    drop(conn);
+    let r = Records::open(&path).unwrap();
+    let (good, bad) = r.pipelines().unwrap();
+    assert_eq!(good.len(), 4);
+    assert!(!good.contains(&pipeline(1)));
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(
+        bad[0].contains("pipeline record") && bad[0].contains("damaged"),
+        "{bad:?}"
+    );
+}
+
+/// Records written by schema 1 (shaders and runs only) stay readable and gain the pipelines.
+#[test]
+fn schema_1_records_gain_the_pipelines_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("records.sqlite");
+    let mut r = Records::open(&path).unwrap();
+    let run = r.begin_run("test", "").unwrap();
+    r.record_miss(run, &record(7), &RunCounts::default())
+        .unwrap();
+    drop(r);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("DROP TABLE pipelines; PRAGMA user_version = 1;")
+        .unwrap();
+    drop(conn);
+    let r = Records::open(&path).unwrap();
+    assert_eq!(r.shaders().unwrap().0, vec![record(7)]);
+    assert_eq!(r.pipeline_count().unwrap(), 0);
+    assert!(r.record_pipeline(run, &pipeline(0)).unwrap());
+    drop(r);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let v: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, aps5_cache::records::SCHEMA_VERSION);
+}
+
 const CHILD: &str = "APS5_RECORDS_TEST_WRITER";
 
-/// Run as a child by the test below: records shaders 0, 1, 2, ... until killed.
+/// Run as a child by the test below: records shaders 0, 1, 2, ... until killed, each followed
+/// by pipeline state i.
 #[test]
 fn writer_child() {
     let Some(path) = std::env::var_os(CHILD) else {
@@ -98,6 +192,7 @@ fn writer_child() {
             ..Default::default()
         };
         r.record_miss(run, &record(i), &c).unwrap();
+        r.record_pipeline(run, &pipeline(i)).unwrap();
     }
 }
 
@@ -140,6 +235,18 @@ fn a_writer_killed_with_sigkill_loses_no_committed_record() {
             let i = u32::from_be_bytes(g.key[..4].try_into().unwrap());
             assert_eq!(*g, record(i));
         }
+        // Pipeline state i follows shader i: 0..n-1 are there (n-1 too unless the kill fell
+        // between the two), none damaged.
+        let (pipes, bad) = r.pipelines().unwrap();
+        assert!(bad.is_empty(), "{bad:?}");
+        let m = pipes.len() as u32;
+        assert!(m == n || m + 1 == n, "{m} pipelines after {n} shaders");
+        let mut want_keys: Vec<_> = (0..m).map(|i| pipeline(i).key()).collect();
+        want_keys.sort();
+        assert_eq!(
+            pipes.iter().map(PipelineRecord::key).collect::<Vec<_>>(),
+            want_keys
+        );
         let last = r.last_run().unwrap().unwrap();
         assert!(!last.ended);
         // Round 0 records from 0 up; later rounds re-record known keys first (ignored).

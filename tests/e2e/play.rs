@@ -89,6 +89,26 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
     assert_eq!(stat(&s1, "pack_hits"), 0, "{s1}");
     assert_eq!(stat(&s1, "translations"), misses, "{s1}");
     assert!(err1.contains("shader pack not used"), "{err1}");
+    // Every pipeline state met is recorded once, naming its stages by the keys the shaders
+    // were recorded (and will be packed) under.
+    let states = stat(&s1, "pipeline_states");
+    assert!(states > 0, "{s1}");
+    let records = aps5_cache::records::Records::open_existing(&dump.join(".aps5/records.sqlite"))
+        .unwrap()
+        .expect("the run kept records");
+    let (shaders, bad) = records.shaders().unwrap();
+    assert!(bad.is_empty(), "{bad:?}");
+    let (pipelines, bad) = records.pipelines().unwrap();
+    assert!(bad.is_empty(), "{bad:?}");
+    drop(records);
+    assert_eq!(pipelines.len() as u64, states);
+    for p in &pipelines {
+        assert_eq!(p.kind, aps5_cache::records::PipelineKind::Graphics);
+        assert_eq!(p.stages.len(), 2, "{p:?}");
+        for [_, device] in &p.stages {
+            assert!(shaders.iter().any(|s| s.key == *device), "{p:?}");
+        }
+    }
     let status = ok(&dump, &["status"]);
     assert!(
         status.contains(&format!("shaders   {misses} recorded in play")),
@@ -96,6 +116,10 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
     );
     assert!(
         status.contains(&format!("shaders   {misses} missed in last run")),
+        "{status}"
+    );
+    assert!(
+        status.contains(&format!("pipelines {states} recorded in play")),
         "{status}"
     );
 
@@ -119,6 +143,8 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
     assert_eq!(stat(&s2, "translations"), 0, "{s2} {err2}");
     assert_eq!(stat(&s2, "pack_hits"), misses, "{s2}");
     assert_eq!(stat(&s2, "pack_refused"), 0, "{s2}");
+    // The same pipeline states, already recorded: the records do not grow.
+    assert_eq!(stat(&s2, "pipeline_states"), states, "{s2}");
     // The pack's translations draw the very frames the run-time ones drew.
     let (a, b) = (frames_of(&f1), frames_of(&f2));
     assert!(!a.is_empty());
@@ -133,6 +159,10 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
     );
     assert!(
         status.contains("shaders   0 missed in last run"),
+        "{status}"
+    );
+    assert!(
+        status.contains(&format!("pipelines {states} recorded in play")),
         "{status}"
     );
 
@@ -170,6 +200,11 @@ fn the_driver_computes_the_build_s_pack_key_and_refuses_another_translator_s_pac
     // Either the device runs the portable entry (a hit) or it lacks a float-controls mode the
     // entry needs (lavapipe): a miss, recorded with its device class.
     assert_eq!(stat(&s, "pack_hits") + stat(&s, "misses"), 1, "{s}");
+    assert_eq!(stat(&s, "pipeline_states"), 1, "{s}");
+    assert!(
+        ok(&dump, &["status"]).contains("pipelines 1 recorded in play"),
+        "the compute pipeline's state is recorded"
+    );
     assert_eq!(stat(&s, "pack_refused"), 0, "{s}");
     if stat(&s, "misses") == 1 {
         ok(&dump, &["-q", "build"]);

@@ -541,6 +541,8 @@ pub fn read_records(state_dir: &Path) -> Result<Vec<ShaderRecord>, QueryError> {
 pub struct PlayStatus {
     /// Shaders recorded in play (distinct keys).
     pub recorded: u64,
+    /// Pipeline states recorded in play (distinct states; docs/PACKS.md "Pipeline records").
+    pub pipelines_recorded: u64,
     pub last_run: Option<LastRun>,
 }
 
@@ -573,6 +575,7 @@ pub fn play_status(state_dir: &Path) -> Option<PlayStatus> {
         });
         Ok(Some(PlayStatus {
             recorded: r.shader_count()?,
+            pipelines_recorded: r.pipeline_count()?,
             last_run,
         }))
     };

@@ -55,8 +55,8 @@ pub struct Status {
     /// translated into `packs/shaders.pack`, refused by the translator, not translated at
     /// build time. None: no build made one.
     pub shaders: Option<crate::shaders::ShaderCounts>,
-    /// The play records (`.aps5/records.sqlite`): shaders recorded in play and the last run's
-    /// counters. None: no run has recorded anything.
+    /// The play records (`.aps5/records.sqlite`): shaders and pipeline states recorded in play
+    /// and the last run's counters. None: no run has recorded anything.
     pub play: Option<crate::shaders::PlayStatus>,
 }
 
@@ -259,6 +259,7 @@ impl Status {
         }
         if let Some(p) = &self.play {
             let _ = writeln!(s, "shaders   {} recorded in play", p.recorded);
+            let _ = writeln!(s, "pipelines {} recorded in play", p.pipelines_recorded);
             match &p.last_run {
                 Some(r) => {
                     let _ = writeln!(

@@ -21,7 +21,9 @@ use aps5_vulkan::graphics::TopologyClass;
 use aps5_vulkan::graphics::{Blend, ColorTarget, GraphicsDesc, GraphicsPipeline, Shader};
 use aps5_vulkan::{Attachment, Image, ImageDesc, ImageKind, Recorder, Rendering, vk};
 
-use crate::exec::{Executor, instruction_at};
+use aps5_cache::records::PipelineKind;
+
+use crate::exec::{Executor, PIPELINE_STATE_LAYOUT, instruction_at};
 use crate::memory::{Memory, Region};
 
 /// A translated stage.
@@ -32,6 +34,8 @@ pub(crate) struct Stage {
     /// The guest code (for naming a faulting instruction).
     code: Vec<u8>,
     wave64: bool,
+    /// Its pack keys, [portable, device class] (what a pipeline record names it by).
+    keys: [[u8; 32]; 2],
 }
 
 /// Graphics objects kept between draws.
@@ -383,8 +387,9 @@ impl Executor {
         if let Some(s) = self.gfx.stages.get(&key) {
             return Ok(s.clone());
         }
+        let keys = self.pack_keys(&code, &state);
         let t = self
-            .translation(&code, &state, &what)
+            .translation(&code, &state, keys, &what)
             .map_err(|e| format!("{what}: {e}"))?;
         let shader = self
             .gpu
@@ -395,6 +400,7 @@ impl Executor {
             translation: t,
             code,
             wave64,
+            keys,
         });
         self.gfx.stages.insert(key, s.clone());
         Ok(s)
@@ -559,6 +565,11 @@ impl Executor {
             .gpu
             .graphics_pipeline(&desc)
             .map_err(|e| failed(format!("{shaders}: pipeline: {e}")))?;
+        self.record_pipeline(
+            PipelineKind::Graphics,
+            vec![vs.keys, ps.keys],
+            graphics_state_words(&desc),
+        );
         let vp = viewport(st).map_err(failed)?;
         let sc = scissor(st, w, h).map_err(failed)?;
         let raster = st.rasterizer.mode_cntl;
@@ -858,4 +869,60 @@ fn write_rows(mem: &dyn Memory, t: &Target, px: &[u8]) -> Result<(), String> {
         })?;
     }
     Ok(())
+}
+
+/// A graphics pipeline's creation state besides its two shaders (docs/PACKS.md, "Pipeline
+/// records"): everything in the [`GraphicsDesc`] the driver builds, as words, so a later
+/// start can build the same description again from the shader pack.
+fn graphics_state_words(d: &GraphicsDesc) -> Vec<u32> {
+    // Every field named: one added to GraphicsDesc does not compile until it is recorded.
+    let GraphicsDesc {
+        vertex: _,
+        fragment: _,
+        push_constant_bytes,
+        textures,
+        bindings,
+        attributes,
+        topology,
+        targets,
+        depth_format,
+        samples,
+    } = d;
+    let topology = match topology {
+        TopologyClass::Points => 0,
+        TopologyClass::Lines => 1,
+        TopologyClass::Triangles => 2,
+    };
+    let mut w = vec![
+        PIPELINE_STATE_LAYOUT,
+        *push_constant_bytes,
+        *textures,
+        topology,
+        depth_format.as_raw() as u32,
+        *samples,
+        targets.len() as u32,
+    ];
+    for t in targets {
+        let b = &t.blend;
+        w.extend([
+            t.format.as_raw() as u32,
+            u32::from(b.enable),
+            b.src_color.as_raw() as u32,
+            b.dst_color.as_raw() as u32,
+            b.color_op.as_raw() as u32,
+            b.src_alpha.as_raw() as u32,
+            b.dst_alpha.as_raw() as u32,
+            b.alpha_op.as_raw() as u32,
+            b.write_mask.as_raw(),
+        ]);
+    }
+    w.push(bindings.len() as u32);
+    for b in bindings {
+        w.extend([b.binding, b.stride, u32::from(b.per_instance)]);
+    }
+    w.push(attributes.len() as u32);
+    for a in attributes {
+        w.extend([a.location, a.binding, a.format.as_raw() as u32, a.offset]);
+    }
+    w
 }

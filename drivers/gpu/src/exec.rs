@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use aps5_cache::pack::Pack;
-use aps5_cache::records::{Records, RunCounts, ShaderRecord};
+use aps5_cache::records::{PipelineKind, PipelineRecord, Records, RunCounts, ShaderRecord};
 use aps5_shader::pack::{self as spack, DeviceClass, PackedShader, ShaderState};
 use aps5_shader::translate::abi::{self, FaultReason, FaultRecord, RangeEntry};
 use aps5_shader::translate::{ComputeState, DenormIndependence, FloatControls, Options};
@@ -145,6 +145,8 @@ pub struct Stats {
     /// Pack entries refused (damaged, unreadable, or needing what the device lacks), and a
     /// pack refused whole (another translator, damaged header).
     pub pack_refused: u64,
+    /// Distinct pipeline states met (each recorded in the play records once).
+    pub pipeline_states: u64,
     pub bytes_uploaded: u64,
     pub bytes_written_back: u64,
     /// Regions imported (VK_EXT_external_memory_host) rather than mirrored.
@@ -168,6 +170,8 @@ pub(crate) struct PackState {
     /// Keys whose pack entry was refused (reported once each).
     refused: std::collections::HashSet<[u8; 32]>,
     records_failed: bool,
+    /// Pipeline states met so far (docs/PACKS.md, "Pipeline records"): each is recorded once.
+    pipelines_seen: std::collections::HashSet<[u8; 32]>,
     verbose: bool,
     finished: bool,
 }
@@ -202,6 +206,16 @@ pub fn host_float_controls(gpu: &Gpu) -> FloatControls {
         denorm_flush_to_zero: f.denorm_flush_to_zero,
         signed_zero_inf_nan_preserve: f.signed_zero_inf_nan_preserve,
     }
+}
+
+/// Version of the pipeline state words' layout (the first word of each).
+pub(crate) const PIPELINE_STATE_LAYOUT: u32 = 1;
+
+/// A compute pipeline's creation state besides its shader (docs/PACKS.md, "Pipeline
+/// records"): [layout, push-constant bytes, required subgroup size (0: none)].
+fn compute_state_words(push_constant_bytes: u32) -> Vec<u32> {
+    // The driver never asks for a subgroup size (PipelineDesc::required_subgroup_size None).
+    vec![PIPELINE_STATE_LAYOUT, push_constant_bytes, 0]
 }
 
 /// Most code read for a program `sceAgcCreateShader` did not describe.
@@ -310,12 +324,13 @@ impl Executor {
     pub fn stats_json(&self) -> String {
         let s = self.stats();
         format!(
-            "{{\"pack_hits\":{},\"misses\":{},\"translations\":{},\"translations_on_submit_thread\":{},\"pipelines\":{},\"pack_refused\":{},\"dispatches\":{},\"draws\":{}}}",
+            "{{\"pack_hits\":{},\"misses\":{},\"translations\":{},\"translations_on_submit_thread\":{},\"pipelines\":{},\"pipeline_states\":{},\"pack_refused\":{},\"dispatches\":{},\"draws\":{}}}",
             s.pack_hits,
             s.pack_misses,
             s.translations,
             s.translations,
             s.pipelines,
+            s.pipeline_states,
             s.pack_refused,
             s.dispatches,
             s.draws
@@ -348,15 +363,15 @@ impl Executor {
     /// `aps5 build` makes for every shader), used when the device has every float-controls
     /// property the entry requires, then the one for this device's class (made by a build
     /// from an earlier run's record). A miss is recorded under the device-class key.
+    /// `keys`: [`Executor::pack_keys`] of the code and state.
     pub(crate) fn translation(
         &mut self,
         code: &[u8],
         state: &ShaderState,
+        keys: [[u8; 32]; 2],
         what: &str,
     ) -> Result<PackedShader, String> {
-        let portable = DeviceClass::Portable.options(&self.opts);
-        let kp = spack::pack_key(code, state, &portable);
-        let kd = spack::pack_key(code, state, &self.opts);
+        let [kp, kd] = keys;
         for (key, class) in [(kp, "portable"), (kd, "device")] {
             if let Some(p) = self.pack_entry(&key, what) {
                 if self.packs.verbose {
@@ -398,6 +413,45 @@ impl Executor {
             }
         }
         Ok(packed)
+    }
+
+    /// The two pack keys the driver looks a shader up by: the portable one, then the one for
+    /// this device's class ([`Executor::translation`]).
+    pub(crate) fn pack_keys(&self, code: &[u8], state: &ShaderState) -> [[u8; 32]; 2] {
+        let portable = DeviceClass::Portable.options(&self.opts);
+        [
+            spack::pack_key(code, state, &portable),
+            spack::pack_key(code, state, &self.opts),
+        ]
+    }
+
+    /// Records a pipeline state in the play records the first time this process meets it
+    /// (docs/PACKS.md, "Pipeline records"); later meetings cost a hash and a set lookup.
+    pub(crate) fn record_pipeline(
+        &mut self,
+        kind: PipelineKind,
+        stages: Vec<[[u8; 32]; 2]>,
+        state: Vec<u32>,
+    ) {
+        let rec = PipelineRecord {
+            kind,
+            stages,
+            state,
+            translator: spack::translator_identity().to_string(),
+        };
+        if !self.packs.pipelines_seen.insert(rec.key()) {
+            return;
+        }
+        self.stats.pipeline_states += 1;
+        if let Some((r, run)) = &self.packs.records
+            && let Err(e) = r.record_pipeline(*run, &rec)
+            && !self.packs.records_failed
+        {
+            self.packs.records_failed = true;
+            self.report(&format!(
+                "play records: cannot record a pipeline state: {e}"
+            ));
+        }
     }
 
     /// The pack's entry for `key` when it is there, sound, and runs on this device; a
@@ -575,7 +629,8 @@ impl Executor {
             return Ok(p.clone());
         }
         let what = self.describe(addr);
-        let t = self.translation(&code, &state, &what)?;
+        let keys = self.pack_keys(&code, &state);
+        let t = self.translation(&code, &state, keys, &what)?;
         let pipeline = self
             .gpu
             .create_compute_pipeline(&PipelineDesc {
@@ -586,6 +641,11 @@ impl Executor {
             })
             .map_err(|e| e.to_string())?;
         self.stats.pipelines += 1;
+        self.record_pipeline(
+            PipelineKind::Compute,
+            vec![keys],
+            compute_state_words(t.push_constant_bytes),
+        );
         let p = Arc::new(Program {
             pipeline,
             local_size: t.local_size,
