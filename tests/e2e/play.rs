@@ -228,6 +228,71 @@ fn the_driver_computes_the_build_s_pack_key_and_refuses_another_translator_s_pac
     assert!(err.contains("\"pack_refused\":1"), "{err}");
 }
 
+/// A run killed with SIGKILL while it records (the driver's test hook kills it right after
+/// its second record committed): both records are there and sound, the run is shown as not
+/// having reached its exit, and the next build packs what it recorded, so the next run meets
+/// those two shaders in the pack.
+#[test]
+fn a_run_killed_while_recording_keeps_what_it_committed() {
+    use std::os::unix::process::ExitStatusExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "gpu_triangle";
+    let dump = port(name, tmp.path());
+    std::fs::remove_file(dump.join("aps5-out/packs/shaders.pack")).unwrap();
+    let out = aps5()
+        .arg("-C")
+        .arg(&dump)
+        .args(["-v", "run", "--headless"])
+        .env("APS5_GPU_KILL_AFTER_RECORDS", "2")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{err}");
+    assert!(
+        !err.contains("gpu statistics"),
+        "the run reached its exit: {err}"
+    );
+    let records = aps5_cache::records::Records::open_existing(&dump.join(".aps5/records.sqlite"))
+        .unwrap()
+        .unwrap();
+    let (shaders, bad) = records.shaders().unwrap();
+    assert!(bad.is_empty(), "{bad:?}");
+    assert_eq!(shaders.len(), 2);
+    let last = records.last_run().unwrap().unwrap();
+    // The counters commit with each record: the killed run's are those of its second miss.
+    assert!(!last.ended);
+    assert_eq!((last.counts.misses, last.counts.translations), (2, 2));
+    drop(records);
+    let status = ok(&dump, &["status"]);
+    assert!(status.contains("shaders   2 recorded in play"), "{status}");
+    assert!(
+        status.contains("the run did not reach its exit"),
+        "{status}"
+    );
+
+    ok(&dump, &["-q", "build"]);
+    let frames = tmp.path().join("frames");
+    let (s, err) = run_v(&dump, name, &frames);
+    // The two recorded shaders are hits now (under the portable or the device key, whichever
+    // the build packed): no miss names them.
+    for r in &shaders {
+        let k = hex(&r.key);
+        assert!(
+            !err.contains(&format!("device key {k}): translating")),
+            "{k} {err}"
+        );
+    }
+    assert!(stat(&s, "pack_hits") >= 2, "{s}");
+    // What the killed run did not reach is recorded now; the build after packs it all.
+    ok(&dump, &["-q", "build"]);
+    let (s, err) = run_v(&dump, name, &tmp.path().join("frames2"));
+    assert_eq!(stat(&s, "misses"), 0, "{s} {err}");
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// A flipped byte in a pack entry: the driver refuses the entry (reported once), translates.
 #[test]
 fn a_damaged_pack_entry_is_refused_and_translated_instead() {

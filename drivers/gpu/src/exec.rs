@@ -161,6 +161,10 @@ pub const PACK_ENV: &str = "APS5_SHADER_PACK";
 pub const RECORDS_ENV: &str = "APS5_RECORDS";
 /// `1`: print the statistics at exit, and each pack lookup (`aps5 run -v`).
 pub const STATS_ENV: &str = "APS5_GPU_STATS";
+/// Test hook (e2e `play`): `N` makes the driver kill its own process with SIGKILL right after
+/// its Nth new shader record committed, so the crash safety of the records is tested on a
+/// real run at a known point rather than by racing a run that lasts a second.
+pub const KILL_AFTER_RECORDS_ENV: &str = "APS5_GPU_KILL_AFTER_RECORDS";
 
 /// The pack, the records and what has been reported about them.
 #[derive(Default)]
@@ -170,6 +174,9 @@ pub(crate) struct PackState {
     /// Keys whose pack entry was refused (reported once each).
     refused: std::collections::HashSet<[u8; 32]>,
     records_failed: bool,
+    /// New shader records this run committed, and [`KILL_AFTER_RECORDS_ENV`].
+    recorded: u64,
+    kill_after: Option<u64>,
     /// Pipeline states met so far (docs/PACKS.md, "Pipeline records"): each is recorded once.
     pipelines_seen: std::collections::HashSet<[u8; 32]>,
     verbose: bool,
@@ -246,6 +253,9 @@ impl Executor {
             gfx: Default::default(),
         };
         e.packs.verbose = std::env::var_os(STATS_ENV).is_some_and(|v| v == "1");
+        e.packs.kill_after = std::env::var(KILL_AFTER_RECORDS_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok());
         if let Some(p) = std::env::var_os(PACK_ENV).filter(|p| !p.is_empty()) {
             e.open_pack(std::path::Path::new(&p));
         }
@@ -405,11 +415,24 @@ impl Executor {
                 class: DeviceClass::of(&self.opts).words(),
                 translator: spack::translator_identity().to_string(),
             };
-            if let Err(e) = r.record_miss(*run, &rec, &counts)
-                && !self.packs.records_failed
-            {
-                self.packs.records_failed = true;
-                self.report(&format!("play records: cannot record a shader: {e}"));
+            match r.record_miss(*run, &rec, &counts) {
+                Ok(true) => {
+                    self.packs.recorded += 1;
+                    if self.packs.kill_after == Some(self.packs.recorded) {
+                        self.report(&format!(
+                            "{KILL_AFTER_RECORDS_ENV}: {} records committed, SIGKILL",
+                            self.packs.recorded
+                        ));
+                        // SAFETY: kill(2) of this process; nothing runs after it.
+                        unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+                    }
+                }
+                Ok(false) => {}
+                Err(e) if !self.packs.records_failed => {
+                    self.packs.records_failed = true;
+                    self.report(&format!("play records: cannot record a shader: {e}"));
+                }
+                Err(_) => {}
             }
         }
         Ok(packed)
