@@ -164,6 +164,18 @@ impl PipelineRecord {
     }
 }
 
+/// What [`Records::verify`] found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecordsVerify {
+    /// Sound records kept.
+    pub shaders: u64,
+    pub pipelines: u64,
+    /// Each damaged row removed, described.
+    pub removed: Vec<String>,
+    /// SQLite's `quick_check` lines when the file itself is damaged (then no row was read).
+    pub file_damaged: Vec<String>,
+}
+
 /// A run's counters (the driver's statistics).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RunCounts {
@@ -204,6 +216,9 @@ fn now_ns() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i64)
 }
+
+/// Damaged rows: each one's key and a description.
+type Damaged = Vec<(Vec<u8>, String)>;
 
 /// The open records file.
 pub struct Records {
@@ -355,6 +370,12 @@ impl Records {
     /// Every recorded pipeline state, in key order, and a description of each damaged row
     /// (its content does not hash to its key): those are never returned.
     pub fn pipelines(&self) -> Result<(Vec<PipelineRecord>, Vec<String>), RecordsError> {
+        let (good, bad) = self.read_pipelines()?;
+        Ok((good, bad.into_iter().map(|(_, why)| why).collect()))
+    }
+
+    /// [`Records::pipelines`], with each damaged row's key.
+    fn read_pipelines(&self) -> Result<(Vec<PipelineRecord>, Damaged), RecordsError> {
         let mut stmt = self
             .conn
             .prepare("SELECT key, kind, stages, state, translator FROM pipelines ORDER BY key")
@@ -395,14 +416,63 @@ impl Records {
                 Some(r) if r.key()[..] == key[..] => good.push(r),
                 _ => {
                     let hexkey: String = key.iter().map(|b| format!("{b:02x}")).collect();
-                    bad.push(format!(
-                        "{}: pipeline record {hexkey} is damaged (its content does not match its key): not used",
-                        self.path.display()
+                    bad.push((
+                        key,
+                        format!(
+                            "{}: pipeline record {hexkey} is damaged (its content does not match its key): not used",
+                            self.path.display()
+                        ),
                     ));
                 }
             }
         }
         Ok((good, bad))
+    }
+
+    /// `aps5 cache verify`: SQLite's own check of the file (`PRAGMA quick_check`), then every
+    /// row's check; a damaged row is deleted (the repair: it was never used, and a run that
+    /// meets its shader or pipeline again records it afresh). A file SQLite finds damaged is
+    /// reported and left alone (not repairable here; `aps5 clean` removes it).
+    pub fn verify(&mut self) -> Result<RecordsVerify, RecordsError> {
+        let problems: Vec<String> = {
+            let mut stmt = self
+                .conn
+                .prepare("PRAGMA quick_check")
+                .map_err(|e| self.sql(e))?;
+            let rows = stmt
+                .query_map([], |r| r.get::<_, String>(0))
+                .map_err(|e| self.sql(e))?;
+            rows.collect::<Result<_, _>>().map_err(|e| self.sql(e))?
+        };
+        if problems != ["ok"] {
+            return Ok(RecordsVerify {
+                file_damaged: problems,
+                ..Default::default()
+            });
+        }
+        let (shaders, bad_shaders) = self.read_shaders()?;
+        let (pipelines, bad_pipelines) = self.read_pipelines()?;
+        let path = self.path.clone();
+        let sql = |e: rusqlite::Error| RecordsError {
+            path: path.clone(),
+            reason: e.to_string(),
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        let mut removed = Vec::new();
+        for (table, bad) in [("shaders", bad_shaders), ("pipelines", bad_pipelines)] {
+            for (key, why) in bad {
+                tx.execute(&format!("DELETE FROM {table} WHERE key = ?1"), [&key])
+                    .map_err(sql)?;
+                removed.push(why);
+            }
+        }
+        tx.commit().map_err(sql)?;
+        Ok(RecordsVerify {
+            shaders: shaders.len() as u64,
+            pipelines: pipelines.len() as u64,
+            removed,
+            file_damaged: Vec::new(),
+        })
     }
 
     /// How many pipeline states are recorded.
@@ -426,6 +496,12 @@ impl Records {
     /// Every recorded shader, in key order, and a description of each damaged row (its check
     /// does not match, or its words are not whole): those are never returned.
     pub fn shaders(&self) -> Result<(Vec<ShaderRecord>, Vec<String>), RecordsError> {
+        let (good, bad) = self.read_shaders()?;
+        Ok((good, bad.into_iter().map(|(_, why)| why).collect()))
+    }
+
+    /// [`Records::shaders`], with each damaged row's key.
+    fn read_shaders(&self) -> Result<(Vec<ShaderRecord>, Damaged), RecordsError> {
         let mut stmt = self
             .conn
             .prepare(
@@ -460,9 +536,12 @@ impl Records {
             })();
             match rec {
                 Some(r) if r.check()[..] == check[..] => good.push(r),
-                _ => bad.push(format!(
-                    "{}: shader record {hexkey} is damaged (its check does not match): not used",
-                    self.path.display()
+                _ => bad.push((
+                    key,
+                    format!(
+                        "{}: shader record {hexkey} is damaged (its check does not match): not used",
+                        self.path.display()
+                    ),
                 )),
             }
         }

@@ -149,6 +149,58 @@ fn pipeline_states_read_back_once_per_content_and_a_damaged_one_is_refused() {
     );
 }
 
+/// `aps5 cache verify`'s repair: damaged rows (a shader and a pipeline) are removed, sound ones
+/// kept; a second verify finds nothing.
+#[test]
+fn verify_removes_damaged_rows_and_keeps_sound_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("records.sqlite");
+    let mut r = Records::open(&path).unwrap();
+    let run = r.begin_run("test", "").unwrap();
+    for i in 0..3 {
+        r.record_miss(run, &record(i), &RunCounts::default())
+            .unwrap();
+        r.record_pipeline(run, &pipeline(i)).unwrap();
+    }
+    let clean = r.verify().unwrap();
+    assert_eq!((clean.shaders, clean.pipelines), (3, 3));
+    assert!(clean.removed.is_empty() && clean.file_damaged.is_empty());
+    drop(r);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute(
+        "UPDATE shaders SET state = ?1 WHERE key = ?2",
+        rusqlite::params![vec![1u8, 2, 3, 4], &record(2).key[..]],
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE pipelines SET kind = 'ray tracing' WHERE key = ?1",
+        [&pipeline(0).key()[..]],
+    )
+    .unwrap();
+    drop(conn);
+    let mut r = Records::open(&path).unwrap();
+    let v = r.verify().unwrap();
+    assert_eq!((v.shaders, v.pipelines), (2, 2), "{v:?}");
+    assert_eq!(v.removed.len(), 2, "{v:?}");
+    assert!(
+        v.removed.iter().any(|w| w.contains("shader record")),
+        "{v:?}"
+    );
+    assert!(
+        v.removed.iter().any(|w| w.contains("pipeline record")),
+        "{v:?}"
+    );
+    assert_eq!(r.shader_count().unwrap(), 2);
+    assert_eq!(r.pipeline_count().unwrap(), 2);
+    let again = r.verify().unwrap();
+    assert!(again.removed.is_empty(), "{again:?}");
+    // The removed shader can be recorded again.
+    assert!(
+        r.record_miss(run, &record(2), &RunCounts::default())
+            .unwrap()
+    );
+}
+
 /// Records written by schema 1 (shaders and runs only) stay readable and gain the pipelines.
 #[test]
 fn schema_1_records_gain_the_pipelines_table() {

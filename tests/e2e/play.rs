@@ -313,3 +313,50 @@ fn a_damaged_pack_entry_is_refused_and_translated_instead() {
     assert_eq!(stat(&s, "pack_hits"), 0, "{s}");
     assert_eq!(stat(&s, "misses"), 1, "{s}");
 }
+
+/// `aps5 cache verify` checks the play records too: a damaged shader row is reported and
+/// removed (exit 3: repaired), the next verify is clean, and the next run records it afresh.
+#[test]
+fn cache_verify_removes_a_damaged_play_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "gpu_compute";
+    let dump = port(name, tmp.path());
+    std::fs::remove_file(dump.join("aps5-out/packs/shaders.pack")).unwrap();
+    let (s, err) = run_v(&dump, name, &tmp.path().join("frames"));
+    assert_eq!(stat(&s, "misses"), 1, "{s} {err}");
+    let clean = run(&dump, &["cache", "verify"]);
+    let stdout = String::from_utf8_lossy(&clean.stdout);
+    assert_eq!(clean.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout
+            .contains(".aps5/records.sqlite: 1 shader and 1 pipeline records, every one verified"),
+        "{stdout}"
+    );
+
+    let path = dump.join(".aps5/records.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let n = conn
+        .execute("UPDATE shaders SET code = zeroblob(length(code))", [])
+        .unwrap();
+    assert_eq!(n, 1);
+    drop(conn);
+    let v = run(&dump, &["cache", "verify"]);
+    let stdout = String::from_utf8_lossy(&v.stdout);
+    assert_eq!(v.status.code(), Some(3), "{stdout}");
+    assert!(
+        stdout.contains("is damaged (its check does not match): not used: removed"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "0 shader and 1 pipeline records, every one verified (1 damaged ones removed)"
+        ),
+        "{stdout}"
+    );
+    let again = run(&dump, &["cache", "verify"]);
+    assert_eq!(again.status.code(), Some(0), "{again:?}");
+    assert!(ok(&dump, &["status"]).contains("shaders   0 recorded in play"));
+    let (s, err) = run_v(&dump, name, &tmp.path().join("frames2"));
+    assert_eq!(stat(&s, "misses"), 1, "{s} {err}");
+    assert!(ok(&dump, &["status"]).contains("shaders   1 recorded in play"));
+}

@@ -220,10 +220,10 @@ fn clean(dir: &Path, quiet: bool) -> Result<()> {
 fn cache(dir: &Path, command: &CacheCommand) -> Result<ExitCode> {
     // Inside a project its cache_dir setting counts; elsewhere the default cache.
     // Resolved without opening the cache: `verify` must reach a cache whose index is broken.
-    let (cache_dir, out_dir) = match aps5_graph::Config::load(dir)
+    let (cache_dir, project_dirs) = match aps5_graph::Config::load(dir)
         .and_then(|c| aps5_graph::Layout::new(dir, &c))
     {
-        Ok(layout) => (layout.cache_dir, Some(layout.out_dir)),
+        Ok(layout) => (layout.cache_dir, Some((layout.out_dir, layout.state_dir))),
         Err(aps5_graph::BuildError::NoProject { .. }) => (aps5_cache::Cache::default_dir(), None),
         Err(e) => return Err(e.into()),
     };
@@ -236,7 +236,7 @@ fn cache(dir: &Path, command: &CacheCommand) -> Result<ExitCode> {
             let mut code = report.outcome().exit_code();
             // Inside a project, its shader pack too (docs/PACKS.md): a damaged one is never
             // used, and the next build writes it again.
-            if let Some(out) = out_dir {
+            if let Some((out, state)) = project_dirs {
                 use aps5_cache::pack::PackError;
                 let rel = aps5_graph::shaders::SHADER_PACK;
                 match aps5_graph::shaders::verify_pack(&out) {
@@ -249,6 +249,49 @@ fn cache(dir: &Path, command: &CacheCommand) -> Result<ExitCode> {
                         println!(
                             "{rel}: damaged, never used: {e}; the next `aps5 build` writes it again"
                         );
+                        code = 2;
+                    }
+                }
+                // And its play records: damaged rows are removed (never used; a run records
+                // them again), a file SQLite finds damaged is left to `aps5 clean`.
+                let path = aps5_graph::shaders::records_path(&state);
+                let rel = path
+                    .strip_prefix(dir)
+                    .unwrap_or(&path)
+                    .display()
+                    .to_string();
+                match aps5_cache::records::Records::open_existing(&path).and_then(|r| match r {
+                    Some(mut r) => r.verify().map(Some),
+                    None => Ok(None),
+                }) {
+                    Ok(None) => {}
+                    Ok(Some(v)) if !v.file_damaged.is_empty() => {
+                        println!(
+                            "{rel}: damaged ({}); its records are not read: `aps5 clean` removes it",
+                            v.file_damaged.join("; ")
+                        );
+                        code = 2;
+                    }
+                    Ok(Some(v)) => {
+                        for why in &v.removed {
+                            println!("{why}: removed");
+                        }
+                        println!(
+                            "{rel}: {} shader and {} pipeline records, every one verified{}",
+                            v.shaders,
+                            v.pipelines,
+                            if v.removed.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" ({} damaged ones removed)", v.removed.len())
+                            }
+                        );
+                        if !v.removed.is_empty() && code == 0 {
+                            code = 3;
+                        }
+                    }
+                    Err(e) => {
+                        println!("{rel}: cannot be read ({e}): `aps5 clean` removes it");
                         code = 2;
                     }
                 }
