@@ -282,6 +282,33 @@ impl Records {
         })
     }
 
+    /// Moves a records file that cannot be used (not SQLite, or SQLite finds it damaged) aside
+    /// to `<name>.damaged`, its WAL and shared-memory files with it, so the next run records
+    /// afresh; returns where it went. What was there is never read again by aps5.
+    pub fn set_aside(path: &Path) -> Result<PathBuf, RecordsError> {
+        let mut to = path.as_os_str().to_owned();
+        to.push(".damaged");
+        let to = PathBuf::from(to);
+        for suffix in ["", "-wal", "-shm"] {
+            let with = |p: &Path| {
+                let mut s = p.as_os_str().to_owned();
+                s.push(suffix);
+                PathBuf::from(s)
+            };
+            match std::fs::rename(with(path), with(&to)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && !suffix.is_empty() => {}
+                Err(e) => {
+                    return Err(RecordsError {
+                        path: with(path),
+                        reason: format!("cannot move it aside to {}: {e}", with(&to).display()),
+                    });
+                }
+            }
+        }
+        Ok(to)
+    }
+
     /// Opens existing records; `Ok(None)` when there are none (nothing is created).
     pub fn open_existing(path: &Path) -> Result<Option<Records>, RecordsError> {
         if !path.exists() {

@@ -360,3 +360,42 @@ fn cache_verify_removes_a_damaged_play_record() {
     assert_eq!(stat(&s, "misses"), 1, "{s} {err}");
     assert!(ok(&dump, &["status"]).contains("shaders   1 recorded in play"));
 }
+
+/// Records that are not SQLite at all: the build warns and goes on without them, the run
+/// reports it does not keep records, and `aps5 cache verify` moves the file aside (exit 3), so
+/// the next run records afresh.
+#[test]
+fn a_records_file_that_is_not_sqlite_is_set_aside_never_used() {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "gpu_compute";
+    let dump = port(name, tmp.path());
+    let path = dump.join(".aps5/records.sqlite");
+    let garbage = b"not a database, whatever it was".repeat(100);
+    std::fs::write(&path, &garbage).unwrap();
+    let build = run(&dump, &["build"]);
+    let err = String::from_utf8_lossy(&build.stderr);
+    assert_eq!(build.status.code(), Some(0), "{err}");
+    assert!(err.contains("play records not used"), "{err}");
+    let (_, err) = run_v(&dump, name, &tmp.path().join("frames"));
+    assert!(err.contains("play records not kept"), "{err}");
+    // Nobody wrote to it meanwhile.
+    assert_eq!(std::fs::read(&path).unwrap(), garbage);
+
+    let v = run(&dump, &["cache", "verify"]);
+    let stdout = String::from_utf8_lossy(&v.stdout);
+    assert_eq!(v.status.code(), Some(3), "{stdout}");
+    assert!(
+        stdout.contains(".aps5/records.sqlite: damaged (") && stdout.contains("moved aside to"),
+        "{stdout}"
+    );
+    assert!(!path.exists());
+    assert_eq!(
+        std::fs::read(dump.join(".aps5/records.sqlite.damaged")).unwrap(),
+        garbage
+    );
+    assert_eq!(run(&dump, &["cache", "verify"]).status.code(), Some(0));
+    let (s, err) = run_v(&dump, name, &tmp.path().join("frames2"));
+    assert!(!err.contains("play records not kept"), "{err}");
+    assert_eq!(stat(&s, "pipeline_states"), 1, "{s}");
+    assert!(ok(&dump, &["status"]).contains("pipelines 1 recorded in play"));
+}

@@ -252,49 +252,8 @@ fn cache(dir: &Path, command: &CacheCommand) -> Result<ExitCode> {
                         code = 2;
                     }
                 }
-                // And its play records: damaged rows are removed (never used; a run records
-                // them again), a file SQLite finds damaged is left to `aps5 clean`.
-                let path = aps5_graph::shaders::records_path(&state);
-                let rel = path
-                    .strip_prefix(dir)
-                    .unwrap_or(&path)
-                    .display()
-                    .to_string();
-                match aps5_cache::records::Records::open_existing(&path).and_then(|r| match r {
-                    Some(mut r) => r.verify().map(Some),
-                    None => Ok(None),
-                }) {
-                    Ok(None) => {}
-                    Ok(Some(v)) if !v.file_damaged.is_empty() => {
-                        println!(
-                            "{rel}: damaged ({}); its records are not read: `aps5 clean` removes it",
-                            v.file_damaged.join("; ")
-                        );
-                        code = 2;
-                    }
-                    Ok(Some(v)) => {
-                        for why in &v.removed {
-                            println!("{why}: removed");
-                        }
-                        println!(
-                            "{rel}: {} shader and {} pipeline records, every one verified{}",
-                            v.shaders,
-                            v.pipelines,
-                            if v.removed.is_empty() {
-                                String::new()
-                            } else {
-                                format!(" ({} damaged ones removed)", v.removed.len())
-                            }
-                        );
-                        if !v.removed.is_empty() && code == 0 {
-                            code = 3;
-                        }
-                    }
-                    Err(e) => {
-                        println!("{rel}: cannot be read ({e}): `aps5 clean` removes it");
-                        code = 2;
-                    }
-                }
+                // And its play records.
+                code = verify_records(dir, &state, code);
             }
             return Ok(ExitCode::from(code));
         }
@@ -303,6 +262,55 @@ fn cache(dir: &Path, command: &CacheCommand) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `aps5 cache verify` of the play records (docs/PACKS.md, "Play records"): damaged rows are
+/// removed (never used; a run that meets them records them again), a file that cannot be used
+/// is moved aside (the next run starts a new one). Returns the exit status, `code` made worse.
+fn verify_records(dir: &Path, state: &Path, code: u8) -> u8 {
+    use aps5_cache::records::Records;
+    let path = aps5_graph::shaders::records_path(state);
+    let rel = path
+        .strip_prefix(dir)
+        .unwrap_or(&path)
+        .display()
+        .to_string();
+    let repaired = if code == 0 { 3 } else { code };
+    let damaged = match Records::open_existing(&path).and_then(|r| match r {
+        Some(mut r) => r.verify().map(Some),
+        None => Ok(None),
+    }) {
+        Ok(None) => return code,
+        Ok(Some(v)) if v.file_damaged.is_empty() => {
+            for why in &v.removed {
+                println!("{why}: removed");
+            }
+            let removed = match v.removed.len() {
+                0 => String::new(),
+                n => format!(" ({n} damaged ones removed)"),
+            };
+            println!(
+                "{rel}: {} shader and {} pipeline records, every one verified{removed}",
+                v.shaders, v.pipelines
+            );
+            return if v.removed.is_empty() { code } else { repaired };
+        }
+        Ok(Some(v)) => v.file_damaged.join("; "),
+        Err(e) => e.reason,
+    };
+    match Records::set_aside(&path) {
+        Ok(to) => {
+            println!(
+                "{rel}: damaged ({damaged}), never used: moved aside to {}; the next run records afresh",
+                to.display()
+            );
+            repaired
+        }
+        Err(e) => {
+            println!("{rel}: damaged ({damaged}), never used; {e}");
+            2
+        }
+    }
 }
 
 fn nid(items: &[String], reverse: bool) -> ExitCode {

@@ -519,21 +519,30 @@ pub fn records_path(state_dir: &Path) -> std::path::PathBuf {
 }
 
 /// The play records a build translates: the usable ones, in key order, and a warning for
-/// each one that is not (damaged row, unreadable state). No records file: none.
+/// each one that is not (damaged row, unreadable state). No records file: none. A file that
+/// cannot be read is a warning too, and the build goes on without it: records only hold
+/// what runs met (those shaders are translated at run time again), and `aps5 cache verify`
+/// sets such a file aside.
 pub fn read_records(state_dir: &Path) -> Result<Vec<ShaderRecord>, QueryError> {
     let path = records_path(state_dir);
-    let records =
-        Records::open_existing(&path).map_err(|e| QueryError::new(path.clone(), e.to_string()))?;
-    let Some(records) = records else {
-        return Ok(Vec::new());
+    let read = || {
+        let Some(records) = Records::open_existing(&path)? else {
+            return Ok((Vec::new(), Vec::new()));
+        };
+        records.shaders()
     };
-    let (good, bad) = records
-        .shaders()
-        .map_err(|e| QueryError::new(path.clone(), e.to_string()))?;
-    for b in bad {
-        tracing::warn!("{b}");
+    match read() {
+        Ok((good, bad)) => {
+            for b in bad {
+                tracing::warn!("{b}");
+            }
+            Ok(good)
+        }
+        Err(e) => {
+            tracing::warn!("play records not used ({e}); `aps5 cache verify` moves the file aside");
+            Ok(Vec::new())
+        }
     }
-    Ok(good)
 }
 
 /// The play records as `aps5 status` shows them.
