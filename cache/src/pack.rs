@@ -136,6 +136,11 @@ impl Pack {
         })
     }
 
+    /// The file it was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.count

@@ -83,6 +83,17 @@ fn main() {
     let root = manifest.join("../..");
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("set by cargo"));
     println!("cargo:rerun-if-changed={}", root.join("prx").display());
+    // The workspace crates the PRX set links (libSceAgc.prx holds the GPU driver, which uses
+    // the translator and the cache's pack and records): a change there rebuilds the set too.
+    for dep in [
+        "drivers",
+        "compiler/shader",
+        "compiler/elf",
+        "compiler/nid",
+        "cache",
+    ] {
+        println!("cargo:rerun-if-changed={}", root.join(dep).display());
+    }
     println!(
         "cargo:rerun-if-changed={}",
         root.join("Cargo.lock").display()

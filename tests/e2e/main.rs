@@ -14,5 +14,6 @@ mod homebrew;
 mod modules;
 mod paths;
 mod payload;
+mod play;
 mod reliability;
 mod shaders;

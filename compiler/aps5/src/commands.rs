@@ -27,7 +27,7 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
             args,
         } => {
             let frames = frames.as_ref().map(|f| here.join(f));
-            return run_program(&here, args, *headless, frames.as_deref());
+            return run_program(&here, args, *headless, frames.as_deref(), cli.verbose > 0);
         }
         Command::Status { json } => {
             let project = Project::open(&here)?;
@@ -131,6 +131,7 @@ fn run_program(
     args: &[String],
     headless: bool,
     frames: Option<&Path>,
+    verbose: bool,
 ) -> Result<ExitCode> {
     use std::os::unix::process::CommandExt;
     let project = Project::open(dir)?;
@@ -161,6 +162,19 @@ fn run_program(
     }
     if let Some(f) = frames {
         cmd.env("APS5_FRAMES_DIR", f);
+    }
+    // The GPU driver looks every shader up in the build's pack first and records what it
+    // misses for the next build (docs/PACKS.md, "At run time").
+    cmd.env(
+        "APS5_SHADER_PACK",
+        out.join(aps5_graph::shaders::SHADER_PACK),
+    )
+    .env(
+        "APS5_RECORDS",
+        aps5_graph::shaders::records_path(&project.layout.state_dir),
+    );
+    if verbose {
+        cmd.env("APS5_GPU_STATS", "1");
     }
     let err = cmd.exec();
     bail!("cannot start {}: {err}", out.join("app.elf").display())
@@ -206,10 +220,10 @@ fn clean(dir: &Path, quiet: bool) -> Result<()> {
 fn cache(dir: &Path, command: &CacheCommand) -> Result<ExitCode> {
     // Inside a project its cache_dir setting counts; elsewhere the default cache.
     // Resolved without opening the cache: `verify` must reach a cache whose index is broken.
-    let (cache_dir, out_dir) = match aps5_graph::Config::load(dir)
+    let (cache_dir, project_dirs) = match aps5_graph::Config::load(dir)
         .and_then(|c| aps5_graph::Layout::new(dir, &c))
     {
-        Ok(layout) => (layout.cache_dir, Some(layout.out_dir)),
+        Ok(layout) => (layout.cache_dir, Some((layout.out_dir, layout.state_dir))),
         Err(aps5_graph::BuildError::NoProject { .. }) => (aps5_cache::Cache::default_dir(), None),
         Err(e) => return Err(e.into()),
     };
@@ -222,7 +236,7 @@ fn cache(dir: &Path, command: &CacheCommand) -> Result<ExitCode> {
             let mut code = report.outcome().exit_code();
             // Inside a project, its shader pack too (docs/PACKS.md): a damaged one is never
             // used, and the next build writes it again.
-            if let Some(out) = out_dir {
+            if let Some((out, state)) = project_dirs {
                 use aps5_cache::pack::PackError;
                 let rel = aps5_graph::shaders::SHADER_PACK;
                 match aps5_graph::shaders::verify_pack(&out) {
@@ -238,6 +252,8 @@ fn cache(dir: &Path, command: &CacheCommand) -> Result<ExitCode> {
                         code = 2;
                     }
                 }
+                // And its play records.
+                code = verify_records(dir, &state, code);
             }
             return Ok(ExitCode::from(code));
         }
@@ -246,6 +262,55 @@ fn cache(dir: &Path, command: &CacheCommand) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `aps5 cache verify` of the play records (docs/PACKS.md, "Play records"): damaged rows are
+/// removed (never used; a run that meets them records them again), a file that cannot be used
+/// is moved aside (the next run starts a new one). Returns the exit status, `code` made worse.
+fn verify_records(dir: &Path, state: &Path, code: u8) -> u8 {
+    use aps5_cache::records::Records;
+    let path = aps5_graph::shaders::records_path(state);
+    let rel = path
+        .strip_prefix(dir)
+        .unwrap_or(&path)
+        .display()
+        .to_string();
+    let repaired = if code == 0 { 3 } else { code };
+    let damaged = match Records::open_existing(&path).and_then(|r| match r {
+        Some(mut r) => r.verify().map(Some),
+        None => Ok(None),
+    }) {
+        Ok(None) => return code,
+        Ok(Some(v)) if v.file_damaged.is_empty() => {
+            for why in &v.removed {
+                println!("{why}: removed");
+            }
+            let removed = match v.removed.len() {
+                0 => String::new(),
+                n => format!(" ({n} damaged ones removed)"),
+            };
+            println!(
+                "{rel}: {} shader and {} pipeline records, every one verified{removed}",
+                v.shaders, v.pipelines
+            );
+            return if v.removed.is_empty() { code } else { repaired };
+        }
+        Ok(Some(v)) => v.file_damaged.join("; "),
+        Err(e) => e.reason,
+    };
+    match Records::set_aside(&path) {
+        Ok(to) => {
+            println!(
+                "{rel}: damaged ({damaged}), never used: moved aside to {}; the next run records afresh",
+                to.display()
+            );
+            repaired
+        }
+        Err(e) => {
+            println!("{rel}: damaged ({damaged}), never used; {e}");
+            2
+        }
+    }
 }
 
 fn nid(items: &[String], reverse: bool) -> ExitCode {

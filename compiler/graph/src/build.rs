@@ -217,8 +217,12 @@ impl Project {
             .clone();
         let prx = db.prx().map_err(|e| query_error(&e))?;
         // Every shader of the dump, translated into packs/shaders.pack (issue 13).
-        let shaders = crate::shaders::outputs(&db, dump, self.config.build.threads(), progress)
-            .map_err(|e| query_error(&e))?;
+        // Play records (what runs met that the pack did not hold) are inputs too.
+        let records =
+            crate::shaders::read_records(&self.layout.state_dir).map_err(|e| query_error(&e))?;
+        let shaders =
+            crate::shaders::outputs(&db, dump, &records, self.config.build.threads(), progress)
+                .map_err(|e| query_error(&e))?;
         tracing::debug!("queries done: {:?}", start.elapsed());
         let guests: BTreeMap<&str, Arc<Vec<u8>>> = db::guest_module_files(&db, dump)
             .iter()

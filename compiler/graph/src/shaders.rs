@@ -15,18 +15,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use aps5_agc::generated::{CONTEXT_BASE, SH_BASE, reg};
 use aps5_agc::scan;
 use aps5_agc::shader::{RegPair, ShaderHeader, ShaderType};
 use aps5_cache::pack::{Pack, PackError, PackWriter};
+use aps5_cache::records::{Records, ShaderRecord};
 use aps5_cache::{Cache, ContentHash, Lookup, MemoKey};
-use aps5_shader::translate::graphics::BuiltIn;
-use aps5_shader::translate::{
-    self, ComputeState, GraphicsInterface, InputInterp, Interp, Options, PixelState, Sampling,
-    Stage, Translation,
-};
+use aps5_shader::pack::{DeviceClass, ShaderState};
+use aps5_shader::translate::{ComputeState, Options, PixelState};
 use serde::{Deserialize, Serialize};
 
 use crate::build::Progress;
@@ -37,29 +35,22 @@ pub const SHADERS_JSON: &str = "shaders.json";
 /// In the output folder: the translated shaders.
 pub const SHADER_PACK: &str = "packs/shaders.pack";
 /// Stands for another translator (tests use it to see a translator change).
-pub const SALT_ENV: &str = "APS5_TRANSLATOR_SALT";
+pub use aps5_shader::pack::SALT_ENV;
 
 /// The loop bound the build translates with: the GPU driver's default (`APS5_GPU_LOOP_LIMIT`
 /// unset, drivers/gpu/src/exec.rs). A run with another bound translates for itself.
 pub const BUILD_LOOP_LIMIT: u32 = 1 << 24;
 
-/// The translator's identity as the graph uses it: its version, and the test salt if set.
+/// The translator's identity as the graph uses it: its version, and the test salt if set
+/// (the driver reads the same, [`aps5_shader::pack::translator_identity`]).
 pub fn translator_version() -> &'static str {
-    static V: OnceLock<String> = OnceLock::new();
-    V.get_or_init(|| match std::env::var(SALT_ENV) {
-        Ok(salt) if !salt.is_empty() => {
-            format!("{}+salt-{salt}", aps5_shader::TRANSLATOR_VERSION)
-        }
-        _ => aps5_shader::TRANSLATOR_VERSION.to_string(),
-    })
+    aps5_shader::pack::translator_identity()
 }
 
 /// The producer identity written into `shaders.pack`: a pack made by another translator is
 /// refused by [`Pack::open`].
 pub fn pack_identity() -> [u8; 32] {
-    let mut h = blake3::Hasher::new_derive_key("aps5 shaders.pack producer v1");
-    h.update(translator_version().as_bytes());
-    *h.finalize().as_bytes()
+    aps5_shader::pack::producer_identity()
 }
 
 /// The translation options the build uses. The device class: none. The translator reads no
@@ -102,20 +93,23 @@ pub enum StaticState {
 }
 
 impl StaticState {
-    /// The words [`pack_key`] hashes: stage, then the state the translator reads, in the order
-    /// the driver holds it.
-    fn words(&self) -> Vec<u32> {
+    /// The translator's state for it (what the driver passes at a dispatch or draw with the
+    /// header's registers; LDS and scratch 0, as the driver passes them).
+    pub fn to_state(&self) -> ShaderState {
         match self {
             StaticState::Compute {
                 pgm_rsrc1,
                 pgm_rsrc2,
                 workgroup_size,
                 wave64,
-            } => {
-                let [x, y, z] = *workgroup_size;
-                // lds_bytes and scratch_bytes_per_lane: 0, as the driver passes them.
-                vec![0, *pgm_rsrc1, *pgm_rsrc2, x, y, z, *wave64 as u32, 0, 0]
-            }
+            } => ShaderState::Compute(ComputeState {
+                pgm_rsrc1: *pgm_rsrc1,
+                pgm_rsrc2: *pgm_rsrc2,
+                workgroup_size: *workgroup_size,
+                wave64: *wave64,
+                lds_bytes: 0,
+                scratch_bytes_per_lane: 0,
+            }),
             StaticState::Pixel {
                 pgm_rsrc1,
                 pgm_rsrc2,
@@ -126,38 +120,29 @@ impl StaticState {
                 col_format,
                 z_format,
             } => {
-                let mut w = vec![
-                    2,
-                    *pgm_rsrc1,
-                    *pgm_rsrc2,
-                    *wave64 as u32,
-                    *input_ena,
-                    *input_addr,
-                    *col_format,
-                    *z_format,
-                ];
-                w.extend(input_cntl);
-                w
+                let mut cntl = [0u32; 32];
+                for (c, v) in cntl.iter_mut().zip(input_cntl) {
+                    *c = *v;
+                }
+                ShaderState::Pixel(PixelState {
+                    pgm_rsrc1: *pgm_rsrc1,
+                    pgm_rsrc2: *pgm_rsrc2,
+                    wave64: *wave64,
+                    input_ena: *input_ena,
+                    input_addr: *input_addr,
+                    input_cntl: cntl,
+                    col_format: *col_format,
+                    z_format: *z_format,
+                })
             }
         }
     }
 }
 
-/// The pack key of a program: blake3 (derived-key mode) of its code, the state words and the
-/// translation options that change the output. What the GPU driver can compute at a dispatch
-/// or draw from the code it reads and the state it passes the translator.
+/// The pack key of a program found statically: [`aps5_shader::pack::pack_key`] (the one the
+/// driver computes at a dispatch or draw) of its code and [`StaticState::to_state`].
 pub fn pack_key(code: &[u8], state: &StaticState, opts: &Options) -> [u8; 32] {
-    let mut h = blake3::Hasher::new_derive_key("aps5 shaders.pack key v1");
-    h.update(&(code.len() as u64).to_le_bytes());
-    h.update(code);
-    let words = state.words();
-    h.update(&(words.len() as u64).to_le_bytes());
-    for w in words {
-        h.update(&w.to_le_bytes());
-    }
-    h.update(&opts.loop_limit.to_le_bytes());
-    h.update(&[opts.native_fma as u8]);
-    *h.finalize().as_bytes()
+    aps5_shader::pack::pack_key(code, &state.to_state(), opts)
 }
 
 /// One program the scan found in a file (independent of the file's name, so it is memoized
@@ -460,221 +445,7 @@ pub fn shaders(db: &dyn Db, dump: Dump, jobs: usize) -> Result<Arc<Vec<FileShade
     Ok(Arc::new(out))
 }
 
-/// What a pack entry holds: the SPIR-V and what the driver needs to run it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PackedShader {
-    pub stage: Stage,
-    pub local_size: [u32; 3],
-    pub groups_per_guest_group: u32,
-    pub push_constant_bytes: u32,
-    pub wave_lanes: u32,
-    pub waves_per_group: u32,
-    pub lds_bytes: u32,
-    pub guest_instructions: u32,
-    pub spirv: Vec<u32>,
-    pub graphics: Option<GraphicsInterface>,
-}
-
-/// The first bytes of an entry: format "APS5SPV" version 1.
-pub const ENTRY_MAGIC: [u8; 8] = *b"APS5SPV1";
-
-impl PackedShader {
-    pub fn of(t: &Translation) -> PackedShader {
-        PackedShader {
-            stage: t.meta.stage,
-            local_size: t.local_size,
-            groups_per_guest_group: t.groups_per_guest_group,
-            push_constant_bytes: t.push_constant_bytes,
-            wave_lanes: t.meta.wave_lanes,
-            waves_per_group: t.meta.waves_per_group,
-            lds_bytes: t.meta.lds_bytes,
-            guest_instructions: t.meta.guest_instructions,
-            spirv: t.spirv.clone(),
-            graphics: t.meta.graphics.clone(),
-        }
-    }
-
-    /// The entry's bytes (little endian): magic, stage u32, local size 3×u32, groups per guest
-    /// group, push-constant bytes, wave lanes, waves per group, LDS bytes, guest instructions
-    /// (u32 each), the SPIR-V word count u32 and words, then the graphics interface: a byte 0
-    /// (none) or 1 followed by inputs (u32 count, location/interp/sampling bytes), outputs (u32
-    /// count, bytes), output formats (u32 count, u32s), built-ins (u32 count, bytes) and a
-    /// discard byte.
-    pub fn encode(&self) -> Vec<u8> {
-        let mut b = ENTRY_MAGIC.to_vec();
-        let stage = match self.stage {
-            Stage::Compute => 0u32,
-            Stage::Vertex => 1,
-            Stage::Pixel => 2,
-        };
-        let mut put = |v: u32| b.extend_from_slice(&v.to_le_bytes());
-        put(stage);
-        for v in self.local_size {
-            put(v);
-        }
-        for v in [
-            self.groups_per_guest_group,
-            self.push_constant_bytes,
-            self.wave_lanes,
-            self.waves_per_group,
-            self.lds_bytes,
-            self.guest_instructions,
-            self.spirv.len() as u32,
-        ] {
-            put(v);
-        }
-        for w in &self.spirv {
-            b.extend_from_slice(&w.to_le_bytes());
-        }
-        match &self.graphics {
-            None => b.push(0),
-            Some(g) => {
-                b.push(1);
-                b.extend_from_slice(&(g.inputs.len() as u32).to_le_bytes());
-                for (loc, i) in &g.inputs {
-                    b.push(*loc);
-                    b.push(match i.interp {
-                        Interp::Smooth => 0,
-                        Interp::NoPerspective => 1,
-                        Interp::Flat => 2,
-                    });
-                    b.push(match i.sampling {
-                        Sampling::Center => 0,
-                        Sampling::Centroid => 1,
-                        Sampling::Sample => 2,
-                    });
-                }
-                b.extend_from_slice(&(g.outputs.len() as u32).to_le_bytes());
-                b.extend_from_slice(&g.outputs);
-                b.extend_from_slice(&(g.output_formats.len() as u32).to_le_bytes());
-                for f in &g.output_formats {
-                    b.extend_from_slice(&f.to_le_bytes());
-                }
-                b.extend_from_slice(&(g.builtins.len() as u32).to_le_bytes());
-                for x in &g.builtins {
-                    b.push(match x {
-                        BuiltIn::VertexIndex => 0,
-                        BuiltIn::InstanceIndex => 1,
-                        BuiltIn::Position => 2,
-                        BuiltIn::FragCoord => 3,
-                        BuiltIn::FrontFacing => 4,
-                        BuiltIn::FragDepth => 5,
-                    });
-                }
-                b.push(g.discards as u8);
-            }
-        }
-        b
-    }
-
-    /// Reads [`PackedShader::encode`]'s bytes back; `None` for anything else.
-    pub fn decode(b: &[u8]) -> Option<PackedShader> {
-        let mut r = Reader { b, at: 0 };
-        if r.take(8)? != ENTRY_MAGIC {
-            return None;
-        }
-        let stage = match r.u32()? {
-            0 => Stage::Compute,
-            1 => Stage::Vertex,
-            2 => Stage::Pixel,
-            _ => return None,
-        };
-        let local_size = [r.u32()?, r.u32()?, r.u32()?];
-        let (groups, push, lanes, waves, lds, insts) =
-            (r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?);
-        let n = r.u32()? as usize;
-        let spirv = r
-            .take(n.checked_mul(4)?)?
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes(c.try_into().expect("4")))
-            .collect();
-        let graphics = match r.take(1)?[0] {
-            0 => None,
-            1 => {
-                let n = r.u32()? as usize;
-                let mut inputs = Vec::new();
-                for _ in 0..n {
-                    let x = r.take(3)?;
-                    inputs.push((
-                        x[0],
-                        InputInterp {
-                            interp: [Interp::Smooth, Interp::NoPerspective, Interp::Flat]
-                                .get(x[1] as usize)
-                                .copied()?,
-                            sampling: [Sampling::Center, Sampling::Centroid, Sampling::Sample]
-                                .get(x[2] as usize)
-                                .copied()?,
-                        },
-                    ));
-                }
-                let n = r.u32()? as usize;
-                let outputs = r.take(n)?.to_vec();
-                let n = r.u32()? as usize;
-                let mut output_formats = Vec::new();
-                for _ in 0..n {
-                    output_formats.push(r.u32()?);
-                }
-                let n = r.u32()? as usize;
-                let mut builtins = Vec::new();
-                for &x in r.take(n)? {
-                    builtins.push(
-                        [
-                            BuiltIn::VertexIndex,
-                            BuiltIn::InstanceIndex,
-                            BuiltIn::Position,
-                            BuiltIn::FragCoord,
-                            BuiltIn::FrontFacing,
-                            BuiltIn::FragDepth,
-                        ]
-                        .get(x as usize)
-                        .copied()?,
-                    );
-                }
-                let discards = match r.take(1)?[0] {
-                    0 => false,
-                    1 => true,
-                    _ => return None,
-                };
-                Some(GraphicsInterface {
-                    inputs,
-                    outputs,
-                    output_formats,
-                    builtins,
-                    discards,
-                })
-            }
-            _ => return None,
-        };
-        (r.at == b.len()).then_some(PackedShader {
-            stage,
-            local_size,
-            groups_per_guest_group: groups,
-            push_constant_bytes: push,
-            wave_lanes: lanes,
-            waves_per_group: waves,
-            lds_bytes: lds,
-            guest_instructions: insts,
-            spirv,
-            graphics,
-        })
-    }
-}
-
-struct Reader<'a> {
-    b: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
-        self.at += n;
-        Some(s)
-    }
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-}
+pub use aps5_shader::pack::{ENTRY_MAGIC, PackedShader};
 
 /// A translation's outcome as memoized: the pack entry, or the translator's error.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -700,61 +471,8 @@ impl Translated {
 }
 
 /// Translates `code` with `state` (what [`translated`] computes on a miss).
-pub fn translate_one(code: &[u8], state: &StaticState, opts: &Options) -> Translated {
-    let words: Vec<u32> = code
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes(c.try_into().expect("4")))
-        .collect();
-    let t = match state {
-        StaticState::Compute {
-            pgm_rsrc1,
-            pgm_rsrc2,
-            workgroup_size,
-            wave64,
-        } => translate::translate_compute(
-            &words,
-            &ComputeState {
-                pgm_rsrc1: *pgm_rsrc1,
-                pgm_rsrc2: *pgm_rsrc2,
-                workgroup_size: *workgroup_size,
-                wave64: *wave64,
-                lds_bytes: 0,
-                scratch_bytes_per_lane: 0,
-            },
-            opts,
-        ),
-        StaticState::Pixel {
-            pgm_rsrc1,
-            pgm_rsrc2,
-            wave64,
-            input_ena,
-            input_addr,
-            input_cntl,
-            col_format,
-            z_format,
-        } => {
-            let mut cntl = [0u32; 32];
-            for (c, v) in cntl.iter_mut().zip(input_cntl) {
-                *c = *v;
-            }
-            translate::translate_pixel(
-                &words,
-                &PixelState {
-                    pgm_rsrc1: *pgm_rsrc1,
-                    pgm_rsrc2: *pgm_rsrc2,
-                    wave64: *wave64,
-                    input_ena: *input_ena,
-                    input_addr: *input_addr,
-                    input_cntl: cntl,
-                    col_format: *col_format,
-                    z_format: *z_format,
-                },
-                opts,
-            )
-        }
-    };
-    // The translator is new code meeting arbitrary programs: a panic is one failed shader.
-    match t {
+pub fn translate_one(code: &[u8], state: &ShaderState, opts: &Options) -> Translated {
+    match aps5_shader::pack::translate(code, state, opts) {
         Ok(t) => Translated::Entry(PackedShader::of(&t).encode()),
         Err(e) => Translated::Failed(e.to_string()),
     }
@@ -791,41 +509,190 @@ pub struct ShaderOutputs {
     pub keys: Vec<String>,
 }
 
-/// One translation to do: a pack key and where its code is.
-struct Job {
-    key: [u8; 32],
-    file: usize,
-    shader: ScannedShader,
+/// In the project's state folder (`.aps5/`): the play records, what runs met that the pack
+/// did not hold (written by the GPU driver, read by the build: docs/PACKS.md).
+pub const RECORDS_FILE: &str = "records.sqlite";
+
+/// Where a project's play records are.
+pub fn records_path(state_dir: &Path) -> std::path::PathBuf {
+    state_dir.join(RECORDS_FILE)
 }
 
-/// `shaders.json` and `packs/shaders.pack`. The pair is memoized on the scan's result and the
-/// translator's identity (a no-op build makes one lookup); on a miss each distinct
-/// (program, state) is `translated(shader, state)`, itself memoized, and those not in the
-/// cache are translated on `jobs` threads, `progress` reporting "translating".
+/// The play records a build translates: the usable ones, in key order, and a warning for
+/// each one that is not (damaged row, unreadable state). No records file: none. A file that
+/// cannot be read is a warning too, and the build goes on without it: records only hold
+/// what runs met (those shaders are translated at run time again), and `aps5 cache verify`
+/// sets such a file aside.
+pub fn read_records(state_dir: &Path) -> Result<Vec<ShaderRecord>, QueryError> {
+    let path = records_path(state_dir);
+    let read = || {
+        let Some(records) = Records::open_existing(&path)? else {
+            return Ok((Vec::new(), Vec::new()));
+        };
+        records.shaders()
+    };
+    match read() {
+        Ok((good, bad)) => {
+            for b in bad {
+                tracing::warn!("{b}");
+            }
+            Ok(good)
+        }
+        Err(e) => {
+            tracing::warn!("play records not used ({e}); `aps5 cache verify` moves the file aside");
+            Ok(Vec::new())
+        }
+    }
+}
+
+/// The play records as `aps5 status` shows them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PlayStatus {
+    /// Shaders recorded in play (distinct keys).
+    pub recorded: u64,
+    /// Pipeline states recorded in play (distinct states; docs/PACKS.md "Pipeline records").
+    pub pipelines_recorded: u64,
+    pub last_run: Option<LastRun>,
+}
+
+/// The most recent run's counters (the GPU driver's statistics).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LastRun {
+    pub pack_hits: u64,
+    pub misses: u64,
+    pub translations: u64,
+    pub pipelines: u64,
+    pub pack_refused: u64,
+    /// Whether it reached its exit (a killed run keeps the counts of its last miss).
+    pub ended: bool,
+}
+
+/// The play records' summary; None when there are none (or they cannot be read: a warning).
+pub fn play_status(state_dir: &Path) -> Option<PlayStatus> {
+    let path = records_path(state_dir);
+    let read = || -> Result<Option<PlayStatus>, aps5_cache::records::RecordsError> {
+        let Some(r) = Records::open_existing(&path)? else {
+            return Ok(None);
+        };
+        let last_run = r.last_run()?.map(|run| LastRun {
+            pack_hits: run.counts.pack_hits,
+            misses: run.counts.misses,
+            translations: run.counts.translations,
+            pipelines: run.counts.pipelines,
+            pack_refused: run.counts.refused,
+            ended: run.ended,
+        });
+        Ok(Some(PlayStatus {
+            recorded: r.shader_count()?,
+            pipelines_recorded: r.pipeline_count()?,
+            last_run,
+        }))
+    };
+    match read() {
+        Ok(p) => p,
+        Err(e) => {
+            tracing::warn!("{e}");
+            None
+        }
+    }
+}
+
+/// Where a translation's code is.
+enum Source {
+    /// In a dump file (index into the file list) at `code_offset`.
+    File { file: usize, shader: ScannedShader },
+    /// A play record's code.
+    Record(Arc<Vec<u8>>),
+}
+
+/// One translation to do: a pack key, the state and options it is made with, its code.
+struct Job {
+    key: [u8; 32],
+    state: ShaderState,
+    opts: Options,
+    /// What `--explain` names it by: `<file>@<offset>` or `records:<key prefix>[/<class>]`.
+    name: String,
+    source: Source,
+}
+
+/// A play record as the build sees it.
+struct Recorded {
+    code: Arc<Vec<u8>>,
+    state: ShaderState,
+    class: DeviceClass,
+    key: String,
+}
+
+/// `shaders.json` and `packs/shaders.pack`. The pair is memoized on the scan's result, the
+/// play records (by content) and the translator's identity (a no-op build makes one lookup);
+/// on a miss each distinct (program, state, class) is `translated(shader, state)`, itself
+/// memoized, and those not in the cache are translated on `jobs` threads, `progress`
+/// reporting "translating".
+///
+/// A record is translated for the portable class (as every shader found statically) and,
+/// when the run that recorded it was on a device lacking a float-controls property that
+/// translation requires, for that run's device class too (docs/PACKS.md, "Device class").
 pub fn outputs(
     db: &dyn Db,
     dump: Dump,
+    records: &[ShaderRecord],
     jobs: usize,
     progress: &dyn Progress,
 ) -> Result<ShaderOutputs, QueryError> {
     let found = shaders(db, dump, jobs)?;
     let cache = db.cache();
     let scanned = serde_json::to_vec(&*found).expect("JSON");
+    let mut records_digest = blake3::Hasher::new();
+    for r in records {
+        records_digest.update(&r.check());
+    }
+    let records_digest = ContentHash(*records_digest.finalize().as_bytes());
+    let mut recorded = Vec::new();
+    let mut unreadable = 0usize;
+    for r in records {
+        match (
+            ShaderState::from_words(&r.state),
+            DeviceClass::from_words(&r.class),
+        ) {
+            (Ok(state), Ok(class)) => recorded.push(Recorded {
+                code: Arc::new(r.code.clone()),
+                state,
+                class,
+                key: hex(&r.key),
+            }),
+            (s, c) => {
+                unreadable += 1;
+                tracing::warn!(
+                    "play record {}: not translated: {}",
+                    hex(&r.key),
+                    s.err().or(c.err()).unwrap_or_default()
+                );
+            }
+        }
+    }
     let mut keys: BTreeSet<String> = BTreeSet::new();
     for f in found.iter() {
         keys.extend(f.shaders.iter().filter_map(|s| s.key.clone()));
+    }
+    let opts = build_options();
+    for r in &recorded {
+        keys.insert(hex(&aps5_shader::pack::pack_key(&r.code, &r.state, &opts)));
     }
     let keys: Vec<String> = keys.into_iter().collect();
     let pack_memo = MemoKey::new(
         "shader_pack",
         &db::query_version("shader_pack"),
-        &[ContentHash::of(&scanned)],
+        &[ContentHash::of(&scanned), records_digest],
         &[],
     );
     let run = |reused: bool, corrupt: bool| QueryRun {
         query: "shader_pack",
         artifact: SHADER_PACK.into(),
-        inputs: found.iter().map(|f| f.file.clone()).collect(),
+        inputs: found
+            .iter()
+            .map(|f| f.file.clone())
+            .chain((!records.is_empty()).then(|| RECORDS_FILE.to_string()))
+            .collect(),
         reused,
         corrupt_cache_entry: corrupt,
     };
@@ -849,7 +716,8 @@ pub fn outputs(
         Lookup::Miss => {}
     }
 
-    // Distinct translations, first occurrence (path order, offset) naming each.
+    // Distinct translations, first occurrence (path order, offset; then records in key
+    // order) naming each.
     let files = file_refs(db, dump);
     let by_rel: BTreeMap<&str, usize> = files
         .iter()
@@ -866,97 +734,150 @@ pub fn outputs(
             if seen.insert(k) {
                 todo.push(Job {
                     key: k,
-                    file: by_rel[f.file.as_str()],
-                    shader: s.clone(),
+                    state: s.state.as_ref().expect("a key means a state").to_state(),
+                    opts: opts.clone(),
+                    name: format!("{}@{:#x}", f.file, s.offset),
+                    source: Source::File {
+                        file: by_rel[f.file.as_str()],
+                        shader: s.clone(),
+                    },
                 });
             }
         }
     }
-    let opts = build_options();
+    let record_job = |r: &Recorded, class: DeviceClass| {
+        let o = class.options(&opts);
+        Job {
+            key: aps5_shader::pack::pack_key(&r.code, &r.state, &o),
+            state: r.state.clone(),
+            opts: o,
+            name: match class {
+                DeviceClass::Portable => format!("records:{}", &r.key[..16]),
+                DeviceClass::Float(_) => format!("records:{}/device-class", &r.key[..16]),
+            },
+            source: Source::Record(r.code.clone()),
+        }
+    };
+    for r in &recorded {
+        let job = record_job(r, DeviceClass::Portable);
+        if seen.insert(job.key) {
+            todo.push(job);
+        }
+    }
     let done = AtomicU64::new(0);
-    let total = todo.len() as u64;
     let runs: Mutex<Vec<QueryRun>> = Mutex::new(Vec::new());
     // Files mapped once however many of their shaders are translated.
     let maps: Mutex<BTreeMap<usize, Arc<Mapped>>> = Mutex::new(BTreeMap::new());
-    progress.update("translating", 0, total);
     let t = std::time::Instant::now();
-    let results = parallel(&todo, jobs, |job| -> Result<Translated, QueryError> {
-        let memo = translated_key(&job.key);
-        let mut corrupt = false;
-        match cache.memo_get(&memo)? {
-            Lookup::Hit(bytes) => match Translated::decode(&bytes) {
-                Some(t) => {
-                    runs.lock()
-                        .unwrap()
-                        .push(translated_run(&files, job, true, false));
-                    progress.update(
-                        "translating",
-                        done.fetch_add(1, Ordering::Relaxed) + 1,
-                        total,
-                    );
-                    return Ok(t);
-                }
-                None => corrupt = true,
-            },
-            Lookup::Corrupt => corrupt = true,
-            Lookup::Miss => {}
-        }
-        let f = &files[job.file];
-        let map = {
-            let known = maps.lock().unwrap().get(&job.file).cloned();
-            match known {
-                Some(m) => m,
-                None => {
-                    let m = Arc::new(map_verified(&f.abs, &f.rel, f.size, f.hash)?);
-                    maps.lock().unwrap().insert(job.file, m.clone());
-                    m
-                }
+    let mut outcome: BTreeMap<[u8; 32], Translated> = BTreeMap::new();
+    let total = AtomicU64::new(todo.len() as u64);
+    progress.update("translating", 0, todo.len() as u64);
+    let translate_all = |todo: &[Job]| -> Result<Vec<Translated>, QueryError> {
+        let results = parallel(todo, jobs, |job| -> Result<Translated, QueryError> {
+            let tick = || {
+                progress.update(
+                    "translating",
+                    done.fetch_add(1, Ordering::Relaxed) + 1,
+                    total.load(Ordering::Relaxed),
+                )
+            };
+            let memo = translated_key(&job.key);
+            let mut corrupt = false;
+            match cache.memo_get(&memo)? {
+                Lookup::Hit(bytes) => match Translated::decode(&bytes) {
+                    Some(t) => {
+                        runs.lock().unwrap().push(translated_run(job, true, false));
+                        tick();
+                        return Ok(t);
+                    }
+                    None => corrupt = true,
+                },
+                Lookup::Corrupt => corrupt = true,
+                Lookup::Miss => {}
             }
-        };
-        let s = &job.shader;
-        let code = map
-            .bytes()
-            .get(s.code_offset as usize..(s.code_offset as usize).saturating_add(s.code_size as usize))
+            let (map, code_range) = match &job.source {
+                Source::Record(code) => (None, 0..code.len()),
+                Source::File { file, shader: s } => {
+                    let f = &files[*file];
+                    let known = maps.lock().unwrap().get(file).cloned();
+                    let m = match known {
+                        Some(m) => m,
+                        None => {
+                            let m = Arc::new(map_verified(&f.abs, &f.rel, f.size, f.hash)?);
+                            maps.lock().unwrap().insert(*file, m.clone());
+                            m
+                        }
+                    };
+                    let at = s.code_offset as usize;
+                    (Some(m), at..at.saturating_add(s.code_size as usize))
+                }
+            };
+            let code = match (&job.source, &map) {
+                (Source::Record(code), _) => Some(&code[..]),
+                (Source::File { .. }, Some(m)) => m.bytes().get(code_range),
+                _ => None,
+            }
             .ok_or_else(|| {
                 QueryError::new(
-                    f.abs.clone(),
-                    format!(
-                        "the shader at offset {:#x} has its code outside the file (a stale scan result)",
-                        s.offset
-                    ),
+                    job.name.clone().into(),
+                    "the shader has its code outside the file (a stale scan result)".into(),
                 )
             })?;
-        let state = s.state.as_ref().expect("a key means a state");
-        let out = match std::panic::catch_unwind(|| translate_one(code, state, &opts)) {
-            Ok(t) => t,
-            Err(_) => Translated::Failed("the translator panicked (a translator bug)".into()),
+            let out = match std::panic::catch_unwind(|| translate_one(code, &job.state, &job.opts))
+            {
+                Ok(t) => t,
+                // The translator is new code meeting arbitrary programs: a panic is one
+                // failed shader.
+                Err(_) => Translated::Failed("the translator panicked (a translator bug)".into()),
+            };
+            // A cache that cannot store it only costs the next build the translation.
+            let _ = cache.memo_put(&memo, &out.encode());
+            runs.lock()
+                .unwrap()
+                .push(translated_run(job, false, corrupt));
+            tick();
+            Ok(out)
+        });
+        results.into_iter().collect()
+    };
+    for (job, r) in todo.iter().zip(translate_all(&todo)?) {
+        outcome.insert(job.key, r);
+    }
+    // Device-class variants of records whose portable translation asks for a float-controls
+    // property the recording device lacks.
+    let mut variants = Vec::new();
+    for r in &recorded {
+        let DeviceClass::Float(_) = r.class else {
+            continue;
         };
-        // A cache that cannot store it only costs the next build the translation.
-        let _ = cache.memo_put(&memo, &out.encode());
-        runs.lock()
-            .unwrap()
-            .push(translated_run(&files, job, false, corrupt));
-        progress.update(
-            "translating",
-            done.fetch_add(1, Ordering::Relaxed) + 1,
-            total,
-        );
-        Ok(out)
-    });
+        let portable = aps5_shader::pack::pack_key(&r.code, &r.state, &opts);
+        let needs = match outcome.get(&portable) {
+            Some(Translated::Entry(e)) => {
+                PackedShader::decode(e).is_some_and(|p| !r.class.has_all(&p.required_features))
+            }
+            _ => false,
+        };
+        let job = record_job(r, r.class);
+        if needs && seen.insert(job.key) {
+            variants.push(job);
+        }
+    }
+    if !variants.is_empty() {
+        total.fetch_add(variants.len() as u64, Ordering::Relaxed);
+        for (job, r) in variants.iter().zip(translate_all(&variants)?) {
+            outcome.insert(job.key, r);
+        }
+    }
     progress.finish("translating");
     tracing::debug!(
         "phase translate: {:.1} ms ({} shaders)",
         db::ms_since(t),
-        todo.len()
+        todo.len() + variants.len()
     );
     let mut runs = runs.into_inner().unwrap();
     runs.sort_by(|a, b| a.artifact.cmp(&b.artifact));
     for r in runs {
         db.record(r);
-    }
-    let mut outcome: BTreeMap<[u8; 32], Translated> = BTreeMap::new();
-    for (job, r) in todo.iter().zip(results) {
-        outcome.insert(job.key, r?);
     }
 
     let mut writer = PackWriter::new(pack_identity());
@@ -968,7 +889,30 @@ pub fn outputs(
         }
     }
     let pack = writer.to_bytes();
-    let json = render_json(&found, &outcome, writer.len());
+    let from_records: Vec<&Job> = todo
+        .iter()
+        .chain(&variants)
+        .filter(|j| matches!(j.source, Source::Record(_)))
+        .collect();
+    let record_counts = RecordCounts {
+        recorded: records.len(),
+        unreadable,
+        translated: from_records
+            .iter()
+            .filter(|j| matches!(outcome.get(&j.key), Some(Translated::Entry(_))))
+            .count(),
+        failed: from_records
+            .iter()
+            .filter(|j| matches!(outcome.get(&j.key), Some(Translated::Failed(_))))
+            .count(),
+        variants: variants.len(),
+    };
+    for j in &from_records {
+        if let Some(Translated::Failed(why)) = outcome.get(&j.key) {
+            tracing::warn!("{}: play record not translated: {why}", j.name);
+        }
+    }
+    let json = render_json(&found, &outcome, writer.len(), &record_counts);
     warn_failed(&json);
     let mut memo = (pack.len() as u64).to_le_bytes().to_vec();
     memo.extend_from_slice(&pack);
@@ -983,10 +927,25 @@ pub fn outputs(
     })
 }
 
-fn translated_run(files: &[FileRef], job: &Job, reused: bool, corrupt: bool) -> QueryRun {
+/// What became of the play records in a build (`shaders.json`, `records`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordCounts {
+    /// Sound records read.
+    pub recorded: usize,
+    /// Records whose state or class words this build cannot read (a warning each).
+    pub unreadable: usize,
+    /// Translations made from records (portable and device-class variants) in the pack.
+    pub translated: usize,
+    /// Translations from records the translator refused.
+    pub failed: usize,
+    /// Device-class variants among them.
+    pub variants: usize,
+}
+
+fn translated_run(job: &Job, reused: bool, corrupt: bool) -> QueryRun {
     QueryRun {
         query: "translated",
-        artifact: format!("{}@{:#x}", files[job.file].rel, job.shader.offset),
+        artifact: job.name.clone(),
         // For --explain: the pack key (a key the last build did not know is a new shader).
         inputs: vec![hex(&job.key)],
         reused,
@@ -1008,6 +967,7 @@ fn render_json(
     found: &[FileShaders],
     outcome: &BTreeMap<[u8; 32], Translated>,
     entries: usize,
+    records: &RecordCounts,
 ) -> Vec<u8> {
     let mut counts = ShaderCounts {
         entries,
@@ -1055,6 +1015,7 @@ fn render_json(
         "pack": SHADER_PACK,
         "pack_identity": hex(&pack_identity()),
         "counts": counts,
+        "records": records,
         "shaders": list,
     });
     let mut b = serde_json::to_vec_pretty(&doc).expect("JSON");

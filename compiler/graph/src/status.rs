@@ -55,6 +55,9 @@ pub struct Status {
     /// translated into `packs/shaders.pack`, refused by the translator, not translated at
     /// build time. None: no build made one.
     pub shaders: Option<crate::shaders::ShaderCounts>,
+    /// The play records (`.aps5/records.sqlite`): shaders and pipeline states recorded in play
+    /// and the last run's counters. None: no run has recorded anything.
+    pub play: Option<crate::shaders::PlayStatus>,
 }
 
 /// One kind of AMD-only instruction in the executable.
@@ -201,6 +204,7 @@ pub fn status(project: &Project, progress: &dyn Progress) -> Result<Status, Buil
     let amd_only = amd.into_values().collect();
     Ok(Status {
         shaders: crate::shaders::last_counts(&project.layout.out_dir),
+        play: crate::shaders::play_status(&project.layout.state_dir),
         target_cpu: project.config.build.target_cpu.clone(),
         amd_only,
         title: project.config.title.clone(),
@@ -252,6 +256,28 @@ impl Status {
                 "shaders   {} found statically, {} translated, {} failed, {} left to run time ({} pack entries)",
                 c.found, c.translated, c.failed, c.skipped, c.entries
             );
+        }
+        if let Some(p) = &self.play {
+            let _ = writeln!(s, "shaders   {} recorded in play", p.recorded);
+            let _ = writeln!(s, "pipelines {} recorded in play", p.pipelines_recorded);
+            match &p.last_run {
+                Some(r) => {
+                    let _ = writeln!(
+                        s,
+                        "shaders   {} missed in last run ({} pack hits, {} translated, {} pipelines created{})",
+                        r.misses,
+                        r.pack_hits,
+                        r.translations,
+                        r.pipelines,
+                        if r.ended {
+                            ""
+                        } else {
+                            "; the run did not reach its exit"
+                        }
+                    );
+                }
+                None => s.push_str("shaders   no run recorded yet\n"),
+            }
         }
         if !self.amd_only.is_empty() {
             let _ = writeln!(

@@ -138,6 +138,10 @@ fn the_pack_key_changes_with_every_state_word_and_option() {
     let mut o = opts.clone();
     o.native_fma = true;
     others.push(shaders::pack_key(&CODE, &base, &o));
+    // A device class (float controls): a translation for a device that lacks a mode differs.
+    let mut o = opts.clone();
+    o.host_float_controls = Some(Default::default());
+    others.push(shaders::pack_key(&CODE, &base, &o));
     // The host subgroup size does not change a translation: not in the key.
     let mut o = opts.clone();
     o.host_subgroup_size = Some(32);
@@ -157,6 +161,7 @@ fn packed() -> PackedShader {
         waves_per_group: 1,
         lds_bytes: 0,
         guest_instructions: 12,
+        required_features: vec!["shaderDenormPreserveFloat32".into(), "x".into()],
         spirv: vec![0x0723_0203, 0x0001_0500, 7, 8],
         graphics: Some(GraphicsInterface {
             inputs: vec![

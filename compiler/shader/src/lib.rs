@@ -41,6 +41,7 @@ pub mod disasm;
 pub mod meta;
 pub mod operand;
 pub mod oracle;
+pub mod pack;
 pub mod print;
 pub mod table;
 #[allow(clippy::all)]

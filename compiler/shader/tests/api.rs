@@ -141,3 +141,29 @@ fn items_cover_random_streams_exactly() {
         }
     }
 }
+
+/// The bytes a program of unknown size occupies (what the driver keys and records for a program
+/// no header described): through the end of the last reachable instruction, literal included,
+/// following the branch over a data word; what follows `s_endpgm` is not the program's.
+#[test]
+fn reachable_bytes_end_at_the_last_reachable_instruction() {
+    use aps5_shader::translate::frontend::reachable_bytes;
+    let program = parse_hex_words(
+        "0xbf840002 0xbf810000 0xffffffff \
+         0xbe8003ff 0x12345678 0xbf810000",
+    )
+    .unwrap();
+    // The words decode as meant (the disassembler, whose listing is checked against llvm-mc).
+    let listing = disassemble(&program, &Options::default());
+    for name in ["s_cbranch_scc0", "s_endpgm", "s_mov_b32 s0, 0x12345678"] {
+        assert!(listing.contains(name), "{listing}");
+    }
+    let mut code = program.clone();
+    code.extend(parse_hex_words("0xdeadbeef 0x00000000 0x7e000280").unwrap());
+    for wave64 in [false, true] {
+        assert_eq!(reachable_bytes(&code, wave64), Some(program.len()));
+        assert_eq!(reachable_bytes(&program, wave64), Some(program.len()));
+    }
+    // No s_endpgm on the path: no program size (the driver keeps what it read).
+    assert_eq!(reachable_bytes(&code[..8], false), None);
+}

@@ -14,23 +14,28 @@ use aps5_agc::generated::enums::{BlendOp, ColorFormat, CombFunc, SurfaceNumber, 
 use aps5_agc::generated::enums::{CompareFrag, VGT_DI_PRIM_TYPE as Prim, ZFormat};
 use aps5_agc::state::{GraphicsState, RenderTarget};
 use aps5_agc::{Draw, DrawKind};
+use aps5_shader::pack::{self as spack, PackedShader, ShaderState};
 use aps5_shader::translate::abi::{self, FaultReason, FaultRecord, RangeEntry};
-use aps5_shader::translate::{PixelState, Translation, VertexState};
-use aps5_shader::translate::{translate_pixel, translate_vertex};
+use aps5_shader::translate::{PixelState, VertexState};
 use aps5_vulkan::graphics::TopologyClass;
 use aps5_vulkan::graphics::{Blend, ColorTarget, GraphicsDesc, GraphicsPipeline, Shader};
 use aps5_vulkan::{Attachment, Image, ImageDesc, ImageKind, Recorder, Rendering, vk};
 
-use crate::exec::{Executor, instruction_at};
+use aps5_cache::records::PipelineKind;
+
+use crate::exec::{Executor, PIPELINE_STATE_LAYOUT, instruction_at};
 use crate::memory::{Memory, Region};
 
 /// A translated stage.
 pub(crate) struct Stage {
     shader: Arc<Shader>,
-    translation: Translation,
+    /// The translation (from the pack or made at the draw).
+    translation: PackedShader,
     /// The guest code (for naming a faulting instruction).
     code: Vec<u8>,
     wave64: bool,
+    /// Its pack keys, [portable, device class] (what a pipeline record names it by).
+    keys: [[u8; 32]; 2],
 }
 
 /// Graphics objects kept between draws.
@@ -40,7 +45,6 @@ pub struct GfxCache {
     recorder: Option<Recorder>,
     /// Colour images by (guest address, width, height, format): reused between draws.
     targets: HashMap<(u64, u32, u32, i32), Image>,
-    pub(crate) translations: u64,
 }
 
 /// Why a draw did not complete.
@@ -357,21 +361,6 @@ fn scissor(st: &GraphicsState, w: u32, h: u32) -> Result<(i32, i32, u32, u32), S
     ))
 }
 
-fn key_of(code: &[u8], words: &[u32]) -> [u8; 32] {
-    let mut h = blake3::Hasher::new();
-    h.update(code);
-    for w in words {
-        h.update(&w.to_le_bytes());
-    }
-    *h.finalize().as_bytes()
-}
-
-fn words_of(code: &[u8]) -> Vec<u32> {
-    code.chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
 impl Executor {
     fn stage(
         &mut self,
@@ -381,43 +370,27 @@ impl Executor {
         pixel: Option<&PixelState>,
     ) -> Result<Arc<Stage>, String> {
         let what = self.describe(addr);
+        let (state, stage) = match (vertex, pixel) {
+            (Some(v), _) => (ShaderState::Vertex(v.clone()), vk::ShaderStageFlags::VERTEX),
+            (_, Some(p)) => (
+                ShaderState::Pixel(p.clone()),
+                vk::ShaderStageFlags::FRAGMENT,
+            ),
+            _ => unreachable!("a vertex or pixel state"),
+        };
+        let wave64 = state.wave64();
         let code = self
-            .read_code(mem, addr)
+            .read_code(mem, addr, wave64)
             .map_err(|e| format!("{what}: {e}"))?;
-        let mut state_words = Vec::new();
-        let wave64;
-        if let Some(v) = vertex {
-            state_words.extend([0, v.pgm_rsrc1, v.pgm_rsrc2, v.wave64 as u32, v.pos_format]);
-            wave64 = v.wave64;
-        } else {
-            let p = pixel.expect("a vertex or pixel state");
-            state_words.extend([1, p.pgm_rsrc1, p.pgm_rsrc2, p.wave64 as u32, p.input_ena]);
-            state_words.extend([p.input_addr, p.col_format, p.z_format]);
-            state_words.extend(p.input_cntl);
-            wave64 = p.wave64;
-        }
-        let key = key_of(&code, &state_words);
+        // The process's own cache, by the pack key for this device.
+        let key = spack::pack_key(&code, &state, &self.opts);
         if let Some(s) = self.gfx.stages.get(&key) {
             return Ok(s.clone());
         }
-        let words = words_of(&code);
-        let (t, stage) = match (vertex, pixel) {
-            (Some(v), _) => (
-                translate_vertex(&words, v, &self.opts),
-                vk::ShaderStageFlags::VERTEX,
-            ),
-            (_, Some(p)) => (
-                translate_pixel(&words, p, &self.opts),
-                vk::ShaderStageFlags::FRAGMENT,
-            ),
-            _ => unreachable!("checked above"),
-        };
-        let t = t.map_err(|e| format!("{what}: cannot translate: {e}"))?;
-        self.gpu
-            .require(&t.meta.required_features)
+        let keys = self.pack_keys(&code, &state);
+        let t = self
+            .translation(&code, &state, keys, &what)
             .map_err(|e| format!("{what}: {e}"))?;
-        self.gfx.translations += 1;
-        self.stats.translations += 1;
         let shader = self
             .gpu
             .create_shader(stage, &t.spirv)
@@ -427,6 +400,7 @@ impl Executor {
             translation: t,
             code,
             wave64,
+            keys,
         });
         self.gfx.stages.insert(key, s.clone());
         Ok(s)
@@ -520,7 +494,7 @@ impl Executor {
         };
 
         // Colour targets: the ones the PS writes with a format, bound and not masked.
-        let pg = ps.translation.meta.graphics.clone().unwrap_or_default();
+        let pg = ps.translation.graphics.clone().unwrap_or_default();
         let mut targets = Vec::new();
         for (i, rt) in st.render_targets.iter().enumerate() {
             let written = pg.outputs.contains(&(i as u8));
@@ -591,6 +565,11 @@ impl Executor {
             .gpu
             .graphics_pipeline(&desc)
             .map_err(|e| failed(format!("{shaders}: pipeline: {e}")))?;
+        self.record_pipeline(
+            PipelineKind::Graphics,
+            vec![vs.keys, ps.keys],
+            graphics_state_words(&desc),
+        );
         let vp = viewport(st).map_err(failed)?;
         let sc = scissor(st, w, h).map_err(failed)?;
         let raster = st.rasterizer.mode_cntl;
@@ -890,4 +869,60 @@ fn write_rows(mem: &dyn Memory, t: &Target, px: &[u8]) -> Result<(), String> {
         })?;
     }
     Ok(())
+}
+
+/// A graphics pipeline's creation state besides its two shaders (docs/PACKS.md, "Pipeline
+/// records"): everything in the [`GraphicsDesc`] the driver builds, as words, so a later
+/// start can build the same description again from the shader pack.
+fn graphics_state_words(d: &GraphicsDesc) -> Vec<u32> {
+    // Every field named: one added to GraphicsDesc does not compile until it is recorded.
+    let GraphicsDesc {
+        vertex: _,
+        fragment: _,
+        push_constant_bytes,
+        textures,
+        bindings,
+        attributes,
+        topology,
+        targets,
+        depth_format,
+        samples,
+    } = d;
+    let topology = match topology {
+        TopologyClass::Points => 0,
+        TopologyClass::Lines => 1,
+        TopologyClass::Triangles => 2,
+    };
+    let mut w = vec![
+        PIPELINE_STATE_LAYOUT,
+        *push_constant_bytes,
+        *textures,
+        topology,
+        depth_format.as_raw() as u32,
+        *samples,
+        targets.len() as u32,
+    ];
+    for t in targets {
+        let b = &t.blend;
+        w.extend([
+            t.format.as_raw() as u32,
+            u32::from(b.enable),
+            b.src_color.as_raw() as u32,
+            b.dst_color.as_raw() as u32,
+            b.color_op.as_raw() as u32,
+            b.src_alpha.as_raw() as u32,
+            b.dst_alpha.as_raw() as u32,
+            b.alpha_op.as_raw() as u32,
+            b.write_mask.as_raw(),
+        ]);
+    }
+    w.push(bindings.len() as u32);
+    for b in bindings {
+        w.extend([b.binding, b.stride, u32::from(b.per_instance)]);
+    }
+    w.push(attributes.len() as u32);
+    for a in attributes {
+        w.extend([a.location, a.binding, a.format.as_raw() as u32, a.offset]);
+    }
+    w
 }

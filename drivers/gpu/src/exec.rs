@@ -4,10 +4,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
+use aps5_cache::pack::Pack;
+use aps5_cache::records::{PipelineKind, PipelineRecord, Records, RunCounts, ShaderRecord};
+use aps5_shader::pack::{self as spack, DeviceClass, PackedShader, ShaderState};
 use aps5_shader::translate::abi::{self, FaultReason, FaultRecord, RangeEntry};
-use aps5_shader::translate::{
-    ComputeState, DenormIndependence, FloatControls, Options, translate_compute,
-};
+use aps5_shader::translate::{ComputeState, DenormIndependence, FloatControls, Options};
 use aps5_vulkan::{Buffer, ComputePipeline, Gpu, PipelineDesc, VkError};
 
 use crate::memory::{MemFault, Memory, Region};
@@ -43,7 +44,8 @@ impl ComputeDispatch {
     pub fn wave64(&self) -> bool {
         self.initiator & (1 << 15) == 0
     }
-    fn state(&self) -> ComputeState {
+    /// The translator's state for this dispatch (what the pack key hashes).
+    pub fn state(&self) -> ComputeState {
         ComputeState {
             pgm_rsrc1: self.rsrc1,
             pgm_rsrc2: self.rsrc2,
@@ -131,8 +133,20 @@ pub struct Stats {
     pub dispatches: u64,
     /// Draws run (graphics).
     pub draws: u64,
+    /// Shaders translated, all on the submit thread (a miss waits for its translation).
     pub translations: u64,
+    /// Pipelines created: compute, and graphics ones the pipeline cache had to build.
     pub pipelines: u64,
+    /// Shaders taken from the pack (no translation).
+    pub pack_hits: u64,
+    /// Shaders the pack did not hold (or held for another device class): translated here and
+    /// recorded.
+    pub pack_misses: u64,
+    /// Pack entries refused (damaged, unreadable, or needing what the device lacks), and a
+    /// pack refused whole (another translator, damaged header).
+    pub pack_refused: u64,
+    /// Distinct pipeline states met (each recorded in the play records once).
+    pub pipeline_states: u64,
     pub bytes_uploaded: u64,
     pub bytes_written_back: u64,
     /// Regions imported (VK_EXT_external_memory_host) rather than mirrored.
@@ -140,11 +154,41 @@ pub struct Stats {
     pub regions_mirrored: u64,
 }
 
+/// Where the driver finds the shader pack (`aps5 run` sets it to
+/// `aps5-out/packs/shaders.pack`).
+pub const PACK_ENV: &str = "APS5_SHADER_PACK";
+/// Where the driver records what the pack did not hold (`aps5 run`: `.aps5/records.sqlite`).
+pub const RECORDS_ENV: &str = "APS5_RECORDS";
+/// `1`: print the statistics at exit, and each pack lookup (`aps5 run -v`).
+pub const STATS_ENV: &str = "APS5_GPU_STATS";
+/// Test hook (e2e `play`): `N` makes the driver kill its own process with SIGKILL right after
+/// its Nth new shader record committed, so the crash safety of the records is tested on a
+/// real run at a known point rather than by racing a run that lasts a second.
+pub const KILL_AFTER_RECORDS_ENV: &str = "APS5_GPU_KILL_AFTER_RECORDS";
+
+/// The pack, the records and what has been reported about them.
+#[derive(Default)]
+pub(crate) struct PackState {
+    pack: Option<Pack>,
+    records: Option<(Records, i64)>,
+    /// Keys whose pack entry was refused (reported once each).
+    refused: std::collections::HashSet<[u8; 32]>,
+    records_failed: bool,
+    /// New shader records this run committed, and [`KILL_AFTER_RECORDS_ENV`].
+    recorded: u64,
+    kill_after: Option<u64>,
+    /// Pipeline states met so far (docs/PACKS.md, "Pipeline records"): each is recorded once.
+    pipelines_seen: std::collections::HashSet<[u8; 32]>,
+    verbose: bool,
+    finished: bool,
+}
+
 /// Runs compute dispatches on one Vulkan device (synchronously: each dispatch is waited for
 /// before the next packet is processed, so a following RELEASE_MEM sees its results).
 pub struct Executor {
     pub(crate) gpu: Gpu,
     programs: HashMap<[u8; 32], Arc<Program>>,
+    pub(crate) packs: PackState,
     pub(crate) shaders: BTreeMap<u64, ShaderInfo>,
     pub(crate) opts: Options,
     pub(crate) stats: Stats,
@@ -171,6 +215,16 @@ pub fn host_float_controls(gpu: &Gpu) -> FloatControls {
     }
 }
 
+/// Version of the pipeline state words' layout (the first word of each).
+pub(crate) const PIPELINE_STATE_LAYOUT: u32 = 1;
+
+/// A compute pipeline's creation state besides its shader (docs/PACKS.md, "Pipeline
+/// records"): [layout, push-constant bytes, required subgroup size (0: none)].
+fn compute_state_words(push_constant_bytes: u32) -> Vec<u32> {
+    // The driver never asks for a subgroup size (PipelineDesc::required_subgroup_size None).
+    vec![PIPELINE_STATE_LAYOUT, push_constant_bytes, 0]
+}
+
 /// Most code read for a program `sceAgcCreateShader` did not describe.
 const MAX_UNKNOWN_CODE: usize = 64 << 10;
 
@@ -188,15 +242,27 @@ impl Executor {
         };
         let import = gpu.supports_host_import()
             && std::env::var_os("APS5_GPU_MIRROR").is_none_or(|v| v != "1");
-        Executor {
+        let mut e = Executor {
             gpu,
             programs: HashMap::new(),
+            packs: PackState::default(),
             shaders: BTreeMap::new(),
             import,
             opts,
             stats: Stats::default(),
             gfx: Default::default(),
+        };
+        e.packs.verbose = std::env::var_os(STATS_ENV).is_some_and(|v| v == "1");
+        e.packs.kill_after = std::env::var(KILL_AFTER_RECORDS_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok());
+        if let Some(p) = std::env::var_os(PACK_ENV).filter(|p| !p.is_empty()) {
+            e.open_pack(std::path::Path::new(&p));
         }
+        if let Some(p) = std::env::var_os(RECORDS_ENV).filter(|p| !p.is_empty()) {
+            e.open_records(std::path::Path::new(&p));
+        }
+        e
     }
 
     pub fn gpu(&self) -> &Gpu {
@@ -204,7 +270,244 @@ impl Executor {
     }
 
     pub fn stats(&self) -> Stats {
-        self.stats
+        let mut s = self.stats;
+        s.pipelines += self.gpu.pipeline_cache_stats().misses;
+        s
+    }
+
+    /// Prints `what` once on stderr (the driver's reports of pack and record problems).
+    fn report(&self, what: &str) {
+        eprintln!("aps5: gpu: {what}");
+    }
+
+    /// Looks shaders up in the pack at `path` from now on. A pack that cannot be used (none
+    /// there, another translator's, a damaged header) is reported once and not used.
+    pub fn open_pack(&mut self, path: &std::path::Path) {
+        match Pack::open(path, &spack::producer_identity()) {
+            Ok(p) => self.packs.pack = Some(p),
+            Err(e) => {
+                let missing = matches!(&e, aps5_cache::pack::PackError::Io { source, .. }
+                    if source.kind() == std::io::ErrorKind::NotFound);
+                if !missing {
+                    self.stats.pack_refused += 1;
+                }
+                self.report(&format!(
+                    "shader pack not used ({e}): every shader is translated at run time"
+                ));
+                self.packs.pack = None;
+            }
+        }
+    }
+
+    /// Records every miss in the play records at `path` from now on (one run row, its
+    /// counters written with each miss and at [`Executor::finish_run`]).
+    pub fn open_records(&mut self, path: &std::path::Path) {
+        let opened = Records::open(path).and_then(|r| {
+            let run = r.begin_run(spack::translator_identity(), &self.pack_name())?;
+            Ok((r, run))
+        });
+        match opened {
+            Ok(r) => self.packs.records = Some(r),
+            Err(e) => self.report(&format!("play records not kept ({e})")),
+        }
+    }
+
+    fn pack_name(&self) -> String {
+        self.packs
+            .pack
+            .as_ref()
+            .map_or_else(String::new, |p| p.path().display().to_string())
+    }
+
+    fn run_counts(&self) -> RunCounts {
+        let s = self.stats();
+        RunCounts {
+            pack_hits: s.pack_hits,
+            misses: s.pack_misses,
+            translations: s.translations,
+            pipelines: s.pipelines,
+            refused: s.pack_refused,
+        }
+    }
+
+    /// The statistics as one JSON object (what `aps5 run -v` prints at exit).
+    pub fn stats_json(&self) -> String {
+        let s = self.stats();
+        format!(
+            "{{\"pack_hits\":{},\"misses\":{},\"translations\":{},\"translations_on_submit_thread\":{},\"pipelines\":{},\"pipeline_states\":{},\"pack_refused\":{},\"dispatches\":{},\"draws\":{}}}",
+            s.pack_hits,
+            s.pack_misses,
+            s.translations,
+            s.translations,
+            s.pipelines,
+            s.pipeline_states,
+            s.pack_refused,
+            s.dispatches,
+            s.draws
+        )
+    }
+
+    /// The run ends: its counters go to the records and, with `APS5_GPU_STATS=1`, to stderr.
+    /// Once; later calls do nothing.
+    pub fn finish_run(&mut self) {
+        if self.packs.finished {
+            return;
+        }
+        self.packs.finished = true;
+        let counts = self.run_counts();
+        if let Some((r, run)) = &self.packs.records
+            && let Err(e) = r.update_run(*run, &counts, true)
+        {
+            self.report(&format!("play records: the run's counters: {e}"));
+        }
+        if self.packs.verbose {
+            eprintln!("aps5: gpu statistics: {}", self.stats_json());
+        }
+    }
+
+    /// The translation of `code` for `state`: from the pack when it holds one this device
+    /// can run, else translated now (on this, the submit thread: the dispatch or draw waits
+    /// for it) and recorded. `what` names the shader in errors.
+    ///
+    /// Two keys are looked up (docs/PACKS.md, "Device class"): the portable one (what
+    /// `aps5 build` makes for every shader), used when the device has every float-controls
+    /// property the entry requires, then the one for this device's class (made by a build
+    /// from an earlier run's record). A miss is recorded under the device-class key.
+    /// `keys`: [`Executor::pack_keys`] of the code and state.
+    pub(crate) fn translation(
+        &mut self,
+        code: &[u8],
+        state: &ShaderState,
+        keys: [[u8; 32]; 2],
+        what: &str,
+    ) -> Result<PackedShader, String> {
+        let [kp, kd] = keys;
+        for (key, class) in [(kp, "portable"), (kd, "device")] {
+            if let Some(p) = self.pack_entry(&key, what) {
+                if self.packs.verbose {
+                    eprintln!("aps5: gpu: {what}: pack hit ({class} key {})", hex(&key));
+                }
+                self.stats.pack_hits += 1;
+                return Ok(p);
+            }
+        }
+        self.stats.pack_misses += 1;
+        if self.packs.verbose {
+            eprintln!(
+                "aps5: gpu: {what}: pack miss (portable key {}, device key {}): translating",
+                hex(&kp),
+                hex(&kd)
+            );
+        }
+        let t = spack::translate(code, state, &self.opts)
+            .map_err(|e| format!("cannot translate: {e}"))?;
+        self.stats.translations += 1;
+        self.gpu
+            .require(&t.meta.required_features)
+            .map_err(|e| e.to_string())?;
+        let packed = PackedShader::of(&t);
+        let counts = self.run_counts();
+        if let Some((r, run)) = &mut self.packs.records {
+            let rec = ShaderRecord {
+                key: kd,
+                code: code.to_vec(),
+                state: state.words(),
+                class: DeviceClass::of(&self.opts).words(),
+                translator: spack::translator_identity().to_string(),
+            };
+            match r.record_miss(*run, &rec, &counts) {
+                Ok(true) => {
+                    self.packs.recorded += 1;
+                    if self.packs.kill_after == Some(self.packs.recorded) {
+                        self.report(&format!(
+                            "{KILL_AFTER_RECORDS_ENV}: {} records committed, SIGKILL",
+                            self.packs.recorded
+                        ));
+                        // SAFETY: kill(2) of this process; nothing runs after it.
+                        unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+                    }
+                }
+                Ok(false) => {}
+                Err(e) if !self.packs.records_failed => {
+                    self.packs.records_failed = true;
+                    self.report(&format!("play records: cannot record a shader: {e}"));
+                }
+                Err(_) => {}
+            }
+        }
+        Ok(packed)
+    }
+
+    /// The two pack keys the driver looks a shader up by: the portable one, then the one for
+    /// this device's class ([`Executor::translation`]).
+    pub(crate) fn pack_keys(&self, code: &[u8], state: &ShaderState) -> [[u8; 32]; 2] {
+        let portable = DeviceClass::Portable.options(&self.opts);
+        [
+            spack::pack_key(code, state, &portable),
+            spack::pack_key(code, state, &self.opts),
+        ]
+    }
+
+    /// Records a pipeline state in the play records the first time this process meets it
+    /// (docs/PACKS.md, "Pipeline records"); later meetings cost a hash and a set lookup.
+    pub(crate) fn record_pipeline(
+        &mut self,
+        kind: PipelineKind,
+        stages: Vec<[[u8; 32]; 2]>,
+        state: Vec<u32>,
+    ) {
+        let rec = PipelineRecord {
+            kind,
+            stages,
+            state,
+            translator: spack::translator_identity().to_string(),
+        };
+        if !self.packs.pipelines_seen.insert(rec.key()) {
+            return;
+        }
+        self.stats.pipeline_states += 1;
+        if let Some((r, run)) = &self.packs.records
+            && let Err(e) = r.record_pipeline(*run, &rec)
+            && !self.packs.records_failed
+        {
+            self.packs.records_failed = true;
+            self.report(&format!(
+                "play records: cannot record a pipeline state: {e}"
+            ));
+        }
+    }
+
+    /// The pack's entry for `key` when it is there, sound, and runs on this device; a
+    /// damaged or unusable one is refused (reported once per key) and is a miss.
+    fn pack_entry(&mut self, key: &[u8; 32], what: &str) -> Option<PackedShader> {
+        let pack = self.packs.pack.as_ref()?;
+        let why = match pack.get(key) {
+            Ok(None) => return None,
+            Ok(Some(bytes)) => match PackedShader::decode(bytes) {
+                None => format!(
+                    "{}: entry {} is not a shader entry",
+                    pack.path().display(),
+                    hex(key)
+                ),
+                Some(p) => {
+                    let names: Vec<&str> = p.required_features.iter().map(String::as_str).collect();
+                    match self.gpu.require(&names) {
+                        Ok(()) => return Some(p),
+                        // Made for a device class with properties this device lacks: not
+                        // an error, the device-class key is looked up next.
+                        Err(_) => return None,
+                    }
+                }
+            },
+            Err(e) => e.to_string(),
+        };
+        if self.packs.refused.insert(*key) {
+            self.stats.pack_refused += 1;
+            self.report(&format!(
+                "{what}: pack entry refused, translating instead: {why}"
+            ));
+        }
+        None
     }
 
     /// Whether GPU-visible regions are imported when the device can (else always mirrored).
@@ -342,34 +645,16 @@ impl Executor {
         if addr == 0 {
             return Err("COMPUTE_PGM_LO/HI are 0 (no program set)".into());
         }
-        let code = self.read_code(mem, addr)?;
-        let state = d.state();
-        let mut h = blake3::Hasher::new();
-        h.update(&code);
-        for v in [
-            state.pgm_rsrc1,
-            state.pgm_rsrc2,
-            state.workgroup_size[0],
-            state.workgroup_size[1],
-            state.workgroup_size[2],
-            u32::from(state.wave64),
-        ] {
-            h.update(&v.to_le_bytes());
-        }
-        let key = *h.finalize().as_bytes();
+        let code = self.read_code(mem, addr, d.wave64())?;
+        let state = ShaderState::Compute(d.state());
+        // The process's own cache, by the pack key for this device.
+        let key = spack::pack_key(&code, &state, &self.opts);
         if let Some(p) = self.programs.get(&key) {
             return Ok(p.clone());
         }
-        let words: Vec<u32> = code
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        let t = translate_compute(&words, &state, &self.opts)
-            .map_err(|e| format!("cannot translate: {e}"))?;
-        self.stats.translations += 1;
-        self.gpu
-            .require(&t.meta.required_features)
-            .map_err(|e| e.to_string())?;
+        let what = self.describe(addr);
+        let keys = self.pack_keys(&code, &state);
+        let t = self.translation(&code, &state, keys, &what)?;
         let pipeline = self
             .gpu
             .create_compute_pipeline(&PipelineDesc {
@@ -380,6 +665,11 @@ impl Executor {
             })
             .map_err(|e| e.to_string())?;
         self.stats.pipelines += 1;
+        self.record_pipeline(
+            PipelineKind::Compute,
+            vec![keys],
+            compute_state_words(t.push_constant_bytes),
+        );
         let p = Arc::new(Program {
             pipeline,
             local_size: t.local_size,
@@ -392,8 +682,13 @@ impl Executor {
     }
 
     /// A program's code: the size `sceAgcCreateShader` recorded, else what is readable up to
-    /// 64 KiB (whole dwords).
-    pub(crate) fn read_code(&self, mem: &dyn Memory, addr: u64) -> Result<Vec<u8>, String> {
+    /// 64 KiB (whole dwords) cut to the program's reachable bytes at the wave size it runs at.
+    pub(crate) fn read_code(
+        &self,
+        mem: &dyn Memory,
+        addr: u64,
+        wave64: bool,
+    ) -> Result<Vec<u8>, String> {
         Ok(match self.shaders.get(&addr) {
             Some(s) => {
                 let mut c = vec![0u8; s.code_bytes as usize];
@@ -407,6 +702,12 @@ impl Executor {
                     return Err(format!("code at {addr:#x} is not readable"));
                 }
                 c.truncate(n & !3);
+                // Only the program itself: the bytes after it in memory differ from run to
+                // run and would change its pack key (docs/PACKS.md, "At run time"). A walk
+                // that fails keeps all 64 KiB: the translation then reports the error.
+                if let Some(end) = aps5_shader::translate::frontend::reachable_bytes(&c, wave64) {
+                    c.truncate(end);
+                }
                 c
             }
         })
@@ -473,6 +774,10 @@ impl Executor {
         }
         Ok(())
     }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// The LLVM text of the instruction at `offset`, or why there is none.

@@ -45,15 +45,27 @@ struct State {
     pending_shaders: Vec<(u64, ShaderInfo)>,
 }
 
+static STATE: Mutex<State> = Mutex::new(State {
+    exec: None,
+    queues: None,
+    events: Vec::new(),
+    pending_shaders: Vec::new(),
+});
+
 fn state() -> MutexGuard<'static, State> {
-    static S: Mutex<State> = Mutex::new(State {
-        exec: None,
-        queues: None,
-        events: Vec::new(),
-        pending_shaders: Vec::new(),
-    });
     // One lock for the driver: submissions are serialised, as they are on one GPU ring.
-    S.lock().unwrap_or_else(|e| e.into_inner())
+    STATE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// At exit (the guest's `exit` ends in the host's, which runs `atexit` handlers): the run's
+/// counters go to the play records and, with `aps5 run -v`, its statistics to stderr. A run
+/// stopped by [`stop`] holds the lock here and has finished the run itself.
+extern "C" fn at_exit() {
+    if let Ok(mut s) = STATE.try_lock()
+        && let Some(e) = s.exec.as_mut()
+    {
+        e.finish_run();
+    }
 }
 
 /// Records a program `sceAgcCreateShader` saw.
@@ -91,6 +103,8 @@ fn submit(id: u32, words: u64, count: u32) -> i32 {
             e.register_shader(code, info);
         }
         s.exec = Some(e);
+        // SAFETY: registering a plain function with no arguments.
+        unsafe { libc::atexit(at_exit) };
     }
     let exec = s.exec.as_mut().expect("opened above");
     let queue = s
@@ -106,7 +120,10 @@ fn submit(id: u32, words: u64, count: u32) -> i32 {
         });
     let regions = match aps5_gpu::memory::direct_memory_regions() {
         Ok(r) => r,
-        Err(e) => stop(&format!("cannot read /proc/self/maps: {e}")),
+        Err(e) => {
+            exec.finish_run();
+            stop(&format!("cannot read /proc/self/maps: {e}"))
+        }
     };
     let mem = ProcessMemory;
     let guest = aps5_gpu::backend::Guest(&mem);
@@ -114,7 +131,10 @@ fn submit(id: u32, words: u64, count: u32) -> i32 {
     let (words, count) = if is_compute_queue(id) {
         match aps5_agc::resolve_acb(&guest, words, count) {
             Ok(r) => r,
-            Err(e) => stop(&format!("compute queue {id:#x}: the command buffer: {e}")),
+            Err(e) => {
+                exec.finish_run();
+                stop(&format!("compute queue {id:#x}: the command buffer: {e}"))
+            }
         }
     } else {
         (words, count)
@@ -135,6 +155,7 @@ fn submit(id: u32, words: u64, count: u32) -> i32 {
             Some(d) => d.to_string(),
             None => e.reason.clone(),
         };
+        exec.finish_run();
         stop(&format!(
             "submission to the {queue_name} stopped at {} (dword {} of the buffer at {:#x}, \
              packet at {:#x}): {detail}",

@@ -195,6 +195,15 @@ pub fn decode_reachable(code: &[u8], wave64: bool) -> Result<usize, TranslateErr
     reachable(code, 0, wave64).map(|w| w.insts.len())
 }
 
+/// The bytes the program occupies: from the entry to the end of its last reachable
+/// instruction (None when the walk fails). A driver that reads a program of unknown size
+/// (64 KiB, whatever follows it in memory) keys and records only these bytes, so what
+/// follows the program cannot make the same program look new.
+pub fn reachable_bytes(code: &[u8], wave64: bool) -> Option<usize> {
+    let w = reachable(code, 0, wave64).ok()?;
+    w.insts.iter().map(|(off, i)| off + i.len()).max()
+}
+
 /// The reachable program: its instructions by offset, and what the walk resolved of the
 /// instructions that move the PC through registers (calls.rs).
 struct Walk {

@@ -1,0 +1,401 @@
+//! Play recording (issue 13 item 4, docs/PACKS.md "At run time"): the GPU driver looks every
+//! shader up in `aps5-out/packs/shaders.pack` first, translates and records what it misses in
+//! `.aps5/records.sqlite`, and the next `aps5 build` translates the records into the pack, so
+//! the second run translates nothing. Counted by the driver's own statistics (`aps5 run -v`),
+//! on the Vulkan device of the machine (lavapipe when there is no GPU), validation layer on.
+
+use std::path::Path;
+
+use crate::common::*;
+
+fn port(name: &str, tmp: &Path) -> std::path::PathBuf {
+    let dump = tmp.join(name);
+    aps5_sdk::build_dump(
+        &aps5_sdk::fixtures_dir().join(name),
+        &dump,
+        &aps5_sdk::DumpOptions { ps4: false },
+    )
+    .unwrap_or_else(|e| panic!("building {name}: {e:#}"));
+    init_with_cache_beside(&dump);
+    ok(&dump, &["-q", "build"]);
+    dump
+}
+
+/// `aps5 -v run --headless --frames FRAMES`: checks the program's own output and exit status;
+/// returns the driver's statistics (the JSON line it prints at exit) and stderr.
+fn run_v(dump: &Path, name: &str, frames: &Path) -> (serde_json::Value, String) {
+    let out = aps5()
+        .arg("-C")
+        .arg(dump)
+        .args(["-v", "run", "--headless", "--frames"])
+        .arg(frames)
+        .env("APS5_VK_VALIDATION", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let want =
+        std::fs::read_to_string(aps5_sdk::fixtures_dir().join(name).join("expect.stdout")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        !stderr.to_lowercase().contains("validation"),
+        "the validation layer spoke: {stderr}"
+    );
+    let line = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("aps5: gpu statistics: "))
+        .next_back()
+        .unwrap_or_else(|| panic!("no statistics printed at exit: {stderr}"));
+    (serde_json::from_str(line).unwrap(), stderr)
+}
+
+fn build_json(dump: &Path) -> serde_json::Value {
+    serde_json::from_str(&ok(dump, &["build", "--json"])).unwrap()
+}
+
+fn frames_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn stat(s: &serde_json::Value, k: &str) -> u64 {
+    s[k].as_u64()
+        .unwrap_or_else(|| panic!("statistics lack {k}: {s}"))
+}
+
+#[test]
+fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "gpu_triangle";
+    let dump = port(name, tmp.path());
+    let pack = dump.join("aps5-out/packs/shaders.pack");
+    assert!(pack.is_file());
+    // The first run with no pack: every shader is a miss, translated and recorded.
+    std::fs::remove_file(&pack).unwrap();
+    let f1 = tmp.path().join("frames1");
+    let (s1, err1) = run_v(&dump, name, &f1);
+    let misses = stat(&s1, "misses");
+    assert!(misses > 0, "{s1} {err1}");
+    assert_eq!(stat(&s1, "pack_hits"), 0, "{s1}");
+    assert_eq!(stat(&s1, "translations"), misses, "{s1}");
+    assert!(err1.contains("shader pack not used"), "{err1}");
+    // Every pipeline state met is recorded once, naming its stages by the keys the shaders
+    // were recorded (and will be packed) under.
+    let states = stat(&s1, "pipeline_states");
+    assert!(states > 0, "{s1}");
+    let records = aps5_cache::records::Records::open_existing(&dump.join(".aps5/records.sqlite"))
+        .unwrap()
+        .expect("the run kept records");
+    let (shaders, bad) = records.shaders().unwrap();
+    assert!(bad.is_empty(), "{bad:?}");
+    let (pipelines, bad) = records.pipelines().unwrap();
+    assert!(bad.is_empty(), "{bad:?}");
+    drop(records);
+    assert_eq!(pipelines.len() as u64, states);
+    for p in &pipelines {
+        assert_eq!(p.kind, aps5_cache::records::PipelineKind::Graphics);
+        assert_eq!(p.stages.len(), 2, "{p:?}");
+        for [_, device] in &p.stages {
+            assert!(shaders.iter().any(|s| s.key == *device), "{p:?}");
+        }
+    }
+    let status = ok(&dump, &["status"]);
+    assert!(
+        status.contains(&format!("shaders   {misses} recorded in play")),
+        "{status}"
+    );
+    assert!(
+        status.contains(&format!("shaders   {misses} missed in last run")),
+        "{status}"
+    );
+    assert!(
+        status.contains(&format!("pipelines {states} recorded in play")),
+        "{status}"
+    );
+
+    // The build translates the records into the pack (it writes the removed pack again too).
+    let report = build_json(&dump);
+    let translated: Vec<_> = recomputed(&report)
+        .into_iter()
+        .filter(|(q, a, _)| q == "translated" && a.starts_with("records:"))
+        .collect();
+    assert!(!translated.is_empty(), "{report:#}");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dump.join("aps5-out/shaders.json")).unwrap())
+            .unwrap();
+    assert_eq!(doc["records"]["recorded"], misses, "{doc:#}");
+    assert_eq!(doc["records"]["failed"], 0, "{doc:#}");
+
+    // The second run: every shader from the pack, nothing translated, nothing recorded.
+    let f2 = tmp.path().join("frames2");
+    let (s2, err2) = run_v(&dump, name, &f2);
+    assert_eq!(stat(&s2, "misses"), 0, "{s2} {err2}");
+    assert_eq!(stat(&s2, "translations"), 0, "{s2} {err2}");
+    assert_eq!(stat(&s2, "pack_hits"), misses, "{s2}");
+    assert_eq!(stat(&s2, "pack_refused"), 0, "{s2}");
+    // The same pipeline states, already recorded: the records do not grow.
+    assert_eq!(stat(&s2, "pipeline_states"), states, "{s2}");
+    // The pack's translations draw the very frames the run-time ones drew.
+    let (a, b) = (frames_of(&f1), frames_of(&f2));
+    assert!(!a.is_empty());
+    assert_eq!(
+        a, b,
+        "frames from the pack differ from frames translated at run time"
+    );
+    let status = ok(&dump, &["status"]);
+    assert!(
+        status.contains(&format!("shaders   {misses} recorded in play")),
+        "{status}"
+    );
+    assert!(
+        status.contains("shaders   0 missed in last run"),
+        "{status}"
+    );
+    assert!(
+        status.contains(&format!("pipelines {states} recorded in play")),
+        "{status}"
+    );
+
+    // Nothing new was recorded: the next build is a no-op.
+    let report = build_json(&dump);
+    assert_eq!(recomputed(&report), vec![], "{report:#}");
+}
+
+#[test]
+fn the_driver_computes_the_build_s_pack_key_and_refuses_another_translator_s_pack() {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "gpu_compute";
+    let dump = port(name, tmp.path());
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dump.join("aps5-out/shaders.json")).unwrap())
+            .unwrap();
+    let keys: Vec<&str> = doc["shaders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys.len(), 1, "{doc:#}");
+    let frames = tmp.path().join("frames");
+    let (s, err) = run_v(&dump, name, &frames);
+    // The portable key the driver looked up at the dispatch is the build's key.
+    let looked_up: Vec<&str> = err
+        .lines()
+        .filter_map(|l| {
+            l.split_once("portable key ")
+                .map(|(_, k)| k.get(..64).unwrap_or(k))
+        })
+        .collect();
+    assert_eq!(looked_up, keys, "{err}");
+    // Either the device runs the portable entry (a hit) or it lacks a float-controls mode the
+    // entry needs (lavapipe): a miss, recorded with its device class.
+    assert_eq!(stat(&s, "pack_hits") + stat(&s, "misses"), 1, "{s}");
+    assert_eq!(stat(&s, "pipeline_states"), 1, "{s}");
+    assert!(
+        ok(&dump, &["status"]).contains("pipelines 1 recorded in play"),
+        "the compute pipeline's state is recorded"
+    );
+    assert_eq!(stat(&s, "pack_refused"), 0, "{s}");
+    if stat(&s, "misses") == 1 {
+        ok(&dump, &["-q", "build"]);
+        let (s, err) = run_v(&dump, name, &frames);
+        assert_eq!((stat(&s, "misses"), stat(&s, "pack_hits")), (0, 1), "{err}");
+        assert!(err.contains("pack hit (device key"), "{err}");
+    }
+
+    // Another translator's pack is refused whole and reported; the run translates.
+    let out = aps5()
+        .arg("-C")
+        .arg(&dump)
+        .args(["-v", "run", "--headless"])
+        .env("APS5_TRANSLATOR_SALT", "other")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("shader pack not used"), "{err}");
+    assert!(err.contains("\"pack_hits\":0"), "{err}");
+    assert!(err.contains("\"pack_refused\":1"), "{err}");
+}
+
+/// A run killed with SIGKILL while it records (the driver's test hook kills it right after
+/// its second record committed): both records are there and sound, the run is shown as not
+/// having reached its exit, and the next build packs what it recorded, so the next run meets
+/// those two shaders in the pack.
+#[test]
+fn a_run_killed_while_recording_keeps_what_it_committed() {
+    use std::os::unix::process::ExitStatusExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "gpu_triangle";
+    let dump = port(name, tmp.path());
+    std::fs::remove_file(dump.join("aps5-out/packs/shaders.pack")).unwrap();
+    let out = aps5()
+        .arg("-C")
+        .arg(&dump)
+        .args(["-v", "run", "--headless"])
+        .env("APS5_GPU_KILL_AFTER_RECORDS", "2")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), Some(libc::SIGKILL), "{err}");
+    assert!(
+        !err.contains("gpu statistics"),
+        "the run reached its exit: {err}"
+    );
+    let records = aps5_cache::records::Records::open_existing(&dump.join(".aps5/records.sqlite"))
+        .unwrap()
+        .unwrap();
+    let (shaders, bad) = records.shaders().unwrap();
+    assert!(bad.is_empty(), "{bad:?}");
+    assert_eq!(shaders.len(), 2);
+    let last = records.last_run().unwrap().unwrap();
+    // The counters commit with each record: the killed run's are those of its second miss.
+    assert!(!last.ended);
+    assert_eq!((last.counts.misses, last.counts.translations), (2, 2));
+    drop(records);
+    let status = ok(&dump, &["status"]);
+    assert!(status.contains("shaders   2 recorded in play"), "{status}");
+    assert!(
+        status.contains("the run did not reach its exit"),
+        "{status}"
+    );
+
+    ok(&dump, &["-q", "build"]);
+    let frames = tmp.path().join("frames");
+    let (s, err) = run_v(&dump, name, &frames);
+    // The two recorded shaders are hits now (under the portable or the device key, whichever
+    // the build packed): no miss names them.
+    for r in &shaders {
+        let k = hex(&r.key);
+        assert!(
+            !err.contains(&format!("device key {k}): translating")),
+            "{k} {err}"
+        );
+    }
+    assert!(stat(&s, "pack_hits") >= 2, "{s}");
+    // What the killed run did not reach is recorded now; the build after packs it all.
+    ok(&dump, &["-q", "build"]);
+    let (s, err) = run_v(&dump, name, &tmp.path().join("frames2"));
+    assert_eq!(stat(&s, "misses"), 0, "{s} {err}");
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A flipped byte in a pack entry: the driver refuses the entry (reported once), translates.
+#[test]
+fn a_damaged_pack_entry_is_refused_and_translated_instead() {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "gpu_compute";
+    let dump = port(name, tmp.path());
+    let pack = std::fs::canonicalize(dump.join("aps5-out/packs/shaders.pack")).unwrap();
+    let mut bytes = std::fs::read(&pack).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last - 40] ^= 0x10;
+    // The output files are read-only hard links or copies: replace the file.
+    std::fs::remove_file(&pack).unwrap();
+    std::fs::write(&pack, &bytes).unwrap();
+    let frames = tmp.path().join("frames");
+    let (s, err) = run_v(&dump, name, &frames);
+    assert!(err.contains("pack entry refused"), "{err}");
+    assert_eq!(stat(&s, "pack_refused"), 1, "{s}");
+    assert_eq!(stat(&s, "pack_hits"), 0, "{s}");
+    assert_eq!(stat(&s, "misses"), 1, "{s}");
+}
+
+/// `aps5 cache verify` checks the play records too: a damaged shader row is reported and
+/// removed (exit 3: repaired), the next verify is clean, and the next run records it afresh.
+#[test]
+fn cache_verify_removes_a_damaged_play_record() {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "gpu_compute";
+    let dump = port(name, tmp.path());
+    std::fs::remove_file(dump.join("aps5-out/packs/shaders.pack")).unwrap();
+    let (s, err) = run_v(&dump, name, &tmp.path().join("frames"));
+    assert_eq!(stat(&s, "misses"), 1, "{s} {err}");
+    let clean = run(&dump, &["cache", "verify"]);
+    let stdout = String::from_utf8_lossy(&clean.stdout);
+    assert_eq!(clean.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout
+            .contains(".aps5/records.sqlite: 1 shader and 1 pipeline records, every one verified"),
+        "{stdout}"
+    );
+
+    let path = dump.join(".aps5/records.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let n = conn
+        .execute("UPDATE shaders SET code = zeroblob(length(code))", [])
+        .unwrap();
+    assert_eq!(n, 1);
+    drop(conn);
+    let v = run(&dump, &["cache", "verify"]);
+    let stdout = String::from_utf8_lossy(&v.stdout);
+    assert_eq!(v.status.code(), Some(3), "{stdout}");
+    assert!(
+        stdout.contains("is damaged (its check does not match): not used: removed"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "0 shader and 1 pipeline records, every one verified (1 damaged ones removed)"
+        ),
+        "{stdout}"
+    );
+    let again = run(&dump, &["cache", "verify"]);
+    assert_eq!(again.status.code(), Some(0), "{again:?}");
+    assert!(ok(&dump, &["status"]).contains("shaders   0 recorded in play"));
+    let (s, err) = run_v(&dump, name, &tmp.path().join("frames2"));
+    assert_eq!(stat(&s, "misses"), 1, "{s} {err}");
+    assert!(ok(&dump, &["status"]).contains("shaders   1 recorded in play"));
+}
+
+/// Records that are not SQLite at all: the build warns and goes on without them, the run
+/// reports it does not keep records, and `aps5 cache verify` moves the file aside (exit 3), so
+/// the next run records afresh.
+#[test]
+fn a_records_file_that_is_not_sqlite_is_set_aside_never_used() {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "gpu_compute";
+    let dump = port(name, tmp.path());
+    let path = dump.join(".aps5/records.sqlite");
+    let garbage = b"not a database, whatever it was".repeat(100);
+    std::fs::write(&path, &garbage).unwrap();
+    let build = run(&dump, &["build"]);
+    let err = String::from_utf8_lossy(&build.stderr);
+    assert_eq!(build.status.code(), Some(0), "{err}");
+    assert!(err.contains("play records not used"), "{err}");
+    let (_, err) = run_v(&dump, name, &tmp.path().join("frames"));
+    assert!(err.contains("play records not kept"), "{err}");
+    // Nobody wrote to it meanwhile.
+    assert_eq!(std::fs::read(&path).unwrap(), garbage);
+
+    let v = run(&dump, &["cache", "verify"]);
+    let stdout = String::from_utf8_lossy(&v.stdout);
+    assert_eq!(v.status.code(), Some(3), "{stdout}");
+    assert!(
+        stdout.contains(".aps5/records.sqlite: damaged (") && stdout.contains("moved aside to"),
+        "{stdout}"
+    );
+    assert!(!path.exists());
+    assert_eq!(
+        std::fs::read(dump.join(".aps5/records.sqlite.damaged")).unwrap(),
+        garbage
+    );
+    assert_eq!(run(&dump, &["cache", "verify"]).status.code(), Some(0));
+    let (s, err) = run_v(&dump, name, &tmp.path().join("frames2"));
+    assert!(!err.contains("play records not kept"), "{err}");
+    assert_eq!(stat(&s, "pipeline_states"), 1, "{s}");
+    assert!(ok(&dump, &["status"]).contains("pipelines 1 recorded in play"));
+}
