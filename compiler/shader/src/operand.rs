@@ -279,3 +279,35 @@ pub fn operands(inst: &Instruction, wave64: bool) -> Vec<Operand> {
     }
     out
 }
+
+/// VOP3P source modifiers; bit `i` of each mask is source `i`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PackedMods {
+    /// OP_SEL: the low result reads the source's high half.
+    pub op_sel: u8,
+    /// OP_SEL_HI: the high result reads the source's high half (v_fma_mix*: the source is f16).
+    pub op_sel_hi: u8,
+    /// NEG_LO: negate the operand of the low result (v_fma_mix*: negate the source).
+    pub neg_lo: u8,
+    /// NEG_HI: negate the operand of the high result (v_fma_mix*: absolute value).
+    pub neg_hi: u8,
+    /// CLAMP.
+    pub clamp: bool,
+}
+
+/// The VOP3P modifiers of `inst`, or None for other families.
+pub fn packed_mods(inst: &Instruction) -> Option<PackedMods> {
+    if inst.family != Family::Vop3p {
+        return None;
+    }
+    let w0 = inst.words.get(0);
+    let w1 = inst.words.get(1);
+    Some(PackedMods {
+        op_sel: ((w0 >> 11) & 7) as u8,
+        // OP_SEL_HI is split: bits 1:0 in the second dword's 60:59, bit 2 in the first's 14.
+        op_sel_hi: (((w1 >> 27) & 3) | (((w0 >> 14) & 1) << 2)) as u8,
+        neg_lo: (w1 >> 29) as u8,
+        neg_hi: ((w0 >> 8) & 7) as u8,
+        clamp: w0 & 0x8000 != 0,
+    })
+}

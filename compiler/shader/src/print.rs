@@ -316,12 +316,11 @@ fn print_vop3(inst: &Instruction, ctx: Ctx, out: &mut String) {
 
 fn print_vop3p_mods(inst: &Instruction, nsrc: u32, out: &mut String) {
     let d = inst.desc;
-    let w0 = inst.words.get(0);
-    let w1 = inst.words.get(1);
-    let opsel = (w0 >> 11) & 7;
-    let opsel_hi = ((w1 >> 27) & 3) | (((w0 >> 14) & 1) << 2);
-    let neg_lo = w1 >> 29;
-    let neg_hi = (w0 >> 8) & 7;
+    let Some(m) = crate::operand::packed_mods(inst) else {
+        return;
+    };
+    let (opsel, opsel_hi) = (m.op_sel as u32, m.op_sel_hi as u32);
+    let (neg_lo, neg_hi) = (m.neg_lo as u32, m.neg_hi as u32);
     let mix = !d.extra.is_empty();
     let list = |out: &mut String, name: &str, v: u32| {
         let _ = write!(out, " {name}:[");
@@ -344,7 +343,7 @@ fn print_vop3p_mods(inst: &Instruction, nsrc: u32, out: &mut String) {
     if neg_hi & mask != 0 && !mix {
         list(out, "neg_hi", neg_hi);
     }
-    if w0 & 0x8000 != 0 {
+    if m.clamp {
         out.push_str(" clamp");
     }
 }

@@ -687,6 +687,7 @@ impl Cx {
                 Ok(Lowered::Scalar(std::mem::take(&mut self.stmts)))
             }
             Family::Vop1 | Family::Vop2 | Family::Vop3 | Family::Vopc => self.valu(inst),
+            Family::Vop3p => self.vop3p(inst),
             Family::Flat => self.flat(inst),
             Family::Ds => self.ds(inst),
             Family::Mubuf if inst.name().starts_with("buffer_gl") => {
@@ -1283,6 +1284,7 @@ mod calls;
 mod crosslane;
 pub mod graphics;
 mod memory;
+mod packed;
 mod vector;
 
 /// Guest instructions that produced IR (distinct offsets).
