@@ -430,6 +430,25 @@ fn cl_flags() -> Vec<String> {
     .collect()
 }
 
+/// LLVM's compiler-rt builtins archive, linked after the kernel so that half arithmetic finds
+/// its conversions (`__gnu_h2f_ieee`, `__gnu_f2h_ieee`, `__truncdfhf2`: x86-64 has no f16
+/// instructions, clang-14 widens each half operation to float and calls these to round back).
+/// Empty when clang-14 does not name an existing file.
+fn compiler_rt() -> Vec<PathBuf> {
+    let Ok(out) = Command::new("clang-14")
+        .args(["-print-libgcc-file-name", "-rtlib=compiler-rt"])
+        .output()
+    else {
+        return Vec::new();
+    };
+    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    if out.status.success() && p.is_file() {
+        vec![p]
+    } else {
+        Vec::new()
+    }
+}
+
 /// What the code object says about one kernel.
 struct Kernel {
     /// The whole section that holds the kernel (the functions it calls are in it too).
@@ -675,6 +694,7 @@ impl Harness {
                     .arg(&exe)
                     .arg(&self.runner_obj)
                     .arg(&obj)
+                    .args(compiler_rt())
                     .arg("-lm"),
                 "host link",
             )
