@@ -796,3 +796,313 @@ fn sixty_four_bit_global_atomics_are_atomic_and_exact() {
     }
     assert_eq!(cells[8], (dec as u64) << 32 | inc as u64, "inc, dec");
 }
+
+/// f16 bits as an integer multiple of 2^-24 (finite values).
+fn h16_units(h: u16) -> i128 {
+    let e = (h >> 10) & 31;
+    let m = (h & 0x3FF) as i128;
+    let mag = if e == 0 { m } else { (1024 + m) << (e - 1) };
+    if h & 0x8000 != 0 { -mag } else { mag }
+}
+
+fn h16_f64(h: u16) -> f64 {
+    let s = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let e = ((h >> 10) & 31) as i32;
+    let m = (h & 0x3FF) as f64;
+    match e {
+        0 => s * m * 2f64.powi(-24),
+        31 if m == 0.0 => s * f64::INFINITY,
+        31 => f64::NAN,
+        _ => s * (1024.0 + m) * 2f64.powi(e - 25),
+    }
+}
+
+fn h16_nonfinite(h: u16) -> bool {
+    h & 0x7C00 == 0x7C00
+}
+
+/// The f16 nearest (ties to even) to v * 2^-k, exactly; `neg_zero` is the sign of a zero.
+fn h16_round(v: i128, k: i32, neg_zero: bool) -> u16 {
+    if v == 0 {
+        return if neg_zero { 0x8000 } else { 0 };
+    }
+    let s = if v < 0 { 0x8000 } else { 0 };
+    let a = v.unsigned_abs();
+    let top = 127 - a.leading_zeros() as i32;
+    let mut q = (top - k - 10).max(-24); // exponent of the result's last bit
+    let drop = q + k;
+    let mut n = if drop > 0 {
+        let d = drop as u32;
+        let r = a >> d;
+        let rem = a & ((1u128 << d) - 1);
+        let half = 1u128 << (d - 1);
+        if rem > half || (rem == half && r & 1 == 1) {
+            r + 1
+        } else {
+            r
+        }
+    } else {
+        a << (-drop) as u32
+    };
+    if n == 2048 {
+        n = 1024;
+        q += 1;
+    }
+    if n < 1024 {
+        return s | n as u16;
+    }
+    let e = q + 25;
+    if e >= 31 {
+        s | 0x7C00
+    } else {
+        s | (e as u16) << 10 | (n - 1024) as u16
+    }
+}
+
+/// f16 bits of a non-finite-input result computed in f64 (no rounding happens then).
+fn h16_of_f64(x: f64) -> u16 {
+    if x.is_nan() {
+        0x7E00
+    } else if x.is_infinite() {
+        if x < 0.0 { 0xFC00 } else { 0x7C00 }
+    } else {
+        h16_round((x * 2f64.powi(48)) as i128, 48, x.is_sign_negative())
+    }
+}
+
+fn h16_add(a: u16, b: u16) -> u16 {
+    if h16_nonfinite(a) || h16_nonfinite(b) {
+        return h16_of_f64(h16_f64(a) + h16_f64(b));
+    }
+    h16_round(h16_units(a) + h16_units(b), 24, a & b & 0x8000 != 0)
+}
+
+fn h16_mul(a: u16, b: u16) -> u16 {
+    if h16_nonfinite(a) || h16_nonfinite(b) {
+        return h16_of_f64(h16_f64(a) * h16_f64(b));
+    }
+    h16_round(h16_units(a) * h16_units(b), 48, (a ^ b) & 0x8000 != 0)
+}
+
+fn h16_fma(a: u16, b: u16, c: u16) -> u16 {
+    if h16_nonfinite(a) || h16_nonfinite(b) || h16_nonfinite(c) {
+        return h16_of_f64(h16_f64(a) * h16_f64(b) + h16_f64(c));
+    }
+    let p = h16_units(a) * h16_units(b);
+    let neg_p = (a ^ b) & 0x8000 != 0;
+    let zero_neg = p == 0 && h16_units(c) == 0 && neg_p && c & 0x8000 != 0;
+    h16_round(p + (h16_units(c) << 24), 48, zero_neg)
+}
+
+/// IEEE minNum / maxNum: a quiet NaN operand gives the other.
+fn h16_minmax(a: u16, b: u16, max: bool) -> u16 {
+    let (x, y) = (h16_f64(a), h16_f64(b));
+    if x.is_nan() {
+        return b;
+    }
+    if y.is_nan() {
+        return a;
+    }
+    if (x < y) ^ max { a } else { b }
+}
+
+fn h16_clamp(h: u16) -> u16 {
+    let x = h16_f64(h);
+    if x.is_nan() || x <= 0.0 {
+        0
+    } else if x >= 1.0 {
+        0x3C00
+    } else {
+        h
+    }
+}
+
+/// A result matches: NaN is any quiet NaN; a zero from min/max/clamp may have either sign.
+fn h16_ok(want: u16, got: u16, any_zero: bool) -> bool {
+    if want & 0x7C00 == 0x7C00 && want & 0x3FF != 0 {
+        return got & 0x7E00 == 0x7E00 && got & 0x3FF != 0;
+    }
+    if any_zero && want & 0x7FFF == 0 {
+        return got & 0x7FFF == 0;
+    }
+    want == got
+}
+
+/// Packed 16-bit math (tests/translate/packed.s, `pk`): every VOP3P form the translator
+/// lowers, with op_sel/op_sel_hi/neg/clamp and inline constants, on random and chosen
+/// operands (f16 specials, denormals, ties, and fma cases where rounding the f32 sum once
+/// more would be wrong: 45 * 91 = 4095 is an f16 midpoint, c = +-2^-24 decides it). Expected
+/// values come from exact integer arithmetic (f16 results rounded once from the exact value).
+#[test]
+fn packed_math_follows_the_isa_exactly() {
+    let gpu = gpu();
+    let Some(ks) = support::build_asm("packed.s", &["pk"], [32, 1, 1]) else {
+        return;
+    };
+    let groups = 64u32;
+    let n = 32 * groups as usize;
+    const SPECIAL: [u16; 16] = [
+        0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0x0001, 0x83FF, 0x0400, 0x7BFF, 0xFBFF, 0x3C00,
+        0x3BFF, 0x3C01, 0x5BFF, 0x1400, 0x0200,
+    ];
+    let half = |g: usize, j: usize| -> u16 {
+        let r = hash((g * 6 + j) as u32 * 7919 + 13) as u16;
+        let h = match g % 4 {
+            0 => r,
+            1 => SPECIAL[(r as usize) % 16],
+            // Small exponents: denormal and near-denormal results.
+            2 => r & 0x8FFF,
+            _ => r & 0xBFFF,
+        };
+        // Signalling NaNs are left out: IEEE-mode min/max quiet them (not modelled).
+        if h & 0x7C00 == 0x7C00 && h & 0x3FF != 0 {
+            h | 0x200
+        } else {
+            h
+        }
+    };
+    let mut input = vec![0u32; 6 * n];
+    for g in 0..n {
+        for j in 0..3 {
+            input[6 * g + j] = hash((6 * g + j) as u32) ^ hash(g as u32 + 999) << 7;
+        }
+        let h: Vec<u16> = (0..6).map(|j| half(g, j)).collect();
+        let (mut a, mut b, mut c) = ([h[0], h[1]], [h[2], h[3]], [h[4], h[5]]);
+        if g % 16 == 7 {
+            // 45 * 91 = 4095 (a tie between 4094 and 4096) plus a tiny c of either sign.
+            a = [0x51A0, 0xD1A0];
+            b = [0x55B0, 0x55B0];
+            c = [
+                [0x0001, 0x8001],
+                [0x8001, 0x0001],
+                [0x0400, 0x8400],
+                [0, 0x8000],
+            ][g / 16 % 4];
+        }
+        input[6 * g + 3] = a[0] as u32 | (a[1] as u32) << 16;
+        input[6 * g + 4] = b[0] as u32 | (b[1] as u32) << 16;
+        input[6 * g + 5] = c[0] as u32 | (c[1] as u32) << 16;
+    }
+    let r = run(
+        &gpu,
+        kernel(&ks, "pk"),
+        32,
+        groups,
+        vec![Arg::Buf(u32s(&input)), Arg::Buf(vec![0xEE; 64 * n])],
+    );
+    assert_eq!(r.fault.state, 0, "pk: unexpected fault {:?}", r.fault);
+    let out = to_u32s(&r.bufs[1]);
+    let lo = |x: u32| x & 0xFFFF;
+    let hi = |x: u32| x >> 16;
+    let pack = |l: u32, h: u32| (l & 0xFFFF) | (h & 0xFFFF) << 16;
+    let sx = |x: u32| (x as u16) as i16 as i32;
+    let sat_u = |x: i64| x.clamp(0, 0xFFFF) as u32;
+    let sat_i = |x: i64| x.clamp(-32768, 32767) as u32;
+    let mut checked = 0;
+    for g in 0..n {
+        let [v1, v2, v3, v4, v5, v6] = input[6 * g..6 * g + 6].try_into().unwrap();
+        let got = &out[16 * g..16 * g + 16];
+        let int_want = [
+            pack(
+                sat_u(lo(v1) as i64 + lo(v2) as i64),
+                sat_u(hi(v1) as i64 + hi(v2) as i64),
+            ),
+            // op_sel:[1,0] op_sel_hi:[0,1]: low = hi(v1) - lo(v2), high = lo(v1) - hi(v2).
+            pack(
+                sat_i(sx(hi(v1)) as i64 - sx(lo(v2)) as i64),
+                sat_i(sx(lo(v1)) as i64 - sx(hi(v2)) as i64),
+            ),
+            // op_sel:[0,1,1]: low = lo(v1) * hi(v2) + hi(v3); op_sel_hi default (all high).
+            pack(
+                sat_u(lo(v1) as i64 * hi(v2) as i64 + hi(v3) as i64),
+                sat_u(hi(v1) as i64 * hi(v2) as i64 + hi(v3) as i64),
+            ),
+            // op_sel_hi:[0,1,0]: high = lo(v1) * hi(v2) + lo(v3) (wrapping).
+            pack(
+                (sx(lo(v1)) * sx(lo(v2)) + sx(lo(v3))) as u32,
+                (sx(lo(v1)) * sx(hi(v2)) + sx(lo(v3))) as u32,
+            ),
+            // lshlrev op_sel:[1,0]: the low count is hi(v2).
+            pack(lo(v1) << (hi(v2) & 15), hi(v1) << (hi(v2) & 15)),
+            pack(
+                (sx(lo(v1)) >> (lo(v3) & 15)) as u32,
+                (sx(hi(v1)) >> (hi(v3) & 15)) as u32,
+            ),
+            // Inline 7: low half 7, high half 0.
+            pack(lo(v1).max(7), hi(v1)),
+            pack(
+                sat_u(lo(v1) as i64 - lo(v2) as i64),
+                sat_u(hi(v1) as i64 - hi(v2) as i64),
+            ),
+        ];
+        for k in 0..8 {
+            assert_eq!(
+                got[k],
+                int_want[k],
+                "lane {g} integer result {k} (v{})",
+                10 + k
+            );
+        }
+        let h = |x: u32| x as u16;
+        let hh = |x: u32| (x >> 16) as u16;
+        let neg = |x: u16| x ^ 0x8000;
+        let f16_want: [(u16, u16, bool); 6] = [
+            (
+                h16_add(neg(h(v4)), h(v5)),
+                h16_add(hh(v4), neg(hh(v5))),
+                false,
+            ),
+            // op_sel:[0,1]: low = lo(v4) * hi(v5); clamp.
+            (
+                h16_clamp(h16_mul(h(v4), hh(v5))),
+                h16_clamp(h16_mul(hh(v4), hh(v5))),
+                true,
+            ),
+            (
+                h16_fma(h(v4), h(v5), h(v6)),
+                h16_fma(hh(v4), hh(v5), hh(v6)),
+                false,
+            ),
+            // op_sel_hi:[0,1,1] neg_lo:[0,0,1]: high = lo(v4) * hi(v5) + hi(v6).
+            (
+                h16_fma(h(v4), h(v5), neg(h(v6))),
+                h16_fma(h(v4), hh(v5), hh(v6)),
+                false,
+            ),
+            (
+                h16_minmax(h(v4), h(v5), false),
+                h16_minmax(hh(v4), hh(v5), false),
+                true,
+            ),
+            // Inline 1.0: 0x3C00 in the low half, 0 in the high half.
+            (
+                h16_minmax(h(v4), 0x3C00, true),
+                h16_minmax(hh(v4), 0, true),
+                true,
+            ),
+        ];
+        for (k, &(wl, wh, any_zero)) in f16_want.iter().enumerate() {
+            let x = got[8 + k];
+            assert!(
+                h16_ok(wl, h(x), any_zero) && h16_ok(wh, hh(x), any_zero),
+                "lane {g} f16 result {k} (v{}): got {x:#010x}, want {:#06x} / {:#06x} \
+                 (inputs {v4:#010x} {v5:#010x} {v6:#010x})",
+                18 + k,
+                wh,
+                wl
+            );
+            checked += 2;
+        }
+        assert_eq!(
+            got[14],
+            pack(hi(v1) * hi(v2), lo(v1) * lo(v2)),
+            "lane {g}: mul_lo op_sel:[1,1] op_sel_hi:[0,0]"
+        );
+        assert_eq!(
+            got[15],
+            pack(lo(v1) >> (lo(v3) & 15), hi(v1) >> (hi(v3) & 15)),
+            "lane {g}: lshrrev"
+        );
+    }
+    assert_eq!(checked, 12 * n);
+}
