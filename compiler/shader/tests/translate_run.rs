@@ -988,7 +988,7 @@ fn packed_math_follows_the_isa_exactly() {
         kernel(&ks, "pk"),
         32,
         groups,
-        vec![Arg::Buf(u32s(&input)), Arg::Buf(vec![0xEE; 64 * n])],
+        vec![Arg::Buf(u32s(&input)), Arg::Buf(vec![0xEE; 80 * n])],
     );
     assert_eq!(r.fault.state, 0, "pk: unexpected fault {:?}", r.fault);
     let out = to_u32s(&r.bufs[1]);
@@ -1001,7 +1001,7 @@ fn packed_math_follows_the_isa_exactly() {
     let mut checked = 0;
     for g in 0..n {
         let [v1, v2, v3, v4, v5, v6] = input[6 * g..6 * g + 6].try_into().unwrap();
-        let got = &out[16 * g..16 * g + 16];
+        let got = &out[20 * g..20 * g + 20];
         let int_want = [
             pack(
                 sat_u(lo(v1) as i64 + lo(v2) as i64),
@@ -1103,6 +1103,55 @@ fn packed_math_follows_the_isa_exactly() {
             pack(lo(v1) >> (lo(v3) & 15), hi(v1) >> (hi(v3) & 15)),
             "lane {g}: lshrrev"
         );
+        // v_fma_mix*: the f32 fma (correctly rounded), then for mixlo/mixhi one more rounding
+        // to f16 (the ISA's pseudo-code).
+        let f = |h: u16| h16_f64(h) as f32;
+        let fma_ok = |want: f32, got: u32| {
+            if want.is_nan() {
+                f32::from_bits(got).is_nan()
+            } else {
+                want.to_bits() == got
+            }
+        };
+        let m0 = f(hh(v4)).mul_add(f(h(v5)), f32::from_bits(v1));
+        assert!(
+            fma_ok(m0, got[16]),
+            "lane {g}: fma_mix_f32 {:#x} want {:#x}",
+            got[16],
+            m0.to_bits()
+        );
+        let m1 = (-f(h(v4))).mul_add(f(hh(v5)).abs(), f(hh(v6)));
+        assert!(
+            fma_ok(m1, got[17]),
+            "lane {g}: fma_mix_f32 neg/abs {:#x} want {:#x}",
+            got[17],
+            m1.to_bits()
+        );
+        let lo16 = f32_to_h16(f(h(v4)).mul_add(f(h(v5)), f(h(v6))));
+        let hi16 = h16_clamp(f32_to_h16(f(hh(v4)).mul_add(f(hh(v5)), f(hh(v6)))));
+        let x = got[18];
+        assert!(
+            h16_ok(lo16, h(x), false) && h16_ok(hi16, hh(x), true),
+            "lane {g}: fma_mixlo/mixhi {x:#010x}, want {hi16:#06x} / {lo16:#06x} (inputs {v4:#010x} {v5:#010x} {v6:#010x})"
+        );
+        checked += 4;
     }
-    assert_eq!(checked, 12 * n);
+    assert_eq!(checked, 16 * n);
+}
+
+/// f32 -> f16, rounded to nearest even (exact: an f32 of at least 2^-40 is a multiple of 2^-64).
+fn f32_to_h16(x: f32) -> u16 {
+    let neg = x.is_sign_negative();
+    let s = if neg { 0x8000 } else { 0 };
+    if x.is_nan() {
+        return 0x7E00;
+    }
+    let a = x.abs() as f64;
+    if a >= 65520.0 {
+        s | 0x7C00
+    } else if a < 2f64.powi(-40) {
+        s
+    } else {
+        h16_round((a * 2f64.powi(64)) as i128, 64, false) | s
+    }
 }

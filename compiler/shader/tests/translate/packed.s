@@ -4,7 +4,8 @@
 //
 // pk (workgroup 32, any number of groups): lane g = 32 * group + lane reads in[6g .. 6g+6] =
 // integer operands v1..v3 and f16 operands v4..v6, runs the VOP3P forms below with op_sel,
-// op_sel_hi, neg_lo/neg_hi, clamp and inline constants, and writes out[16g + k] = v(10 + k).
+// op_sel_hi, neg_lo/neg_hi, clamp and inline constants, and writes out[20g + k] = v(10 + k)
+// for k < 16, then the v_fma_mix* results v29..v31.
 	.amdgcn_target "amdgcn-amd-amdhsa--gfx1030"
 	.text
 	.globl	pk
@@ -15,7 +16,7 @@ pk:
 	s_lshl_b32 s3, s2, 5
 	v_add_nc_u32_e32 v26, s3, v0
 	v_mul_u32_u24_e32 v27, 24, v26
-	v_lshlrev_b32_e32 v28, 6, v26
+	v_mul_u32_u24_e32 v28, 0x50, v26
 	s_waitcnt lgkmcnt(0)
 	global_load_dwordx3 v[1:3], v27, s[4:5]
 	global_load_dwordx3 v[4:6], v27, s[4:5] offset:12
@@ -36,10 +37,16 @@ pk:
 	v_pk_max_f16 v23, v4, 1.0
 	v_pk_mul_lo_u16 v24, v1, v2 op_sel:[1,1] op_sel_hi:[0,0]
 	v_pk_lshrrev_b16 v25, v3, v1
+	v_fma_mix_f32 v29, v4, v5, v1 op_sel:[1,0,0] op_sel_hi:[1,1,0]
+	v_fma_mix_f32 v30, -v4, |v5|, v6 op_sel:[0,1,1] op_sel_hi:[1,1,1]
+	v_mov_b32_e32 v31, v2
+	v_fma_mixlo_f16 v31, v4, v5, v6 op_sel_hi:[1,1,1]
+	v_fma_mixhi_f16 v31, v4, v5, v6 op_sel:[1,1,1] op_sel_hi:[1,1,1] clamp
 	global_store_dwordx4 v28, v[10:13], s[6:7]
 	global_store_dwordx4 v28, v[14:17], s[6:7] offset:16
 	global_store_dwordx4 v28, v[18:21], s[6:7] offset:32
 	global_store_dwordx4 v28, v[22:25], s[6:7] offset:48
+	global_store_dwordx3 v28, v[29:31], s[6:7] offset:64
 	s_endpgm
 	.section	.rodata,#alloc
 	.p2align	6

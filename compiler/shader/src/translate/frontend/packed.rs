@@ -86,6 +86,9 @@ impl Cx {
             "v_pk_max_f16" => Some(PkF16::Max),
             _ => None,
         };
+        if name.starts_with("v_fma_mix") {
+            return self.fma_mix(name, d, &srcs, m);
+        }
         let x = if let Some(op) = int {
             self.pk_int(op, name.ends_with("_i16"), &srcs, m)?
         } else if let Some(op) = f16 {
@@ -94,6 +97,94 @@ impl Cx {
             return Err(UNSUPPORTED.into());
         };
         self.write_v(d, x);
+        Ok(self.lane(None, false))
+    }
+
+    /// `v_fma_mix_f32` / `v_fma_mixlo_f16` / `v_fma_mixhi_f16`: fma of three sources, each
+    /// f32 (op_sel_hi clear) or the f16 half op_sel picks (op_sel_hi set), with neg (NEG_LO)
+    /// and abs (NEG_HI) per source. The fma is the f32 one (exact, as v_fma_f32); mixlo/mixhi
+    /// convert its f32 result to f16 into one half of the destination and keep the other, as
+    /// the ISA's pseudo-code writes it (`16'F(fma(in[0], in[1], in[2]))`, two roundings) and
+    /// LLVM selects it (for `fptrunc` of an f32 fma).
+    fn fma_mix(&mut self, name: &str, d: u16, srcs: &[Operand], m: PackedMods) -> R<Lowered> {
+        let mut v = Vec::new();
+        for i in 0..3 {
+            let o = srcs.get(i).ok_or_else(|| format!("missing source {i}"))?;
+            let bit = |mask: u8| (mask >> i) & 1 != 0;
+            let f = if bit(m.op_sel_hi) {
+                if !matches!(
+                    o.value,
+                    Value::Vgpr { .. }
+                        | Value::Sgpr { .. }
+                        | Value::Vcc { .. }
+                        | Value::M0
+                        | Value::Exec { .. }
+                ) {
+                    // Which bits an inline constant or literal gives an f16 source is not
+                    // pinned down (LLVM folds none there).
+                    return Err(format!(
+                        "a constant as an f16 source of {name} {UNSUPPORTED}"
+                    ));
+                }
+                let raw = self.src(o, Kind::B32)?;
+                let h = if bit(m.op_sel) {
+                    let c16 = self.c32(16);
+                    self.bin(Ty::U32, BinOp::ShrU, raw, c16)
+                } else {
+                    let mask = self.c32(0xFFFF);
+                    self.bin(Ty::U32, BinOp::And, raw, mask)
+                };
+                let h = if bit(m.neg_hi) {
+                    let k = self.c32(0x7FFF);
+                    self.bin(Ty::U32, BinOp::And, h, k)
+                } else {
+                    h
+                };
+                let h = if bit(m.neg_lo) {
+                    let k = self.c32(0x8000);
+                    self.bin(Ty::U32, BinOp::Xor, h, k)
+                } else {
+                    h
+                };
+                self.f16_to_f32(h)
+            } else {
+                let mut f = self.src(o, Kind::F32)?;
+                if bit(m.neg_hi) {
+                    f = self.un(Ty::F32, UnOp::FAbs, f);
+                }
+                if bit(m.neg_lo) {
+                    f = self.un(Ty::F32, UnOp::FNeg, f);
+                }
+                f
+            };
+            v.push(f);
+        }
+        let x = self.val(Ty::F32, Op::Fma(v[0], v[1], v[2]));
+        let x = if m.clamp {
+            super::vector::clamp01(self, x, Ty::F32)
+        } else {
+            x
+        };
+        let out = match name {
+            "v_fma_mix_f32" => self.un(Ty::U32, UnOp::Bitcast, x),
+            "v_fma_mixlo_f16" | "v_fma_mixhi_f16" => {
+                let h = self.f32_to_f16(x);
+                let old = self.val(Ty::U32, Op::ReadV(d));
+                if name == "v_fma_mixlo_f16" {
+                    let keep = self.c32(0xFFFF_0000);
+                    let old = self.bin(Ty::U32, BinOp::And, old, keep);
+                    self.bin(Ty::U32, BinOp::Or, old, h)
+                } else {
+                    let keep = self.c32(0xFFFF);
+                    let old = self.bin(Ty::U32, BinOp::And, old, keep);
+                    let c16 = self.c32(16);
+                    let h = self.bin(Ty::U32, BinOp::Shl, h, c16);
+                    self.bin(Ty::U32, BinOp::Or, old, h)
+                }
+            }
+            _ => return Err(UNSUPPORTED.into()),
+        };
+        self.write_v(d, out);
         Ok(self.lane(None, false))
     }
 
