@@ -415,3 +415,38 @@ fn float_controls_modes_follow_the_initial_mode() {
         );
     }
 }
+
+/// Packed math (VOP3P) translates and validates under both f16 denormal modes; the forms the
+/// ISA gives no meaning to, or whose constants are not pinned down, are refused with their
+/// offset (llvm-mc encodings). Results are checked on Vulkan in translate_run.rs.
+#[test]
+fn packed_math_translates_and_refuses_what_it_cannot_state() {
+    // v_pk_fma_f16 v0, v1, v2, v3 op_sel:[1,0,1] neg_hi:[0,1,0] clamp ;
+    // v_fma_mixlo_f16 v0, v1, v2, v3 op_sel_hi:[1,1,1] ; v_pk_mad_i16 v0, s1, v2, 5 clamp ;
+    // s_endpgm
+    let ok = "0xcc0eea00 0x1c0e0501 0xcc214000 0x1c0e0501 0xcc00c000 0x1a160401 0xbf810000";
+    for rsrc1 in [RSRC1_CL, RSRC1_CL & !(0xC0 << 12)] {
+        let mut st = state();
+        st.pgm_rsrc1 = rsrc1;
+        let t = translate_compute(&words(ok), &st, &Options::default())
+            .unwrap_or_else(|e| panic!("rsrc1 {rsrc1:#x}: {e}"));
+        spirv_val(&t.spirv).unwrap();
+    }
+    let refused = [
+        // v_pk_add_u16 v0, v1, v2 neg_lo:[1,0]
+        ("0xcc0a4000 0x38020501", "neg_lo/neg_hi"),
+        // v_pk_lshlrev_b16 v0, v1, v2 clamp
+        ("0xcc04c000 0x18020501", "clamp"),
+        // v_fma_mix_f32 v0, v1, 1.0, v2 op_sel_hi:[1,1,0] (a constant as an f16 source)
+        ("0xcc200000 0x1c09e501", "constant"),
+        // v_dot2_f32_f16 v0, v1, v2, v3
+        ("0xcc134000 0x1c0e0501", "v_dot2_f32_f16"),
+    ];
+    for (hex, why) in refused {
+        let code = words(&format!("0xbf800000 {hex} 0xbf810000"));
+        let e = translate_compute(&code, &state(), &Options::default()).unwrap_err();
+        assert_eq!(e.offset, Some(4), "{e}");
+        assert!(e.to_string().contains(why), "{e}");
+        assert!(e.to_string().contains("not supported yet"), "{e}");
+    }
+}
