@@ -147,7 +147,8 @@ pub fn plan(model: &FloatModel, uses_f64: bool, host: Option<&FloatControls>) ->
     );
     if uses_f64 {
         // Different from f32, the f64 mode needs denormBehaviorIndependence. No f16 mode:
-        // the translator has no f16 arithmetic.
+        // f16 arithmetic (frontend/packed.rs) is emulated in f32 and integer arithmetic, with
+        // MODE's f16 denormal field applied by the emulation itself.
         let independent = model.f64 == model.f32
             || host.is_none_or(|h| h.denorm_independence != DenormIndependence::None);
         if independent {

@@ -60,3 +60,35 @@ pk:
 		.amdhsa_reserve_vcc 1
 		.amdhsa_reserve_flat_scratch 0
 	.end_amdhsa_kernel
+// pkflush (workgroup 32): MODE flushes f16 denormals (FLOAT_DENORM_MODE_16_64 = 0): lane g
+// reads in[3g .. 3g+3] as f16 pairs and writes out[3g + k] = add, mul, fma of them.
+	.text
+	.globl	pkflush
+	.p2align	8
+	.type	pkflush,@function
+pkflush:
+	s_load_dwordx4 s[4:7], s[0:1], 0x0
+	s_lshl_b32 s3, s2, 5
+	v_add_nc_u32_e32 v26, s3, v0
+	v_mul_u32_u24_e32 v27, 12, v26
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx3 v[4:6], v27, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v10, v4, v5
+	v_pk_mul_f16 v11, v4, v5
+	v_pk_fma_f16 v12, v4, v5, v6
+	global_store_dwordx3 v27, v[10:12], s[6:7]
+	s_endpgm
+	.section	.rodata,#alloc
+	.p2align	6
+	.amdhsa_kernel pkflush
+		.amdhsa_kernarg_size 16
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_system_sgpr_workgroup_id_x 1
+		.amdhsa_next_free_vgpr 32
+		.amdhsa_next_free_sgpr 16
+		.amdhsa_wavefront_size32 1
+		.amdhsa_reserve_vcc 1
+		.amdhsa_reserve_flat_scratch 0
+		.amdhsa_float_denorm_mode_16_64 0
+	.end_amdhsa_kernel
