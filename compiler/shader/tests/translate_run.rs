@@ -979,6 +979,13 @@ fn packed_math_follows_the_isa_exactly() {
                 [0, 0x8000],
             ][g / 16 % 4];
         }
+        // Accumulators near the 32-bit limits, where the dot products' clamp saturates.
+        match g % 16 {
+            9 => input[6 * g + 2] = 0xFFFF_FF00,
+            10 => input[6 * g + 2] = 0x7FFF_FF00,
+            11 => input[6 * g + 2] = 0x8000_0010,
+            _ => {}
+        }
         input[6 * g + 3] = a[0] as u32 | (a[1] as u32) << 16;
         input[6 * g + 4] = b[0] as u32 | (b[1] as u32) << 16;
         input[6 * g + 5] = c[0] as u32 | (c[1] as u32) << 16;
@@ -988,7 +995,7 @@ fn packed_math_follows_the_isa_exactly() {
         kernel(&ks, "pk"),
         32,
         groups,
-        vec![Arg::Buf(u32s(&input)), Arg::Buf(vec![0xEE; 80 * n])],
+        vec![Arg::Buf(u32s(&input)), Arg::Buf(vec![0xEE; 128 * n])],
     );
     assert_eq!(r.fault.state, 0, "pk: unexpected fault {:?}", r.fault);
     let out = to_u32s(&r.bufs[1]);
@@ -1001,7 +1008,7 @@ fn packed_math_follows_the_isa_exactly() {
     let mut checked = 0;
     for g in 0..n {
         let [v1, v2, v3, v4, v5, v6] = input[6 * g..6 * g + 6].try_into().unwrap();
-        let got = &out[20 * g..20 * g + 20];
+        let got = &out[32 * g..32 * g + 32];
         let int_want = [
             pack(
                 sat_u(lo(v1) as i64 + lo(v2) as i64),
@@ -1135,6 +1142,37 @@ fn packed_math_follows_the_isa_exactly() {
             "lane {g}: fma_mixlo/mixhi {x:#010x}, want {hi16:#06x} / {lo16:#06x} (inputs {v4:#010x} {v5:#010x} {v6:#010x})"
         );
         checked += 4;
+        // Integer dot products: S2 + sum of field products; clamp saturates the exact sum.
+        let dot = |bits: u32, signed: bool, clamp: bool| -> u32 {
+            let f = |v: u32, k: u32| -> i64 {
+                let x = v << (32 - bits * (k + 1));
+                if signed {
+                    ((x as i32) >> (32 - bits)) as i64
+                } else {
+                    (x >> (32 - bits)) as i64
+                }
+            };
+            let c = if signed { v3 as i32 as i64 } else { v3 as i64 };
+            let sum: i64 = c + (0..32 / bits).map(|k| f(v1, k) * f(v2, k)).sum::<i64>();
+            match (clamp, signed) {
+                (false, _) => sum as u32,
+                (true, true) => sum.clamp(i32::MIN as i64, i32::MAX as i64) as u32,
+                (true, false) => sum.clamp(0, u32::MAX as i64) as u32,
+            }
+        };
+        let want = [
+            dot(16, true, true),
+            dot(16, false, true),
+            dot(8, true, false),
+            dot(8, false, true),
+            dot(4, true, true),
+            dot(4, false, false),
+        ];
+        assert_eq!(
+            &got[19..25],
+            &want,
+            "lane {g}: dot2 i16/u16, dot4 i8/u8, dot8 i4/u4"
+        );
     }
     assert_eq!(checked, 16 * n);
 }

@@ -4,8 +4,8 @@
 //
 // pk (workgroup 32, any number of groups): lane g = 32 * group + lane reads in[6g .. 6g+6] =
 // integer operands v1..v3 and f16 operands v4..v6, runs the VOP3P forms below with op_sel,
-// op_sel_hi, neg_lo/neg_hi, clamp and inline constants, and writes out[20g + k] = v(10 + k)
-// for k < 16, then the v_fma_mix* results v29..v31.
+// op_sel_hi, neg_lo/neg_hi, clamp and inline constants, and writes out[32g + k] = v(10 + k)
+// for k < 16, then the v_fma_mix* results v29..v31 and the integer dot products v32..v37.
 	.amdgcn_target "amdgcn-amd-amdhsa--gfx1030"
 	.text
 	.globl	pk
@@ -16,7 +16,7 @@ pk:
 	s_lshl_b32 s3, s2, 5
 	v_add_nc_u32_e32 v26, s3, v0
 	v_mul_u32_u24_e32 v27, 24, v26
-	v_mul_u32_u24_e32 v28, 0x50, v26
+	v_mul_u32_u24_e32 v28, 0x80, v26
 	s_waitcnt lgkmcnt(0)
 	global_load_dwordx3 v[1:3], v27, s[4:5]
 	global_load_dwordx3 v[4:6], v27, s[4:5] offset:12
@@ -42,11 +42,19 @@ pk:
 	v_mov_b32_e32 v31, v2
 	v_fma_mixlo_f16 v31, v4, v5, v6 op_sel_hi:[1,1,1]
 	v_fma_mixhi_f16 v31, v4, v5, v6 op_sel:[1,1,1] op_sel_hi:[1,1,1] clamp
+	v_dot2_i32_i16 v32, v1, v2, v3 clamp
+	v_dot2_u32_u16 v33, v1, v2, v3 clamp
+	v_dot4_i32_i8 v34, v1, v2, v3
+	v_dot4_u32_u8 v35, v1, v2, v3 clamp
+	v_dot8_i32_i4 v36, v1, v2, v3 clamp
+	v_dot8_u32_u4 v37, v1, v2, v3
 	global_store_dwordx4 v28, v[10:13], s[6:7]
 	global_store_dwordx4 v28, v[14:17], s[6:7] offset:16
 	global_store_dwordx4 v28, v[18:21], s[6:7] offset:32
 	global_store_dwordx4 v28, v[22:25], s[6:7] offset:48
 	global_store_dwordx3 v28, v[29:31], s[6:7] offset:64
+	global_store_dwordx3 v28, v[32:34], s[6:7] offset:76
+	global_store_dwordx3 v28, v[35:37], s[6:7] offset:88
 	s_endpgm
 	.section	.rodata,#alloc
 	.p2align	6

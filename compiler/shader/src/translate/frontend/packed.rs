@@ -1,6 +1,6 @@
 //! Packed 16-bit math (VOP3P, issue 11 item 5): `v_pk_*` integer and f16 operations with
-//! op_sel / op_sel_hi / neg_lo / neg_hi / clamp, and `v_fma_mix_f32` / `v_fma_mixlo_f16` /
-//! `v_fma_mixhi_f16`.
+//! op_sel / op_sel_hi / neg_lo / neg_hi / clamp, `v_fma_mix_f32` / `v_fma_mixlo_f16` /
+//! `v_fma_mixhi_f16`, and the integer dot products.
 //!
 //! There is no 16-bit type in the IR (nor a Float16 requirement on the host): a half is the
 //! low 16 bits of a u32. f16 arithmetic widens exactly to f32, computes there and rounds once
@@ -88,6 +88,10 @@ impl Cx {
         };
         if name.starts_with("v_fma_mix") {
             return self.fma_mix(name, d, &srcs, m);
+        }
+        if let Some(x) = self.int_dot(name, &srcs, m)? {
+            self.write_v(d, x);
+            return Ok(self.lane(None, false));
         }
         let x = if let Some(op) = int {
             self.pk_int(op, name.ends_with("_i16"), &srcs, m)?
@@ -186,6 +190,92 @@ impl Cx {
         };
         self.write_v(d, out);
         Ok(self.lane(None, false))
+    }
+
+    /// Integer dot products: `v_dot2_i32_i16/u32_u16`, `v_dot4_i32_i8/u32_u8`,
+    /// `v_dot8_i32_i4/u32_u4`: D = S2 + the sum of the products of the sign- or zero-extended
+    /// fields of S0 and S1 (wrapping; with clamp, the exact sum saturated to the 32-bit
+    /// signed or unsigned range). op_sel / op_sel_hi other than the default and neg are
+    /// refused (what they select in a dot product is not pinned down). None for other names.
+    fn int_dot(&mut self, name: &str, srcs: &[Operand], m: PackedMods) -> R<Option<ValueId>> {
+        let (n, bits, signed) = match name {
+            "v_dot2_i32_i16" => (2, 16, true),
+            "v_dot2_u32_u16" => (2, 16, false),
+            "v_dot4_i32_i8" => (4, 8, true),
+            "v_dot4_u32_u8" => (4, 8, false),
+            "v_dot8_i32_i4" => (8, 4, true),
+            "v_dot8_u32_u4" => (8, 4, false),
+            _ => return Ok(None),
+        };
+        if m.op_sel != 0 || m.op_sel_hi != 7 || m.neg_lo != 0 || m.neg_hi != 0 {
+            return Err(format!("op_sel/op_sel_hi/neg on {name} {UNSUPPORTED}"));
+        }
+        let s = |i: usize| {
+            srcs.get(i)
+                .copied()
+                .ok_or_else(|| format!("missing source {i}"))
+        };
+        // Two 16-bit halves read as the packed operands they are (inline constants in the low
+        // half); the byte and nibble forms take 32-bit operands.
+        let (a, b) = if bits == 16 {
+            (self.pk_src(&s(0)?)?, self.pk_src(&s(1)?)?)
+        } else {
+            (self.src(&s(0)?, Kind::B32)?, self.src(&s(1)?, Kind::B32)?)
+        };
+        let c = self.src(&s(2)?, Kind::B32)?;
+        let field = |cx: &mut Cx, v: ValueId, k: u32| -> ValueId {
+            let up = cx.c32(32 - bits * (k + 1));
+            let down = cx.c32(32 - bits);
+            let x = cx.bin(Ty::U32, BinOp::Shl, v, up);
+            let op = if signed { BinOp::ShrI } else { BinOp::ShrU };
+            cx.bin(Ty::U32, op, x, down)
+        };
+        // Each product is exact in 32 bits (|i16 * i16| <= 2^30, u16 * u16 < 2^32).
+        let mut products = Vec::new();
+        for k in 0..n {
+            let x = field(self, a, k);
+            let y = field(self, b, k);
+            products.push(self.bin(Ty::U32, BinOp::Mul, x, y));
+        }
+        if !m.clamp {
+            let mut sum = c;
+            for p in products {
+                sum = self.bin(Ty::U32, BinOp::Add, sum, p);
+            }
+            return Ok(Some(sum));
+        }
+        // Saturating: the exact sum in 64 bits.
+        let wide = |cx: &mut Cx, v: ValueId| -> ValueId {
+            let hi = if signed {
+                let c31 = cx.c32(31);
+                cx.bin(Ty::U32, BinOp::ShrI, v, c31)
+            } else {
+                cx.c32(0)
+            };
+            cx.val(Ty::U64, Op::Pack64(v, hi))
+        };
+        let mut sum = wide(self, c);
+        for p in products {
+            let p = wide(self, p);
+            sum = self.bin(Ty::U64, BinOp::Add, sum, p);
+        }
+        let (lo, hi) = if signed {
+            (i32::MIN as i64 as u64, i32::MAX as u64)
+        } else {
+            (0, u32::MAX as u64)
+        };
+        let lo_k = self.val(Ty::U64, Op::Const64(lo));
+        let hi_k = self.val(Ty::U64, Op::Const64(hi));
+        let (lt, gt) = if signed {
+            (CmpOp::LtI, CmpOp::GtI)
+        } else {
+            (CmpOp::LtU, CmpOp::GtU)
+        };
+        let below = self.cmp(lt, sum, lo_k);
+        let above = self.cmp(gt, sum, hi_k);
+        let x = self.val(Ty::U64, Op::Select(below, lo_k, sum));
+        let x = self.val(Ty::U64, Op::Select(above, hi_k, x));
+        Ok(Some(self.un(Ty::U32, UnOp::Lo, x)))
     }
 
     /// The 32 bits a packed 16-bit source reads. Inline constants are the 16-bit value in
