@@ -17,6 +17,9 @@
 //! harness's `cached`, so a run here with `APS5_KERNEL_DIFF_PREBUILT=DIR APS5_KERNEL_DIFF_FILL=1`
 //! fills DIR (code objects, host runner, GLSL SPIR-V by a hash of the source) and dispatches
 //! nothing; a run there with the same xtask binary and DIR compiles nothing.
+//!
+//! `APS5_BENCH_GLSL=NAME[,NAME...]` runs only those kernels; `APS5_BENCH_GLSL_DIR=DIR` takes
+//! the twins from DIR (the tests give it a wrong one).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -116,8 +119,19 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// The GLSL twins: xtask/bench/glsl, or APS5_BENCH_GLSL_DIR (the tests' wrong twins).
 fn glsl_dir() -> PathBuf {
-    root().join("xtask/bench/glsl")
+    std::env::var_os("APS5_BENCH_GLSL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("xtask/bench/glsl"))
+}
+
+/// APS5_BENCH_GLSL=NAME[,NAME...]: only these kernels (default all).
+fn selected(name: &str) -> bool {
+    match std::env::var("APS5_BENCH_GLSL") {
+        Ok(list) if !list.is_empty() => list.split(',').any(|n| n == name),
+        _ => true,
+    }
 }
 
 /// glslangValidator's SPIR-V of xtask/bench/glsl/NAME.comp, through `cached` (by the source's
@@ -235,7 +249,11 @@ pub fn glsl(quick: bool) -> Result<serde_json::Value> {
         })?;
         let mut kernels = serde_json::Map::new();
         let mut failed = false;
-        for case in cases() {
+        let cases: Vec<Case> = cases().into_iter().filter(|c| selected(c.name)).collect();
+        if cases.is_empty() {
+            bail!("APS5_BENCH_GLSL names no kernel of this bench");
+        }
+        for case in cases {
             println!("bench glsl: {}", case.name);
             let spec: Spec = serde_json::from_value((case.spec)(quick))?;
             let cl = root().join(format!("tests/kernels/{}.cl", case.name));
