@@ -26,10 +26,10 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use aps5_vulkan::{Buffer, Gpu, PipelineDesc};
+use aps5_vulkan::{Gpu, PipelineDesc};
 use serde_json::json;
 
-use crate::kernel_diff::{BenchKernel, Harness, Spec, cached, run_tool};
+use crate::kernel_diff::{BenchKernel, Harness, Mem, Spec, cached, run_tool};
 use crate::util::root;
 
 /// Timed dispatches per side (after one warm-up); the figure is their median.
@@ -181,7 +181,7 @@ struct Twin {
     pipeline: aps5_vulkan::ComputePipeline,
     push: Vec<u8>,
     groups: [u32; 3],
-    buffers: Vec<Buffer>,
+    buffers: Vec<Mem>,
 }
 
 fn twin(gpu: &Gpu, ours: &BenchKernel, spirv: &[u32]) -> Result<Twin> {
@@ -191,8 +191,9 @@ fn twin(gpu: &Gpu, ours: &BenchKernel, spirv: &[u32]) -> Result<Twin> {
     let mut buffers = Vec::new();
     for a in ours.args() {
         if a.buffer {
-            let mut b = gpu.create_buffer(a.bytes.len().max(4) as u64)?;
-            b.write(0, a.bytes)?;
+            // Device-local, as our side's buffers are (kernel_diff::Mem).
+            let mut b = Mem::new(gpu, a.bytes.len().max(4) as u64, true)?;
+            b.write(gpu, a.bytes)?;
             push.resize(push.len().next_multiple_of(8), 0);
             push.extend(b.device_address().to_le_bytes());
             buffers.push(b);
@@ -284,7 +285,7 @@ pub fn glsl(quick: bool) -> Result<serde_json::Value> {
                 t_ours.push(ms(run_ours)?);
                 t_glsl.push(ms(run_glsl)?);
             }
-            let ours_bufs = ours.buffers()?;
+            let ours_bufs = ours.buffers(gpu)?;
             let mut error = None;
             for (i, (a, mine)) in ours
                 .args()
@@ -296,8 +297,8 @@ pub fn glsl(quick: bool) -> Result<serde_json::Value> {
                 if !a.out {
                     continue;
                 }
-                let theirs = &twin.buffers[i].bytes()[..mine.len()];
-                if let Some((j, text)) = ours.mismatch(i, mine, theirs) {
+                let theirs = twin.buffers[i].read(gpu, mine.len())?;
+                if let Some((j, text)) = ours.mismatch(i, mine, &theirs) {
                     error = Some(format!("buffer {} index {j}: {text}", a.name));
                     break;
                 }

@@ -13,7 +13,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use aps5_shader::translate::{self, ComputeState, FaultRecord, Options, RangeEntry, abi};
-use aps5_vulkan::{Buffer, ComputePipeline, Gpu, GpuOptions, PipelineDesc};
+use aps5_vulkan::{Buffer, ComputePipeline, Gpu, GpuOptions, Mirror, PipelineDesc};
 use serde::Deserialize;
 
 use crate::util::root;
@@ -588,7 +588,52 @@ struct Region {
     guest: u64,
     len: u64,
     perms: u32,
-    buf: Buffer,
+    buf: Mem,
+}
+
+/// A Vulkan buffer the harness fills and reads: host-visible (kernel-diff), or device-local
+/// behind staging copies (the GPU bench: on a discrete GPU host-visible memory is system
+/// memory across PCIe, which would time the bus instead of the shader).
+pub(crate) enum Mem {
+    Host(Buffer),
+    Device(Mirror),
+}
+
+impl Mem {
+    pub(crate) fn new(gpu: &Gpu, len: u64, device_local: bool) -> Result<Mem> {
+        Ok(if device_local {
+            Mem::Device(gpu.create_mirror(len)?)
+        } else {
+            Mem::Host(gpu.create_buffer(len)?)
+        })
+    }
+
+    pub(crate) fn device_address(&self) -> u64 {
+        match self {
+            Mem::Host(b) => b.device_address(),
+            Mem::Device(m) => m.device_address(),
+        }
+    }
+
+    pub(crate) fn write(&mut self, gpu: &Gpu, data: &[u8]) -> Result<()> {
+        match self {
+            Mem::Host(b) => b.write(0, data)?,
+            Mem::Device(m) => gpu.upload_range(m, 0, data)?,
+        }
+        Ok(())
+    }
+
+    /// The first `n` bytes (after the submissions that wrote them have been waited for).
+    pub(crate) fn read(&self, gpu: &Gpu, n: usize) -> Result<Vec<u8>> {
+        Ok(match self {
+            Mem::Host(b) => b.bytes()[..n].to_vec(),
+            Mem::Device(m) => {
+                let mut out = vec![0; n];
+                gpu.download_range(m, 0, &mut out)?;
+                out
+            }
+        })
+    }
 }
 
 /// A translated kernel laid out in guest memory with its pipeline and push constants: what
@@ -601,9 +646,9 @@ struct Laid {
     /// The spec's buffers, in argument order (indices into `regions`), and their byte sizes.
     buffer_regions: Vec<usize>,
     lens: Vec<usize>,
-    fault: Buffer,
+    fault: Mem,
     /// The range table: read by the shader through its device address, so it must live.
-    _table: Buffer,
+    _table: Mem,
 }
 
 impl Laid {
@@ -613,17 +658,17 @@ impl Laid {
     }
 
     /// Every spec buffer's bytes as the shader left them.
-    fn buffers(&self) -> Vec<Vec<u8>> {
+    fn buffers(&self, gpu: &Gpu) -> Result<Vec<Vec<u8>>> {
         self.buffer_regions
             .iter()
             .zip(&self.lens)
-            .map(|(&r, &n)| self.regions[r].buf.bytes()[..n].to_vec())
+            .map(|(&r, &n)| self.regions[r].buf.read(gpu, n))
             .collect()
     }
 
-    fn fault_record(&self) -> Result<FaultRecord> {
+    fn fault_record(&self, gpu: &Gpu) -> Result<FaultRecord> {
         Ok(FaultRecord::from_bytes(
-            self.fault.bytes()[..32].try_into()?,
+            self.fault.read(gpu, 32)?[..].try_into()?,
         ))
     }
 }
@@ -797,9 +842,9 @@ impl Harness {
             Ok(t) => t,
             Err(refusal) => return Ok(Err(refusal)),
         };
-        let run = self.lay_out(k, plan, &t)?;
+        let run = self.lay_out(k, plan, &t, false)?;
         run.dispatch(&self.gpu)?;
-        Ok(Ok((run.buffers(), run.fault_record()?)))
+        Ok(Ok((run.buffers(&self.gpu)?, run.fault_record(&self.gpu)?)))
     }
 
     /// The translation (or APS5_KERNEL_DIFF_SPIRV's module), checked by spirv-val and against
@@ -866,13 +911,15 @@ impl Harness {
     /// Lays out guest memory for one dispatch of `t` (docs/SHADER_ABI.md): the code image,
     /// dispatch packet, kernarg segment, every buffer with the spec's initial bytes, scratch,
     /// the range table and the fault buffer; builds the pipeline and the push constants. The
-    /// result can be dispatched any number of times.
-    fn lay_out(&self, k: &Kernel, plan: &Plan, t: &Substitute) -> Result<Laid> {
+    /// result can be dispatched any number of times. `device_local`: every buffer in
+    /// device-local memory (see [`Mem`]).
+    fn lay_out(&self, k: &Kernel, plan: &Plan, t: &Substitute, device_local: bool) -> Result<Laid> {
+        let gpu = &self.gpu;
         // Guest memory: the dispatch packet, the kernarg segment, then every buffer.
         let mut regions: Vec<Region> = Vec::new();
         let mut next = GUEST_BASE;
         let mut place = |len: u64, perms: u32, regions: &mut Vec<Region>| -> Result<usize> {
-            let buf = self.gpu.create_buffer(len)?;
+            let buf = Mem::new(gpu, len, device_local)?;
             regions.push(Region {
                 guest: next,
                 len,
@@ -883,7 +930,7 @@ impl Harness {
             Ok(regions.len() - 1)
         };
         let image = place(k.image.len() as u64, abi::PERM_READ, &mut regions)?;
-        regions[image].buf.write(0, &k.image)?;
+        regions[image].buf.write(gpu, &k.image)?;
         let code_base = regions[image].guest + k.code_in_image;
         let packet = place(64, abi::PERM_READ, &mut regions)?;
         let kernarg_len = u64::from(k.kernarg_size.max(4));
@@ -895,7 +942,7 @@ impl Harness {
                 abi::PERM_READ | abi::PERM_WRITE,
                 &mut regions,
             )?;
-            regions[r].buf.write(0, &a.bytes)?;
+            regions[r].buf.write(gpu, &a.bytes)?;
             buffer_regions.push(r);
         }
         // Kernarg segment: explicit arguments at their natural alignment (OpenCL ABI); the
@@ -922,7 +969,7 @@ impl Harness {
             kernarg_bytes[off..off + size].copy_from_slice(&bytes);
             off += size;
         }
-        regions[kernarg].buf.write(0, &kernarg_bytes)?;
+        regions[kernarg].buf.write(gpu, &kernarg_bytes)?;
         // hsa_kernel_dispatch_packet_t.
         let mut p = [0u8; 64];
         p[2..4].copy_from_slice(&3u16.to_le_bytes());
@@ -933,7 +980,7 @@ impl Harness {
         p[24..28].copy_from_slice(&k.private_size.to_le_bytes());
         p[28..32].copy_from_slice(&k.state.lds_bytes.to_le_bytes());
         p[40..48].copy_from_slice(&regions[kernarg].guest.to_le_bytes());
-        regions[packet].buf.write(0, &p)?;
+        regions[packet].buf.write(gpu, &p)?;
 
         // Scratch: one guest region of private_size bytes per lane of every wave of the
         // dispatch, wave after wave (the translator's private segment wave offset,
@@ -1016,10 +1063,11 @@ impl Harness {
                 pad: 0,
             })
             .collect();
-        let mut table = self.gpu.create_buffer(32 * entries.len() as u64)?;
+        let mut table = Mem::new(gpu, 32 * entries.len() as u64, device_local)?;
         let table_bytes: Vec<u8> = entries.iter().flat_map(|e| e.to_bytes()).collect();
-        table.write(0, &table_bytes)?;
-        let fault = self.gpu.create_buffer(u64::from(abi::FAULT_BYTES))?;
+        table.write(gpu, &table_bytes)?;
+        // Zeroed either way: a mirror is zero-filled by the GPU.
+        let fault = Mem::new(gpu, u64::from(abi::FAULT_BYTES), device_local)?;
         let mut push = vec![0u8; t.push_constant_bytes.max(abi::push::SIZE) as usize];
         for (i, v) in sgprs.iter().enumerate() {
             push[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
@@ -1578,7 +1626,8 @@ impl Harness {
     }
 
     /// Builds CL for gfx1030 (through `cached`, so a prefilled APS5_KERNEL_DIFF_PREBUILT
-    /// serves a machine without clang-14), translates it and lays it out; no host build.
+    /// serves a machine without clang-14), translates it and lays it out in device-local
+    /// memory; no host build.
     pub(crate) fn bench_kernel(&self, cl: &Path, spec: &Spec, wave64: bool) -> Result<BenchKernel> {
         let plan = plan(spec)?;
         let stem = cl.file_stem().unwrap_or_default().to_string_lossy();
@@ -1589,7 +1638,7 @@ impl Harness {
             Ok(t) => t,
             Err(refusal) => bail!("{}: the translator refused it: {refusal}", cl.display()),
         };
-        let laid = self.lay_out(&k, &plan, &t)?;
+        let laid = self.lay_out(&k, &plan, &t, true)?;
         Ok(BenchKernel {
             laid,
             code_dwords: k.code.len(),
@@ -1637,8 +1686,8 @@ impl BenchKernel {
     }
 
     /// The buffers after the dispatches; an error when the shader reported a fault.
-    pub(crate) fn buffers(&self) -> Result<Vec<Vec<u8>>> {
-        let f = self.laid.fault_record()?;
+    pub(crate) fn buffers(&self, gpu: &Gpu) -> Result<Vec<Vec<u8>>> {
+        let f = self.laid.fault_record(gpu)?;
         if f.state != 0 {
             bail!(
                 "the translated kernel reported fault reason {} at guest address {:#x} \
@@ -1648,7 +1697,7 @@ impl BenchKernel {
                 f.inst_offset
             );
         }
-        Ok(self.laid.buffers())
+        self.laid.buffers(gpu)
     }
 
     /// The first index where buffer `i` differs between two runs (the spec's ULP for f32).
