@@ -13,6 +13,8 @@
 //!   serialization-alone limits), `cache`, `agc` (PM4 packets/s), `scan` (static shader scan GB/s),
 //!   `pack` (shaders.pack open time, lookup p99), `lower` (issue 14: a lowered EXTRQ against the
 //!   plain shift/mask, build cost per site): each crate's `examples/bench_<name>.rs`, which prints one JSON object.
+//! - `glsl`: GPU run time of corpus kernels, our translation against a GLSL twin compiled by
+//!   glslangValidator (xtask/src/bench_glsl.rs).
 //! - `draws`: aps5-vulkan's `examples/bench_draws.rs`: CPU time per draw recorded + submitted at
 //!   10,000 draws per frame (against bare ash calls), frame time, pipeline build times per path.
 
@@ -72,6 +74,16 @@ pub fn bench(quick: bool, only: &[String]) -> Result<bool> {
         let figures = cold_build(quick)?;
         write_json(&out.join("build.json"), &figures)?;
         all.insert("build".into(), figures);
+    }
+    if want("glsl") {
+        println!("== bench glsl");
+        let figures = crate::bench_glsl::glsl(quick)?;
+        write_json(&out.join("glsl.json"), &figures)?;
+        let failed = figures["failed"] == true;
+        all.insert("glsl".into(), figures);
+        if failed {
+            bail!("bench glsl: a translation and its GLSL twin disagree (target/bench/glsl.json)");
+        }
     }
     if want("graph") {
         println!("== bench graph");

@@ -13,7 +13,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use aps5_shader::translate::{self, ComputeState, FaultRecord, Options, RangeEntry, abi};
-use aps5_vulkan::{Buffer, Gpu, GpuOptions, PipelineDesc};
+use aps5_vulkan::{Buffer, ComputePipeline, Gpu, GpuOptions, Mirror, PipelineDesc};
 use serde::Deserialize;
 
 use crate::util::root;
@@ -356,7 +356,7 @@ pub struct Harness {
     host_builds: std::cell::RefCell<BTreeMap<PathBuf, PathBuf>>,
 }
 
-fn run_tool(cmd: &mut Command, what: &str) -> Result<()> {
+pub(crate) fn run_tool(cmd: &mut Command, what: &str) -> Result<()> {
     let out = cmd
         .output()
         .with_context(|| format!("{what}: cannot run {:?}", cmd.get_program()))?;
@@ -375,7 +375,7 @@ fn run_tool(cmd: &mut Command, what: &str) -> Result<()> {
 /// named by a hash of what made it (sources, flags, input bytes), and taken from there when
 /// present. A run here fills DIR; a machine without clang-14 (the NVIDIA device machine)
 /// then runs the same corpus from it, so only the translation and the Vulkan run happen there.
-fn cached(
+pub(crate) fn cached(
     what: &str,
     parts: &[&[u8]],
     out: &Path,
@@ -607,14 +607,102 @@ struct Region {
     guest: u64,
     len: u64,
     perms: u32,
-    buf: Buffer,
+    buf: Mem,
+}
+
+/// A Vulkan buffer the harness fills and reads: host-visible (kernel-diff), or device-local
+/// behind staging copies (the GPU bench: on a discrete GPU host-visible memory is system
+/// memory across PCIe, which would time the bus instead of the shader).
+pub(crate) enum Mem {
+    Host(Buffer),
+    Device(Mirror),
+}
+
+impl Mem {
+    pub(crate) fn new(gpu: &Gpu, len: u64, device_local: bool) -> Result<Mem> {
+        Ok(if device_local {
+            Mem::Device(gpu.create_mirror(len)?)
+        } else {
+            Mem::Host(gpu.create_buffer(len)?)
+        })
+    }
+
+    pub(crate) fn device_address(&self) -> u64 {
+        match self {
+            Mem::Host(b) => b.device_address(),
+            Mem::Device(m) => m.device_address(),
+        }
+    }
+
+    pub(crate) fn write(&mut self, gpu: &Gpu, data: &[u8]) -> Result<()> {
+        match self {
+            Mem::Host(b) => b.write(0, data)?,
+            Mem::Device(m) => gpu.upload_range(m, 0, data)?,
+        }
+        Ok(())
+    }
+
+    /// The first `n` bytes (after the submissions that wrote them have been waited for).
+    pub(crate) fn read(&self, gpu: &Gpu, n: usize) -> Result<Vec<u8>> {
+        Ok(match self {
+            Mem::Host(b) => b.bytes()[..n].to_vec(),
+            Mem::Device(m) => {
+                let mut out = vec![0; n];
+                gpu.download_range(m, 0, &mut out)?;
+                out
+            }
+        })
+    }
+}
+
+/// A translated kernel laid out in guest memory with its pipeline and push constants: what
+/// one dispatch needs, kept so that the GPU bench (xtask/src/bench_glsl.rs) can repeat it.
+struct Laid {
+    pipeline: ComputePipeline,
+    push: Vec<u8>,
+    host_groups: [u32; 3],
+    regions: Vec<Region>,
+    /// The spec's buffers, in argument order (indices into `regions`), and their byte sizes.
+    buffer_regions: Vec<usize>,
+    lens: Vec<usize>,
+    fault: Mem,
+    /// The range table: read by the shader through its device address, so it must live.
+    _table: Mem,
+}
+
+impl Laid {
+    fn dispatch(&self, gpu: &Gpu) -> Result<()> {
+        gpu.dispatch(&self.pipeline, &self.push, self.host_groups)?;
+        Ok(())
+    }
+
+    /// Every spec buffer's bytes as the shader left them.
+    fn buffers(&self, gpu: &Gpu) -> Result<Vec<Vec<u8>>> {
+        self.buffer_regions
+            .iter()
+            .zip(&self.lens)
+            .map(|(&r, &n)| self.regions[r].buf.read(gpu, n))
+            .collect()
+    }
+
+    fn fault_record(&self, gpu: &Gpu) -> Result<FaultRecord> {
+        Ok(FaultRecord::from_bytes(
+            self.fault.read(gpu, 32)?[..].try_into()?,
+        ))
+    }
 }
 
 impl Harness {
     pub fn new() -> Result<Harness> {
+        Harness::open(true)
+    }
+
+    /// The harness with the validation layer on or off unless APS5_VK_VALIDATION says (the
+    /// GPU bench times submissions, so it runs without the layer by default).
+    pub(crate) fn open(validation: bool) -> Result<Harness> {
         let mut opts = GpuOptions::from_env();
         if std::env::var_os("APS5_VK_VALIDATION").is_none() {
-            opts.validation = true;
+            opts.validation = validation;
         }
         let gpu = Gpu::new(&opts).context("opening the Vulkan device")?;
         let i = gpu.info();
@@ -770,6 +858,24 @@ impl Harness {
     /// Translates, runs on Vulkan; returns the buffers and the fault record, or the
     /// translator's refusal.
     fn run_gpu(&self, k: &Kernel, plan: &Plan, tag: &str, report: &mut String) -> Result<GpuRun> {
+        let t = match self.translate(k, plan, tag, report)? {
+            Ok(t) => t,
+            Err(refusal) => return Ok(Err(refusal)),
+        };
+        let run = self.lay_out(k, plan, &t, false)?;
+        run.dispatch(&self.gpu)?;
+        Ok(Ok((run.buffers(&self.gpu)?, run.fault_record(&self.gpu)?)))
+    }
+
+    /// The translation (or APS5_KERNEL_DIFF_SPIRV's module), checked by spirv-val and against
+    /// the device's features; Err(text) is the translator's refusal.
+    fn translate(
+        &self,
+        k: &Kernel,
+        plan: &Plan,
+        tag: &str,
+        report: &mut String,
+    ) -> Result<std::result::Result<Substitute, String>> {
         let opts = Options {
             host_subgroup_size: Some(self.gpu.info().subgroup_size),
             loop_limit: LOOP_LIMIT,
@@ -819,12 +925,21 @@ impl Harness {
             let _ = writeln!(report, "  float model: {c}");
         }
         self.gpu.require(&t.required)?;
+        Ok(Ok(t))
+    }
 
+    /// Lays out guest memory for one dispatch of `t` (docs/SHADER_ABI.md): the code image,
+    /// dispatch packet, kernarg segment, every buffer with the spec's initial bytes, scratch,
+    /// the range table and the fault buffer; builds the pipeline and the push constants. The
+    /// result can be dispatched any number of times. `device_local`: every buffer in
+    /// device-local memory (see [`Mem`]).
+    fn lay_out(&self, k: &Kernel, plan: &Plan, t: &Substitute, device_local: bool) -> Result<Laid> {
+        let gpu = &self.gpu;
         // Guest memory: the dispatch packet, the kernarg segment, then every buffer.
         let mut regions: Vec<Region> = Vec::new();
         let mut next = GUEST_BASE;
         let mut place = |len: u64, perms: u32, regions: &mut Vec<Region>| -> Result<usize> {
-            let buf = self.gpu.create_buffer(len)?;
+            let buf = Mem::new(gpu, len, device_local)?;
             regions.push(Region {
                 guest: next,
                 len,
@@ -835,7 +950,7 @@ impl Harness {
             Ok(regions.len() - 1)
         };
         let image = place(k.image.len() as u64, abi::PERM_READ, &mut regions)?;
-        regions[image].buf.write(0, &k.image)?;
+        regions[image].buf.write(gpu, &k.image)?;
         let code_base = regions[image].guest + k.code_in_image;
         let packet = place(64, abi::PERM_READ, &mut regions)?;
         let kernarg_len = u64::from(k.kernarg_size.max(4));
@@ -847,7 +962,7 @@ impl Harness {
                 abi::PERM_READ | abi::PERM_WRITE,
                 &mut regions,
             )?;
-            regions[r].buf.write(0, &a.bytes)?;
+            regions[r].buf.write(gpu, &a.bytes)?;
             buffer_regions.push(r);
         }
         // Kernarg segment: explicit arguments at their natural alignment (OpenCL ABI); the
@@ -874,7 +989,7 @@ impl Harness {
             kernarg_bytes[off..off + size].copy_from_slice(&bytes);
             off += size;
         }
-        regions[kernarg].buf.write(0, &kernarg_bytes)?;
+        regions[kernarg].buf.write(gpu, &kernarg_bytes)?;
         // hsa_kernel_dispatch_packet_t.
         let mut p = [0u8; 64];
         p[2..4].copy_from_slice(&3u16.to_le_bytes());
@@ -885,7 +1000,7 @@ impl Harness {
         p[24..28].copy_from_slice(&k.private_size.to_le_bytes());
         p[28..32].copy_from_slice(&k.state.lds_bytes.to_le_bytes());
         p[40..48].copy_from_slice(&regions[kernarg].guest.to_le_bytes());
-        regions[packet].buf.write(0, &p)?;
+        regions[packet].buf.write(gpu, &p)?;
 
         // Scratch: one guest region of private_size bytes per lane of every wave of the
         // dispatch, wave after wave (the translator's private segment wave offset,
@@ -968,10 +1083,11 @@ impl Harness {
                 pad: 0,
             })
             .collect();
-        let mut table = self.gpu.create_buffer(32 * entries.len() as u64)?;
+        let mut table = Mem::new(gpu, 32 * entries.len() as u64, device_local)?;
         let table_bytes: Vec<u8> = entries.iter().flat_map(|e| e.to_bytes()).collect();
-        table.write(0, &table_bytes)?;
-        let fault = self.gpu.create_buffer(u64::from(abi::FAULT_BYTES))?;
+        table.write(gpu, &table_bytes)?;
+        // Zeroed either way: a mirror is zero-filled by the GPU.
+        let fault = Mem::new(gpu, u64::from(abi::FAULT_BYTES), device_local)?;
         let mut push = vec![0u8; t.push_constant_bytes.max(abi::push::SIZE) as usize];
         for (i, v) in sgprs.iter().enumerate() {
             push[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
@@ -997,14 +1113,22 @@ impl Harness {
             groups[1],
             groups[2],
         ];
-        self.gpu.dispatch(&pipeline, &push, host_groups)?;
-        let record = FaultRecord::from_bytes(fault.bytes()[..32].try_into()?);
-        let bufs = buffer_regions
+        let lens = plan
+            .args
             .iter()
-            .zip(plan.args.iter().filter(|a| a.buffer))
-            .map(|(&r, a)| regions[r].buf.bytes()[..a.bytes.len()].to_vec())
+            .filter(|a| a.buffer)
+            .map(|a| a.bytes.len())
             .collect();
-        Ok(Ok((bufs, record)))
+        Ok(Laid {
+            pipeline,
+            push,
+            host_groups,
+            regions,
+            buffer_regions,
+            lens,
+            fault,
+            _table: table,
+        })
     }
 
     /// One kernel at one wave size, with a report of what happened.
@@ -1492,4 +1616,122 @@ pub fn outcomes(cl: &Path) -> Result<bool> {
 
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("").trim()
+}
+
+/// One corpus kernel translated and laid out in guest memory for `cargo xtask bench glsl`
+/// (xtask/src/bench_glsl.rs), which dispatches it many times and compares its buffers with a
+/// GLSL twin's.
+pub(crate) struct BenchKernel {
+    laid: Laid,
+    plan: Plan,
+    /// The translation's size (guest code dwords, SPIR-V words) and host workgroup size.
+    pub(crate) code_dwords: usize,
+    pub(crate) spirv_words: usize,
+    pub(crate) host_local_size: [u32; 3],
+}
+
+/// A spec buffer as the bench's GLSL twin takes it.
+pub(crate) struct BenchArg<'a> {
+    pub(crate) name: &'a str,
+    /// False for a scalar argument.
+    pub(crate) buffer: bool,
+    pub(crate) out: bool,
+    pub(crate) float: bool,
+    pub(crate) bytes: &'a [u8],
+}
+
+impl Harness {
+    pub(crate) fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    /// Builds CL for gfx1030 (through `cached`, so a prefilled APS5_KERNEL_DIFF_PREBUILT
+    /// serves a machine without clang-14), translates it and lays it out in device-local
+    /// memory; no host build.
+    pub(crate) fn bench_kernel(&self, cl: &Path, spec: &Spec, wave64: bool) -> Result<BenchKernel> {
+        let plan = plan(spec)?;
+        let stem = cl.file_stem().unwrap_or_default().to_string_lossy();
+        let tag = format!("{stem}-bench-{}", if wave64 { "w64" } else { "w32" });
+        let k = self.build_device(cl, &plan, wave64, &tag)?;
+        let mut report = String::new();
+        let t = match self.translate(&k, &plan, &tag, &mut report)? {
+            Ok(t) => t,
+            Err(refusal) => bail!("{}: the translator refused it: {refusal}", cl.display()),
+        };
+        let laid = self.lay_out(&k, &plan, &t, true)?;
+        Ok(BenchKernel {
+            laid,
+            code_dwords: k.code.len(),
+            spirv_words: t.spirv.len(),
+            host_local_size: t.local_size,
+            plan,
+        })
+    }
+}
+
+impl BenchKernel {
+    pub(crate) fn dispatch(&self, gpu: &Gpu) -> Result<()> {
+        self.laid.dispatch(gpu)
+    }
+
+    pub(crate) fn host_groups(&self) -> [u32; 3] {
+        self.laid.host_groups
+    }
+
+    pub(crate) fn global(&self) -> [u32; 3] {
+        self.plan.global
+    }
+
+    pub(crate) fn local(&self) -> [u32; 3] {
+        self.plan.local
+    }
+
+    pub(crate) fn ulp(&self) -> u64 {
+        self.plan.ulp
+    }
+
+    /// The spec's arguments in order, with their initial bytes.
+    pub(crate) fn args(&self) -> Vec<BenchArg<'_>> {
+        self.plan
+            .args
+            .iter()
+            .map(|a| BenchArg {
+                name: &a.name,
+                buffer: a.buffer,
+                out: a.out,
+                float: matches!(a.elem, Elem::F32),
+                bytes: &a.bytes,
+            })
+            .collect()
+    }
+
+    /// The buffers after the dispatches; an error when the shader reported a fault.
+    pub(crate) fn buffers(&self, gpu: &Gpu) -> Result<Vec<Vec<u8>>> {
+        let f = self.laid.fault_record(gpu)?;
+        if f.state != 0 {
+            bail!(
+                "the translated kernel reported fault reason {} at guest address {:#x} \
+                 (instruction offset {:#x})",
+                f.reason,
+                f.address,
+                f.inst_offset
+            );
+        }
+        self.laid.buffers(gpu)
+    }
+
+    /// The first index where buffer `i` differs between two runs (the spec's ULP for f32).
+    pub(crate) fn mismatch(&self, i: usize, want: &[u8], got: &[u8]) -> Option<(usize, String)> {
+        let a = self.plan.args.iter().filter(|a| a.buffer).nth(i)?;
+        first_mismatch(a.elem, want, got, self.plan.ulp).map(|j| {
+            (
+                j,
+                format!(
+                    "ours {}, GLSL {}",
+                    a.elem.show(want, j),
+                    a.elem.show(got, j)
+                ),
+            )
+        })
+    }
 }

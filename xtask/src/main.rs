@@ -10,6 +10,7 @@
 //! - `gen-registers [--check]`: drivers/agc/src/generated.rs from Mesa's register database.
 
 mod bench;
+mod bench_glsl;
 mod ci;
 mod gen_registers;
 mod kernel_diff;
