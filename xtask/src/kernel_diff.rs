@@ -1196,12 +1196,26 @@ impl Harness {
             Err(refusal) => return Ok(Outcome::Refused(refusal)),
         };
         if fault.state == 2 {
-            let inst = instruction_at(&kernel, fault.inst_offset);
+            // Reports count offsets from the kernel's entry, as llvm-objdump of the kernel
+            // shows them. The translation counts from the start of the section it was given
+            // (`Kernel::code`), a substitute module (APS5_KERNEL_DIFF_SPIRV) from the entry.
+            let in_section = if std::env::var_os("APS5_KERNEL_DIFF_SPIRV").is_some() {
+                fault.inst_offset as usize + kernel.entry
+            } else {
+                fault.inst_offset as usize
+            };
+            let inst = instruction_at(&kernel, in_section as u32);
+            let at = match in_section.checked_sub(kernel.entry) {
+                Some(rel) => format!("offset {rel:#x}"),
+                None => format!(
+                    "section offset {in_section:#x} (a function the kernel calls, before it)"
+                ),
+            };
             let reason = abi::FaultReason::from_u32(fault.reason)
                 .map_or_else(|| format!("reason {}", fault.reason), |r| r.to_string());
             let text = format!(
-                "fault: {reason} at guest address {:#x} ({} bytes), instruction at offset {:#x}: {inst}",
-                fault.address, fault.bytes, fault.inst_offset
+                "fault: {reason} at guest address {:#x} ({} bytes), instruction at {at}: {inst}",
+                fault.address, fault.bytes
             );
             if plan.expect_fault {
                 let _ = writeln!(report, "  {text} (expected)");
