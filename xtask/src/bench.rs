@@ -412,7 +412,10 @@ fn cold_runs(
     let mut results = Vec::new();
     for i in 0..runs {
         let _ = std::fs::remove_dir_all(&cache);
-        run_aps5(aps5, dump, &["-q", "clean"])?;
+        // What `aps5 clean` removes, removed here: an older aps5 (the baseline) may not read
+        // the output tree a newer one made.
+        let _ = std::fs::remove_file(dump.join("aps5-out"));
+        let _ = std::fs::remove_dir_all(dump.join(".aps5"));
         let log = work.join(format!("build-{i}.log"));
         let (secs, rss, _) = run_aps5_logged(aps5, dump, &["-vv", "build"], Some(&log))?;
         results.push((secs, rss, std::fs::read_to_string(&log)?));
@@ -423,11 +426,16 @@ fn cold_runs(
     let cache_all = tree_bytes(&cache)?;
     let modules: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dump.join("aps5-out/modules.json"))?)?;
-    let app_elf = std::fs::metadata(dump.join("aps5-out/app.elf"))?.len();
+    let app_elf_path = dump.join("aps5-out/app.elf");
+    let app_elf = std::fs::metadata(&app_elf_path)?.len();
+    let app_elf_blake3 = blake3::hash(&std::fs::read(&app_elf_path)?)
+        .to_hex()
+        .to_string();
     Ok(json!({
         "input_bytes": input,
         "relocations": modules["modules"]["eboot.bin"]["relocations"]["total"],
         "app_elf_bytes": app_elf,
+        "app_elf_blake3": app_elf_blake3,
         "cold_build_s_median": secs,
         "cold_build_runs": runs,
         "cold_build_mb_per_s": input as f64 / secs / 1e6,
@@ -437,6 +445,42 @@ fn cold_runs(
         "peak_rss_mib": rss / 1024,
         "phases_ms": phases(&log),
         "note": "phases from `aps5 -vv` of the median run; the machine may be loaded: compare the ratios of one run, the absolute figures are noisy",
+    }))
+}
+
+/// The physical limits of writing BYTES (app.elf's size) into WORK's file system, RUNS times
+/// each, median: a plain write into the page cache, and the same write followed by fsync (what
+/// a build that made its output durable before switching to it could not beat).
+fn write_limits(work: &Path, bytes: u64, runs: usize) -> Result<serde_json::Value> {
+    use std::io::Write;
+    let mut buf = vec![0u8; bytes as usize];
+    fill(&mut buf, 7);
+    let path = work.join("write-limit.bin");
+    let mut plain = Vec::new();
+    let mut synced = Vec::new();
+    for _ in 0..runs {
+        for (sync, times) in [(false, &mut plain), (true, &mut synced)] {
+            let _ = std::fs::remove_file(&path);
+            let t = Instant::now();
+            let mut f = std::fs::File::create_new(&path)?;
+            f.write_all(&buf)?;
+            if sync {
+                f.sync_all()?;
+            }
+            times.push(t.elapsed().as_secs_f64());
+            drop(f);
+            // The next run must not wait for this one's writeback.
+            std::fs::File::open(&path)?.sync_all()?;
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+    let (w, ws) = (median(plain), median(synced));
+    Ok(json!({
+        "bytes": bytes,
+        "write_s_median": w,
+        "write_mb_per_s": bytes as f64 / w / 1e6,
+        "write_fsync_s_median": ws,
+        "write_fsync_mb_per_s": bytes as f64 / ws / 1e6,
     }))
 }
 
@@ -480,7 +524,16 @@ fn cold_build(quick: bool) -> Result<serde_json::Value> {
     }
     std::fs::write(&cfg, text)?;
 
-    let mut figures = cold_runs(&aps5, &work, &dump, input, if quick { 1 } else { 3 })?;
+    let runs = if quick { 1 } else { 3 };
+    let mut figures = cold_runs(&aps5, &work, &dump, input, runs)?;
+    let app_elf = figures["app_elf_bytes"].as_u64().unwrap_or(0);
+    let limits = write_limits(&work, app_elf, runs)?;
+    let secs = figures["cold_build_s_median"].as_f64().unwrap_or(f64::NAN);
+    figures["cold_build_over_write_fsync_limit"] =
+        json!(secs / limits["write_fsync_s_median"].as_f64().unwrap_or(f64::NAN));
+    figures["cold_build_over_write_limit"] =
+        json!(secs / limits["write_s_median"].as_f64().unwrap_or(f64::NAN));
+    figures["limits"] = limits;
     // The same no-op rebuild the graph bench measures, for scale.
     let (noop, _, _) = run_aps5(&aps5, &dump, &["-q", "build"])?;
     figures["noop_rebuild_s"] = json!(noop);
@@ -488,9 +541,16 @@ fn cold_build(quick: bool) -> Result<serde_json::Value> {
     // change is compared under the same load.
     if let Some(base) = std::env::var_os("APS5_BENCH_BASELINE") {
         let base = PathBuf::from(base);
-        let runs = if quick { 1 } else { 3 };
         figures["baseline"] = cold_runs(&base, &work, &dump, input, runs)?;
         figures["baseline"]["binary"] = json!(base.display().to_string());
+        // A faster build must make the very same bytes.
+        figures["app_elf_same_as_baseline"] =
+            json!(figures["baseline"]["app_elf_blake3"] == figures["app_elf_blake3"]);
+        figures["cold_build_over_baseline"] = json!(
+            secs / figures["baseline"]["cold_build_s_median"]
+                .as_f64()
+                .unwrap_or(f64::NAN)
+        );
     }
     let _ = std::fs::remove_dir_all(&work);
     Ok(figures)
