@@ -12,7 +12,9 @@
 //! - `elf`, `shader`, `translate` (shaders/s over the kernel corpus, decode-alone and
 //!   serialization-alone limits), `cache`, `agc` (PM4 packets/s), `scan` (static shader scan GB/s),
 //!   `pack` (shaders.pack open time, lookup p99), `lower` (issue 14: a lowered EXTRQ against the
-//!   plain shift/mask, build cost per site): each crate's `examples/bench_<name>.rs`, which prints one JSON object.
+//!   plain shift/mask, build cost per site), `runtime` (a ported program against the same C built
+//!   natively: hello start-up, malloc, snprintf and mutex ratios; needs clang-14): each crate's
+//!   `examples/bench_<name>.rs`, which prints one JSON object.
 //! - `draws`: aps5-vulkan's `examples/bench_draws.rs`: CPU time per draw recorded + submitted at
 //!   10,000 draws per frame (against bare ash calls), frame time, pipeline build times per path.
 
@@ -39,6 +41,7 @@ pub fn bench(quick: bool, only: &[String]) -> Result<bool> {
         ("scan", "aps5-agc"),
         ("pack", "aps5-cache"),
         ("lower", "aps5-relink"),
+        ("runtime", "aps5-relink"),
         ("draws", "aps5-vulkan"),
     ] {
         if !want(name) {
