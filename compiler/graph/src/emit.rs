@@ -224,6 +224,12 @@ pub fn emit(
         result.written.push((MANIFEST.into(), "changed output"));
     }
     tree.switch(next_gen)?;
+    // Only the new tree and the one it replaced are kept (a program may still run from that
+    // one); the one before goes now, not at the next build. The output is already switched,
+    // so a failure here is a warning: the next build removes what is left.
+    if let Err(e) = tree.prune() {
+        tracing::warn!("{e}");
+    }
 
     let current: BTreeSet<&str> = outputs.iter().map(|o| o.rel.as_str()).collect();
     result.removed = previous
