@@ -57,3 +57,72 @@ fn killed_builds_recover_to_a_clean_build() {
     assert_eq!(recomputed(&p.build_json()), vec![]);
     eprintln!("{killed_mid_build} of 12 builds were killed while running");
 }
+
+/// Output generations are not fsynced (docs/RELINK.md, "Cold build speed"): one is named by the
+/// boot that wrote it, and after a reboot the next build checks its outputs by their bytes, so
+/// a file a crash tore (its stamp intact) is written again.
+#[test]
+fn a_tree_written_before_a_reboot_is_checked_by_its_bytes() {
+    let p = Project::new();
+    p.build_json();
+    let boot: String = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .unwrap()
+        .trim()
+        .replace('-', "");
+    let generation = |p: &Project| {
+        let target = std::fs::read_link(p.out()).unwrap();
+        target.file_name().unwrap().to_str().unwrap().to_string()
+    };
+    let name = generation(&p);
+    assert_eq!(name.split_once('-').map(|(_, b)| b), Some(boot.as_str()));
+    let good = std::fs::read(p.out().join("app.elf")).unwrap();
+
+    // What a crash can leave: the file's bytes lost (zeros here), its size and mtime intact.
+    let tear = |p: &Project| {
+        let path = p.out().join("app.elf");
+        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&f, &vec![0u8; good.len()], 0).unwrap();
+        f.set_modified(mtime).unwrap();
+    };
+    tear(&p);
+    // In the boot that wrote it, the remembered stamp is believed (no bytes are read).
+    assert_eq!(recomputed(&p.build_json()), vec![]);
+    assert_ne!(std::fs::read(p.out().join("app.elf")).unwrap(), good);
+
+    // The same tree as seen after a reboot: the generation names another boot.
+    let other = format!("{}-{}", name.split_once('-').unwrap().0, "0".repeat(32));
+    let gens = p.dir().join(".aps5/out");
+    std::fs::rename(gens.join(&name), gens.join(&other)).unwrap();
+    let target = std::fs::read_link(p.out()).unwrap();
+    std::fs::remove_file(p.out()).unwrap();
+    std::os::unix::fs::symlink(target.with_file_name(&other), p.out()).unwrap();
+    // `aps5 run` does not start what a crash may have torn.
+    let err = fails(&p.dir(), &["run"], 2);
+    assert!(
+        err.contains("written before this machine last started") && err.contains("aps5 build"),
+        "{err}"
+    );
+    let report = p.build_json();
+    let rows = recomputed(&report);
+    assert!(
+        rows.iter().any(|(q, a, _)| q == "output" && a == "app.elf"),
+        "{rows:?}"
+    );
+    assert_eq!(std::fs::read(p.out().join("app.elf")).unwrap(), good);
+    assert!(generation(&p).ends_with(&boot), "{}", generation(&p));
+    ok(&p.dir(), &["run"]);
+
+    // Bytes that all prove right are carried (linked) into a generation of this boot, which the
+    // next build believes again.
+    let now = generation(&p);
+    let renamed = format!("{}-{}", now.split_once('-').unwrap().0, "1".repeat(32));
+    std::fs::rename(gens.join(&now), gens.join(&renamed)).unwrap();
+    let target = std::fs::read_link(p.out()).unwrap();
+    std::fs::remove_file(p.out()).unwrap();
+    std::os::unix::fs::symlink(target.with_file_name(&renamed), p.out()).unwrap();
+    p.build_json();
+    assert!(generation(&p).ends_with(&boot), "{}", generation(&p));
+    assert_eq!(tree(&p.out())["app.elf"], good);
+    assert_eq!(recomputed(&p.build_json()), vec![]);
+}

@@ -362,3 +362,32 @@ fn a_huge_jobs_setting_is_clamped() {
     p.build_json();
     assert_eq!(recomputed(&p.build_json()), vec![]);
 }
+
+/// A build keeps the tree it replaced (a program started from it may still be reading it) and
+/// removes the one before, so at most two generations are ever left.
+#[test]
+fn a_build_keeps_the_replaced_generation_and_removes_the_one_before() {
+    let p = Project::new();
+    let generation = |p: &Project| std::fs::canonicalize(p.out()).unwrap();
+    let count = |p: &Project| {
+        std::fs::read_dir(p.dir().join(".aps5/out"))
+            .unwrap()
+            .count()
+    };
+    p.build_json();
+    let first = generation(&p);
+    std::fs::write(p.dir().join("data/readme.txt"), b"second\n").unwrap();
+    p.build_json();
+    let second = generation(&p);
+    assert_ne!(first, second);
+    assert!(
+        first.join("manifest.json").is_file(),
+        "the replaced tree is kept"
+    );
+    assert_eq!(count(&p), 2);
+    std::fs::write(p.dir().join("data/readme.txt"), b"third\n").unwrap();
+    p.build_json();
+    assert!(!first.exists(), "{} is left", first.display());
+    assert!(second.join("manifest.json").is_file());
+    assert_eq!(count(&p), 2);
+}

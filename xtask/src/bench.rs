@@ -12,7 +12,9 @@
 //! - `elf`, `shader`, `translate` (shaders/s over the kernel corpus, decode-alone and
 //!   serialization-alone limits), `cache`, `agc` (PM4 packets/s), `scan` (static shader scan GB/s),
 //!   `pack` (shaders.pack open time, lookup p99), `lower` (issue 14: a lowered EXTRQ against the
-//!   plain shift/mask, build cost per site): each crate's `examples/bench_<name>.rs`, which prints one JSON object.
+//!   plain shift/mask, build cost per site), `runtime` (a ported program against the same C built
+//!   natively: hello start-up, malloc, snprintf and mutex ratios; needs clang-14): each crate's
+//!   `examples/bench_<name>.rs`, which prints one JSON object.
 //! - `glsl`: GPU run time of corpus kernels, our translation against a GLSL twin compiled by
 //!   glslangValidator (xtask/src/bench_glsl.rs).
 //! - `draws`: aps5-vulkan's `examples/bench_draws.rs`: CPU time per draw recorded + submitted at
@@ -41,6 +43,7 @@ pub fn bench(quick: bool, only: &[String]) -> Result<bool> {
         ("scan", "aps5-agc"),
         ("pack", "aps5-cache"),
         ("lower", "aps5-relink"),
+        ("runtime", "aps5-relink"),
         ("draws", "aps5-vulkan"),
     ] {
         if !want(name) {
@@ -424,7 +427,10 @@ fn cold_runs(
     let mut results = Vec::new();
     for i in 0..runs {
         let _ = std::fs::remove_dir_all(&cache);
-        run_aps5(aps5, dump, &["-q", "clean"])?;
+        // What `aps5 clean` removes, removed here: an older aps5 (the baseline) may not read
+        // the output tree a newer one made.
+        let _ = std::fs::remove_file(dump.join("aps5-out"));
+        let _ = std::fs::remove_dir_all(dump.join(".aps5"));
         let log = work.join(format!("build-{i}.log"));
         let (secs, rss, _) = run_aps5_logged(aps5, dump, &["-vv", "build"], Some(&log))?;
         results.push((secs, rss, std::fs::read_to_string(&log)?));
@@ -435,11 +441,16 @@ fn cold_runs(
     let cache_all = tree_bytes(&cache)?;
     let modules: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dump.join("aps5-out/modules.json"))?)?;
-    let app_elf = std::fs::metadata(dump.join("aps5-out/app.elf"))?.len();
+    let app_elf_path = dump.join("aps5-out/app.elf");
+    let app_elf = std::fs::metadata(&app_elf_path)?.len();
+    let app_elf_blake3 = blake3::hash(&std::fs::read(&app_elf_path)?)
+        .to_hex()
+        .to_string();
     Ok(json!({
         "input_bytes": input,
         "relocations": modules["modules"]["eboot.bin"]["relocations"]["total"],
         "app_elf_bytes": app_elf,
+        "app_elf_blake3": app_elf_blake3,
         "cold_build_s_median": secs,
         "cold_build_runs": runs,
         "cold_build_mb_per_s": input as f64 / secs / 1e6,
@@ -449,6 +460,42 @@ fn cold_runs(
         "peak_rss_mib": rss / 1024,
         "phases_ms": phases(&log),
         "note": "phases from `aps5 -vv` of the median run; the machine may be loaded: compare the ratios of one run, the absolute figures are noisy",
+    }))
+}
+
+/// The physical limits of writing BYTES (app.elf's size) into WORK's file system, RUNS times
+/// each, median: a plain write into the page cache, and the same write followed by fsync (what
+/// a build that made its output durable before switching to it could not beat).
+fn write_limits(work: &Path, bytes: u64, runs: usize) -> Result<serde_json::Value> {
+    use std::io::Write;
+    let mut buf = vec![0u8; bytes as usize];
+    fill(&mut buf, 7);
+    let path = work.join("write-limit.bin");
+    let mut plain = Vec::new();
+    let mut synced = Vec::new();
+    for _ in 0..runs {
+        for (sync, times) in [(false, &mut plain), (true, &mut synced)] {
+            let _ = std::fs::remove_file(&path);
+            let t = Instant::now();
+            let mut f = std::fs::File::create_new(&path)?;
+            f.write_all(&buf)?;
+            if sync {
+                f.sync_all()?;
+            }
+            times.push(t.elapsed().as_secs_f64());
+            drop(f);
+            // The next run must not wait for this one's writeback.
+            std::fs::File::open(&path)?.sync_all()?;
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+    let (w, ws) = (median(plain), median(synced));
+    Ok(json!({
+        "bytes": bytes,
+        "write_s_median": w,
+        "write_mb_per_s": bytes as f64 / w / 1e6,
+        "write_fsync_s_median": ws,
+        "write_fsync_mb_per_s": bytes as f64 / ws / 1e6,
     }))
 }
 
@@ -492,7 +539,16 @@ fn cold_build(quick: bool) -> Result<serde_json::Value> {
     }
     std::fs::write(&cfg, text)?;
 
-    let mut figures = cold_runs(&aps5, &work, &dump, input, if quick { 1 } else { 3 })?;
+    let runs = if quick { 1 } else { 3 };
+    let mut figures = cold_runs(&aps5, &work, &dump, input, runs)?;
+    let app_elf = figures["app_elf_bytes"].as_u64().unwrap_or(0);
+    let limits = write_limits(&work, app_elf, runs)?;
+    let secs = figures["cold_build_s_median"].as_f64().unwrap_or(f64::NAN);
+    figures["cold_build_over_write_fsync_limit"] =
+        json!(secs / limits["write_fsync_s_median"].as_f64().unwrap_or(f64::NAN));
+    figures["cold_build_over_write_limit"] =
+        json!(secs / limits["write_s_median"].as_f64().unwrap_or(f64::NAN));
+    figures["limits"] = limits;
     // The same no-op rebuild the graph bench measures, for scale.
     let (noop, _, _) = run_aps5(&aps5, &dump, &["-q", "build"])?;
     figures["noop_rebuild_s"] = json!(noop);
@@ -500,9 +556,16 @@ fn cold_build(quick: bool) -> Result<serde_json::Value> {
     // change is compared under the same load.
     if let Some(base) = std::env::var_os("APS5_BENCH_BASELINE") {
         let base = PathBuf::from(base);
-        let runs = if quick { 1 } else { 3 };
         figures["baseline"] = cold_runs(&base, &work, &dump, input, runs)?;
         figures["baseline"]["binary"] = json!(base.display().to_string());
+        // A faster build must make the very same bytes.
+        figures["app_elf_same_as_baseline"] =
+            json!(figures["baseline"]["app_elf_blake3"] == figures["app_elf_blake3"]);
+        figures["cold_build_over_baseline"] = json!(
+            secs / figures["baseline"]["cold_build_s_median"]
+                .as_f64()
+                .unwrap_or(f64::NAN)
+        );
     }
     let _ = std::fs::remove_dir_all(&work);
     Ok(figures)

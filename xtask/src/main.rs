@@ -45,7 +45,8 @@ enum Cmd {
         /// A small dump (1,000 files / 200 MB) instead of 10,000 files / 2 GB.
         #[arg(long)]
         quick: bool,
-        /// Only these benchmarks (build, graph, elf, shader, cache, agc).
+        /// Only these benchmarks (build, graph, elf, shader, translate, cache, agc, scan, pack,
+        /// lower, runtime, draws).
         only: Vec<String>,
     },
     /// Build a test dump from fixture sources.

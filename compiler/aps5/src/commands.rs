@@ -142,6 +142,15 @@ fn run_program(
     if !out.join("app.elf").is_file() {
         bail!("{} has no app.elf: run `aps5 build` first", out.display());
     }
+    if aps5_graph::outtree::written_before_this_boot(out) {
+        // Its files were not fsynced (docs/RELINK.md, "Cold build speed"): a crash may have
+        // torn them, and a torn app.elf would fail in ways that say nothing about why.
+        bail!(
+            "{} was written before this machine last started and not made durable: run `aps5 build` \
+             first (it checks the files by their bytes and keeps those that survived)",
+            out.display()
+        );
+    }
     check_target_cpu(out)?;
     let data = &project.layout.data_dir;
     std::fs::create_dir_all(data).with_context(|| format!("cannot create {}", data.display()))?;

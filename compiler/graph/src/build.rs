@@ -207,22 +207,30 @@ impl Project {
 
         // Everything is computed before anything is written, so a failing query leaves the
         // previous output untouched.
-        let index = db::module_index(&db, dump)
-            .as_ref()
-            .map_err(query_error)?
-            .clone();
-        let app = db::app_elf(&db, dump)
-            .as_ref()
-            .map_err(query_error)?
-            .clone();
-        let prx = db.prx().map_err(|e| query_error(&e))?;
-        // Every shader of the dump, translated into packs/shaders.pack (issue 13).
-        // Play records (what runs met that the pack did not hold) are inputs too.
+        // Play records (what runs met that the pack did not hold) are inputs of the shader
+        // outputs too.
         let records =
             crate::shaders::read_records(&self.layout.state_dir).map_err(|e| query_error(&e))?;
-        let shaders =
-            crate::shaders::outputs(&db, dump, &records, self.config.build.threads(), progress)
-                .map_err(|e| query_error(&e))?;
+        // Every shader of the dump, translated into packs/shaders.pack (issue 13), on another
+        // thread (a handle on the same salsa storage): the relink runs on one core, and the
+        // shader scan reads every dump file, so a cold build overlaps the two.
+        let jobs = self.config.build.threads();
+        let (index, app, shaders) = std::thread::scope(|s| {
+            let shader_db = db.clone();
+            let shaders = s
+                .spawn(move || crate::shaders::outputs(&shader_db, dump, &records, jobs, progress));
+            let index = db::module_index(&db, dump).clone();
+            // No relink when the module index failed (its error is the build's).
+            let app = index.is_ok().then(|| db::app_elf(&db, dump).clone());
+            (index, app, shaders.join().expect("the shader thread"))
+        });
+        // The errors in the order the queries ran in before they overlapped.
+        let index = index.map_err(|e| query_error(&e))?;
+        let app = app
+            .expect("relinked when the index was made")
+            .map_err(|e| query_error(&e))?;
+        let prx = db.prx().map_err(|e| query_error(&e))?;
+        let shaders = shaders.map_err(|e| query_error(&e))?;
         tracing::debug!("queries done: {:?}", start.elapsed());
         let guests: BTreeMap<&str, Arc<Vec<u8>>> = db::guest_module_files(&db, dump)
             .iter()

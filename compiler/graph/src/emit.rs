@@ -145,7 +145,14 @@ pub fn emit(
     cache: &Cache,
 ) -> Result<Emitted, BuildError> {
     let prefix = format!("{}/", out_dir.display());
-    let known = cache.file_hashes_under(&prefix)?;
+    // A generation written without fsync in an earlier boot may have lost bytes in a crash
+    // while its stamps survived: its outputs are checked by their bytes (outtree.rs).
+    let trusted = tree.is_trusted();
+    let known = if trusted {
+        cache.file_hashes_under(&prefix)?
+    } else {
+        Default::default()
+    };
     let links = tree.current().map(linked_inodes).unwrap_or_default();
 
     // What the current tree already holds.
@@ -165,7 +172,9 @@ pub fn emit(
             Err(why) => result.written.push((o.rel.clone(), why)),
         }
     }
-    if result.written.is_empty() && manifest_same && tree.is_generation() {
+    // An untrusted tree whose bytes all proved right is carried into a generation of this
+    // boot (hard links only), so the next build believes its stamps again.
+    if result.written.is_empty() && manifest_same && tree.is_generation() && trusted {
         // What killed builds left goes even when nothing changed.
         tree.prune()?;
         result.untouched = outputs.len();
@@ -215,6 +224,12 @@ pub fn emit(
         result.written.push((MANIFEST.into(), "changed output"));
     }
     tree.switch(next_gen)?;
+    // Only the new tree and the one it replaced are kept (a program may still run from that
+    // one); the one before goes now, not at the next build. The output is already switched,
+    // so a failure here is a warning: the next build removes what is left.
+    if let Err(e) = tree.prune() {
+        tracing::warn!("{e}");
+    }
 
     let current: BTreeSet<&str> = outputs.iter().map(|o| o.rel.as_str()).collect();
     result.removed = previous
@@ -403,8 +418,8 @@ fn write_one(
     }
 }
 
-/// Writes the new file `rel` of the generation; it is made durable with the others at the
-/// switch ([`NewGeneration::written`]).
+/// Writes the new file `rel` of the generation (made durable with the others at the switch
+/// where the generation is a durable one: [`NewGeneration::written`]).
 fn write_new(
     next_gen: &mut NewGeneration,
     rel: &str,

@@ -7,6 +7,17 @@
 //! the next build). The previous generation is kept one build longer, for a program still
 //! running from it.
 //!
+//! Durability: a generation is not fsynced. Readers (`aps5 run`, the next build) see the page
+//! cache, so a killed build or a killed aps5 loses nothing that was written; only a crash of
+//! the machine can lose bytes not yet on the disk. Such a generation is named `<N>-<boot id>`
+//! (`/proc/sys/kernel/random/boot_id`, the kernel's per-boot UUID): it is trusted only in the
+//! boot that wrote it. After a reboot, the next build trusts none of its remembered stamps and
+//! checks every output's bytes (a torn file is written again), then switches to a generation of
+//! the new boot. Where the boot cannot be told (no boot id), generations are named `<N>` and
+//! made durable (every file, folder and the switch fsynced) before the switch. Writing app.elf
+//! with fsync costs the disk's write speed, a large part of a cold build: see docs/RELINK.md,
+//! "Cold build speed".
+//!
 //! Every operation inside a generation goes through a directory fd with `openat2`
 //! `RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS` (the kernel refuses any symlink on the way), and new
 //! files are created with `O_EXCL`: nothing the tree holds, not even a symlink someone planted,
@@ -145,10 +156,24 @@ pub struct NewGeneration {
     path: PathBuf,
     /// Folders already made in it.
     made: std::collections::HashSet<String>,
-    /// Files written into it whose bytes are not yet known to be on disk: their writeback was
-    /// started when they were written ([`NewGeneration::written`]); [`OutTree::switch`]
-    /// waits for all of them at once before the switch.
+    /// Made durable before the switch (no boot id to name it by): see the module comment.
+    durable: bool,
+    /// Files written into it whose bytes are not yet known to be on disk (a durable generation
+    /// only): their writeback was started when they were written ([`NewGeneration::written`]);
+    /// [`OutTree::switch`] waits for all of them at once before the switch.
     pending: Vec<(PathBuf, File)>,
+}
+
+/// This boot's id, as 32 lowercase hex digits: what names a generation that is not fsynced.
+fn boot_id() -> Option<&'static str> {
+    static ID: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        let text = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+        let hex: String = text.trim().chars().filter(|&c| c != '-').collect();
+        (hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| hex.to_ascii_lowercase())
+    })
+    .as_deref()
 }
 
 impl OutTree {
@@ -292,9 +317,23 @@ impl OutTree {
         Ok(next)
     }
 
+    /// Whether the current tree's remembered stamps can be believed: a generation written
+    /// without fsync is, in the boot that wrote it only (a crash may have lost its bytes).
+    pub fn is_trusted(&self) -> bool {
+        match &self.current {
+            Current::Generation { name, .. } => !is_from_another_boot(name),
+            Current::None | Current::Legacy { .. } => true,
+        }
+    }
+
     /// Starts a new generation (after [`OutTree::prune`]).
     pub fn begin(&self) -> Result<NewGeneration, BuildError> {
-        let name = self.prune()?.to_string();
+        let number = self.prune()?;
+        let durable = boot_id().is_none();
+        let name = match boot_id() {
+            Some(boot) => format!("{number}-{boot}"),
+            None => number.to_string(),
+        };
         rustix::fs::mkdirat(&self.gens_fd, name.as_str(), Mode::from_raw_mode(0o755))
             .map_err(|e| io("create", &self.gens_dir.join(&name), e))?;
         let fd = open_dir_beneath(self.gens_fd.as_fd(), &name)
@@ -304,6 +343,7 @@ impl OutTree {
             name,
             fd,
             made: Default::default(),
+            durable,
             pending: Vec::new(),
         })
     }
@@ -351,7 +391,9 @@ impl OutTree {
 
     /// Makes `next_gen` the tree `aps5-out` shows, in one rename.
     pub fn switch(&mut self, mut next_gen: NewGeneration) -> Result<(), BuildError> {
-        next_gen.sync()?;
+        if next_gen.durable {
+            next_gen.sync()?;
+        }
         let target = format!("{}{}", self.link_prefix, next_gen.name);
         let _ = rustix::fs::unlinkat(&self.gens_fd, NEXT_LINK, AtFlags::empty());
         rustix::fs::symlinkat(target.as_str(), &self.gens_fd, NEXT_LINK)
@@ -391,7 +433,9 @@ impl OutTree {
                     .map_err(|e| io("switch to the new output tree", &self.out_dir, e))?;
             }
         }
-        rustix::fs::fsync(&parent_fd).map_err(|e| io("write", parent, e))?;
+        if next_gen.durable {
+            rustix::fs::fsync(&parent_fd).map_err(|e| io("write", parent, e))?;
+        }
         self.current = Current::Generation {
             name: next_gen.name,
             fd: next_gen.fd,
@@ -413,12 +457,41 @@ impl OutTree {
     }
 }
 
+/// Whether the generation named `name` was written without fsync in another boot than this
+/// one, so that a crash may have torn its files.
+fn is_from_another_boot(name: &str) -> bool {
+    name.split_once('-')
+        .is_some_and(|(_, boot)| Some(boot) != boot_id())
+}
+
+/// Whether `dir` (what `aps5-out` resolves to) is a generation written without fsync before
+/// this machine last started: its files may have lost bytes in a crash. `aps5 run` refuses
+/// it; the next build checks its files by their bytes.
+pub fn written_before_this_boot(dir: &Path) -> bool {
+    dir.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| is_generation_name(n) && is_from_another_boot(n))
+}
+
+/// `<N>` (durable) or `<N>-<boot id>` (see the module comment).
 fn is_generation_name(n: &str) -> bool {
-    !n.is_empty() && n.len() < 20 && n.bytes().all(|b| b.is_ascii_digit())
+    let (number, boot) = n.split_once('-').unwrap_or((n, ""));
+    let number_ok =
+        !number.is_empty() && number.len() < 20 && number.bytes().all(|b| b.is_ascii_digit());
+    let boot_ok = boot.is_empty() && !n.contains('-')
+        || boot.len() == 32
+            && boot
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    number_ok && boot_ok
 }
 
 fn generation_number(n: &str) -> u64 {
-    n.trim_start_matches("old-").parse().unwrap_or(0)
+    let n = n.trim_start_matches("old-");
+    n.split_once('-')
+        .map_or(n, |(number, _)| number)
+        .parse()
+        .unwrap_or(0)
 }
 
 impl NewGeneration {
@@ -482,9 +555,14 @@ impl NewGeneration {
         Ok(())
     }
 
-    /// `file` (at `path`, for messages) holds all its bytes: its writeback to the disk starts
-    /// now, and [`OutTree::switch`] waits for it, so writing the next files overlaps it.
+    /// `file` (at `path`, for messages) holds all its bytes. In a durable generation its
+    /// writeback to the disk starts now, and [`OutTree::switch`] waits for it, so writing the
+    /// next files overlaps it.
     pub fn written(&mut self, file: File, path: PathBuf) {
+        if !self.durable {
+            // Readers see the page cache; the kernel writes it back in its own time.
+            return;
+        }
         #[cfg(target_os = "linux")]
         // SAFETY: a plain system call on a descriptor this File owns; a failure only means
         // the writeback starts at the fsync instead.
@@ -547,5 +625,48 @@ impl NewGeneration {
     /// Where `rel` is being written (for messages).
     pub fn path_of(&self, rel: &str) -> PathBuf {
         self.path.join(rel)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generation_names() {
+        let boot = "0123456789abcdef0123456789abcdef";
+        for good in ["1", "42", &format!("7-{boot}")] {
+            assert!(is_generation_name(good), "{good}");
+        }
+        for bad in [
+            "",
+            "x",
+            "-1",
+            "1-",
+            "1-2",
+            &format!("-{boot}"),
+            &format!("1-{}", boot.to_uppercase()),
+            &format!("1-{boot}0"),
+            &format!("1-{boot}-{boot}"),
+            "old-1",
+        ] {
+            assert!(!is_generation_name(bad), "{bad}");
+        }
+        assert_eq!(generation_number(&format!("12-{boot}")), 12);
+        assert_eq!(generation_number(&format!("old-12-{boot}")), 12);
+        assert_eq!(generation_number("old-9"), 9);
+    }
+
+    #[test]
+    fn this_boot_has_an_id() {
+        // Linux always has one; the generations written here are named by it.
+        let id = boot_id().expect("a boot id on Linux");
+        assert!(is_generation_name(&format!("1-{id}")));
+        let gens = Path::new("/p/.aps5/out");
+        assert!(!written_before_this_boot(&gens.join(format!("3-{id}"))));
+        assert!(!written_before_this_boot(&gens.join("3")));
+        let other = if id.starts_with('0') { "1" } else { "0" }.repeat(32);
+        assert!(written_before_this_boot(&gens.join(format!("3-{other}"))));
+        assert!(!written_before_this_boot(&gens.join(format!("x-{other}"))));
     }
 }
