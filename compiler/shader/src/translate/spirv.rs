@@ -723,15 +723,11 @@ impl Emit {
         self.fn_lds_access(fault, write, Some(4))
     }
 
-    /// atomic(addr, data, cmp, inst) -> old, for one op and space (`wide`: u64 data, cmp and
-    /// result; guest memory only).
-    fn fn_atomic(&mut self, op: AtomicOp, lds: bool, wide: bool, fault: Word) -> Res<Word> {
-        if lds && serial_lds_atomic(op, wide) {
-            return self.fn_lds_rmw(op, wide, fault);
-        }
-        let (u32t, u64t, boolt) = (self.t.u32, self.t.u64, self.t.bool);
-        let at = if lds { u32t } else { u64t };
-        let dt = if wide { u64t } else { u32t };
+    /// Starts an atomic helper `(addr: at, data, cmp, inst: u32) -> old` (u64 data when
+    /// `wide`), with a Function variable holding the result, 0 until an access succeeds.
+    fn begin_atomic_fn(&mut self, at: Word, wide: bool) -> Res<AtomicFn> {
+        let u32t = self.t.u32;
+        let dt = if wide { self.t.u64 } else { u32t };
         let fty = self.b.type_function(dt, [at, dt, dt, u32t]);
         let f = self
             .b
@@ -746,29 +742,122 @@ impl Emit {
         } else {
             self.t.p_fn_u32
         };
-        let v = self
+        let result = self
             .b
             .variable(pd, None, spirv::StorageClass::Function, None);
+        let zd = if wide { self.k64(0) } else { self.k32(0) };
+        self.store(result, zd)?;
+        Ok(AtomicFn {
+            f,
+            dt,
+            addr,
+            data,
+            cmp,
+            inst,
+            result,
+        })
+    }
+
+    /// Returns the result variable and ends the helper.
+    fn end_atomic_fn(&mut self, a: &AtomicFn) -> Res<Word> {
+        let r = self.load(a.dt, a.result)?;
+        self.b.ret_value(r)?;
+        self.b.end_function()?;
+        Ok(a.f)
+    }
+
+    /// The LDS dword index of an atomic of `bytes` (4 or 8) at `addr`, and whether the access
+    /// is done: a misaligned address faults (reason 3); past the LDS it returns 0, writes
+    /// nothing and does not fault, as the hardware's out-of-range LDS access.
+    fn lds_atomic_check(&mut self, a: &AtomicFn, bytes: u32, fault: Word) -> Res<(Word, Word)> {
+        let (u32t, boolt) = (self.t.u32, self.t.bool);
+        let addr = a.addr;
+        let inst = a.inst;
+        let m = self.k32(bytes - 1);
+        let low = self.b.bitwise_and(u32t, None, addr, m)?;
         let z32 = self.k32(0);
-        let zd = if wide { self.k64(0) } else { z32 };
-        self.store(v, zd)?;
+        let aligned = self.b.i_equal(boolt, None, low, z32)?;
+        let two = self.k32(2);
+        let idx = self.b.shift_right_logical(u32t, None, addr, two)?;
+        let last = self.k32(bytes / 4 - 1);
+        let last = self.b.i_add(u32t, None, idx, last)?;
+        let n = self.k32(self.lds_words);
+        let inb = self.b.u_less_than(boolt, None, last, n)?;
+        let ok = self.b.logical_and(boolt, None, aligned, inb)?;
+        let bad = self.b.logical_not(boolt, None, aligned)?;
+        self.if_then(bad, |e| {
+            let reason = e.k32(FaultReason::Unaligned as u32);
+            let a = e.zext(addr)?;
+            let size = e.k32(bytes);
+            e.b.function_call(e.t.void, None, fault, [reason, a, size, inst])?;
+            Ok(())
+        })?;
+        Ok((idx, ok))
+    }
+
+    /// The value an atomic `op` leaves in memory, from the old value (`t`: u32 or u64).
+    /// CmpSwap: `data` is the new value, `cmp` the compare; MskOr: `data` the mask, `cmp` the
+    /// bits or-ed in. Inc/Dec follow the ISA: old >= data ? 0 : old + 1; old == 0 || old >
+    /// data ? data : old - 1.
+    fn rmw_value(&mut self, op: AtomicOp, t: Word, old: Word, data: Word, cmp: Word) -> Res<Word> {
+        let boolt = self.t.bool;
+        let (one, zero) = if t == self.t.u64 {
+            (self.k64(1), self.k64(0))
+        } else {
+            (self.k32(1), self.k32(0))
+        };
+        Ok(match op {
+            AtomicOp::Swap => data,
+            AtomicOp::Add => self.b.i_add(t, None, old, data)?,
+            AtomicOp::Sub => self.b.i_sub(t, None, old, data)?,
+            AtomicOp::RSub => self.b.i_sub(t, None, data, old)?,
+            AtomicOp::MinI | AtomicOp::MinU | AtomicOp::MaxI | AtomicOp::MaxU => {
+                let c = match op {
+                    AtomicOp::MinI => self.b.s_less_than(boolt, None, data, old)?,
+                    AtomicOp::MinU => self.b.u_less_than(boolt, None, data, old)?,
+                    AtomicOp::MaxI => self.b.s_greater_than(boolt, None, data, old)?,
+                    _ => self.b.u_greater_than(boolt, None, data, old)?,
+                };
+                self.b.select(t, None, c, data, old)?
+            }
+            AtomicOp::And => self.b.bitwise_and(t, None, old, data)?,
+            AtomicOp::Or => self.b.bitwise_or(t, None, old, data)?,
+            AtomicOp::Xor => self.b.bitwise_xor(t, None, old, data)?,
+            AtomicOp::CmpSwap => {
+                let c = self.b.i_equal(boolt, None, old, cmp)?;
+                self.b.select(t, None, c, data, old)?
+            }
+            AtomicOp::Inc => {
+                let wrap = self.b.u_greater_than_equal(boolt, None, old, data)?;
+                let up = self.b.i_add(t, None, old, one)?;
+                self.b.select(t, None, wrap, zero, up)?
+            }
+            AtomicOp::Dec => {
+                let z = self.b.i_equal(boolt, None, old, zero)?;
+                let big = self.b.u_greater_than(boolt, None, old, data)?;
+                let wrap = self.b.logical_or(boolt, None, z, big)?;
+                let down = self.b.i_sub(t, None, old, one)?;
+                self.b.select(t, None, wrap, data, down)?
+            }
+            AtomicOp::MskOr => {
+                let nm = self.b.not(t, None, data)?;
+                let kept = self.b.bitwise_and(t, None, old, nm)?;
+                self.b.bitwise_or(t, None, kept, cmp)?
+            }
+        })
+    }
+
+    /// atomic(addr, data, cmp, inst) -> old, for one op and space (`wide`: u64 data, cmp and
+    /// result).
+    fn fn_atomic(&mut self, op: AtomicOp, lds: bool, wide: bool, fault: Word) -> Res<Word> {
+        if lds && serial_lds_atomic(op, wide) {
+            return self.fn_lds_rmw(op, wide, fault);
+        }
+        let (u32t, u64t, boolt) = (self.t.u32, self.t.u64, self.t.bool);
+        let a = self.begin_atomic_fn(if lds { u32t } else { u64t }, wide)?;
+        let (addr, data, cmp, inst, dt) = (a.addr, a.data, a.cmp, a.inst, a.dt);
         let (ptr, ok, scope) = if lds {
-            let three = self.k32(3);
-            let low = self.b.bitwise_and(u32t, None, addr, three)?;
-            let aligned = self.b.i_equal(boolt, None, low, z32)?;
-            let two = self.k32(2);
-            let idx = self.b.shift_right_logical(u32t, None, addr, two)?;
-            let n = self.k32(self.lds_words);
-            let inb = self.b.u_less_than(boolt, None, idx, n)?;
-            let ok = self.b.logical_and(boolt, None, aligned, inb)?;
-            let bad = self.b.logical_not(boolt, None, aligned)?;
-            self.if_then(bad, |e| {
-                let reason = e.k32(FaultReason::Unaligned as u32);
-                let a = e.zext(addr)?;
-                let four = e.k32(4);
-                e.b.function_call(e.t.void, None, fault, [reason, a, four, inst])?;
-                Ok(())
-            })?;
+            let (idx, ok) = self.lds_atomic_check(&a, 4, fault)?;
             (PtrSrc::Lds(idx), ok, SCOPE_WORKGROUP)
         } else {
             let xl = self.h.as_ref().map(|h| h.xlate).unwrap_or(0);
@@ -811,161 +900,38 @@ impl Emit {
                     e.b.atomic_compare_exchange(t, None, p, sc, sem, sem, data, cmp)?
                 }
                 AtomicOp::Inc | AtomicOp::Dec | AtomicOp::RSub | AtomicOp::MskOr => {
-                    e.cas_rmw(p, sc, t, |e, old| {
-                        let boolt = e.t.bool;
-                        let (one, zero) = if t == e.t.u64 {
-                            (e.k64(1), e.k64(0))
-                        } else {
-                            (e.k32(1), e.k32(0))
-                        };
-                        Ok(match op {
-                            AtomicOp::Inc => {
-                                let wrap = e.b.u_greater_than_equal(boolt, None, old, data)?;
-                                let up = e.b.i_add(t, None, old, one)?;
-                                e.b.select(t, None, wrap, zero, up)?
-                            }
-                            AtomicOp::Dec => {
-                                let z = e.b.i_equal(boolt, None, old, zero)?;
-                                let big = e.b.u_greater_than(boolt, None, old, data)?;
-                                let wrap = e.b.logical_or(boolt, None, z, big)?;
-                                let down = e.b.i_sub(t, None, old, one)?;
-                                e.b.select(t, None, wrap, data, down)?
-                            }
-                            AtomicOp::MskOr => {
-                                let nm = e.b.not(t, None, data)?;
-                                let kept = e.b.bitwise_and(t, None, old, nm)?;
-                                e.b.bitwise_or(t, None, kept, cmp)?
-                            }
-                            _ => e.b.i_sub(t, None, data, old)?,
-                        })
-                    })?
+                    e.cas_rmw(p, sc, t, |e, old| e.rmw_value(op, t, old, data, cmp))?
                 }
             };
-            e.store(v, old)
+            e.store(a.result, old)
         })?;
-        let r = self.load(dt, v)?;
-        self.b.ret_value(r)?;
-        self.b.end_function()?;
-        Ok(f)
+        self.end_atomic_fn(&a)
     }
 
     /// An LDS atomic the host has no workgroup atomic for (64-bit ones: a Workgroup array has
     /// one element type; inc/dec/rsub/mskor: a compare-and-swap loop hung on lavapipe's LDS):
     /// a plain read-modify-write. Exact because a program with one runs one host invocation per
     /// guest workgroup (`group_serial`): nothing else touches its LDS meanwhile. Same rules as
-    /// the atomic form: a misaligned address faults, an out-of-range one returns 0 and writes
-    /// nothing.
+    /// the atomic form.
     fn fn_lds_rmw(&mut self, op: AtomicOp, wide: bool, fault: Word) -> Res<Word> {
-        let (u32t, u64t, boolt) = (self.t.u32, self.t.u64, self.t.bool);
-        let dt = if wide { u64t } else { u32t };
-        let fty = self.b.type_function(dt, [u32t, dt, dt, u32t]);
-        let f = self
-            .b
-            .begin_function(dt, None, spirv::FunctionControl::NONE, fty)?;
-        let addr = self.b.function_parameter(u32t)?;
-        let data = self.b.function_parameter(dt)?;
-        let cmp = self.b.function_parameter(dt)?;
-        let inst = self.b.function_parameter(u32t)?;
-        self.b.begin_block(None)?;
-        let pd = if wide {
-            self.t.p_fn_u64
-        } else {
-            self.t.p_fn_u32
-        };
-        let v = self
-            .b
-            .variable(pd, None, spirv::StorageClass::Function, None);
-        let z32 = self.k32(0);
-        let zd = if wide { self.k64(0) } else { z32 };
-        self.store(v, zd)?;
-        let bytes = if wide { 8 } else { 4 };
-        let m = self.k32(bytes - 1);
-        let low = self.b.bitwise_and(u32t, None, addr, m)?;
-        let aligned = self.b.i_equal(boolt, None, low, z32)?;
-        let two = self.k32(2);
-        let idx = self.b.shift_right_logical(u32t, None, addr, two)?;
-        let last = if wide {
-            let one = self.k32(1);
-            self.b.i_add(u32t, None, idx, one)?
-        } else {
-            idx
-        };
-        let n = self.k32(self.lds_words);
-        let inb = self.b.u_less_than(boolt, None, last, n)?;
-        let ok = self.b.logical_and(boolt, None, aligned, inb)?;
-        let bad = self.b.logical_not(boolt, None, aligned)?;
-        self.if_then(bad, |e| {
-            let reason = e.k32(FaultReason::Unaligned as u32);
-            let a = e.zext(addr)?;
-            let size = e.k32(bytes);
-            e.b.function_call(e.t.void, None, fault, [reason, a, size, inst])?;
-            Ok(())
-        })?;
+        let u32t = self.t.u32;
+        let a = self.begin_atomic_fn(u32t, wide)?;
+        let (idx, ok) = self.lds_atomic_check(&a, if wide { 8 } else { 4 }, fault)?;
         let lds_var = self.lds.unwrap_or(0);
         self.if_then(ok, |e| {
             let pw = e.t.p_wg_u32;
             let p0 = e.b.access_chain(pw, None, lds_var, [idx])?;
             let lo = e.load(u32t, p0)?;
             let (p1, old) = if wide {
-                let p1 = e.b.access_chain(pw, None, lds_var, [last])?;
+                let one = e.k32(1);
+                let next = e.b.i_add(u32t, None, idx, one)?;
+                let p1 = e.b.access_chain(pw, None, lds_var, [next])?;
                 let hi = e.load(u32t, p1)?;
                 (Some(p1), e.pack(lo, hi)?)
             } else {
                 (None, lo)
             };
-            let t = dt;
-            let (one, zero) = if wide {
-                (e.k64(1), e.k64(0))
-            } else {
-                (e.k32(1), e.k32(0))
-            };
-            let pick = |e: &mut Emit, c: Word, a: Word, b: Word| e.b.select(t, None, c, a, b);
-            let new = match op {
-                AtomicOp::Swap => data,
-                AtomicOp::Add => e.b.i_add(t, None, old, data)?,
-                AtomicOp::Sub => e.b.i_sub(t, None, old, data)?,
-                AtomicOp::RSub => e.b.i_sub(t, None, data, old)?,
-                AtomicOp::MinI => {
-                    let c = e.b.s_less_than(boolt, None, data, old)?;
-                    pick(e, c, data, old)?
-                }
-                AtomicOp::MinU => {
-                    let c = e.b.u_less_than(boolt, None, data, old)?;
-                    pick(e, c, data, old)?
-                }
-                AtomicOp::MaxI => {
-                    let c = e.b.s_greater_than(boolt, None, data, old)?;
-                    pick(e, c, data, old)?
-                }
-                AtomicOp::MaxU => {
-                    let c = e.b.u_greater_than(boolt, None, data, old)?;
-                    pick(e, c, data, old)?
-                }
-                AtomicOp::And => e.b.bitwise_and(t, None, old, data)?,
-                AtomicOp::Or => e.b.bitwise_or(t, None, old, data)?,
-                AtomicOp::Xor => e.b.bitwise_xor(t, None, old, data)?,
-                AtomicOp::CmpSwap => {
-                    let c = e.b.i_equal(boolt, None, old, cmp)?;
-                    pick(e, c, data, old)?
-                }
-                AtomicOp::Inc => {
-                    let wrap = e.b.u_greater_than_equal(boolt, None, old, data)?;
-                    let up = e.b.i_add(t, None, old, one)?;
-                    pick(e, wrap, zero, up)?
-                }
-                AtomicOp::Dec => {
-                    let z = e.b.i_equal(boolt, None, old, zero)?;
-                    let big = e.b.u_greater_than(boolt, None, old, data)?;
-                    let wrap = e.b.logical_or(boolt, None, z, big)?;
-                    let down = e.b.i_sub(t, None, old, one)?;
-                    pick(e, wrap, data, down)?
-                }
-                AtomicOp::MskOr => {
-                    let nm = e.b.not(t, None, data)?;
-                    let kept = e.b.bitwise_and(t, None, old, nm)?;
-                    e.b.bitwise_or(t, None, kept, cmp)?
-                }
-            };
+            let new = e.rmw_value(op, a.dt, old, a.data, a.cmp)?;
             if let Some(p1) = p1 {
                 let nlo = e.lo(new)?;
                 let nhi = e.hi(new)?;
@@ -974,12 +940,9 @@ impl Emit {
             } else {
                 e.store(p0, new)?;
             }
-            e.store(v, old)
+            e.store(a.result, old)
         })?;
-        let r = self.load(dt, v)?;
-        self.b.ret_value(r)?;
-        self.b.end_function()?;
-        Ok(f)
+        self.end_atomic_fn(&a)
     }
 
     // ---- main --------------------------------------------------------------------------------
@@ -2362,6 +2325,19 @@ fn value_types(body: &Body) -> Vec<Ty> {
         }
     }
     t
+}
+
+/// An atomic helper function being emitted (`begin_atomic_fn`).
+struct AtomicFn {
+    f: Word,
+    /// u32 or u64 data.
+    dt: Word,
+    addr: Word,
+    data: Word,
+    cmp: Word,
+    inst: Word,
+    /// Function variable with the value returned.
+    result: Word,
 }
 
 #[derive(Clone, Copy)]
