@@ -1524,6 +1524,16 @@ impl Emit {
         let hi = self.load(u32t, cx.svars[&(r + 1)])?;
         self.pack(lo, hi)
     }
+    /// Stores a u64 lane mask into s[r] (and s[r+1] at wave64); the inverse of `mask64`.
+    fn store_mask64(&mut self, cx: &MainCx, r: SReg, m: Word) -> Res<()> {
+        let lo = self.lo(m)?;
+        self.store(cx.svars[&r], lo)?;
+        if self.lanes == 64 {
+            let hi = self.hi(m)?;
+            self.store(cx.svars[&(r + 1)], hi)?;
+        }
+        Ok(())
+    }
     fn lane_bit(&mut self, cx: &MainCx, r: SReg, lane: Word) -> Res<Word> {
         let m = self.mask64(cx, r)?;
         let l64 = self.zext(lane)?;
@@ -1548,13 +1558,7 @@ impl Emit {
         let z = self.k64(0);
         let add = self.b.select(u64t, None, bit, sh, z)?;
         let nm = self.b.bitwise_or(u64t, None, cleared, add)?;
-        let lo = self.lo(nm)?;
-        self.store(cx.svars[&r], lo)?;
-        if self.lanes == 64 {
-            let hi = self.hi(nm)?;
-            self.store(cx.svars[&(r + 1)], hi)?;
-        }
-        Ok(())
+        self.store_mask64(cx, r, nm)
     }
 
     /// Runs `body` once per active lane, in lane order: `for lane in set bits of EXEC { body }`,
@@ -1621,12 +1625,7 @@ impl Emit {
         for &r in masks {
             let m = self.mask64(cx, r)?;
             let kept = self.b.bitwise_and(u64t, None, m, exec)?;
-            let lo = self.lo(kept)?;
-            self.store(cx.svars[&r], lo)?;
-            if self.lanes == 64 {
-                let hi = self.hi(kept)?;
-                self.store(cx.svars[&(r + 1)], hi)?;
-            }
+            self.store_mask64(cx, r, kept)?;
         }
         Ok(())
     }
