@@ -1302,6 +1302,16 @@ impl Emit {
         cond: impl FnOnce(&mut Emit) -> Res<Word>,
         body: impl FnOnce(&mut Emit) -> Res<()>,
     ) -> Res<()> {
+        self.while_loop_ctl(spirv::LoopControl::NONE, cond, body)
+    }
+
+    /// [`Self::while_loop`] with a loop control (`DontUnroll` for the lane loops).
+    fn while_loop_ctl(
+        &mut self,
+        control: spirv::LoopControl,
+        cond: impl FnOnce(&mut Emit) -> Res<Word>,
+        body: impl FnOnce(&mut Emit) -> Res<()>,
+    ) -> Res<()> {
         let (hdr, check, lb, cont, merge) = (
             self.b.id(),
             self.b.id(),
@@ -1311,8 +1321,7 @@ impl Emit {
         );
         self.b.branch(hdr)?;
         self.block(hdr)?;
-        self.b
-            .loop_merge(merge, cont, spirv::LoopControl::NONE, [])?;
+        self.b.loop_merge(merge, cont, control, [])?;
         self.b.branch(check)?;
         self.block(check)?;
         let c = cond(self)?;
@@ -1581,47 +1590,36 @@ impl Emit {
         // so its value at entry is the set of lanes to run and to keep in the written masks.
         let exec = self.mask64(cx, EXEC_LO)?;
         self.store(rem_var, exec)?;
-        let (hdr, check, lb, cont, merge) = (
-            self.b.id(),
-            self.b.id(),
-            self.b.id(),
-            self.b.id(),
-            self.b.id(),
-        );
-        self.b.branch(hdr)?;
-        self.block(hdr)?;
-        self.b
-            .loop_merge(merge, cont, spirv::LoopControl::DONT_UNROLL, [])?;
-        self.b.branch(check)?;
-        self.block(check)?;
-        let rem = self.load(u64t, rem_var)?;
-        let z64 = self.k64(0);
-        let more = self.b.i_not_equal(boolt, None, rem, z64)?;
-        self.b.branch_conditional(more, lb, merge, [])?;
-        self.block(lb)?;
-        // The lowest set bit: FindILsb takes 32-bit operands.
-        let lo = self.lo(rem)?;
-        let l = if self.lanes == 64 {
-            let hi = self.hi(rem)?;
-            let a = self.ext(glsl::FIND_ILSB, u32t, &[lo])?;
-            let b = self.ext(glsl::FIND_ILSB, u32t, &[hi])?;
-            let c32 = self.k32(32);
-            let b32 = self.b.i_add(u32t, None, b, c32)?;
-            let z = self.k32(0);
-            let in_lo = self.b.i_not_equal(boolt, None, lo, z)?;
-            self.b.select(u32t, None, in_lo, a, b32)?
-        } else {
-            self.ext(glsl::FIND_ILSB, u32t, &[lo])?
-        };
-        let one64 = self.k64(1);
-        let below = self.b.i_sub(u64t, None, rem, one64)?;
-        let rest = self.b.bitwise_and(u64t, None, rem, below)?;
-        self.store(rem_var, rest)?;
-        body(self, cx, l)?;
-        self.b.branch(cont)?;
-        self.block(cont)?;
-        self.b.branch(hdr)?;
-        self.block(merge)?;
+        self.while_loop_ctl(
+            spirv::LoopControl::DONT_UNROLL,
+            |e| {
+                let rem = e.load(u64t, rem_var)?;
+                let z64 = e.k64(0);
+                e.b.i_not_equal(boolt, None, rem, z64)
+            },
+            |e| {
+                let rem = e.load(u64t, rem_var)?;
+                // The lowest set bit: FindILsb takes 32-bit operands.
+                let lo = e.lo(rem)?;
+                let l = if e.lanes == 64 {
+                    let hi = e.hi(rem)?;
+                    let a = e.ext(glsl::FIND_ILSB, u32t, &[lo])?;
+                    let b = e.ext(glsl::FIND_ILSB, u32t, &[hi])?;
+                    let c32 = e.k32(32);
+                    let b32 = e.b.i_add(u32t, None, b, c32)?;
+                    let z = e.k32(0);
+                    let in_lo = e.b.i_not_equal(boolt, None, lo, z)?;
+                    e.b.select(u32t, None, in_lo, a, b32)?
+                } else {
+                    e.ext(glsl::FIND_ILSB, u32t, &[lo])?
+                };
+                let one64 = e.k64(1);
+                let below = e.b.i_sub(u64t, None, rem, one64)?;
+                let rest = e.b.bitwise_and(u64t, None, rem, below)?;
+                e.store(rem_var, rest)?;
+                body(e, cx, l)
+            },
+        )?;
         for &r in masks {
             let m = self.mask64(cx, r)?;
             let kept = self.b.bitwise_and(u64t, None, m, exec)?;
@@ -1641,58 +1639,47 @@ impl Emit {
         let (u32t, boolt) = (self.t.u32, self.t.bool);
         let z = self.k32(0);
         self.store(cx.lane_var, z)?;
-        let (hdr, check, lb, cont, merge) = (
-            self.b.id(),
-            self.b.id(),
-            self.b.id(),
-            self.b.id(),
-            self.b.id(),
-        );
-        self.b.branch(hdr)?;
-        self.block(hdr)?;
-        self.b
-            .loop_merge(merge, cont, spirv::LoopControl::DONT_UNROLL, [])?;
-        self.b.branch(check)?;
-        self.block(check)?;
-        let l = self.load(u32t, cx.lane_var)?;
-        let n = self.k32(self.lanes);
-        let more = self.b.u_less_than(boolt, None, l, n)?;
-        self.b.branch_conditional(more, lb, merge, [])?;
-        self.block(lb)?;
-        match masks {
-            None => body(self, cx, l)?,
-            Some(masks) => {
-                let active = self.lane_bit(cx, EXEC_LO, l)?;
-                let (on, off, m) = (self.b.id(), self.b.id(), self.b.id());
-                self.b.selection_merge(m, spirv::SelectionControl::NONE)?;
-                self.b.branch_conditional(
-                    active,
-                    on,
-                    if masks.is_empty() { m } else { off },
-                    [],
-                )?;
-                self.block(on)?;
-                body(self, cx, l)?;
-                self.b.branch(m)?;
-                if !masks.is_empty() {
-                    self.block(off)?;
-                    let f = self.kbool(false);
-                    for &r in masks {
-                        self.set_lane_bit(cx, r, l, f)?;
+        let lane_var = cx.lane_var;
+        self.while_loop_ctl(
+            spirv::LoopControl::DONT_UNROLL,
+            |e| {
+                let l = e.load(u32t, lane_var)?;
+                let n = e.k32(e.lanes);
+                e.b.u_less_than(boolt, None, l, n)
+            },
+            |e| {
+                let l = e.load(u32t, lane_var)?;
+                match masks {
+                    None => body(e, cx, l)?,
+                    Some(masks) => {
+                        let active = e.lane_bit(cx, EXEC_LO, l)?;
+                        let (on, off, m) = (e.b.id(), e.b.id(), e.b.id());
+                        e.b.selection_merge(m, spirv::SelectionControl::NONE)?;
+                        e.b.branch_conditional(
+                            active,
+                            on,
+                            if masks.is_empty() { m } else { off },
+                            [],
+                        )?;
+                        e.block(on)?;
+                        body(e, cx, l)?;
+                        e.b.branch(m)?;
+                        if !masks.is_empty() {
+                            e.block(off)?;
+                            let f = e.kbool(false);
+                            for &r in masks {
+                                e.set_lane_bit(cx, r, l, f)?;
+                            }
+                            e.b.branch(m)?;
+                        }
+                        e.block(m)?;
                     }
-                    self.b.branch(m)?;
                 }
-                self.block(m)?;
-            }
-        }
-        self.b.branch(cont)?;
-        self.block(cont)?;
-        let l2 = self.load(u32t, cx.lane_var)?;
-        let one = self.k32(1);
-        let l3 = self.b.i_add(u32t, None, l2, one)?;
-        self.store(cx.lane_var, l3)?;
-        self.b.branch(hdr)?;
-        self.block(merge)
+                let one = e.k32(1);
+                let l2 = e.b.i_add(u32t, None, l, one)?;
+                e.store(lane_var, l2)
+            },
+        )
     }
 
     /// f64 trunc on the bits: clear the fraction bits below the binary point, keep the sign
