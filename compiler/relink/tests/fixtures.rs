@@ -30,6 +30,7 @@ const NOT_PAYLOADS: &[(&str, &str)] = &[
     ("gpu_compute", "has shaders"),
     ("gpu_compute_pm4", "has shaders"),
     ("gpu_compute_fault", "has shaders"),
+    ("gpu_queues", "has shaders"),
     ("gpu_clear", "has shaders"),
     ("gpu_triangle", "has shaders"),
     (

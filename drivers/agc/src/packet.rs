@@ -341,6 +341,55 @@ pub struct CopyData {
     pub dst: u64,
 }
 
+impl CopyData {
+    /// Performs a copy into memory (sid.h's selects: source 1 or 2 memory, 5 the immediate
+    /// in the source address dwords, 9 the GPU clock `timestamp`; destination 2 or 5 memory).
+    /// Registers, GDS and performance counters as either end are refused.
+    pub fn apply(&self, mem: &dyn crate::GuestMemory, timestamp: u64) -> Result<(), String> {
+        let n = if self.count_64 { 8 } else { 4 };
+        let value: u64 = match self.src_sel {
+            1 | 2 => {
+                let mut b = [0u8; 8];
+                mem.read(self.src, &mut b[..n]).map_err(|e| e.to_string())?;
+                u64::from_le_bytes(b)
+            }
+            5 => self.src,
+            9 => timestamp,
+            s => {
+                return Err(format!(
+                    "COPY_DATA source select {s} ({}) is not supported",
+                    copy_select_name(s)
+                ));
+            }
+        };
+        match self.dst_sel {
+            2 | 5 => {}
+            s => {
+                return Err(format!(
+                    "COPY_DATA destination select {s} ({}) is not supported",
+                    copy_select_name(s)
+                ));
+            }
+        }
+        mem.write(self.dst, &value.to_le_bytes()[..n])
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// sid.h's names of the COPY_DATA selects.
+fn copy_select_name(s: u32) -> &'static str {
+    match s {
+        0 => "register",
+        1 => "memory",
+        2 => "TC_L2",
+        3 => "GDS",
+        4 => "performance counter",
+        5 => "immediate / memory",
+        9 => "timestamp",
+        _ => "reserved",
+    }
+}
+
 /// DMA_DATA.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DmaData {

@@ -1,5 +1,6 @@
 //! [`aps5_agc::Backend`] on the [`Executor`]: what the command processor asks for, done.
 
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use aps5_agc::generated::reg;
@@ -65,7 +66,38 @@ pub struct GpuBackend<'a> {
     pub wait_limit: Duration,
     /// Where flips from the command stream go (none: they stop the submission).
     pub display: Option<&'a mut dyn Display>,
-    start: Instant,
+}
+
+/// The GPU clock that RELEASE_MEM and COPY_DATA timestamps read: nanoseconds since the
+/// process first asked, one clock for every queue and submission, so timestamps never go
+/// backwards.
+pub fn gpu_clock() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// WAIT_REG_MEM: polls `w` in `mem` every 100 us until it holds or `limit` has passed
+/// (then the wait can never be satisfied: nothing GPU-side is in flight that could write it).
+pub fn wait_memory(
+    mem: &dyn Memory,
+    w: &WaitRegMem,
+    limit: Duration,
+) -> Result<WaitResult, String> {
+    if !w.memory {
+        return Err("WAIT_REG_MEM on a register is not supported".into());
+    }
+    let deadline = Instant::now() + limit;
+    loop {
+        if w.poll(&Guest(mem))
+            .map_err(|e| format!("WAIT_REG_MEM: {e}"))?
+        {
+            return Ok(WaitResult::Satisfied);
+        }
+        if Instant::now() >= deadline {
+            return Ok(WaitResult::NeverSatisfied);
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
 }
 
 impl<'a> GpuBackend<'a> {
@@ -79,7 +111,6 @@ impl<'a> GpuBackend<'a> {
             draw_error: None,
             wait_limit: Duration::from_secs(10),
             display: None,
-            start: Instant::now(),
         }
     }
 
@@ -152,8 +183,7 @@ impl Backend for GpuBackend<'_> {
     fn release_mem(&mut self, r: &ReleaseMem) -> Result<(), String> {
         // Execution is synchronous: every earlier dispatch has finished and its results are
         // in guest memory, so the label can be written now.
-        let now = self.start.elapsed().as_nanos() as u64;
-        r.apply(&self.guest(), now)?;
+        r.apply(&self.guest(), gpu_clock())?;
         if r.int_sel != 0 {
             self.interrupts.push(Interrupt {
                 context_id: r.int_ctxid,
@@ -167,25 +197,8 @@ impl Backend for GpuBackend<'_> {
     }
 
     fn wait_reg_mem(&mut self, w: &WaitRegMem) -> Result<WaitResult, String> {
-        if !w.memory {
-            return Err("WAIT_REG_MEM on a register is not supported".into());
-        }
-        let deadline = Instant::now() + self.wait_limit;
-        loop {
-            let mut b = [0u8; 8];
-            let n = if w.is_64 { 8 } else { 4 };
-            self.mem
-                .read(w.address, &mut b[..n])
-                .map_err(|e| format!("WAIT_REG_MEM: {e}"))?;
-            if w.test(u64::from_le_bytes(b)) {
-                return Ok(WaitResult::Satisfied);
-            }
-            // Another CPU thread may still write it; the GPU side has nothing in flight.
-            if Instant::now() >= deadline {
-                return Ok(WaitResult::NeverSatisfied);
-            }
-            std::thread::sleep(Duration::from_micros(100));
-        }
+        // Another CPU thread, or another queue, may still write it.
+        wait_memory(self.mem, w, self.wait_limit)
     }
 
     fn flip(&mut self, f: &Flip) -> Result<(), String> {
@@ -206,7 +219,8 @@ impl Backend for GpuBackend<'_> {
         d.apply(&self.guest())
     }
 
-    fn copy_data(&mut self, _c: &CopyData) -> Result<(), String> {
-        Err("COPY_DATA is not implemented yet".into())
+    fn copy_data(&mut self, c: &CopyData) -> Result<(), String> {
+        // Synchronous execution: what earlier work wrote is in guest memory already.
+        c.apply(&self.guest(), gpu_clock())
     }
 }

@@ -1,20 +1,39 @@
 //! libSceAgcDriver: submission, end-of-pipe events, and the process's one GPU.
 //!
 //! Every queue (graphics, and each compute queue id 0x20..0x57) is an `aps5_agc::Queue`
-//! with its own registers, kept for the life of the process. A submission runs to its end
-//! before the call returns (execution is synchronous); the shaders see the GPU-visible
-//! memory of the moment (views of libkernel's direct memory, `aps5_gpu::memory`). A
-//! submission that cannot complete (a GPU fault, a packet the processor refuses, a shader
+//! with its own registers and **its own thread**, started at its first submission and kept
+//! for the life of the process: a submission is queued and the call returns at once, as on
+//! the console, so the CPU and the queues run side by side and queues can hand work to one
+//! another (and to the CPU) through labels in memory (WAIT_REG_MEM, RELEASE_MEM). A queue
+//! runs its submissions in order. The queues share one `Executor` (one Vulkan queue) behind a
+//! lock taken per dispatch or draw; what needs only guest memory (labels, waits, copies,
+//! flips) runs without it, so a queue that waits never holds up another. The shaders see
+//! the GPU-visible memory of the moment (views of libkernel's direct memory,
+//! `aps5_gpu::memory`). End-of-pipe interrupts become EQ events when the RELEASE_MEM runs.
+//!
+//! A submission that cannot complete (a GPU fault, a packet the processor refuses, a shader
 //! that cannot be translated) **stops the run**: the report goes to stderr and the process
 //! exits with status 134, as an abort would, through the guest's `exit`, so the output it
-//! printed before is kept.
+//! printed before is kept. A flip from the CPU (`sceVideoOutSubmitFlip`) first waits until
+//! every submission made before it has run ([`gpu_wait_idle`]), so it shows what the program
+//! drew.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Sender, channel};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
-use aps5_agc::{Queue, QueueKind};
-use aps5_gpu::{Executor, GpuBackend, ProcessMemory, ShaderInfo};
+use aps5_agc::{
+    Backend, CopyData, Dispatch, DmaData, Draw, Flip, Queue, QueueKind, ReleaseMem, WaitFlip,
+    WaitRegMem, WaitResult, WriteData,
+};
+use aps5_gpu::backend::{Guest, gpu_clock, wait_memory};
+use aps5_gpu::{
+    DispatchError, Display, DrawError, Executor, GpuBackend, ProcessMemory, Region, ShaderInfo,
+};
 use aps5_prx_macros::nid;
 
 use crate::kernel;
@@ -30,15 +49,18 @@ pub const GRAPHICS_QUEUE: u32 = 0;
 /// are not known; docs/GPU_DRIVER.md).
 pub const AGC_ERROR_INVALID: i32 = 0x8A6D_0001_u32 as i32;
 
+/// How long one WAIT_REG_MEM waits for its label before the submission stops ("never
+/// comes"): the console's GPU hang detection ends such a wait too.
+const WAIT_LIMIT: Duration = Duration::from_secs(10);
+
 /// Compute queue ids (GPU.md): 0x20 + 8 * pipe + queue.
 pub fn is_compute_queue(id: u32) -> bool {
     (0x20..=0x57).contains(&id)
 }
 
 struct State {
-    exec: Option<Executor>,
-    /// Queue id -> its processor state (created at the first submission).
-    queues: Option<HashMap<u32, Queue>>,
+    /// Queue id -> the channel to its thread.
+    queues: Option<HashMap<u32, Sender<Job>>>,
     /// (equeue, event id, udata) registrations from sceAgcDriverAddEqEvent.
     events: Vec<(u64, u32, u64)>,
     /// Shaders from sceAgcCreateShader before the GPU was opened.
@@ -46,44 +68,104 @@ struct State {
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
-    exec: None,
     queues: None,
     events: Vec::new(),
     pending_shaders: Vec::new(),
 });
 
+/// The one executor, opened at the first submission.
+static EXEC: Mutex<Option<Executor>> = Mutex::new(None);
+
+/// Submissions queued and not yet finished, over every queue.
+static IN_FLIGHT: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
+
+/// Set by the queue thread that stops the run: the exit handler must not wait for the
+/// executor that thread keeps locked.
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// True on a queue's thread (a flip from the command stream must not wait for idle).
+    static ON_QUEUE: Cell<bool> = const { Cell::new(false) };
+}
+
 fn state() -> MutexGuard<'static, State> {
-    // One lock for the driver: submissions are serialised, as they are on one GPU ring.
     STATE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+fn exec() -> MutexGuard<'static, Option<Executor>> {
+    EXEC.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One queued command buffer.
+struct Job {
+    words: u64,
+    count: u32,
+}
+
 /// At exit (the guest's `exit` ends in the host's, which runs `atexit` handlers): the run's
-/// counters go to the play records and, with `aps5 run -v`, its statistics to stderr. A run
-/// stopped by [`stop`] holds the lock here and has finished the run itself.
+/// counters go to the play records and, with `aps5 run -v`, its statistics to stderr. Work
+/// still queued is dropped, as the console drops a dying process's GPU work; the executor
+/// stays locked so that no queue starts more of it while the process ends. A run stopped by
+/// [`stop`] has finished the run itself.
 extern "C" fn at_exit() {
-    if let Ok(mut s) = STATE.try_lock()
-        && let Some(e) = s.exec.as_mut()
-    {
+    if STOPPING.load(Ordering::SeqCst) {
+        return;
+    }
+    let mut g = exec();
+    if let Some(e) = g.as_mut() {
         e.finish_run();
     }
+    std::mem::forget(g);
 }
 
 /// Records a program `sceAgcCreateShader` saw.
 pub fn register_shader(code: u64, info: ShaderInfo) {
-    let mut s = state();
-    match &mut s.exec {
+    let mut g = exec();
+    match g.as_mut() {
         Some(e) => e.register_shader(code, info),
-        None => s.pending_shaders.push((code, info)),
+        None => state().pending_shaders.push((code, info)),
     }
 }
 
-/// Reports `what` and stops the run (module comment).
+/// Reports `what` and stops the run (module comment); the exit handler then leaves the
+/// executor alone.
 fn stop(what: &str) -> ! {
+    STOPPING.store(true, Ordering::SeqCst);
     eprintln!("aps5: libSceAgcDriver: {what}");
     kernel::exit(134)
 }
 
-/// Runs one command buffer on queue `id`.
+/// Stops the run from a queue: the run's statistics are finished first.
+fn stop_from_queue(what: &str) -> ! {
+    let mut g = exec();
+    if let Some(e) = g.as_mut() {
+        e.finish_run();
+    }
+    std::mem::forget(g);
+    stop(what)
+}
+
+/// Opens the GPU at the first submission (on the caller's thread, so that a machine without
+/// one stops the run at the call).
+fn open_gpu() {
+    let mut g = exec();
+    if g.is_some() {
+        return;
+    }
+    let gpu = match aps5_gpu::vulkan::Gpu::new(&aps5_gpu::vulkan::GpuOptions::from_env()) {
+        Ok(g) => g,
+        Err(e) => stop(&format!("cannot open the GPU: {e}")),
+    };
+    let mut e = Executor::new(gpu);
+    for (code, info) in state().pending_shaders.drain(..) {
+        e.register_shader(code, info);
+    }
+    *g = Some(e);
+    // SAFETY: registering a plain function with no arguments.
+    unsafe { libc::atexit(at_exit) };
+}
+
+/// Queues one command buffer on queue `id`.
 fn submit(id: u32, words: u64, count: u32) -> i32 {
     if count == 0 {
         return 0;
@@ -91,106 +173,205 @@ fn submit(id: u32, words: u64, count: u32) -> i32 {
     if words == 0 {
         return AGC_ERROR_INVALID;
     }
-    let mut guard = state();
-    let s = &mut *guard;
-    if s.exec.is_none() {
-        let gpu = match aps5_gpu::vulkan::Gpu::new(&aps5_gpu::vulkan::GpuOptions::from_env()) {
-            Ok(g) => g,
-            Err(e) => stop(&format!("cannot open the GPU: {e}")),
-        };
-        let mut e = Executor::new(gpu);
-        for (code, info) in s.pending_shaders.drain(..) {
-            e.register_shader(code, info);
+    open_gpu();
+    let mut s = state();
+    let queues = s.queues.get_or_insert_with(HashMap::new);
+    let tx = match queues.get(&id) {
+        Some(tx) => tx.clone(),
+        None => {
+            let (tx, rx) = channel::<Job>();
+            let spawned = std::thread::Builder::new()
+                .name(format!("gpu queue {id:#x}"))
+                .spawn(move || {
+                    ON_QUEUE.with(|q| q.set(true));
+                    let mut queue = Queue::new(if is_compute_queue(id) {
+                        QueueKind::Compute
+                    } else {
+                        QueueKind::Graphics
+                    });
+                    for job in rx {
+                        run(id, &mut queue, job);
+                        let (n, idle) = &IN_FLIGHT;
+                        let mut n = n.lock().unwrap_or_else(|e| e.into_inner());
+                        *n -= 1;
+                        idle.notify_all();
+                    }
+                });
+            if let Err(e) = spawned {
+                drop(s);
+                stop(&format!("cannot start the thread of queue {id:#x}: {e}"));
+            }
+            queues.insert(id, tx.clone());
+            tx
         }
-        s.exec = Some(e);
-        // SAFETY: registering a plain function with no arguments.
-        unsafe { libc::atexit(at_exit) };
+    };
+    drop(s);
+    *IN_FLIGHT.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+    if tx.send(Job { words, count }).is_err() {
+        stop(&format!("the thread of queue {id:#x} has ended"));
     }
-    let exec = s.exec.as_mut().expect("opened above");
-    let queue = s
-        .queues
-        .get_or_insert_with(HashMap::new)
-        .entry(id)
-        .or_insert_with(|| {
-            Queue::new(if is_compute_queue(id) {
-                QueueKind::Compute
-            } else {
-                QueueKind::Graphics
-            })
-        });
+    0
+}
+
+/// Waits until every submission queued so far has run (nothing on a queue's own thread).
+/// Exported for libSceVideoOut, which calls it before a flip from the CPU.
+#[nid("__aps5_gpu_wait_idle")]
+pub extern "C" fn gpu_wait_idle() -> i32 {
+    if ON_QUEUE.with(|q| q.get()) {
+        return 0;
+    }
+    let (n, idle) = &IN_FLIGHT;
+    let mut n = n.lock().unwrap_or_else(|e| e.into_inner());
+    while *n > 0 {
+        n = idle.wait(n).unwrap_or_else(|e| e.into_inner());
+    }
+    0
+}
+
+fn queue_name(id: u32) -> String {
+    if is_compute_queue(id) {
+        format!("compute queue {id:#x}")
+    } else {
+        "graphics queue".to_string()
+    }
+}
+
+/// Runs one command buffer on the queue's thread; a failure stops the run.
+fn run(id: u32, queue: &mut Queue, job: Job) {
     let regions = match aps5_gpu::memory::direct_memory_regions() {
         Ok(r) => r,
-        Err(e) => {
-            exec.finish_run();
-            stop(&format!("cannot read /proc/self/maps: {e}"))
-        }
+        Err(e) => stop_from_queue(&format!("cannot read /proc/self/maps: {e}")),
     };
     let mem = ProcessMemory;
-    let guest = aps5_gpu::backend::Guest(&mem);
+    let guest = Guest(&mem);
     // An ACB may begin with a descriptor pointing at the real buffer (GPU.md).
     let (words, count) = if is_compute_queue(id) {
-        match aps5_agc::resolve_acb(&guest, words, count) {
+        match aps5_agc::resolve_acb(&guest, job.words, job.count) {
             Ok(r) => r,
-            Err(e) => {
-                exec.finish_run();
-                stop(&format!("compute queue {id:#x}: the command buffer: {e}"))
-            }
+            Err(e) => stop_from_queue(&format!("compute queue {id:#x}: the command buffer: {e}")),
         }
     } else {
-        (words, count)
+        (job.words, job.count)
     };
-    let mut display = crate::video::VideoOut;
-    let mut backend = GpuBackend::new(exec, &mem, regions);
-    backend.display = Some(&mut display);
-    let result = queue.submit(&guest, words, count, &mut backend);
-    let interrupts = std::mem::take(&mut backend.interrupts);
-    let dispatch_error = backend.error.take();
-    if let Err(e) = result {
-        let queue_name = if is_compute_queue(id) {
-            format!("compute queue {id:#x}")
-        } else {
-            "graphics queue".to_string()
+    let mut backend = QueueBackend {
+        id,
+        regions,
+        error: None,
+        draw_error: None,
+    };
+    if let Err(e) = queue.submit(&guest, words, count, &mut backend) {
+        let detail = match (backend.error.take(), backend.draw_error.take()) {
+            (Some(d), _) => d.to_string(),
+            _ => e.reason.clone(),
         };
-        let detail = match dispatch_error {
-            Some(d) => d.to_string(),
-            None => e.reason.clone(),
-        };
-        exec.finish_run();
-        stop(&format!(
-            "submission to the {queue_name} stopped at {} (dword {} of the buffer at {:#x}, \
+        stop_from_queue(&format!(
+            "submission to the {} stopped at {} (dword {} of the buffer at {:#x}, \
              packet at {:#x}): {detail}",
+            queue_name(id),
             e.packet,
             e.offset_dwords,
             e.buffers.first().copied().unwrap_or(words),
             e.address
         ));
     }
-    if !interrupts.is_empty() {
-        let want = if is_compute_queue(id) {
-            id
-        } else {
-            EQ_GRAPHICS_EOP
-        };
-        let events: Vec<(u64, u32, u64)> = s
-            .events
-            .iter()
-            .copied()
-            .filter(|&(_, ev, _)| ev == want)
-            .collect();
-        drop(guard);
-        for i in interrupts {
-            for &(eq, ev, udata) in &events {
-                kernel::equeue_trigger(
-                    eq,
-                    u64::from(ev),
-                    EVFILT_GRAPHICS,
-                    i64::from(i.context_id),
-                    udata,
-                );
-            }
-        }
+}
+
+/// Triggers the EQ events registered for queue `id`'s end-of-pipe interrupts.
+fn raise(id: u32, context_id: u32) {
+    let want = if is_compute_queue(id) {
+        id
+    } else {
+        EQ_GRAPHICS_EOP
+    };
+    let events: Vec<(u64, u32, u64)> = state()
+        .events
+        .iter()
+        .copied()
+        .filter(|&(_, ev, _)| ev == want)
+        .collect();
+    for (eq, ev, udata) in events {
+        kernel::equeue_trigger(
+            eq,
+            u64::from(ev),
+            EVFILT_GRAPHICS,
+            i64::from(context_id),
+            udata,
+        );
     }
-    0
+}
+
+/// A queue's backend: dispatches and draws on the shared executor (locked for each one);
+/// what touches only guest memory runs without the lock. Every GPU operation is finished
+/// when its call returns, so a label written after it sees its results.
+struct QueueBackend {
+    id: u32,
+    regions: Vec<Region>,
+    error: Option<DispatchError>,
+    draw_error: Option<DrawError>,
+}
+
+impl QueueBackend {
+    fn on_executor(
+        &mut self,
+        f: impl FnOnce(&mut GpuBackend<'_>) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let mut g = exec();
+        let exec = g
+            .as_mut()
+            .expect("the GPU is opened before the first submission");
+        let mem = ProcessMemory;
+        let mut b = GpuBackend::new(exec, &mem, self.regions.clone());
+        let r = f(&mut b);
+        if let Some(e) = b.error.take() {
+            self.error = Some(e);
+        }
+        if let Some(e) = b.draw_error.take() {
+            self.draw_error = Some(e);
+        }
+        r
+    }
+}
+
+impl Backend for QueueBackend {
+    fn dispatch(&mut self, d: &Dispatch<'_>) -> Result<(), String> {
+        self.on_executor(|b| b.dispatch(d))
+    }
+
+    fn draw(&mut self, d: &Draw<'_>) -> Result<(), String> {
+        self.on_executor(|b| b.draw(d))
+    }
+
+    fn release_mem(&mut self, r: &ReleaseMem) -> Result<(), String> {
+        r.apply(&Guest(&ProcessMemory), gpu_clock())?;
+        if r.int_sel != 0 {
+            raise(self.id, r.int_ctxid);
+        }
+        Ok(())
+    }
+
+    fn write_data(&mut self, w: &WriteData<'_>) -> Result<(), String> {
+        w.apply(&Guest(&ProcessMemory))
+    }
+
+    fn wait_reg_mem(&mut self, w: &WaitRegMem) -> Result<WaitResult, String> {
+        wait_memory(&ProcessMemory, w, WAIT_LIMIT)
+    }
+
+    fn flip(&mut self, f: &Flip) -> Result<(), String> {
+        crate::video::VideoOut.flip(f)
+    }
+
+    fn wait_flip(&mut self, f: &WaitFlip) -> Result<(), String> {
+        crate::video::VideoOut.wait_flip(f)
+    }
+
+    fn dma_data(&mut self, d: &DmaData) -> Result<(), String> {
+        d.apply(&Guest(&ProcessMemory))
+    }
+
+    fn copy_data(&mut self, c: &CopyData) -> Result<(), String> {
+        c.apply(&Guest(&ProcessMemory), gpu_clock())
+    }
 }
 
 /// `SceAgcSubmitPacket`: {words, word count, flags}.
@@ -202,7 +383,7 @@ pub struct SubmitPacket {
     pub pad: [u8; 3],
 }
 
-/// `sceAgcDriverSubmitDcb(packet)`: runs a draw command buffer on the graphics queue.
+/// `sceAgcDriverSubmitDcb(packet)`: queues a draw command buffer on the graphics queue.
 #[nid("sceAgcDriverSubmitDcb")]
 pub unsafe extern "C" fn sce_agc_driver_submit_dcb(p: *const SubmitPacket) -> i32 {
     if p.is_null() {
@@ -213,7 +394,7 @@ pub unsafe extern "C" fn sce_agc_driver_submit_dcb(p: *const SubmitPacket) -> i3
     submit(GRAPHICS_QUEUE, p.words as u64, p.count)
 }
 
-/// `sceAgcDriverSubmitMultiDcbs(addresses, sizes_in_dwords, count)`: runs `count` draw
+/// `sceAgcDriverSubmitMultiDcbs(addresses, sizes_in_dwords, count)`: queues `count` draw
 /// command buffers on the graphics queue, in order (each as one submission; the graphics
 /// queue's registers carry over from one to the next as on the ring).
 #[nid("sceAgcDriverSubmitMultiDcbs")]
@@ -239,7 +420,7 @@ pub unsafe extern "C" fn sce_agc_driver_submit_multi_dcbs(
     0
 }
 
-/// `sceAgcDriverSubmitAcb(queue, packet)`: runs a compute command buffer on queue `queue`.
+/// `sceAgcDriverSubmitAcb(queue, packet)`: queues a compute command buffer on queue `queue`.
 #[nid("sceAgcDriverSubmitAcb")]
 pub unsafe extern "C" fn sce_agc_driver_submit_acb(queue: u32, p: *const SubmitPacket) -> i32 {
     if p.is_null() || !is_compute_queue(queue) {

@@ -32,6 +32,17 @@ pub fn equeue_trigger(eq: u64, ident: u64, filter: i16, data: i64, udata: u64) -
     f(eq, ident, filter, data, udata)
 }
 
+/// Waits until the GPU queues have run every submission made so far (libSceAgcDriver's hook;
+/// nothing to wait for when the program has no GPU library).
+pub fn gpu_wait_idle() {
+    static F: OnceLock<usize> = OnceLock::new();
+    let f = *F.get_or_init(|| sym(aps5_prx_macros::nid_str!("__aps5_gpu_wait_idle")));
+    if f != 0 {
+        let f: extern "C" fn() -> i32 = unsafe { std::mem::transmute(f) };
+        f();
+    }
+}
+
 /// Ends the process with `status` through the guest libc's `exit` (so its `atexit`
 /// handlers run and its stdio buffers are flushed); the host `exit` without libc.prx.
 pub fn exit(status: i32) -> ! {

@@ -511,6 +511,10 @@ pub extern "C-unwind" fn sce_video_out_submit_flip(
     _mode: i32,
     flip_arg: i64,
 ) -> i32 {
+    // The GPU queues run beside the CPU: a flip from the CPU shows the buffer once the work
+    // submitted before it has run (a flip from the command stream comes here on the queue's
+    // own thread, in order, and does not wait).
+    crate::kernel::gpu_wait_idle();
     let mut g = PORT.lock().unwrap_or_else(|e| e.into_inner());
     let Some(p) = g.as_mut().filter(|_| handle == HANDLE) else {
         return ERROR_INVALID_HANDLE;
