@@ -586,20 +586,12 @@ struct Substitute {
 /// The device's float controls as the translator's `Options::host_float_controls` takes them.
 pub fn host_float_controls(gpu: &Gpu) -> translate::FloatControls {
     let f = &gpu.info().float_controls;
-    translate::FloatControls {
-        denorm_independence: match f.denorm_independence {
-            aps5_vulkan::vk::ShaderFloatControlsIndependence::ALL => {
-                translate::DenormIndependence::All
-            }
-            aps5_vulkan::vk::ShaderFloatControlsIndependence::TYPE_32_ONLY => {
-                translate::DenormIndependence::Bits32Only
-            }
-            _ => translate::DenormIndependence::None,
-        },
-        denorm_preserve: f.denorm_preserve,
-        denorm_flush_to_zero: f.denorm_flush_to_zero,
-        signed_zero_inf_nan_preserve: f.signed_zero_inf_nan_preserve,
-    }
+    translate::FloatControls::from_vulkan(
+        f.denorm_independence.as_raw(),
+        f.denorm_preserve,
+        f.denorm_flush_to_zero,
+        f.signed_zero_inf_nan_preserve,
+    )
 }
 
 /// One guest memory region backed by one Vulkan buffer.

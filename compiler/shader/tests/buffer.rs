@@ -65,19 +65,13 @@ fn shader(name: &str, wave64: bool, user_sgprs: u32) -> Shader {
 /// The device's float controls (the module leaves out the modes it lacks: lavapipe has no
 /// denorm modes).
 fn host_float_controls(gpu: &Gpu) -> aps5_shader::translate::FloatControls {
-    use aps5_shader::translate::{DenormIndependence, FloatControls};
-    use aps5_vulkan::vk::ShaderFloatControlsIndependence as I;
     let f = &gpu.info().float_controls;
-    FloatControls {
-        denorm_independence: match f.denorm_independence {
-            I::ALL => DenormIndependence::All,
-            I::TYPE_32_ONLY => DenormIndependence::Bits32Only,
-            _ => DenormIndependence::None,
-        },
-        denorm_preserve: f.denorm_preserve,
-        denorm_flush_to_zero: f.denorm_flush_to_zero,
-        signed_zero_inf_nan_preserve: f.signed_zero_inf_nan_preserve,
-    }
+    aps5_shader::translate::FloatControls::from_vulkan(
+        f.denorm_independence.as_raw(),
+        f.denorm_preserve,
+        f.denorm_flush_to_zero,
+        f.signed_zero_inf_nan_preserve,
+    )
 }
 
 fn translate(gpu: &Gpu, s: &Shader) -> Translation {

@@ -27,22 +27,17 @@ fn opts() -> Options {
 /// The test device's float controls (the modules leave out the modes it lacks), None without
 /// a device.
 fn host_float_controls() -> Option<aps5_shader::translate::FloatControls> {
-    use aps5_shader::translate::{DenormIndependence, FloatControls};
-    use aps5_vulkan::vk::ShaderFloatControlsIndependence as I;
+    use aps5_shader::translate::FloatControls;
     static FC: std::sync::OnceLock<Option<FloatControls>> = std::sync::OnceLock::new();
     *FC.get_or_init(|| {
         let gpu = aps5_vulkan::Gpu::new(&aps5_vulkan::GpuOptions::from_env()).ok()?;
         let f = &gpu.info().float_controls;
-        Some(FloatControls {
-            denorm_independence: match f.denorm_independence {
-                I::ALL => DenormIndependence::All,
-                I::TYPE_32_ONLY => DenormIndependence::Bits32Only,
-                _ => DenormIndependence::None,
-            },
-            denorm_preserve: f.denorm_preserve,
-            denorm_flush_to_zero: f.denorm_flush_to_zero,
-            signed_zero_inf_nan_preserve: f.signed_zero_inf_nan_preserve,
-        })
+        Some(FloatControls::from_vulkan(
+            f.denorm_independence.as_raw(),
+            f.denorm_preserve,
+            f.denorm_flush_to_zero,
+            f.signed_zero_inf_nan_preserve,
+        ))
     })
 }
 

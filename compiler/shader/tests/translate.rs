@@ -450,3 +450,24 @@ fn packed_math_translates_and_refuses_what_it_cannot_state() {
         assert!(e.to_string().contains("not supported yet"), "{e}");
     }
 }
+
+/// `FloatControls::from_vulkan` maps VkShaderFloatControlsIndependence by ash's values (the
+/// Vulkan headers'), not by numbers typed here.
+#[test]
+fn float_controls_from_vulkan_follow_the_vulkan_enum() {
+    use aps5_shader::translate::{DenormIndependence, FloatControls};
+    use aps5_vulkan::vk::ShaderFloatControlsIndependence as I;
+    let t = [true, false, true];
+    for (raw, want) in [
+        (I::TYPE_32_ONLY, DenormIndependence::Bits32Only),
+        (I::ALL, DenormIndependence::All),
+        (I::NONE, DenormIndependence::None),
+    ] {
+        let f = FloatControls::from_vulkan(raw.as_raw(), t, [false; 3], [true; 3]);
+        assert_eq!(f.denorm_independence, want);
+        assert_eq!(
+            (f.denorm_preserve, f.denorm_flush_to_zero, f.signed_zero_inf_nan_preserve),
+            (t, [false; 3], [true; 3])
+        );
+    }
+}

@@ -8,7 +8,7 @@ use aps5_cache::pack::Pack;
 use aps5_cache::records::{PipelineKind, PipelineRecord, Records, RunCounts, ShaderRecord};
 use aps5_shader::pack::{self as spack, DeviceClass, PackedShader, ShaderState};
 use aps5_shader::translate::abi::{self, FaultReason, FaultRecord, RangeEntry};
-use aps5_shader::translate::{ComputeState, DenormIndependence, FloatControls, Options};
+use aps5_shader::translate::{ComputeState, FloatControls, Options};
 use aps5_vulkan::{Buffer, ComputePipeline, Gpu, PipelineDesc, VkError};
 
 use crate::memory::{MemFault, Memory, Region};
@@ -201,18 +201,13 @@ pub struct Executor {
 /// The device's float controls as `Options::host_float_controls` takes them: translations
 /// leave out the float-controls modes the device lacks (and say so in `float_caveats`).
 pub fn host_float_controls(gpu: &Gpu) -> FloatControls {
-    use aps5_vulkan::vk::ShaderFloatControlsIndependence as I;
     let f = &gpu.info().float_controls;
-    FloatControls {
-        denorm_independence: match f.denorm_independence {
-            I::ALL => DenormIndependence::All,
-            I::TYPE_32_ONLY => DenormIndependence::Bits32Only,
-            _ => DenormIndependence::None,
-        },
-        denorm_preserve: f.denorm_preserve,
-        denorm_flush_to_zero: f.denorm_flush_to_zero,
-        signed_zero_inf_nan_preserve: f.signed_zero_inf_nan_preserve,
-    }
+    FloatControls::from_vulkan(
+        f.denorm_independence.as_raw(),
+        f.denorm_preserve,
+        f.denorm_flush_to_zero,
+        f.signed_zero_inf_nan_preserve,
+    )
 }
 
 /// Version of the pipeline state words' layout (the first word of each).

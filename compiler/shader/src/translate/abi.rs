@@ -102,6 +102,28 @@ pub struct FloatControls {
 }
 
 impl FloatControls {
+    /// From VkPhysicalDeviceFloatControlsProperties as Vulkan gives them: `independence` is
+    /// the raw VkShaderFloatControlsIndependence (the spec's 0 = 32_BIT_ONLY, 1 = ALL,
+    /// 2 = NONE), the arrays are the f16/f32/f64 properties. The one conversion every
+    /// caller with a Vulkan device uses.
+    pub fn from_vulkan(
+        independence: i32,
+        denorm_preserve: [bool; 3],
+        denorm_flush_to_zero: [bool; 3],
+        signed_zero_inf_nan_preserve: [bool; 3],
+    ) -> FloatControls {
+        FloatControls {
+            denorm_independence: match independence {
+                0 => DenormIndependence::Bits32Only,
+                1 => DenormIndependence::All,
+                _ => DenormIndependence::None,
+            },
+            denorm_preserve,
+            denorm_flush_to_zero,
+            signed_zero_inf_nan_preserve,
+        }
+    }
+
     /// Whether the host has the named property ([`ShaderMeta::required_features`] spelling);
     /// names that are not float-controls properties are not this struct's to answer (true).
     pub fn has(&self, feature: &str) -> bool {

@@ -154,17 +154,11 @@ fn kernels_of(data: &[u8], names: &[&str], local: [u32; 3]) -> Vec<Kernel> {
 /// The device's float controls as `Options::host_float_controls` takes them (the translation
 /// leaves out the float-controls modes the device lacks, e.g. lavapipe's denorm modes).
 pub fn host_float_controls(gpu: &aps5_vulkan::Gpu) -> aps5_shader::translate::FloatControls {
-    use aps5_shader::translate::{DenormIndependence, FloatControls};
-    use aps5_vulkan::vk::ShaderFloatControlsIndependence as I;
     let f = &gpu.info().float_controls;
-    FloatControls {
-        denorm_independence: match f.denorm_independence {
-            I::ALL => DenormIndependence::All,
-            I::TYPE_32_ONLY => DenormIndependence::Bits32Only,
-            _ => DenormIndependence::None,
-        },
-        denorm_preserve: f.denorm_preserve,
-        denorm_flush_to_zero: f.denorm_flush_to_zero,
-        signed_zero_inf_nan_preserve: f.signed_zero_inf_nan_preserve,
-    }
+    aps5_shader::translate::FloatControls::from_vulkan(
+        f.denorm_independence.as_raw(),
+        f.denorm_preserve,
+        f.denorm_flush_to_zero,
+        f.signed_zero_inf_nan_preserve,
+    )
 }
