@@ -9,9 +9,9 @@
 
 use std::path::Path;
 
-use aps5_vulkan::graphics::Blend;
+use aps5_vulkan::graphics::{Blend, VertexAttribute};
 use aps5_vulkan::reference::{self, Scene};
-use aps5_vulkan::{Gpu, GpuOptions};
+use aps5_vulkan::{Gpu, GpuOptions, vk};
 
 use crate::common::*;
 
@@ -204,4 +204,84 @@ fn gpu_triangle_frames_opaque_and_blended_match_glsl() {
         );
         eprintln!("gpu_triangle frame {n}: {covered} triangle pixels, all within 1/255");
     }
+}
+
+/// tests/fixtures/gpu_depth/shaders/depth_vs.ll in GLSL.
+const DEPTH_VS: &str = "#version 450
+layout(location = 0) out vec4 col;
+void main() {
+    int v = gl_VertexIndex;
+    float n = float(gl_InstanceIndex);
+    vec2 p = v == 0 ? vec2(-0.75, -0.5) : v == 1 ? vec2(0.5, -0.25) : vec2(-0.5, 0.75);
+    p.x += n * 0.25;
+    gl_Position = vec4(p, 0.25 + n * 0.5, 1.0);
+    col = vec4(1.0 - n, n, float(v) * 0.5, 1.0);
+}
+";
+
+/// tests/fixtures/gpu_mesh/shaders/mesh_vs.ll in GLSL (vertex attributes instead of a V#).
+const MESH_VS: &str = "#version 450
+layout(location = 0) in vec4 pos;
+layout(location = 1) in vec4 c;
+layout(location = 0) out vec4 col;
+void main() { gl_Position = pos; col = c; }
+";
+
+/// The fixture's frame 0 against `sc` (its clear the fixtures' colour); the shape's pixels.
+fn one_frame(name: &str, mut sc: Scene) -> usize {
+    let tmp = tempfile::tempdir().unwrap();
+    let frames = tmp.path().join("frames");
+    run_frames(name, tmp.path(), &frames);
+    assert!(
+        !frames.join("frame-00001.png").exists(),
+        "one flip, one frame"
+    );
+    let got = frame(&frames.join("frame-00000.png"));
+    sc.clear = CLEAR;
+    let want = reference::render(&gpu(), &sc).unwrap_or_else(|e| panic!("reference: {e}"));
+    compare(&format!("{name} frame 0"), &got, &want, to8(CLEAR), 1)
+}
+
+#[test]
+fn gpu_depth_frame_matches_glsl_with_a_depth_buffer() {
+    let mut sc = Scene::new(W, H, DEPTH_VS, COLOR_FS);
+    sc.depth = true;
+    let mut d = reference::Draw::vertices(3);
+    d.instances = 2;
+    sc.draws = vec![d];
+    let covered = one_frame("gpu_depth", sc);
+    assert!(covered > 2000, "the triangles cover {covered} pixels");
+    eprintln!("gpu_depth frame 0: {covered} triangle pixels, all within 1/255");
+}
+
+#[test]
+fn gpu_mesh_frame_matches_glsl_with_a_vertex_buffer() {
+    // tests/fixtures/gpu_mesh/main.c's VERTICES and INDICES.
+    let verts: [[f32; 8]; 5] = [
+        [0.0, 0.1, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0],
+        [-0.8, 0.0, 0.5, 1.0, 1.0, 0.0, 0.0, 1.0],
+        [0.0, -0.7, 0.5, 1.0, 0.0, 1.0, 0.0, 1.0],
+        [0.9, 0.2, 0.5, 1.0, 0.0, 0.0, 1.0, 1.0],
+        [-0.1, 0.8, 0.5, 1.0, 1.0, 1.0, 0.0, 1.0],
+    ];
+    let mut sc = Scene::new(W, H, MESH_VS, COLOR_FS);
+    sc.vertices = verts
+        .iter()
+        .flatten()
+        .flat_map(|f| f.to_le_bytes())
+        .collect();
+    sc.vertex_stride = 32;
+    sc.vertex_attributes = (0..2)
+        .map(|i| VertexAttribute {
+            location: i,
+            binding: 0,
+            format: vk::Format::R32G32B32A32_SFLOAT,
+            offset: 16 * i,
+        })
+        .collect();
+    sc.indices = vec![0, 1, 2, 0, 2, 3, 0, 3, 4, 0, 4, 1];
+    sc.draws = vec![reference::Draw::vertices(12)];
+    let covered = one_frame("gpu_mesh", sc);
+    assert!(covered > 5000, "the mesh covers {covered} pixels");
+    eprintln!("gpu_mesh frame 0: {covered} mesh pixels, all within 1/255");
 }

@@ -33,6 +33,8 @@ const NOT_PAYLOADS: &[(&str, &str)] = &[
     ("gpu_queues", "has shaders"),
     ("gpu_clear", "has shaders"),
     ("gpu_triangle", "has shaders"),
+    ("gpu_depth", "has shaders"),
+    ("gpu_mesh", "has shaders"),
     (
         "tls",
         "native TLS (the payload SDK builds with emulated TLS)",

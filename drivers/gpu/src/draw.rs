@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+use aps5_agc::generated::enums::VGT_DI_PRIM_TYPE as Prim;
 use aps5_agc::generated::enums::{BlendOp, ColorFormat, CombFunc, SurfaceNumber, SurfaceSwap};
-use aps5_agc::generated::enums::{CompareFrag, VGT_DI_PRIM_TYPE as Prim, ZFormat};
 use aps5_agc::state::{GraphicsState, RenderTarget};
 use aps5_agc::{Draw, DrawKind};
 use aps5_shader::pack::{self as spack, PackedShader, ShaderState};
@@ -19,10 +19,13 @@ use aps5_shader::translate::abi::{self, FaultReason, FaultRecord, RangeEntry};
 use aps5_shader::translate::{PixelState, VertexState};
 use aps5_vulkan::graphics::TopologyClass;
 use aps5_vulkan::graphics::{Blend, ColorTarget, GraphicsDesc, GraphicsPipeline, Shader};
-use aps5_vulkan::{Attachment, Image, ImageDesc, ImageKind, Recorder, Rendering, vk};
+use aps5_vulkan::{
+    Attachment, DepthAttachment, Image, ImageDesc, ImageKind, Recorder, Rendering, vk,
+};
 
 use aps5_cache::records::PipelineKind;
 
+use crate::depth::depth_target;
 use crate::exec::{Executor, PIPELINE_STATE_LAYOUT, instruction_at};
 use crate::memory::{Memory, Region};
 
@@ -45,6 +48,8 @@ pub struct GfxCache {
     recorder: Option<Recorder>,
     /// Colour images by (guest address, width, height, format): reused between draws.
     targets: HashMap<(u64, u32, u32, i32), Image>,
+    /// Depth images by (read address, width, height, format).
+    depths: HashMap<(u64, u32, u32, i32), Image>,
 }
 
 /// Why a draw did not complete.
@@ -269,20 +274,6 @@ fn topology(prim: u32) -> Result<vk::PrimitiveTopology, String> {
             ));
         }
     })
-}
-
-fn compare(f: u32) -> vk::CompareOp {
-    use vk::CompareOp as C;
-    match f {
-        CompareFrag::FRAG_NEVER => C::NEVER,
-        CompareFrag::FRAG_LESS => C::LESS,
-        CompareFrag::FRAG_EQUAL => C::EQUAL,
-        CompareFrag::FRAG_LEQUAL => C::LESS_OR_EQUAL,
-        CompareFrag::FRAG_GREATER => C::GREATER,
-        CompareFrag::FRAG_NOTEQUAL => C::NOT_EQUAL,
-        CompareFrag::FRAG_GEQUAL => C::GREATER_OR_EQUAL,
-        _ => C::ALWAYS,
-    }
 }
 
 /// The host viewport (x, y, w, h, min depth, max depth) from PA_CL_VPORT_* 0.
@@ -516,27 +507,32 @@ impl Executor {
                 st.blend.color_control.rop3
             )));
         }
-        let depth = &st.depth;
-        if depth.z_info.format != ZFormat::Z_INVALID
-            && (depth.control.z_enable != 0 || depth.control.stencil_enable != 0)
-        {
-            return Err(failed(
-                "depth / stencil targets (DB_Z_INFO.FORMAT with Z_ENABLE) are not supported \
-                 yet"
-                .into(),
-            ));
-        }
-        let _ = compare;
-        if targets.is_empty() {
+        let depth = depth_target(st).map_err(failed)?;
+        if targets.is_empty() && depth.is_none() {
             return Err(failed(
                 "no colour target is bound and written (CB_COLORn_INFO, CB_TARGET_MASK, the \
-                 PS's exports); draws without one are not supported yet"
+                 PS's exports) and no depth target (DB_Z_INFO with Z_ENABLE)"
                     .into(),
             ));
         }
-        let (w, h) = (targets[0].width, targets[0].height);
+        let (w, h) = targets
+            .first()
+            .map(|t| (t.width, t.height))
+            .or(depth.map(|d| (d.width, d.height)))
+            .expect("a colour or depth target");
         if targets.iter().any(|t| (t.width, t.height) != (w, h)) {
             return Err(failed("colour targets of different sizes".into()));
+        }
+        // The host renders into the area every attachment covers: a depth surface smaller
+        // than the colour targets would clip the draw, which the console does not.
+        if let Some(d) = depth
+            && (d.width < w || d.height < h)
+        {
+            return Err(failed(format!(
+                "the depth target ({}x{}, DB_DEPTH_SIZE_XY) is smaller than the colour \
+                 targets ({w}x{h})",
+                d.width, d.height
+            )));
         }
         let max_loc = targets.iter().map(|t| t.index).max().unwrap_or(0);
         let mut slots: Vec<Option<&Target>> = vec![None; max_loc + 1];
@@ -551,7 +547,11 @@ impl Executor {
 
         // Pipeline.
         let prim = topology(st.draw.primitive_type.prim_type).map_err(failed)?;
-        let mut desc = GraphicsDesc::new(vs.shader.clone(), ps.shader.clone(), targets[0].format);
+        let mut desc = GraphicsDesc::new(
+            vs.shader.clone(),
+            ps.shader.clone(),
+            vk::Format::R8G8B8A8_UNORM,
+        );
         desc.push_constant_bytes = abi::push::SIZE;
         desc.topology = TopologyClass::of(prim);
         desc.targets = targets
@@ -561,6 +561,9 @@ impl Executor {
                 blend: t.blend,
             })
             .collect();
+        if let Some(d) = &depth {
+            desc.depth_format = d.format;
+        }
         let pipeline: Arc<GraphicsPipeline> = self
             .gpu
             .graphics_pipeline(&desc)
@@ -703,6 +706,28 @@ impl Executor {
                 .upload_image(&self.gfx.targets[&key], &rows)
                 .map_err(vk_err)?;
         }
+        // The depth target from guest memory (out of the cache while in use).
+        let depth_key = depth.map(|d| (d.read, d.width, d.height, d.format.as_raw()));
+        let depth_image = match (&depth, depth_key) {
+            (Some(d), Some(key)) => {
+                let img = match self.gfx.depths.remove(&key) {
+                    Some(i) => i,
+                    None => self
+                        .gpu
+                        .create_image(&ImageDesc {
+                            width: d.width,
+                            height: d.height,
+                            format: d.format,
+                            kind: ImageKind::Depth,
+                        })
+                        .map_err(vk_err)?,
+                };
+                let rows = d.read_rows(mem).map_err(failed)?;
+                self.gpu.upload_image(&img, &rows).map_err(vk_err)?;
+                Some(img)
+            }
+            _ => None,
+        };
         let index_buf = match &call {
             Call::Indexed { bytes, .. } => {
                 let mut b = self.gpu.create_buffer(bytes.len() as u64).map_err(vk_err)?;
@@ -731,10 +756,17 @@ impl Executor {
         let mut list = rec.begin().map_err(vk_err)?;
         list.begin_rendering(&Rendering {
             colors: &colors,
-            depth: None,
+            depth: depth_image.as_ref().map(|image| DepthAttachment {
+                image,
+                clear_depth: None,
+                clear_stencil: None,
+            }),
         })
         .map_err(vk_err)?;
         list.bind_pipeline(&pipeline);
+        if let Some(d) = &depth {
+            list.set_depth(true, d.write_enable, d.compare);
+        }
         list.push_constants(&push).map_err(vk_err)?;
         list.set_viewport(vp[0], vp[1], vp[2], vp[3], vp[4], vp[5]);
         list.set_scissor(sc.0, sc.1, sc.2, sc.3);
@@ -766,6 +798,13 @@ impl Executor {
         }
         for (k, img) in keys.into_iter().zip(images) {
             self.gfx.targets.insert(k, img);
+        }
+        if let (Some(d), Some(img), Some(key)) = (&depth, depth_image, depth_key) {
+            if d.write_enable {
+                let px = self.gpu.read_image(&img).map_err(vk_err)?;
+                d.write_rows(mem, &px).map_err(failed)?;
+            }
+            self.gfx.depths.insert(key, img);
         }
         self.gpu.check_validation().map_err(vk_err)?;
         let record = FaultRecord::from_bytes(

@@ -83,8 +83,13 @@ pub struct Scene {
     pub push_constant_bytes: u32,
     pub textures: Vec<Texture>,
     pub blend: Blend,
-    /// A D32_SFLOAT depth buffer cleared to 1.0, test LESS, write on.
+    /// A depth buffer of `depth_format` (D32_SFLOAT) cleared to `depth_clear` (1.0), tested
+    /// with `depth_compare` (LESS), written when `depth_write` (on).
     pub depth: bool,
+    pub depth_format: vk::Format,
+    pub depth_clear: f32,
+    pub depth_compare: vk::CompareOp,
+    pub depth_write: bool,
     pub draws: Vec<Draw>,
 }
 
@@ -108,6 +113,10 @@ impl Scene {
             textures: Vec::new(),
             blend: Blend::OPAQUE,
             depth: false,
+            depth_format: vk::Format::D32_SFLOAT,
+            depth_clear: 1.0,
+            depth_compare: vk::CompareOp::LESS,
+            depth_write: true,
             draws: Vec::new(),
         }
     }
@@ -155,6 +164,12 @@ pub fn compile_glsl(stage: &str, source: &str) -> Result<Vec<u32>> {
 
 /// Draws `scene` and returns its R8G8B8A8_UNORM pixels, rows top to bottom, tightly packed.
 pub fn render(gpu: &Gpu, scene: &Scene) -> Result<Vec<u8>> {
+    Ok(render_with_depth(gpu, scene)?.0)
+}
+
+/// [`render`], also returning the depth buffer's bytes after the draws (tightly packed rows
+/// of `depth_format`'s depth aspect; empty without `depth`).
+pub fn render_with_depth(gpu: &Gpu, scene: &Scene) -> Result<(Vec<u8>, Vec<u8>)> {
     let vs = gpu.create_shader(
         vk::ShaderStageFlags::VERTEX,
         &compile_glsl("vert", &scene.vertex_glsl)?,
@@ -189,7 +204,7 @@ pub fn render(gpu: &Gpu, scene: &Scene) -> Result<Vec<u8>> {
         desc.attributes.extend(&scene.instance_attributes);
     }
     if scene.depth {
-        desc.depth_format = vk::Format::D32_SFLOAT;
+        desc.depth_format = scene.depth_format;
     }
     let pipeline = gpu.graphics_pipeline(&desc)?;
 
@@ -203,7 +218,7 @@ pub fn render(gpu: &Gpu, scene: &Scene) -> Result<Vec<u8>> {
         Some(gpu.create_image(&ImageDesc {
             width: scene.width,
             height: scene.height,
-            format: vk::Format::D32_SFLOAT,
+            format: scene.depth_format,
             kind: ImageKind::Depth,
         })?)
     } else {
@@ -252,7 +267,7 @@ pub fn render(gpu: &Gpu, scene: &Scene) -> Result<Vec<u8>> {
         colors: &colors,
         depth: depth.as_ref().map(|image| DepthAttachment {
             image,
-            clear_depth: Some(1.0),
+            clear_depth: Some(scene.depth_clear),
             clear_stencil: None,
         }),
     })?;
@@ -271,7 +286,7 @@ pub fn render(gpu: &Gpu, scene: &Scene) -> Result<Vec<u8>> {
     }
     list.set_topology(scene.topology);
     if scene.depth {
-        list.set_depth(true, true, vk::CompareOp::LESS);
+        list.set_depth(true, scene.depth_write, scene.depth_compare);
     }
     for d in &scene.draws {
         if !d.push_constants.is_empty() {
@@ -287,6 +302,10 @@ pub fn render(gpu: &Gpu, scene: &Scene) -> Result<Vec<u8>> {
     let done = list.submit()?;
     rec.wait(done)?;
     let pixels = gpu.read_image(&target)?;
+    let depth = match &depth {
+        Some(d) => gpu.read_image(d)?,
+        None => Vec::new(),
+    };
     gpu.check_validation()?;
-    Ok(pixels)
+    Ok((pixels, depth))
 }

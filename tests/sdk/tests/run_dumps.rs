@@ -27,6 +27,8 @@ const SKIP: &[(&str, &str)] = &[
         "gpu_triangle",
         "needs libSceAgc on Vulkan and libSceVideoOut",
     ),
+    ("gpu_depth", "needs libSceAgc on Vulkan and libSceVideoOut"),
+    ("gpu_mesh", "needs libSceAgc on Vulkan and libSceVideoOut"),
     ("tls", "needs a TLS block set-up"),
     // Throwing needs the host C++ runtime and an unwinder that finds this loader's
     // mappings' unwind tables (no PT_GNU_EH_FRAME registration here); aps5's relinked
