@@ -182,6 +182,9 @@ pub struct LastSeen {
     pub seq: u64,
 }
 
+/// A pipeline state and when it was last met.
+pub type SeenPipeline = (PipelineRecord, LastSeen);
+
 /// What [`Records::verify`] found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RecordsVerify {
@@ -434,9 +437,7 @@ impl Records {
     /// latest run first, within a run in the order it met them, then by key (a state with
     /// no use recorded, from a schema 2 file, comes after every one with a use). Damaged rows
     /// are described as in [`Records::pipelines`], never returned.
-    pub fn pipelines_by_recency(
-        &self,
-    ) -> Result<(Vec<(PipelineRecord, LastSeen)>, Vec<String>), RecordsError> {
+    pub fn pipelines_by_recency(&self) -> Result<(Vec<SeenPipeline>, Vec<String>), RecordsError> {
         let (good, bad) = self.read_pipelines()?;
         let mut stmt = self
             .conn

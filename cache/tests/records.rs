@@ -107,7 +107,10 @@ fn pipeline_states_read_back_once_per_content_and_a_damaged_one_is_refused() {
     let mut r = Records::open(&path).unwrap();
     let run = r.begin_run("test", "").unwrap();
     for i in 0..4 {
-        assert!(r.record_pipeline(run, u64::from(i) + 1, &pipeline(i)).unwrap());
+        assert!(
+            r.record_pipeline(run, u64::from(i) + 1, &pipeline(i))
+                .unwrap()
+        );
     }
     assert!(!r.record_pipeline(run, 3, &pipeline(2)).unwrap());
     // A different state word is a different pipeline.
@@ -160,7 +163,8 @@ fn verify_removes_damaged_rows_and_keeps_sound_ones() {
     for i in 0..3 {
         r.record_miss(run, &record(i), &RunCounts::default())
             .unwrap();
-        r.record_pipeline(run, u64::from(i) + 1, &pipeline(i)).unwrap();
+        r.record_pipeline(run, u64::from(i) + 1, &pipeline(i))
+            .unwrap();
     }
     let clean = r.verify().unwrap();
     assert_eq!((clean.shaders, clean.pipelines), (3, 3));
@@ -280,7 +284,8 @@ fn writer_child() {
             ..Default::default()
         };
         r.record_miss(run, &record(i), &c).unwrap();
-        r.record_pipeline(run, u64::from(i) + 1, &pipeline(i)).unwrap();
+        r.record_pipeline(run, u64::from(i) + 1, &pipeline(i))
+            .unwrap();
     }
 }
 
