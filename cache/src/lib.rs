@@ -14,6 +14,7 @@ mod error;
 mod fsutil;
 mod hash;
 pub mod pack;
+pub mod pipelines;
 pub mod records;
 mod report;
 mod store;

@@ -12,6 +12,9 @@
 //!   pipeline state seen is recorded the same way"): its stages' pack keys and the creation
 //!   state besides the shaders, keyed by the blake3 of all that, which is its check as well.
 //!   What a later step (pipelines.pack, prewarm) needs to create the pipeline again.
+//! * `pipeline_uses`: when each pipeline state was last met: the last run that met it and the
+//!   order it was first met in within that run (the one row updated in place: it orders the
+//!   prewarm, most recently used first, and damage to it costs order only, never content).
 //! * `runs`: one row per run that opened the GPU, with its counters (pack hits, misses,
 //!   translations, pipelines), updated with every miss and at exit.
 //!
@@ -26,8 +29,10 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 /// The schema this module writes (`PRAGMA user_version`).
-/// 2 added `pipelines` (a schema 1 file gains the table when opened).
-pub const SCHEMA_VERSION: i64 = 2;
+/// 2 added `pipelines` (a schema 1 file gains the table when opened); 3 added
+/// `pipeline_uses`, the last-seen order of each pipeline state (an older file gains it, its
+/// states ordered after every one seen since).
+pub const SCHEMA_VERSION: i64 = 3;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS shaders (
@@ -46,6 +51,11 @@ CREATE TABLE IF NOT EXISTS pipelines (
     state BLOB NOT NULL,
     translator TEXT NOT NULL,
     run INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pipeline_uses (
+    key BLOB PRIMARY KEY NOT NULL,
+    run INTEGER NOT NULL,
+    seq INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY,
@@ -163,6 +173,17 @@ impl PipelineRecord {
         self.stages.iter().flatten().flatten().copied().collect()
     }
 }
+
+/// When a pipeline state was last met: the run (its id; 0: unknown) and the order that run
+/// first met it in (1 = the first distinct state it met).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LastSeen {
+    pub run: i64,
+    pub seq: u64,
+}
+
+/// A pipeline state and when it was last met.
+pub type SeenPipeline = (PipelineRecord, LastSeen);
 
 /// What [`Records::verify`] found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -373,16 +394,27 @@ impl Records {
         Ok(n == 1)
     }
 
-    /// Records a pipeline state unless recorded already (one transaction). Returns whether it
-    /// was new.
-    pub fn record_pipeline(&self, run: i64, rec: &PipelineRecord) -> Result<bool, RecordsError> {
-        let n = self
-            .conn
+    /// Records a pipeline state unless recorded already, and that run `run` met it as its
+    /// `seq`-th distinct state (one transaction). Returns whether the state was new.
+    pub fn record_pipeline(
+        &mut self,
+        run: i64,
+        seq: u64,
+        rec: &PipelineRecord,
+    ) -> Result<bool, RecordsError> {
+        let path = self.path.clone();
+        let sql = |e: rusqlite::Error| RecordsError {
+            path: path.clone(),
+            reason: e.to_string(),
+        };
+        let key = rec.key();
+        let tx = self.conn.transaction().map_err(sql)?;
+        let n = tx
             .execute(
                 "INSERT OR IGNORE INTO pipelines (key, kind, stages, state, translator, run)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![
-                    &rec.key()[..],
+                    &key[..],
                     rec.kind.name(),
                     rec.stages_bytes(),
                     words_bytes(&rec.state),
@@ -390,8 +422,53 @@ impl Records {
                     run
                 ],
             )
-            .map_err(|e| self.sql(e))?;
+            .map_err(sql)?;
+        tx.execute(
+            "INSERT INTO pipeline_uses (key, run, seq) VALUES (?1, ?2, ?3)
+             ON CONFLICT (key) DO UPDATE SET run = excluded.run, seq = excluded.seq",
+            params![&key[..], run, seq as i64],
+        )
+        .map_err(sql)?;
+        tx.commit().map_err(sql)?;
         Ok(n == 1)
+    }
+
+    /// Every sound pipeline state with when it was last met, most recently used first: the
+    /// latest run first, within a run in the order it met them, then by key (a state with
+    /// no use recorded, from a schema 2 file, comes after every one with a use). Damaged rows
+    /// are described as in [`Records::pipelines`], never returned.
+    pub fn pipelines_by_recency(&self) -> Result<(Vec<SeenPipeline>, Vec<String>), RecordsError> {
+        let (good, bad) = self.read_pipelines()?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT key, run, seq FROM pipeline_uses")
+            .map_err(|e| self.sql(e))?;
+        let uses: std::collections::HashMap<Vec<u8>, LastSeen> = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, Vec<u8>>(0)?,
+                    LastSeen {
+                        run: r.get(1)?,
+                        seq: r.get::<_, i64>(2)? as u64,
+                    },
+                ))
+            })
+            .map_err(|e| self.sql(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.sql(e))?;
+        let mut out: Vec<(PipelineRecord, LastSeen)> = good
+            .into_iter()
+            .map(|p| {
+                let seen = uses
+                    .get(&p.key()[..])
+                    .copied()
+                    .unwrap_or(LastSeen { run: 0, seq: 0 });
+                (p, seen)
+            })
+            .collect();
+        // Stable sort on a key-ordered list: ties stay in key order.
+        out.sort_by_key(|(_, s)| (std::cmp::Reverse(s.run), s.seq));
+        Ok((out, bad.into_iter().map(|(_, why)| why).collect()))
     }
 
     /// Every recorded pipeline state, in key order, and a description of each damaged row
@@ -490,6 +567,10 @@ impl Records {
             for (key, why) in bad {
                 tx.execute(&format!("DELETE FROM {table} WHERE key = ?1"), [&key])
                     .map_err(sql)?;
+                if table == "pipelines" {
+                    tx.execute("DELETE FROM pipeline_uses WHERE key = ?1", [&key])
+                        .map_err(sql)?;
+                }
                 removed.push(why);
             }
         }

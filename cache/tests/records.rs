@@ -104,17 +104,20 @@ fn a_damaged_record_is_reported_and_never_returned() {
 fn pipeline_states_read_back_once_per_content_and_a_damaged_one_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("records.sqlite");
-    let r = Records::open(&path).unwrap();
+    let mut r = Records::open(&path).unwrap();
     let run = r.begin_run("test", "").unwrap();
     for i in 0..4 {
-        assert!(r.record_pipeline(run, &pipeline(i)).unwrap());
+        assert!(
+            r.record_pipeline(run, u64::from(i) + 1, &pipeline(i))
+                .unwrap()
+        );
     }
-    assert!(!r.record_pipeline(run, &pipeline(2)).unwrap());
+    assert!(!r.record_pipeline(run, 3, &pipeline(2)).unwrap());
     // A different state word is a different pipeline.
     let mut other = pipeline(2);
     other.state[4] = 44;
     assert_ne!(other.key(), pipeline(2).key());
-    assert!(r.record_pipeline(run, &other).unwrap());
+    assert!(r.record_pipeline(run, 5, &other).unwrap());
     assert_eq!(r.pipeline_count().unwrap(), 5);
     let (good, bad) = r.pipelines().unwrap();
     assert!(bad.is_empty(), "{bad:?}");
@@ -160,7 +163,8 @@ fn verify_removes_damaged_rows_and_keeps_sound_ones() {
     for i in 0..3 {
         r.record_miss(run, &record(i), &RunCounts::default())
             .unwrap();
-        r.record_pipeline(run, &pipeline(i)).unwrap();
+        r.record_pipeline(run, u64::from(i) + 1, &pipeline(i))
+            .unwrap();
     }
     let clean = r.verify().unwrap();
     assert_eq!((clean.shaders, clean.pipelines), (3, 3));
@@ -215,16 +219,52 @@ fn schema_1_records_gain_the_pipelines_table() {
     conn.execute_batch("DROP TABLE pipelines; PRAGMA user_version = 1;")
         .unwrap();
     drop(conn);
-    let r = Records::open(&path).unwrap();
+    let mut r = Records::open(&path).unwrap();
     assert_eq!(r.shaders().unwrap().0, vec![record(7)]);
     assert_eq!(r.pipeline_count().unwrap(), 0);
-    assert!(r.record_pipeline(run, &pipeline(0)).unwrap());
+    assert!(r.record_pipeline(run, 1, &pipeline(0)).unwrap());
     drop(r);
     let conn = rusqlite::Connection::open(&path).unwrap();
     let v: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
     assert_eq!(v, aps5_cache::records::SCHEMA_VERSION);
+}
+
+#[test]
+fn pipeline_states_come_back_most_recently_used_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("records.sqlite");
+    let mut r = Records::open(&path).unwrap();
+    // Run 1 meets 0, 1, 2, 3 in that order; run 2 meets 3 then 1.
+    let one = r.begin_run("test", "").unwrap();
+    for i in 0..4 {
+        r.record_pipeline(one, u64::from(i) + 1, &pipeline(i))
+            .unwrap();
+    }
+    let two = r.begin_run("test", "").unwrap();
+    assert!(!r.record_pipeline(two, 1, &pipeline(3)).unwrap());
+    assert!(!r.record_pipeline(two, 2, &pipeline(1)).unwrap());
+    let (list, bad) = r.pipelines_by_recency().unwrap();
+    assert!(bad.is_empty(), "{bad:?}");
+    let order: Vec<PipelineRecord> = list.iter().map(|(p, _)| p.clone()).collect();
+    assert_eq!(order, [3, 1, 0, 2].map(pipeline));
+    assert_eq!(
+        list.iter().map(|(_, s)| (s.run, s.seq)).collect::<Vec<_>>(),
+        [(two, 1), (two, 2), (one, 1), (one, 3)]
+    );
+    drop(r);
+    // A schema 2 file (no uses): its states come after every one with a use, in key order.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("DELETE FROM pipeline_uses WHERE run = ?1", [one])
+        .unwrap();
+    drop(conn);
+    let r = Records::open(&path).unwrap();
+    let (list, _) = r.pipelines_by_recency().unwrap();
+    let mut rest = vec![pipeline(0), pipeline(2)];
+    rest.sort_by_key(PipelineRecord::key);
+    let want: Vec<PipelineRecord> = [pipeline(3), pipeline(1)].into_iter().chain(rest).collect();
+    assert_eq!(list.into_iter().map(|(p, _)| p).collect::<Vec<_>>(), want);
 }
 
 const CHILD: &str = "APS5_RECORDS_TEST_WRITER";
@@ -244,7 +284,8 @@ fn writer_child() {
             ..Default::default()
         };
         r.record_miss(run, &record(i), &c).unwrap();
-        r.record_pipeline(run, &pipeline(i)).unwrap();
+        r.record_pipeline(run, u64::from(i) + 1, &pipeline(i))
+            .unwrap();
     }
 }
 

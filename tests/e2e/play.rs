@@ -135,6 +135,37 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
             .unwrap();
     assert_eq!(doc["records"]["recorded"], misses, "{doc:#}");
     assert_eq!(doc["records"]["failed"], 0, "{doc:#}");
+    // And packs every recorded pipeline state, most recently used first: the first run met
+    // them in this order (the records' last-seen order), whose stages the shader pack holds.
+    let pipeline_pack = dump.join("aps5-out/packs/pipelines.pack");
+    let packed = pipelines_packed(&pipeline_pack);
+    assert_eq!(packed.len() as u64, states);
+    let records = aps5_cache::records::Records::open_existing(&dump.join(".aps5/records.sqlite"))
+        .unwrap()
+        .unwrap();
+    let (by_recency, _) = records.pipelines_by_recency().unwrap();
+    drop(records);
+    for (rank, (p, (rec, seen))) in packed.iter().zip(&by_recency).enumerate() {
+        assert_eq!(p.rank as usize, rank);
+        assert_eq!(
+            (p.kind, &p.stages, &p.state),
+            (rec.kind, &rec.stages, &rec.state)
+        );
+        assert_eq!(seen.seq as usize, rank + 1, "{seen:?}");
+    }
+    let shader_pack =
+        aps5_cache::pack::Pack::open(&pack, &aps5_graph::shaders::pack_identity()).unwrap();
+    for p in &packed {
+        for [portable, device] in &p.stages {
+            assert!(
+                shader_pack.get(portable).unwrap().is_some()
+                    || shader_pack.get(device).unwrap().is_some(),
+                "{p:?}"
+            );
+        }
+    }
+    drop(shader_pack);
+    let first_pipeline_pack = std::fs::read(&pipeline_pack).unwrap();
 
     // The second run: every shader from the pack, nothing translated, nothing recorded.
     let f2 = tmp.path().join("frames2");
@@ -166,9 +197,49 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
         "{status}"
     );
 
-    // Nothing new was recorded: the next build is a no-op.
+    assert!(
+        status.contains(&format!("pipelines {states} in packs/pipelines.pack")),
+        "{status}"
+    );
+
+    // Nothing new was recorded: the next build is a no-op, and the second run met the same
+    // states in the same order, so the pipelines pack is the same bytes.
     let report = build_json(&dump);
     assert_eq!(recomputed(&report), vec![], "{report:#}");
+    assert_eq!(std::fs::read(&pipeline_pack).unwrap(), first_pipeline_pack);
+
+    // A flipped byte in a pipeline entry is found by `aps5 cache verify` (exit 2: left for
+    // the build) and the next build writes the pack again.
+    let mut bad = first_pipeline_pack.clone();
+    let last = bad.len() - 1;
+    bad[last] ^= 0x40;
+    std::fs::write(&pipeline_pack, &bad).unwrap();
+    let v = run(&dump, &["cache", "verify"]);
+    let stdout = String::from_utf8_lossy(&v.stdout);
+    assert_eq!(v.status.code(), Some(2), "{stdout}");
+    assert!(
+        stdout.contains("packs/pipelines.pack: damaged, never used"),
+        "{stdout}"
+    );
+    ok(&dump, &["-q", "build"]);
+    assert_eq!(std::fs::read(&pipeline_pack).unwrap(), first_pipeline_pack);
+    let v = run(&dump, &["cache", "verify"]);
+    let stdout = String::from_utf8_lossy(&v.stdout);
+    assert_eq!(v.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "packs/pipelines.pack: {states} entries, every one verified"
+        )),
+        "{stdout}"
+    );
+}
+
+/// The entries of a pipelines pack of this toolchain, in rank order, every one checked.
+fn pipelines_packed(path: &Path) -> Vec<aps5_cache::pipelines::PackedPipeline> {
+    let pack = aps5_cache::pack::Pack::open(path, &aps5_graph::pipelines::pack_identity())
+        .unwrap_or_else(|e| panic!("{e}"));
+    pack.verify().unwrap();
+    aps5_cache::pipelines::read_all(&pack).unwrap()
 }
 
 #[test]

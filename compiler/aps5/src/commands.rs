@@ -261,6 +261,21 @@ fn cache(dir: &Path, command: &CacheCommand) -> Result<ExitCode> {
                         code = 2;
                     }
                 }
+                // Its pipelines pack the same way.
+                let rel = aps5_graph::pipelines::PIPELINE_PACK;
+                match aps5_graph::pipelines::verify_pack(&out) {
+                    Ok(None) => {}
+                    Ok(Some(n)) => println!("{rel}: {n} entries, every one verified"),
+                    Err(e @ PackError::Identity { .. }) => println!(
+                        "{rel}: not used by this toolchain ({e}); the next `aps5 build` writes it again"
+                    ),
+                    Err(e) => {
+                        println!(
+                            "{rel}: damaged, never used: {e}; the next `aps5 build` writes it again"
+                        );
+                        code = 2;
+                    }
+                }
                 // And its play records.
                 code = verify_records(dir, &state, code);
             }

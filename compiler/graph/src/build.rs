@@ -211,6 +211,16 @@ impl Project {
         // outputs too.
         let records =
             crate::shaders::read_records(&self.layout.state_dir).map_err(|e| query_error(&e))?;
+        // And the pipeline states they hold, packed for the runtime's prewarm.
+        let (pipeline_pack, pipelines_packed) =
+            crate::pipelines::pack_bytes(&crate::pipelines::read_records(&self.layout.state_dir))
+                .map_err(|e| {
+                query_error(&db::QueryError::new(
+                    crate::pipelines::PIPELINE_PACK.into(),
+                    e.to_string(),
+                ))
+            })?;
+        tracing::debug!("{pipelines_packed} pipelines packed");
         // Every shader of the dump, translated into packs/shaders.pack (issue 13), on another
         // thread (a handle on the same salsa storage): the relink runs on one core, and the
         // shader scan reads every dump file, so a cold build overlaps the two.
@@ -301,6 +311,11 @@ impl Project {
             shaders.pack.clone(),
             false,
         ));
+        outputs.push(Output::bytes(
+            crate::pipelines::PIPELINE_PACK.into(),
+            pipeline_pack,
+            false,
+        ));
         for (name, bytes, hash) in &prx.files {
             outputs.push(Output {
                 rel: format!("libs/{name}"),
@@ -335,6 +350,7 @@ impl Project {
         let previous_hashes = previous_manifest.map(|m| m.hashes).unwrap_or_default();
         // A damaged pack in the current tree is compared byte by byte, so it is rewritten.
         crate::shaders::forget_damaged_pack(&self.layout.out_dir, &self.cache);
+        crate::pipelines::forget_damaged_pack(&self.layout.out_dir, &self.cache);
         progress.update("writing", 0, outputs.len() as u64);
         let emit_start = Instant::now();
         let emitted = emit::emit(

@@ -11,6 +11,7 @@ pub mod emit;
 pub mod error;
 pub mod init;
 pub mod outtree;
+pub mod pipelines;
 pub mod shaders;
 pub mod status;
 

@@ -58,6 +58,8 @@ pub struct Status {
     /// The play records (`.aps5/records.sqlite`): shaders and pipeline states recorded in play
     /// and the last run's counters. None: no run has recorded anything.
     pub play: Option<crate::shaders::PlayStatus>,
+    /// Entries of the last build's `packs/pipelines.pack` (None: none of this toolchain's).
+    pub pipelines_packed: Option<usize>,
 }
 
 /// One kind of AMD-only instruction in the executable.
@@ -205,6 +207,7 @@ pub fn status(project: &Project, progress: &dyn Progress) -> Result<Status, Buil
     Ok(Status {
         shaders: crate::shaders::last_counts(&project.layout.out_dir),
         play: crate::shaders::play_status(&project.layout.state_dir),
+        pipelines_packed: crate::pipelines::packed_count(&project.layout.out_dir),
         target_cpu: project.config.build.target_cpu.clone(),
         amd_only,
         title: project.config.title.clone(),
@@ -260,6 +263,9 @@ impl Status {
         if let Some(p) = &self.play {
             let _ = writeln!(s, "shaders   {} recorded in play", p.recorded);
             let _ = writeln!(s, "pipelines {} recorded in play", p.pipelines_recorded);
+            if let Some(n) = self.pipelines_packed {
+                let _ = writeln!(s, "pipelines {n} in {}", crate::pipelines::PIPELINE_PACK);
+            }
             match &p.last_run {
                 Some(r) => {
                     let _ = writeln!(

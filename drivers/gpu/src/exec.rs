@@ -461,8 +461,9 @@ impl Executor {
             return;
         }
         self.stats.pipeline_states += 1;
-        if let Some((r, run)) = &self.packs.records
-            && let Err(e) = r.record_pipeline(*run, &rec)
+        let seq = self.stats.pipeline_states;
+        if let Some((r, run)) = &mut self.packs.records
+            && let Err(e) = r.record_pipeline(*run, seq, &rec)
             && !self.packs.records_failed
         {
             self.packs.records_failed = true;
