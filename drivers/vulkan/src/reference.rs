@@ -155,14 +155,19 @@ pub fn compile_glsl(stage: &str, source: &str) -> Result<Vec<u32>> {
 
 /// Draws `scene` and returns its R8G8B8A8_UNORM pixels, rows top to bottom, tightly packed.
 pub fn render(gpu: &Gpu, scene: &Scene) -> Result<Vec<u8>> {
-    let vs = gpu.create_shader(
-        vk::ShaderStageFlags::VERTEX,
+    render_spirv(
+        gpu,
+        scene,
         &compile_glsl("vert", &scene.vertex_glsl)?,
-    )?;
-    let fs = gpu.create_shader(
-        vk::ShaderStageFlags::FRAGMENT,
         &compile_glsl("frag", &scene.fragment_glsl)?,
-    )?;
+    )
+}
+
+/// [`render`] with the two stages given as SPIR-V words (e.g. translated modules); the
+/// scene's GLSL sources are not used.
+pub fn render_spirv(gpu: &Gpu, scene: &Scene, vertex: &[u32], fragment: &[u32]) -> Result<Vec<u8>> {
+    let vs = gpu.create_shader(vk::ShaderStageFlags::VERTEX, vertex)?;
+    let fs = gpu.create_shader(vk::ShaderStageFlags::FRAGMENT, fragment)?;
     let color = vk::Format::R8G8B8A8_UNORM;
     let mut desc = GraphicsDesc::new(vs, fs, color);
     desc.push_constant_bytes = scene.push_constant_bytes;
