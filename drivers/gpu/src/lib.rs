@@ -19,6 +19,7 @@ pub mod backend;
 pub mod draw;
 pub mod exec;
 pub mod memory;
+mod texture;
 
 pub use backend::{Display, GpuBackend, Interrupt};
 pub use draw::DrawError;
