@@ -5,7 +5,9 @@
 use aps5_agc::shader::{self, RegPair, ShaderDesc, ShaderType};
 use aps5_graph::shaders::{self, PackedShader, StaticState};
 use aps5_shader::translate::graphics::BuiltIn;
-use aps5_shader::translate::{GraphicsInterface, InputInterp, Interp, Sampling, Stage};
+use aps5_shader::translate::{
+    DescSource, GraphicsInterface, InputInterp, Interp, Sampling, Stage, TextureBinding,
+};
 
 /// `v_mov_b32 v0, 0; s_endpgm`.
 const CODE: [u8; 8] = [0x80, 0x02, 0x00, 0x7e, 0x00, 0x00, 0x81, 0xbf];
@@ -185,6 +187,26 @@ fn packed() -> PackedShader {
             builtins: vec![BuiltIn::FragCoord, BuiltIn::FragDepth],
             discards: true,
         }),
+        textures: vec![
+            TextureBinding {
+                binding: 0,
+                image: DescSource::UserData { sgpr: 0 },
+                sampler: DescSource::UserData { sgpr: 8 },
+                sites: vec![0x24],
+            },
+            TextureBinding {
+                binding: 1,
+                image: DescSource::Memory {
+                    pointer: Box::new(DescSource::Memory {
+                        pointer: Box::new(DescSource::UserData { sgpr: 2 }),
+                        offset: -16,
+                    }),
+                    offset: 0x40,
+                },
+                sampler: DescSource::UserData { sgpr: 12 },
+                sites: vec![0x30, 0x48],
+            },
+        ],
     }
 }
 
@@ -195,6 +217,7 @@ fn a_pack_entry_reads_back_and_nothing_else_does() {
         PackedShader {
             stage: Stage::Compute,
             graphics: None,
+            textures: Vec::new(),
             ..packed()
         },
     ] {

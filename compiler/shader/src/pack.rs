@@ -14,6 +14,7 @@ use crate::translate::{
     Options, PixelState, Sampling, Stage, TranslateError, Translation, VertexState,
     translate_compute, translate_pixel, translate_vertex,
 };
+use crate::translate::{DescSource, TextureBinding};
 
 /// Stands for another translator (tests use it to see a translator change). Read by the
 /// build and by the driver alike, so both see the same identity.
@@ -291,10 +292,44 @@ pub struct PackedShader {
     pub required_features: Vec<String>,
     pub spirv: Vec<u32>,
     pub graphics: Option<GraphicsInterface>,
+    /// `ShaderMeta::textures`: the texture plan (pixel stage; binding = index).
+    pub textures: Vec<TextureBinding>,
 }
 
-/// The first bytes of an entry: format "APS5SPV" version 2.
-pub const ENTRY_MAGIC: [u8; 8] = *b"APS5SPV2";
+/// The first bytes of an entry: format "APS5SPV" version 3 (3 added the texture plan).
+pub const ENTRY_MAGIC: [u8; 8] = *b"APS5SPV3";
+
+/// A [`DescSource`]: byte 0 + u32 SGPR, or byte 1 + i32 offset + the pointer's source.
+fn put_source(b: &mut Vec<u8>, s: &DescSource) {
+    match s {
+        DescSource::UserData { sgpr } => {
+            b.push(0);
+            b.extend_from_slice(&sgpr.to_le_bytes());
+        }
+        DescSource::Memory { pointer, offset } => {
+            b.push(1);
+            b.extend_from_slice(&offset.to_le_bytes());
+            put_source(b, pointer);
+        }
+    }
+}
+
+fn get_source(r: &mut Reader<'_>, depth: u32) -> Option<DescSource> {
+    if depth > 64 {
+        return None;
+    }
+    Some(match r.take(1)?[0] {
+        0 => DescSource::UserData { sgpr: r.u32()? },
+        1 => {
+            let offset = r.u32()? as i32;
+            DescSource::Memory {
+                offset,
+                pointer: Box::new(get_source(r, depth + 1)?),
+            }
+        }
+        _ => return None,
+    })
+}
 
 impl PackedShader {
     pub fn of(t: &Translation) -> PackedShader {
@@ -315,6 +350,7 @@ impl PackedShader {
                 .collect(),
             spirv: t.spirv.clone(),
             graphics: t.meta.graphics.clone(),
+            textures: t.meta.textures.clone(),
         }
     }
 
@@ -323,7 +359,9 @@ impl PackedShader {
     /// (u32 each), the required features (u32 count, each u32 length + UTF-8), the SPIR-V word
     /// count u32 and words, then the graphics interface: a byte 0 (none) or 1 followed by
     /// inputs (u32 count, location/interp/sampling bytes), outputs (u32 count, bytes), output
-    /// formats (u32 count, u32s), built-ins (u32 count, bytes) and a discard byte.
+    /// formats (u32 count, u32s), built-ins (u32 count, bytes) and a discard byte; then the
+    /// texture plan: u32 count, each the T# source, the S# source (see `put_source`) and the
+    /// sites (u32 count, u32 offsets).
     pub fn encode(&self) -> Vec<u8> {
         let mut b = ENTRY_MAGIC.to_vec();
         let stage = match self.stage {
@@ -391,6 +429,15 @@ impl PackedShader {
                     });
                 }
                 b.push(g.discards as u8);
+            }
+        }
+        put(&mut b, self.textures.len() as u32);
+        for t in &self.textures {
+            put_source(&mut b, &t.image);
+            put_source(&mut b, &t.sampler);
+            put(&mut b, t.sites.len() as u32);
+            for s in &t.sites {
+                put(&mut b, *s);
             }
         }
         b
@@ -480,6 +527,23 @@ impl PackedShader {
             }
             _ => return None,
         };
+        let n = r.u32()? as usize;
+        let mut textures = Vec::new();
+        for k in 0..n {
+            let image = get_source(&mut r, 0)?;
+            let sampler = get_source(&mut r, 0)?;
+            let m = r.u32()? as usize;
+            let mut sites = Vec::new();
+            for _ in 0..m {
+                sites.push(r.u32()?);
+            }
+            textures.push(TextureBinding {
+                binding: k as u32,
+                image,
+                sampler,
+                sites,
+            });
+        }
         (r.at == b.len()).then_some(PackedShader {
             stage,
             local_size,
@@ -492,6 +556,7 @@ impl PackedShader {
             required_features,
             spirv,
             graphics,
+            textures,
         })
     }
 }

@@ -456,14 +456,22 @@ fn refusals_name_the_instruction_and_why() {
          %v = bitcast i32 %l to float\n{exp}"
     )));
     assert!(e.contains("DPP") && e.contains("offset 0x"), "{e}");
-    // Whole-quad mode (helper lanes for derivatives).
-    let e = ps_error(&format!(
-        "{PS_HEAD}%r = call float @llvm.amdgcn.interp.p1(float %i, i32 0, i32 0, i32 %prim)\n\
-         %r2 = call float @llvm.amdgcn.interp.p2(float %r, float %j, i32 0, i32 0, i32 %prim)\n\
-         %v = call float @llvm.amdgcn.wqm.f32(float %r2)\n{exp}\nret void\n}}\n{PS_DECLS}\
-         declare float @llvm.amdgcn.wqm.f32(float)\n"
-    ));
-    assert!(e.contains("s_wqm_b32") && e.contains("helper lanes"), "{e}");
+    // Whole-quad mode is not refused: `s_wqm` is an exact bit operation in a one-lane wave
+    // and the quad's helper lanes are the host's helper invocations (tests/texture.rs draws
+    // LLVM's WQM prologue with implicit-LOD samples).
+    {
+        let src = format!(
+            "{PS_HEAD}%r = call float @llvm.amdgcn.interp.p1(float %i, i32 0, i32 0, i32 %prim)\n\
+             %r2 = call float @llvm.amdgcn.interp.p2(float %r, float %j, i32 0, i32 0, i32 %prim)\n\
+             %v = call float @llvm.amdgcn.wqm.f32(float %r2)\n{exp}\nret void\n}}\n{PS_DECLS}\
+             declare float @llvm.amdgcn.wqm.f32(float)\n"
+        );
+        let r = Regs::load();
+        let c = llc_src("wqm", &src, false);
+        let st = ps_state(&r, &c, false, "SPI_SHADER_32_ABGR", &[]);
+        let t = translate_pixel(&c.code, &st, &opts()).unwrap();
+        validated("wqm", &t);
+    }
     // Per-vertex differences.
     let e = ps_error(&ps_src(&format!(
         "%v = call float @llvm.amdgcn.interp.mov(i32 0, i32 0, i32 0, i32 %prim)\n{exp}"

@@ -466,7 +466,11 @@ fn float_controls_from_vulkan_follow_the_vulkan_enum() {
         let f = FloatControls::from_vulkan(raw.as_raw(), t, [false; 3], [true; 3]);
         assert_eq!(f.denorm_independence, want);
         assert_eq!(
-            (f.denorm_preserve, f.denorm_flush_to_zero, f.signed_zero_inf_nan_preserve),
+            (
+                f.denorm_preserve,
+                f.denorm_flush_to_zero,
+                f.signed_zero_inf_nan_preserve
+            ),
             (t, [false; 3], [true; 3])
         );
     }

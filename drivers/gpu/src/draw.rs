@@ -20,7 +20,8 @@ use aps5_shader::translate::{PixelState, VertexState};
 use aps5_vulkan::graphics::TopologyClass;
 use aps5_vulkan::graphics::{Blend, ColorTarget, GraphicsDesc, GraphicsPipeline, Shader};
 use aps5_vulkan::{
-    Attachment, DepthAttachment, Image, ImageDesc, ImageKind, Recorder, Rendering, vk,
+    Attachment, DepthAttachment, Image, ImageDesc, ImageKind, Recorder, Rendering, Sampler,
+    SamplerDesc, vk,
 };
 
 use aps5_cache::records::PipelineKind;
@@ -28,6 +29,7 @@ use aps5_cache::records::PipelineKind;
 use crate::depth::depth_target;
 use crate::exec::{Executor, PIPELINE_STATE_LAYOUT, instruction_at};
 use crate::memory::{Memory, Region};
+use crate::texture;
 
 /// A translated stage.
 pub(crate) struct Stage {
@@ -41,6 +43,9 @@ pub(crate) struct Stage {
     keys: [[u8; 32]; 2],
 }
 
+/// A texture binding's image and sampler for one draw.
+type BoundTexture = (Arc<Image>, Arc<Sampler>);
+
 /// Graphics objects kept between draws.
 #[derive(Default)]
 pub struct GfxCache {
@@ -50,6 +55,12 @@ pub struct GfxCache {
     targets: HashMap<(u64, u32, u32, i32), Image>,
     /// Depth images by (read address, width, height, format).
     depths: HashMap<(u64, u32, u32, i32), Image>,
+    /// Texture images by T# words, with the host bytes last uploaded (texture.rs).
+    textures: HashMap<[u32; 8], (Arc<Image>, Vec<u8>)>,
+    /// Samplers by their decoded S#.
+    samplers: HashMap<SamplerDesc, Arc<Sampler>>,
+    /// Texture uploads skipped because guest memory held the bytes already uploaded.
+    pub texture_uploads_skipped: u64,
 }
 
 /// Why a draw did not complete.
@@ -553,6 +564,7 @@ impl Executor {
             vk::Format::R8G8B8A8_UNORM,
         );
         desc.push_constant_bytes = abi::push::SIZE;
+        desc.textures = ps.translation.textures.len() as u32;
         desc.topology = TopologyClass::of(prim);
         desc.targets = targets
             .iter()
@@ -728,6 +740,10 @@ impl Executor {
             }
             _ => None,
         };
+        // Textures: the T#/S# each binding of the plan names, read now.
+        let bound = self
+            .bind_textures(mem, &ps, user, &pipeline)
+            .map_err(failed)?;
         let index_buf = match &call {
             Call::Indexed { bytes, .. } => {
                 let mut b = self.gpu.create_buffer(bytes.len() as u64).map_err(vk_err)?;
@@ -766,6 +782,19 @@ impl Executor {
         list.bind_pipeline(&pipeline);
         if let Some(d) = &depth {
             list.set_depth(true, d.write_enable, d.compare);
+        }
+        let set = if bound.is_empty() {
+            None
+        } else {
+            let pairs: Vec<(&Image, &Sampler)> = bound.iter().map(|(i, s)| (&**i, &**s)).collect();
+            Some(
+                self.gpu
+                    .create_texture_set(&pipeline, &pairs)
+                    .map_err(vk_err)?,
+            )
+        };
+        if let Some(set) = &set {
+            list.bind_textures(set).map_err(vk_err)?;
         }
         list.push_constants(&push).map_err(vk_err)?;
         list.set_viewport(vp[0], vp[1], vp[2], vp[3], vp[4], vp[5]);
@@ -825,6 +854,69 @@ impl Executor {
             });
         }
         Ok(())
+    }
+
+    /// The image and sampler of each texture binding of the PS's plan: T#/S# read from the
+    /// user data or guest memory (docs/GPU_DRIVER.md "Textures"). Images are kept per T#
+    /// words; every draw reads the texels from guest memory again and uploads them only
+    /// when they differ from the last upload (the cost: one read and compare per texture
+    /// per draw; no page tracking yet).
+    fn bind_textures(
+        &mut self,
+        mem: &dyn Memory,
+        ps: &Stage,
+        user: &[u32],
+        _pipeline: &GraphicsPipeline,
+    ) -> Result<Vec<BoundTexture>, String> {
+        let mut out = Vec::new();
+        for b in &ps.translation.textures {
+            let what = |e: String| format!("texture binding {}: {e}", b.binding);
+            let t = texture::read_source(mem, user, &b.image, 8)
+                .map_err(|e| what(format!("reading the T# ({:?}): {e}", b.image)))?;
+            let s = texture::read_source(mem, user, &b.sampler, 4)
+                .map_err(|e| what(format!("reading the S# ({:?}): {e}", b.sampler)))?;
+            let td = texture::decode_image(&t).map_err(what)?;
+            let sd = texture::decode_sampler(&s).map_err(what)?;
+            let bytes = texture::texels(mem, &td).map_err(what)?;
+            let key: [u32; 8] = t.as_slice().try_into().expect("8 dwords");
+            let vk_err = |e: aps5_vulkan::VkError| what(e.to_string());
+            let image = match self.gfx.textures.get_mut(&key) {
+                Some((img, last)) if *last == bytes => {
+                    self.gfx.texture_uploads_skipped += 1;
+                    img.clone()
+                }
+                Some((img, last)) => {
+                    self.gpu.upload_image(img, &bytes).map_err(vk_err)?;
+                    *last = bytes;
+                    img.clone()
+                }
+                None => {
+                    let img = self
+                        .gpu
+                        .create_image(&ImageDesc {
+                            width: td.width,
+                            height: td.height,
+                            format: td.host_format(),
+                            kind: ImageKind::Texture,
+                        })
+                        .map_err(vk_err)?;
+                    self.gpu.upload_image(&img, &bytes).map_err(vk_err)?;
+                    let img = Arc::new(img);
+                    self.gfx.textures.insert(key, (img.clone(), bytes));
+                    img
+                }
+            };
+            let sampler = match self.gfx.samplers.get(&sd) {
+                Some(s) => s.clone(),
+                None => {
+                    let s = Arc::new(self.gpu.create_sampler(&sd).map_err(vk_err)?);
+                    self.gfx.samplers.insert(sd, s.clone());
+                    s
+                }
+            };
+            out.push((image, sampler));
+        }
+        Ok(out)
     }
 
     /// An indexed draw's indices from guest memory (8-bit indices widened to 16 bits: the

@@ -20,6 +20,7 @@ mod depth;
 pub mod draw;
 pub mod exec;
 pub mod memory;
+mod texture;
 
 pub use backend::{Display, GpuBackend, Interrupt};
 pub use draw::DrawError;

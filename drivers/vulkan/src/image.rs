@@ -249,6 +249,10 @@ pub struct SamplerDesc {
     /// U, V, W.
     pub address: [vk::SamplerAddressMode; 3],
     pub border: vk::BorderColor,
+    /// maxLod in 1/256 (the S#'s unsigned 4.8 MAX_LOD encoding); 0 = 0.0. With one mip
+    /// level only the magnification/minification choice depends on it: above 0 a computed
+    /// LOD > 0 selects `min_filter` (Vulkan clamps the LOD to [minLod, maxLod] first).
+    pub max_lod_256: u16,
 }
 
 impl SamplerDesc {
@@ -257,12 +261,14 @@ impl SamplerDesc {
         min_filter: vk::Filter::NEAREST,
         address: [vk::SamplerAddressMode::CLAMP_TO_EDGE; 3],
         border: vk::BorderColor::FLOAT_TRANSPARENT_BLACK,
+        max_lod_256: 0,
     };
     pub const LINEAR_REPEAT: SamplerDesc = SamplerDesc {
         mag_filter: vk::Filter::LINEAR,
         min_filter: vk::Filter::LINEAR,
         address: [vk::SamplerAddressMode::REPEAT; 3],
         border: vk::BorderColor::FLOAT_TRANSPARENT_BLACK,
+        max_lod_256: 0,
     };
 }
 
@@ -564,7 +570,7 @@ impl Gpu {
             .address_mode_v(desc.address[1])
             .address_mode_w(desc.address[2])
             .border_color(desc.border)
-            .max_lod(0.0);
+            .max_lod(desc.max_lod_256 as f32 / 256.0);
         // SAFETY: valid create info.
         let sampler = call("vkCreateSampler", unsafe {
             self.inner.device.create_sampler(&info, None)

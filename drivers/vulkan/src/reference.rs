@@ -170,14 +170,29 @@ pub fn render(gpu: &Gpu, scene: &Scene) -> Result<Vec<u8>> {
 /// [`render`], also returning the depth buffer's bytes after the draws (tightly packed rows
 /// of `depth_format`'s depth aspect; empty without `depth`).
 pub fn render_with_depth(gpu: &Gpu, scene: &Scene) -> Result<(Vec<u8>, Vec<u8>)> {
-    let vs = gpu.create_shader(
-        vk::ShaderStageFlags::VERTEX,
+    render_spirv_with_depth(
+        gpu,
+        scene,
         &compile_glsl("vert", &scene.vertex_glsl)?,
-    )?;
-    let fs = gpu.create_shader(
-        vk::ShaderStageFlags::FRAGMENT,
         &compile_glsl("frag", &scene.fragment_glsl)?,
-    )?;
+    )
+}
+
+/// [`render`] with the two stages given as SPIR-V words (e.g. translated modules); the
+/// scene's GLSL sources are not used.
+pub fn render_spirv(gpu: &Gpu, scene: &Scene, vertex: &[u32], fragment: &[u32]) -> Result<Vec<u8>> {
+    Ok(render_spirv_with_depth(gpu, scene, vertex, fragment)?.0)
+}
+
+/// [`render_with_depth`] with the two stages given as SPIR-V words.
+pub fn render_spirv_with_depth(
+    gpu: &Gpu,
+    scene: &Scene,
+    vertex: &[u32],
+    fragment: &[u32],
+) -> Result<(Vec<u8>, Vec<u8>)> {
+    let vs = gpu.create_shader(vk::ShaderStageFlags::VERTEX, vertex)?;
+    let fs = gpu.create_shader(vk::ShaderStageFlags::FRAGMENT, fragment)?;
     let color = vk::Format::R8G8B8A8_UNORM;
     let mut desc = GraphicsDesc::new(vs, fs, color);
     desc.push_constant_bytes = scene.push_constant_bytes;

@@ -391,7 +391,8 @@ pub struct ShaderMeta {
     pub waves_per_group: u32,
     /// Workgroup (LDS) bytes the module declares.
     pub lds_bytes: u32,
-    /// Descriptor bindings: none (everything is push constants + buffer device address).
+    /// Descriptor bindings: none (everything is push constants + buffer device address;
+    /// pixel textures are [`ShaderMeta::textures`]).
     pub bindings: Vec<u32>,
     /// Every guest memory access site.
     pub accesses: Vec<MemoryAccess>,
@@ -407,6 +408,44 @@ pub struct ShaderMeta {
     pub guest_instructions: u32,
     /// Vertex and pixel stages: the module's interface (locations, built-ins, exports).
     pub graphics: Option<super::graphics::GraphicsInterface>,
+    /// Pixel stage: the texture plan. `textures[i]` is the combined image sampler at set 0,
+    /// binding i, and says where the draw finds its T# and S# (docs/SHADER_ABI.md
+    /// "Textures"). Ordered by the first image instruction (by offset) using each pair.
+    pub textures: Vec<TextureBinding>,
+}
+
+/// Where a run of consecutive descriptor dwords (a T#, an S#, or a 64-bit pointer to them)
+/// comes from, as the translator traced it statically.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DescSource {
+    /// The draw's user-data SGPRs s[sgpr..] (the stage's SPI_SHADER_USER_DATA registers).
+    UserData {
+        /// First user SGPR.
+        sgpr: u32,
+    },
+    /// Guest memory at `(pointer + offset) & !3`, where `pointer` is the 64-bit little-endian
+    /// value held by the two dwords `pointer` names (an `s_load_dword*` of a traced pointer
+    /// plus the load's immediate offset; followed to any depth).
+    Memory {
+        /// Where the 64-bit pointer comes from.
+        pointer: Box<DescSource>,
+        /// Byte offset added to the pointer (the load's sign-extended immediate).
+        offset: i32,
+    },
+}
+
+/// One texture binding of a pixel module: the T# (8 dwords, image resource) and S# (4
+/// dwords, sampler) its image instructions use.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TextureBinding {
+    /// Set 0 binding (the index in [`ShaderMeta::textures`]).
+    pub binding: u32,
+    /// Where the 8-dword T# comes from.
+    pub image: DescSource,
+    /// Where the 4-dword S# comes from.
+    pub sampler: DescSource,
+    /// Byte offsets of the instructions that sample through it.
+    pub sites: Vec<u32>,
 }
 
 /// A translated program.

@@ -49,6 +49,12 @@ fn lower_with(
     gfx: Option<graphics::GfxLower>,
 ) -> Result<(Body, Option<graphics::GfxLower>), TranslateError> {
     let Walk { insts, flow } = reachable(code, entry, wave64)?;
+    let mut gfx = gfx;
+    if let Some(g) = gfx.as_mut() {
+        let (textures, sites) = image::plan(&insts, &flow, entry, wave64, g.user_sgprs)?;
+        g.textures = textures;
+        g.image_sites = sites;
+    }
     let mut leaders = BTreeSet::from([entry]);
     let mut return_sites = Vec::new();
     for (&off, i) in &insts {
@@ -695,6 +701,7 @@ impl Cx {
                 Ok(Lowered::Scalar(Vec::new()))
             }
             Family::Mubuf | Family::Mtbuf => self.mubuf(inst),
+            Family::Mimg => self.mimg(inst),
             f => Err(format!("{} instructions {UNSUPPORTED}", f.name())),
         }
     }
@@ -1283,6 +1290,7 @@ mod buffer;
 mod calls;
 mod crosslane;
 pub mod graphics;
+mod image;
 mod memory;
 mod packed;
 mod vector;

@@ -5,8 +5,9 @@
 //! 0). A one-lane wave is a launch the hardware itself can make, so every instruction whose
 //! result depends only on the lane and its wave's EXEC (ballots, `s_bcnt1` of EXEC,
 //! `v_readfirstlane`) is exact; instructions that read another lane's registers (DPP,
-//! `ds_swizzle`, `v_readlane` of lane != 0, permlanes) or need the quad's helper lanes
-//! (`s_wqm`) are refused.
+//! `ds_swizzle`, `v_readlane` of lane != 0, permlanes) are refused. `s_wqm` is an exact bit
+//! operation and implicit-LOD samples take the host quad's derivatives where that equals
+//! the hardware's (frontend/image.rs).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -195,6 +196,8 @@ pub(crate) struct GfxPlan {
     pub col_format: u32,
     /// Pixel: the module has a `vm` export (the valid mask decides discard).
     pub discards: bool,
+    /// Pixel: the texture plan (set 0 combined image samplers, binding = index).
+    pub textures: Vec<abi::TextureBinding>,
 }
 
 /// Input VGPRs per SPI_PS_INPUT_ENA/ADDR bit, in layout order.
@@ -258,6 +261,7 @@ pub fn translate_vertex(
         outputs: BTreeSet::new(),
         col_format: 0,
         discards: false,
+        textures: Vec::new(),
     };
     finish(
         code,
@@ -322,6 +326,7 @@ pub fn translate_pixel(
     }
     let mut gfx = GfxLower::new(Stage::Pixel);
     gfx.input_cntl = state.input_cntl;
+    gfx.user_sgprs = state.user_sgprs();
     let mut vgpr_inputs = Vec::new();
     let mut v = 0u16;
     for (bit, &n) in PS_INPUT_VGPRS.iter().enumerate() {
@@ -358,6 +363,7 @@ pub fn translate_pixel(
         outputs: BTreeSet::new(),
         col_format: state.col_format,
         discards: false,
+        textures: Vec::new(),
     };
     finish(
         code,
@@ -470,6 +476,7 @@ fn finish(
     check_barycentrics(&body, &gfx, &bytes, wave64)?;
     check(&body, &mut plan, &bytes)?;
     plan.inputs = gfx.inputs.clone();
+    plan.textures = gfx.textures.clone();
     passes::optimize(&mut body);
     let fplan = float::plan(
         &model,
@@ -557,6 +564,7 @@ fn finish(
                 builtins,
                 discards: plan.discards,
             }),
+            textures: plan.textures.clone(),
         },
     })
 }

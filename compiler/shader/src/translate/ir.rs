@@ -445,6 +445,21 @@ pub enum Op {
         /// Interpolation the input variable is declared with.
         mode: super::graphics::InputInterp,
     },
+    /// Pixel stages: component `comp` (f32 bits, u32) of a sample of the 2D texture at set 0
+    /// `binding` at (x, y) (f32 bits); `lod` (f32 bits) explicit, or None for the implicit
+    /// LOD of the host quad (lane regions; `image_sample*`, frontend/image.rs).
+    ImageSample {
+        /// Set 0 binding (the texture plan's index).
+        binding: u32,
+        /// Component 0..3 (r, g, b, a after the view's swizzle).
+        comp: u8,
+        /// Normalized coordinates.
+        x: ValueId,
+        /// Normalized coordinates.
+        y: ValueId,
+        /// Explicit LOD.
+        lod: Option<ValueId>,
+    },
 }
 
 impl Op {
@@ -500,6 +515,11 @@ impl Op {
                 v
             }
             Op::Export { data, .. } => data.to_vec(),
+            Op::ImageSample { x, y, lod, .. } => {
+                let mut v = vec![*x, *y];
+                v.extend(lod);
+                v
+            }
             Op::Store { addr, data, .. } => {
                 let mut v = vec![*addr];
                 v.extend(data);
@@ -567,6 +587,13 @@ impl Op {
             Op::Export { data, .. } => {
                 for d in data {
                     *d = f(*d);
+                }
+            }
+            Op::ImageSample { x, y, lod, .. } => {
+                *x = f(*x);
+                *y = f(*y);
+                if let Some(l) = lod {
+                    *l = f(*l);
                 }
             }
             Op::Store { addr, data, .. } => {
@@ -860,5 +887,15 @@ fn op_text(op: &Op) -> String {
             format!("export {target} en 0x{en:x}{c} [{}]", d.join(" "))
         }
         Op::Interp { loc, chan, mode } => format!("interp loc {loc}.{chan} {mode:?}"),
+        Op::ImageSample {
+            binding,
+            comp,
+            x,
+            y,
+            lod,
+        } => {
+            let l = lod.map_or("implicit".to_string(), |l| format!("lod {}", v(&l)));
+            format!("image sample t{binding}.{comp} ({}, {}) {l}", v(x), v(y))
+        }
     }
 }

@@ -21,8 +21,9 @@ pub mod spirv;
 pub mod validate;
 
 pub use abi::{
-    ComputeState, DenormIndependence, FaultReason, FaultRecord, FloatControls, MemoryAccess,
-    Options, RangeEntry, ShaderMeta, Stage, TranslateError, Translation, WaveMapping,
+    ComputeState, DenormIndependence, DescSource, FaultReason, FaultRecord, FloatControls,
+    MemoryAccess, Options, RangeEntry, ShaderMeta, Stage, TextureBinding, TranslateError,
+    Translation, WaveMapping,
 };
 pub use graphics::{
     GraphicsInterface, InputInterp, Interp, PixelState, Sampling, VertexState, translate_pixel,
@@ -160,6 +161,7 @@ pub fn translate_compute_at(
             float_caveats: fplan.caveats,
             guest_instructions: frontend::count_instructions(&body),
             graphics: None,
+            textures: Vec::new(),
         },
     })
 }

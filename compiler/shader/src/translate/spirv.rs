@@ -1978,7 +1978,9 @@ impl Emit {
                 let wg = self.load(self.t.v3u32, self.wg_id)?;
                 Some(self.b.composite_extract(u32t, None, wg, [*d as u32])?)
             }
-            Op::Export { .. } | Op::Interp { .. } => self.gfx_stmt(cx, s)?,
+            Op::Export { .. } | Op::Interp { .. } | Op::ImageSample { .. } => {
+                self.gfx_stmt(cx, s)?
+            }
             Op::BufLoad { .. } | Op::BufStore { .. } | Op::BufAtomic { .. } => {
                 self.buf_stmt(&s.op, &v, inst)?
             }

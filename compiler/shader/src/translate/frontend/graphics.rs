@@ -20,6 +20,13 @@ pub struct GfxLower {
     pub inputs: BTreeMap<u8, InputInterp>,
     /// Learnt: (instruction offset, VGPR) of every barycentric register an interpolation named.
     pub bary_reads: Vec<(u32, u16)>,
+    /// Pixel: USER_SGPR of SPI_SHADER_PGM_RSRC2_PS (the T#/S# trace starts from these).
+    pub user_sgprs: u32,
+    /// Learnt (pixel): the texture plan, from the static trace of T#/S# (frontend/image.rs).
+    pub textures: Vec<crate::translate::abi::TextureBinding>,
+    /// Learnt (pixel): image instruction offset -> (binding, implicit-LOD derivatives are the
+    /// quad's: see frontend/image.rs).
+    pub image_sites: BTreeMap<u32, (u32, bool)>,
 }
 
 impl GfxLower {
@@ -31,6 +38,9 @@ impl GfxLower {
             input_cntl: [0; 32],
             inputs: BTreeMap::new(),
             bary_reads: Vec::new(),
+            user_sgprs: 0,
+            textures: Vec::new(),
+            image_sites: BTreeMap::new(),
         }
     }
 }
@@ -92,11 +102,8 @@ impl Cx {
                 }
             }
             "v_permlane16_b32" | "v_permlanex16_b32" => Err(CROSS_LANE.into()),
-            "s_wqm_b32" | "s_wqm_b64" => Err(
-                "whole-quad mode needs the quad's helper lanes (derivatives), which single-lane \
-                 waves do not have"
-                    .into(),
-            ),
+            // Exact as a bit operation; the quad's helper lanes are the host's (image.rs).
+            "s_wqm_b32" | "s_wqm_b64" => self.wqm(inst).map(Some),
             "s_barrier" => Err("s_barrier in a vertex or pixel shader (no workgroup)".into()),
             "s_sendmsg" | "s_sendmsghalt" => Err(
                 "s_sendmsg: NGG/mesh primitive shaders (gs_alloc_req, exp prim) and GS messages \

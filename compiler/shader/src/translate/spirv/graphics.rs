@@ -28,6 +28,9 @@ pub(super) struct GfxVars {
     instance_index: Option<Word>,
     frag_coord: Option<Word>,
     front_facing: Option<Word>,
+    /// Set 0 combined image samplers (binding = index) and their sampled-image type.
+    textures: Vec<Word>,
+    sampled_image: Word,
 }
 
 /// Emits the module for a lowered vertex or pixel program.
@@ -106,8 +109,40 @@ impl Emit {
             instance_index: None,
             frag_coord: None,
             front_facing: None,
+            textures: Vec::new(),
+            sampled_image: 0,
         };
         let mut iface = vec![self.pc];
+        if !plan.textures.is_empty() {
+            use spirv::StorageClass::UniformConstant;
+            let img = self.b.type_image(
+                f32t,
+                spirv::Dim::Dim2D,
+                0,
+                0,
+                0,
+                1,
+                spirv::ImageFormat::Unknown,
+                None,
+            );
+            g.sampled_image = self.b.type_sampled_image(img);
+            let p = self.b.type_pointer(None, UniformConstant, g.sampled_image);
+            for t in &plan.textures {
+                let v = self.b.variable(p, None, UniformConstant, None);
+                self.b.decorate(
+                    v,
+                    spirv::Decoration::DescriptorSet,
+                    [Operand::LiteralBit32(0)],
+                );
+                self.b.decorate(
+                    v,
+                    spirv::Decoration::Binding,
+                    [Operand::LiteralBit32(t.binding)],
+                );
+                g.textures.push(v);
+                iface.push(v);
+            }
+        }
         for &(_, sv) in &plan.vgpr_inputs {
             match sv {
                 SysValue::VertexIndex => {
@@ -216,10 +251,49 @@ impl Emit {
         self.b.bitcast(f32t, None, cx.vals[v.0 as usize])
     }
 
-    /// Export and interpolation statements.
+    /// Export, interpolation and image statements.
     pub(super) fn gfx_stmt(&mut self, cx: &mut MainCx, s: &Stmt) -> Res<Option<Word>> {
         let (u32t, f32t) = (self.t.u32, self.t.f32);
         match &s.op {
+            Op::ImageSample {
+                binding,
+                comp,
+                x,
+                y,
+                lod,
+            } => {
+                let (var, si_t, v2, v4) = {
+                    let g = self.gv();
+                    (
+                        g.textures[*binding as usize],
+                        g.sampled_image,
+                        g.v2f32,
+                        g.v4f32,
+                    )
+                };
+                let si = self.load(si_t, var)?;
+                let fx = self.f32_of(cx, *x)?;
+                let fy = self.f32_of(cx, *y)?;
+                let coord = self.b.composite_construct(v2, None, [fx, fy])?;
+                let r = match lod {
+                    None => self
+                        .b
+                        .image_sample_implicit_lod(v4, None, si, coord, None, [])?,
+                    Some(l) => {
+                        let fl = self.f32_of(cx, *l)?;
+                        self.b.image_sample_explicit_lod(
+                            v4,
+                            None,
+                            si,
+                            coord,
+                            spirv::ImageOperands::LOD,
+                            [Operand::IdRef(fl)],
+                        )?
+                    }
+                };
+                let c = self.b.composite_extract(f32t, None, r, [*comp as u32])?;
+                Ok(Some(self.b.bitcast(u32t, None, c)?))
+            }
             Op::Interp { loc, chan, .. } => {
                 let var = self.gv().ins[loc];
                 let p_in_f32 = self.gv().p_in_f32;
