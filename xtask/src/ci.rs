@@ -81,6 +81,51 @@ struct Step {
     secs: f64,
 }
 
+/// The lines of cargo test output that name a failure: a failing test, or a test binary that
+/// failed (with cargo's own "to rerun pass" hint). The CI log keeps only its tail, so the
+/// summary repeats them.
+fn failure_lines(line: &str) -> bool {
+    let l = line.trim();
+    (l.starts_with("test ") && l.ends_with("... FAILED"))
+        || l.starts_with("error: test failed, to rerun pass")
+        || l.starts_with("error: doctest failed")
+}
+
+/// Runs `cargo ARGS`, echoing its output as it comes, and returns success plus the failure
+/// lines (see `failure_lines`) from stdout and stderr.
+fn cargo_collecting_failures(args: &[&str]) -> Result<(bool, Vec<String>)> {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let mut child = Command::new(cargo_bin())
+        .args(args)
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let stderr = child.stderr.take().expect("piped stderr");
+    let err_thread = std::thread::spawn(move || {
+        let mut found = Vec::new();
+        for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+            let _ = writeln!(std::io::stderr(), "{line}");
+            if failure_lines(&line) {
+                found.push(line.trim().to_string());
+            }
+        }
+        found
+    });
+    let mut found = Vec::new();
+    let stdout = child.stdout.take().expect("piped stdout");
+    for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+        println!("{line}");
+        if failure_lines(&line) {
+            found.push(line.trim().to_string());
+        }
+    }
+    let status = child.wait()?;
+    found.extend(err_thread.join().unwrap_or_default());
+    Ok((status.success(), found))
+}
+
 fn run_step(steps: &mut Vec<Step>, name: &str, f: impl FnOnce() -> Result<bool>) {
     println!("\n==> {name}");
     let t = Instant::now();
@@ -186,9 +231,13 @@ pub fn ci(install: bool, fuzz_seconds: u64) -> Result<bool> {
             &[],
         )
     });
+    let mut test_failures = Vec::new();
     run_step(&mut steps, "cargo test (workspace)", || {
         // Every test binary runs even after one fails, so one CI run reports every failure.
-        cargo(&["test", "--workspace", "--locked", "--no-fail-fast"], &[])
+        let (ok, failures) =
+            cargo_collecting_failures(&["test", "--workspace", "--locked", "--no-fail-fast"])?;
+        test_failures = failures;
+        Ok(ok)
     });
     // The translator against the kernel corpus on lavapipe (tests/kernels/README.md).
     run_step(&mut steps, "kernel-diff corpus (wave32 + wave64)", || {
@@ -272,6 +321,12 @@ pub fn ci(install: bool, fuzz_seconds: u64) -> Result<bool> {
             s.secs
         );
     }
+    if !test_failures.is_empty() {
+        println!("\n== failing tests");
+        for f in &test_failures {
+            println!("  {f}");
+        }
+    }
     let failed = steps.iter().filter(|s| !s.ok).count();
     println!("{} passed, {} failed", steps.len() - failed, failed);
     Ok(failed == 0)
@@ -280,6 +335,17 @@ pub fn ci(install: bool, fuzz_seconds: u64) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failure_lines_name_failing_tests_and_binaries_only() {
+        assert!(failure_lines("test pm4::copy_data ... FAILED"));
+        assert!(failure_lines(
+            "error: test failed, to rerun pass `-p aps5-relink --test fixtures`"
+        ));
+        assert!(!failure_lines("test pm4::copy_data ... ok"));
+        assert!(!failure_lines("test result: FAILED. 3 passed; 1 failed"));
+        assert!(!failure_lines("failures:"));
+    }
 
     #[test]
     fn ci_run_installs_the_one_package_list() {
