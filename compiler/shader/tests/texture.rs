@@ -8,6 +8,7 @@
 #[path = "graphics/support.rs"]
 mod support;
 
+use aps5_shader::translate::abi::push;
 use aps5_shader::translate::validate::spirv_val;
 use aps5_shader::translate::{DescSource, Options, PixelState, Translation, translate_pixel};
 use aps5_vulkan::reference::{self, Draw, Scene, Texture, compile_glsl};
@@ -104,17 +105,15 @@ fn texture(size: u32, sampler: SamplerDesc) -> Texture {
     }
 }
 
-fn scene(fs_glsl: &str, tex: Texture) -> Scene {
+/// `record`: the device address of the pixel stage's record (abi::push::PIXEL_RECORD).
+fn scene(fs_glsl: &str, tex: Texture, record: u64) -> Scene {
     let mut s = Scene::new(W, H, VS, fs_glsl);
     s.topology = vk::PrimitiveTopology::TRIANGLE_STRIP;
-    s.push_constant_bytes = 96;
+    s.push_constant_bytes = push::GRAPHICS_SIZE;
     s.textures = vec![tex];
-    let mut push = vec![0u8; 96];
-    // User SGPRs s0..s11: some T#/S# words (the translated module does not read them: the
-    // binding stands for them).
-    for k in 0..12u32 {
-        push[4 * k as usize..4 * k as usize + 4].copy_from_slice(&(0x1000 + k).to_le_bytes());
-    }
+    let mut push = vec![0u8; push::GRAPHICS_SIZE as usize];
+    let at = push::PIXEL_RECORD as usize;
+    push[at..at + 8].copy_from_slice(&record.to_le_bytes());
     s.draws = vec![Draw {
         push_constants: push,
         ..Draw::vertices(4)
@@ -167,10 +166,17 @@ fn max_diff(name: &str, ours: &[u8], want: &[u8]) -> u8 {
 
 fn draw_case(gpu: &aps5_vulkan::Gpu, ll: &str, fs_glsl: &str) {
     let vs = compile_glsl("vert", VS).unwrap();
+    // The pixel stage's record: user SGPRs s0..s11 hold some T#/S# words (the translated
+    // module does not read them: the binding stands for them).
+    let mut record = gpu
+        .create_buffer(u64::from(push::PIXEL_RECORD_BYTES))
+        .unwrap();
+    let words: Vec<u8> = (0..12u32).flat_map(|k| (0x1000 + k).to_le_bytes()).collect();
+    record.write(0, &words).unwrap();
     for wave64 in [false, true] {
         let (_, ps) = translate(ll, wave64, 12);
         for (what, size, sampler) in samplers() {
-            let sc = scene(fs_glsl, texture(size, sampler));
+            let sc = scene(fs_glsl, texture(size, sampler), record.device_address());
             let want = reference::render(gpu, &sc).unwrap();
             let ours = reference::render_spirv(gpu, &sc, &vs, &ps.spirv).unwrap();
             let name = format!("{ll} wave64 {wave64} {what}");

@@ -477,23 +477,10 @@ impl Executor {
         let ps = self
             .stage(mem, sh.ps.address, None, Some(&pstate))
             .map_err(failed)?;
-        // Both stages read their user SGPRs from the one push-constant block.
-        let (vu, pu) = (vstate.user_sgprs() as usize, pstate.user_sgprs() as usize);
-        let common = vu.min(pu);
-        if sh.vs.user_data[..common] != sh.ps.user_data[..common] {
-            return Err(failed(format!(
-                "the VS and PS user data differ in their first {common} SGPRs (VS {:x?}, PS \
-                 {:x?}): both stages read one push-constant block (known limit, \
-                 docs/SHADER_ABI.md)",
-                &sh.vs.user_data[..common],
-                &sh.ps.user_data[..common]
-            )));
-        }
-        let user: &[u32] = if vu >= pu {
-            &sh.vs.user_data[..vu]
-        } else {
-            &sh.ps.user_data[..pu]
-        };
+        // Each stage reads its own user SGPRs: the VS's block at push byte 0, the PS's at
+        // abi::push::PIXEL (docs/SHADER_ABI.md "Push constants").
+        let vs_user = &sh.vs.user_data[..vstate.user_sgprs() as usize];
+        let ps_user = &sh.ps.user_data[..pstate.user_sgprs() as usize];
 
         // Colour targets: the ones the PS writes with a format, bound and not masked.
         let pg = ps.translation.graphics.clone().unwrap_or_default();
@@ -563,7 +550,7 @@ impl Executor {
             ps.shader.clone(),
             vk::Format::R8G8B8A8_UNORM,
         );
-        desc.push_constant_bytes = abi::push::SIZE;
+        desc.push_constant_bytes = abi::push::GRAPHICS_SIZE;
         desc.textures = ps.translation.textures.len() as u32;
         desc.topology = TopologyClass::of(prim);
         desc.targets = targets
@@ -687,16 +674,42 @@ impl Executor {
             .gpu
             .create_buffer(u64::from(abi::FAULT_BYTES))
             .map_err(vk_err)?;
-        let mut push = vec![0u8; abi::push::SIZE as usize];
-        for (i, v) in user.iter().enumerate() {
-            push[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
+        // The VS's user SGPRs and code address in the push block; the PS's in its record
+        // (abi::push::PIXEL_RECORD, docs/SHADER_ABI.md "Push constants").
+        let mut push = vec![0u8; abi::push::GRAPHICS_SIZE as usize];
+        let mut put =
+            |at: u32, v: &[u8]| push[at as usize..at as usize + v.len()].copy_from_slice(v);
+        for (i, v) in vs_user.iter().enumerate() {
+            put(abi::push::USER_SGPRS + 4 * i as u32, &v.to_le_bytes());
         }
-        let at = abi::push::RANGE_TABLE as usize;
-        push[at..at + 8].copy_from_slice(&table.device_address().to_le_bytes());
-        let at = abi::push::FAULT_BUFFER as usize;
-        push[at..at + 8].copy_from_slice(&fault.device_address().to_le_bytes());
-        let at = abi::push::RANGE_COUNT as usize;
-        push[at..at + 4].copy_from_slice(&(entries.len() as u32).to_le_bytes());
+        put(
+            abi::push::RANGE_TABLE,
+            &table.device_address().to_le_bytes(),
+        );
+        put(
+            abi::push::FAULT_BUFFER,
+            &fault.device_address().to_le_bytes(),
+        );
+        put(
+            abi::push::RANGE_COUNT,
+            &(entries.len() as u32).to_le_bytes(),
+        );
+        put(abi::push::CODE_BASE, &sh.vs.address.to_le_bytes());
+        let mut ps_record = vec![0u8; abi::push::PIXEL_RECORD_BYTES as usize];
+        for (i, v) in ps_user.iter().enumerate() {
+            ps_record[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        let cb = abi::push::PIXEL_RECORD_CODE_BASE as usize;
+        ps_record[cb..cb + 8].copy_from_slice(&sh.ps.address.to_le_bytes());
+        let mut record_buf = self
+            .gpu
+            .create_buffer(u64::from(abi::push::PIXEL_RECORD_BYTES))
+            .map_err(vk_err)?;
+        record_buf.write(0, &ps_record).map_err(vk_err)?;
+        put(
+            abi::push::PIXEL_RECORD,
+            &record_buf.device_address().to_le_bytes(),
+        );
 
         // Colour targets from guest memory.
         for t in &targets {
@@ -742,7 +755,7 @@ impl Executor {
         };
         // Textures: the T#/S# each binding of the plan names, read now.
         let bound = self
-            .bind_textures(mem, &ps, user, &pipeline)
+            .bind_textures(mem, &ps, ps_user, &pipeline)
             .map_err(failed)?;
         let index_buf = match &call {
             Call::Indexed { bytes, .. } => {

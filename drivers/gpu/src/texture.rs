@@ -175,7 +175,7 @@ pub(crate) fn decode_image(w: &[u32]) -> Result<TextureDesc, String> {
     }
     // GFX10.3 linear 2D: DEPTH (+ PITCH_MSB) holds pitch - 1 when the pitch is not the
     // default (Mesa ac_set_mutable_tex_desc_fields); otherwise rows are the width rounded
-    // up to 256 bytes, the GFX10 linear alignment.
+    // up to 256 bytes, the GFX10 linear alignment. Tiled rows are whole swizzle blocks.
     let bpp = 4;
     let pitch = if sw_mode == 0 {
         if depth != 0 || pitch_msb != 0 {
@@ -187,20 +187,20 @@ pub(crate) fn decode_image(w: &[u32]) -> Result<TextureDesc, String> {
         if depth != 0 {
             return Err(field("DEPTH", depth, "of a tiled 2D image is not 0"));
         }
-        width
+        let Some(sw) = Swizzle::of(sw_mode) else {
+            return Err(field(
+                "SW_MODE",
+                sw_mode,
+                "is not supported yet (0 linear, 1 SW_256B_S, 5 SW_4KB_S and 9 SW_64KB_S are)",
+            ));
+        };
+        width.div_ceil(sw.block_width()) * sw.block_width()
     };
     if pitch < width {
         return Err(field(
             "DEPTH (pitch - 1)",
             depth,
             "gives a pitch below the width",
-        ));
-    }
-    if sw_mode != 0 {
-        return Err(field(
-            "SW_MODE",
-            sw_mode,
-            "is not supported yet (0, linear, is done)",
         ));
     }
     Ok(TextureDesc {
@@ -214,6 +214,81 @@ pub(crate) fn decode_image(w: &[u32]) -> Result<TextureDesc, String> {
     })
 }
 
+/// A GFX10 "standard" swizzle mode without pipe/bank XOR, for 4-byte texels: the texel's
+/// byte offset inside its block takes its bits from the texel's x and y bits in the order of
+/// AMD addrlib's patterns (gfx10SwizzlePattern.h: SW_256_S, SW_4K_S and SW_64K_S for 4 bytes
+/// per element, the same on Navi1x and RB+ parts), and blocks follow each other in rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Swizzle {
+    /// SW_256B_S (SW_MODE 1): 8x8 texels.
+    S256,
+    /// SW_4KB_S (SW_MODE 5): 32x32 texels.
+    S4K,
+    /// SW_64KB_S (SW_MODE 9): 128x128 texels.
+    S64K,
+}
+
+/// Address bits 2 upwards of a 4-byte texel in a standard-swizzle block: `(true, n)` is x
+/// bit n, `(false, n)` y bit n (bits 0 and 1 are the byte in the texel).
+const STANDARD_4BPE: [(bool, u32); 14] = [
+    (true, 0),
+    (true, 1),
+    (false, 0),
+    (false, 1),
+    (false, 2),
+    (true, 2),
+    // SW_4K_S adds:
+    (false, 3),
+    (true, 3),
+    (false, 4),
+    (true, 4),
+    // SW_64K_S adds:
+    (false, 5),
+    (true, 5),
+    (false, 6),
+    (true, 6),
+];
+
+impl Swizzle {
+    pub fn of(sw_mode: u32) -> Option<Swizzle> {
+        match sw_mode {
+            1 => Some(Swizzle::S256),
+            5 => Some(Swizzle::S4K),
+            9 => Some(Swizzle::S64K),
+            _ => None,
+        }
+    }
+    fn log2_block_bytes(self) -> u32 {
+        match self {
+            Swizzle::S256 => 8,
+            Swizzle::S4K => 12,
+            Swizzle::S64K => 16,
+        }
+    }
+    pub fn block_width(self) -> u32 {
+        1 << (self.log2_block_bytes() - 2).div_ceil(2)
+    }
+    pub fn block_height(self) -> u32 {
+        1 << ((self.log2_block_bytes() - 2) / 2)
+    }
+    /// The byte offset of texel (x, y) from the image base, `pitch` texels a row (a
+    /// multiple of the block width).
+    pub fn offset(self, x: u32, y: u32, pitch: u32) -> u64 {
+        let (bw, bh) = (self.block_width(), self.block_height());
+        let block = (y / bh) as u64 * (pitch / bw) as u64 + (x / bw) as u64;
+        let (ix, iy) = (x % bw, y % bh);
+        let bits = self.log2_block_bytes() as usize - 2;
+        let inner = STANDARD_4BPE[..bits]
+            .iter()
+            .enumerate()
+            .fold(0u64, |acc, (i, &(is_x, n))| {
+                let v = if is_x { ix } else { iy };
+                acc | (((v >> n) & 1) as u64) << (i + 2)
+            });
+        (block << self.log2_block_bytes()) + inner
+    }
+}
+
 /// The image's texels in the host format, rows top to bottom tightly packed, DST_SEL
 /// applied (so the view needs no component mapping: swizzling before filtering equals
 /// swizzling after, channel by channel; constants filter to themselves).
@@ -221,14 +296,34 @@ pub(crate) fn texels(mem: &dyn Memory, d: &TextureDesc) -> Result<Vec<u8>, Strin
     let bpp = d.bytes_per_texel() as usize;
     let row = d.width as usize * bpp;
     let mut raw = vec![0u8; row * d.height as usize];
-    for (y, r) in raw.chunks_exact_mut(row).enumerate() {
-        let at = d.base + y as u64 * d.pitch as u64 * bpp as u64;
-        mem.read(at, r).map_err(|e| {
-            format!(
-                "texture {}x{} at {:#x} (pitch {}): row {y}: {e}",
-                d.width, d.height, d.base, d.pitch
-            )
-        })?;
+    let what = |e| {
+        format!(
+            "texture {}x{} at {:#x} (pitch {}, SW_MODE {}): {e}",
+            d.width, d.height, d.base, d.pitch, d.sw_mode
+        )
+    };
+    match Swizzle::of(d.sw_mode) {
+        None => {
+            for (y, r) in raw.chunks_exact_mut(row).enumerate() {
+                let at = d.base + y as u64 * d.pitch as u64 * bpp as u64;
+                mem.read(at, r).map_err(|e| what(format!("row {y}: {e}")))?;
+            }
+        }
+        Some(sw) => {
+            // The whole block rows the image covers, read once, then texels picked out.
+            let block_rows = d.height.div_ceil(sw.block_height()) as u64;
+            let row_bytes = ((d.pitch / sw.block_width()) as u64) << sw.log2_block_bytes();
+            let mut tiled = vec![0u8; (block_rows * row_bytes) as usize];
+            mem.read(d.base, &mut tiled)
+                .map_err(|e| what(format!("{} bytes of blocks: {e}", tiled.len())))?;
+            for y in 0..d.height {
+                for x in 0..d.width {
+                    let from = sw.offset(x, y, d.pitch) as usize;
+                    let to = (y as usize * d.width as usize + x as usize) * bpp;
+                    raw[to..to + bpp].copy_from_slice(&tiled[from..from + bpp]);
+                }
+            }
+        }
     }
     Ok(match d.texel {
         Texel::Rgba8 { .. } => raw
@@ -333,6 +428,47 @@ pub(crate) fn decode_sampler(w: &[u32]) -> Result<SamplerDesc, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn standard_swizzles_place_texels_as_addrlib_patterns_say() {
+        // SW_256_S, 4 bytes: address bits 2..7 are X0 X1 Y0 Y1 Y2 X2.
+        let s = Swizzle::S256;
+        assert_eq!((s.block_width(), s.block_height()), (8, 8));
+        for (x, y, at) in [
+            (1, 0, 4),
+            (2, 0, 8),
+            (0, 1, 16),
+            (0, 2, 32),
+            (0, 4, 64),
+            (4, 0, 128),
+        ] {
+            assert_eq!(s.offset(x, y, 8), at, "({x}, {y})");
+        }
+        // Blocks in rows: the second block of a 16-texel pitch, then the next block row.
+        assert_eq!(s.offset(8, 0, 16), 256);
+        assert_eq!(s.offset(0, 8, 16), 512);
+        // SW_4K_S adds Y3 X3 Y4 X4 as bits 8..11; SW_64K_S adds Y5 X5 Y6 X6 as 12..15.
+        let k = Swizzle::S4K;
+        assert_eq!((k.block_width(), k.block_height()), (32, 32));
+        for (x, y, at) in [(0, 8, 256), (8, 0, 512), (0, 16, 1024), (16, 0, 2048)] {
+            assert_eq!(k.offset(x, y, 32), at, "({x}, {y})");
+        }
+        assert_eq!(k.offset(32, 0, 64), 4096);
+        let b = Swizzle::S64K;
+        assert_eq!((b.block_width(), b.block_height()), (128, 128));
+        for (x, y, at) in [(0, 32, 4096), (32, 0, 8192), (0, 64, 16384), (64, 0, 32768)] {
+            assert_eq!(b.offset(x, y, 128), at, "({x}, {y})");
+        }
+        // Every texel of a block lands on its own 4 bytes.
+        let mut seen = vec![false; 1024];
+        for y in 0..32 {
+            for x in 0..32 {
+                let o = k.offset(x, y, 32) as usize / 4;
+                assert!(!seen[o]);
+                seen[o] = true;
+            }
+        }
+    }
 
     #[test]
     fn bits_cut_inclusive_ranges() {

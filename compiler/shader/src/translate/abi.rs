@@ -158,7 +158,10 @@ impl FloatControls {
     }
 }
 
-/// Byte offsets of the push-constant block (little-endian; 96 bytes in all).
+/// Byte offsets of the push-constant block (little-endian; 96 bytes in all). A graphics
+/// pipeline's pixel stage reads its own user SGPRs and code address from a record in device
+/// memory whose address follows the block ([`push::PIXEL_RECORD`]; docs/SHADER_ABI.md), so
+/// that the two stages' user data fit the 128 bytes of push constants every device has.
 pub mod push {
     /// u32[16]: initial user SGPR values s0..s15.
     pub const USER_SGPRS: u32 = 0;
@@ -177,6 +180,17 @@ pub mod push {
     pub const CODE_BASE: u32 = 88;
     /// Total size of the block.
     pub const SIZE: u32 = 96;
+    /// u64, graphics pipelines only: device address of the pixel stage's record
+    /// ([`PIXEL_RECORD_BYTES`] bytes, 8-aligned): u32[16] user SGPRs s0..s15 at 0, then the
+    /// u64 guest address of the pixel program's `code[0]` at 64. The vertex stage reads the
+    /// block itself.
+    pub const PIXEL_RECORD: u32 = SIZE;
+    /// The push-constant bytes of a graphics pipeline: the block and the record address.
+    pub const GRAPHICS_SIZE: u32 = PIXEL_RECORD + 8;
+    /// Size of the pixel stage's record.
+    pub const PIXEL_RECORD_BYTES: u32 = 72;
+    /// Where the code address lies in the pixel stage's record.
+    pub const PIXEL_RECORD_CODE_BASE: u32 = 64;
 }
 
 /// The private segment buffer V# a dispatcher gives a program with scratch (user SGPRs 0..3

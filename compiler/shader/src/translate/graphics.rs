@@ -545,7 +545,12 @@ fn finish(
         spirv,
         local_size: [1, 1, 1],
         groups_per_guest_group: 1,
-        push_constant_bytes: abi::push::SIZE,
+        // A pixel stage also reads the address of its record (abi::push::PIXEL_RECORD).
+        push_constant_bytes: if plan.stage == Stage::Pixel {
+            abi::push::GRAPHICS_SIZE
+        } else {
+            abi::push::SIZE
+        },
         meta: ShaderMeta {
             stage: plan.stage,
             mapping: WaveMapping::SingleLane,

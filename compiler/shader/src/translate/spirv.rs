@@ -124,6 +124,9 @@ struct Emit {
     gfx: Option<Box<graphics::GfxVars>>,
     /// The fault record's `stage` value.
     stage_code: u32,
+    /// Pixel stages: user SGPRs and the code address come from the record at
+    /// `push::PIXEL_RECORD` (push-block member 6), not from the block.
+    pixel_record: bool,
 }
 
 /// Bit of an atomic helper's key for the 64-bit form.
@@ -202,6 +205,7 @@ impl Emit {
             h: None,
             gfx: None,
             stage_code: 0,
+            pixel_record: false,
         }
     }
 
@@ -405,7 +409,8 @@ impl Emit {
         Ok(())
     }
 
-    /// The push-constant block (docs/SHADER_ABI.md), the same for every stage.
+    /// The push-constant block (docs/SHADER_ABI.md), the same for every stage; pixel stages
+    /// add the record address after it.
     fn push_block(&mut self) -> Res<()> {
         let t = &self.t;
         let (u32t, u64t) = (t.u32, t.u64);
@@ -416,9 +421,8 @@ impl Emit {
             spirv::Decoration::ArrayStride,
             [Operand::LiteralBit32(4)],
         );
-        let st = self.b.type_struct([arr, u64t, u64t, u32t, u32t, u64t]);
-        self.b.decorate(st, spirv::Decoration::Block, []);
-        let offs = [
+        let mut members = vec![arr, u64t, u64t, u32t, u32t, u64t];
+        let mut offs = vec![
             push::USER_SGPRS,
             push::RANGE_TABLE,
             push::FAULT_BUFFER,
@@ -426,6 +430,12 @@ impl Emit {
             push::RESERVED,
             push::CODE_BASE,
         ];
+        if self.pixel_record {
+            members.push(u64t);
+            offs.push(push::PIXEL_RECORD);
+        }
+        let st = self.b.type_struct(members);
+        self.b.decorate(st, spirv::Decoration::Block, []);
         for (i, o) in offs.iter().enumerate() {
             self.b.member_decorate(
                 st,
@@ -1830,8 +1840,15 @@ impl Emit {
                 None
             }
             Op::LaneId => Some(lane()?),
-            // Member 5 of the push-constant block (push::CODE_BASE).
-            Op::CodeBase => Some(self.pc_u64(5)?),
+            // Member 5 of the push-constant block (push::CODE_BASE), or the pixel record's.
+            Op::CodeBase => Some(if self.pixel_record {
+                let rec = self.pc_u64(6)?;
+                let off = self.k64(u64::from(push::PIXEL_RECORD_CODE_BASE));
+                let at = self.b.i_add(self.t.u64, None, rec, off)?;
+                self.load_psb(self.t.u64, at, 8)?
+            } else {
+                self.pc_u64(5)?
+            }),
             Op::ReadLane(r, l) => {
                 let p = self.vptr(cx, *r, v(l))?;
                 Some(self.load(u32t, p)?)

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
+use aps5_shader::translate::abi::push;
 use ash::vk;
 use object::{Object, ObjectSection};
 
@@ -255,6 +256,12 @@ pub struct DevBuf {
 }
 
 impl DevBuf {
+    /// Writes `data` at the start (the device is idle between draws).
+    pub fn write(&self, data: &[u8]) {
+        assert!(data.len() as u64 <= self.bytes);
+        // SAFETY: mapped for `bytes`, host-coherent, and no draw is running.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr, data.len()) }
+    }
     /// The buffer's bytes (the device is idle between draws).
     pub fn read(&self) -> Vec<u8> {
         // SAFETY: mapped for `bytes`, host-coherent, and no draw is running.
@@ -274,7 +281,8 @@ pub struct Image {
 pub struct Draw<'a> {
     pub vs: &'a [u32],
     pub fs: &'a [u32],
-    /// The 96-byte push-constant block.
+    /// The 96-byte push-constant block; the pixel stage gets its user SGPRs and code
+    /// address from a record made of the same bytes (abi::push::PIXEL_RECORD).
     pub push: [u8; 96],
     pub vertices: u32,
     pub instances: u32,
@@ -574,6 +582,17 @@ impl Renderer {
     /// Draws `vertices` vertices (a triangle list, no vertex buffers) into a cleared W x H
     /// RGBA8 target with a D32 depth buffer, and reads both back.
     pub fn draw(&self, dr: &Draw<'_>) -> Image {
+        // The pixel stage's record: the block's user SGPRs, then its code address.
+        let record = self.device_buffer(u64::from(push::PIXEL_RECORD_BYTES));
+        let cb = push::CODE_BASE as usize;
+        record.write(&[&dr.push[..64], &dr.push[cb..cb + 8]].concat());
+        let pushed = [&dr.push[..], &record.addr.to_le_bytes()].concat();
+        let img = self.draw_with(dr, &pushed);
+        self.free(record);
+        img
+    }
+
+    fn draw_with(&self, dr: &Draw<'_>, pushed: &[u8]) -> Image {
         let d = &self.device;
         let color_fmt = vk::Format::R8G8B8A8_UNORM;
         let depth_fmt = vk::Format::D32_SFLOAT;
@@ -602,7 +621,7 @@ impl Renderer {
             check("vkBindBufferMemory", d.bind_buffer_memory(buf, bmem, 0));
             let pcr = [vk::PushConstantRange::default()
                 .stage_flags(vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT)
-                .size(96)];
+                .size(push::GRAPHICS_SIZE)];
             let lci = vk::PipelineLayoutCreateInfo::default().push_constant_ranges(&pcr);
             let layout = check(
                 "vkCreatePipelineLayout",
@@ -742,7 +761,7 @@ impl Renderer {
                 layout,
                 vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT,
                 0,
-                &dr.push,
+                pushed,
             );
             d.cmd_draw(cmd, dr.vertices, dr.instances, 0, 0);
             d.cmd_end_rendering(cmd);

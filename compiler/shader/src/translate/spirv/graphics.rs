@@ -42,6 +42,7 @@ pub(crate) fn emit_graphics(
 ) -> Result<Vec<u32>, String> {
     let mut e = Emit::new(1, 0);
     e.stage_code = plan.stage.code();
+    e.pixel_record = plan.stage == Stage::Pixel;
     e.gfx_module(body, plan, opts, float)
         .map_err(|err| format!("SPIR-V builder: {err}"))?;
     Ok(e.finish())
@@ -464,8 +465,21 @@ impl Emit {
         // Prologue: user SGPRs; the SGPR after them (PS: the primitive mask for M0) stays 0;
         // EXEC = lane 0; the valid mask set; system-value VGPRs; outputs zeroed so an export
         // that does not run leaves a defined value.
+        let record = if self.pixel_record && plan.user_sgprs > 0 {
+            Some(self.pc_u64(6)?)
+        } else {
+            None
+        };
         for u in 0..plan.user_sgprs.min(16) {
-            let v = self.pc_u32(0, Some(u))?;
+            let v = match record {
+                // The pixel stage's record (abi::push::PIXEL_RECORD): s[u] at byte 4u.
+                Some(rec) => {
+                    let off = self.k64(4 * u64::from(u));
+                    let at = self.b.i_add(self.t.u64, None, rec, off)?;
+                    self.load_psb(u32t, at, 4)?
+                }
+                None => self.pc_u32(0, Some(u))?,
+            };
             let var = cx.svars[&(u as SReg)];
             self.store(var, v)?;
         }
