@@ -171,7 +171,9 @@ fn draw_case(gpu: &aps5_vulkan::Gpu, ll: &str, fs_glsl: &str) {
     let mut record = gpu
         .create_buffer(u64::from(push::PIXEL_RECORD_BYTES))
         .unwrap();
-    let words: Vec<u8> = (0..12u32).flat_map(|k| (0x1000 + k).to_le_bytes()).collect();
+    let words: Vec<u8> = (0..12u32)
+        .flat_map(|k| (0x1000 + k).to_le_bytes())
+        .collect();
     record.write(0, &words).unwrap();
     for wave64 in [false, true] {
         let (_, ps) = translate(ll, wave64, 12);

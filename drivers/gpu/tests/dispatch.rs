@@ -2,10 +2,13 @@
 //! shaders compiled by llc-14 from LLVM IR (the fixture SDK's path), results compared with
 //! the same function computed on the CPU; faults, memory paths and caching.
 
+mod guest;
+
 use aps5_gpu::memory::Region;
 use aps5_gpu::vulkan::{Gpu, GpuOptions};
 use aps5_gpu::{ComputeDispatch, DispatchError, Executor, ProcessMemory};
-use aps5_shader::translate::abi::{PERM_READ, PERM_WRITE};
+use aps5_shader::translate::abi::PERM_READ;
+use guest::Pages;
 
 /// out[i] = i * i + 7 * i + 3 for i < n (s[0:1] = out, s2 = n, s3 = workgroup id x).
 const FILL: &str = "\
@@ -55,55 +58,6 @@ fn compile(ll: &str) -> Compiled {
     Compiled {
         code: s.code,
         regs: s.sh_registers,
-    }
-}
-
-/// Page-aligned anonymous memory the test owns.
-struct Pages {
-    ptr: *mut u8,
-    len: usize,
-}
-
-impl Pages {
-    fn new(len: usize) -> Pages {
-        // SAFETY: a fresh private anonymous mapping.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(p, libc::MAP_FAILED);
-        Pages { ptr: p.cast(), len }
-    }
-    fn addr(&self) -> u64 {
-        self.ptr as u64
-    }
-    fn bytes(&mut self) -> &mut [u8] {
-        // SAFETY: our mapping, exclusively borrowed.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
-    }
-    fn words(&mut self) -> &mut [u32] {
-        // SAFETY: page-aligned, a whole number of dwords.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.cast(), self.len / 4) }
-    }
-    fn region(&self) -> Region {
-        Region {
-            begin: self.addr(),
-            end: self.addr() + self.len as u64,
-            perms: PERM_READ | PERM_WRITE,
-        }
-    }
-}
-
-impl Drop for Pages {
-    fn drop(&mut self) {
-        // SAFETY: our mapping.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
     }
 }
 

@@ -7,21 +7,16 @@
 //! the same scene written in GLSL, compiled by glslangValidator and drawn by
 //! `aps5_vulkan::reference` on the same device: coverage exactly, each channel within 1/255.
 
-use std::path::Path;
-use std::process::Command;
+mod guest;
 
-use aps5_agc::generated::{CONTEXT_BASE, SH_BASE, UCONFIG_BASE, reg, ty};
+use aps5_agc::generated::{reg, ty};
 use aps5_agc::{Queue, QueueKind};
 use aps5_gpu::backend::Guest;
-use aps5_gpu::memory::Region;
 use aps5_gpu::vulkan::graphics::{Blend, VertexAttribute};
 use aps5_gpu::vulkan::reference::{self, Scene};
 use aps5_gpu::vulkan::{Gpu, GpuOptions, vk};
 use aps5_gpu::{Executor, GpuBackend, ProcessMemory, ShaderInfo};
-use aps5_shader::translate::abi::{PERM_READ, PERM_WRITE};
-
-const W: u32 = 64;
-const H: u32 = 64;
+use guest::*;
 
 /// A triangle from VertexID, instance n moved right by n/4; param0 = a colour per vertex
 /// with alpha 0.5.
@@ -116,151 +111,6 @@ layout(location = 0) out vec4 o;
 void main() { o = col; }
 ";
 
-fn tools() -> bool {
-    ["llc-14", "llvm-objcopy-14", "glslangValidator"]
-        .iter()
-        .all(|t| Command::new(t).arg("--version").output().is_ok())
-}
-
-/// Machine code and `.AMDGPU.config` ({byte address, value}) of an `.ll` text.
-struct Compiled {
-    code: Vec<u8>,
-    config: Vec<(u32, u32)>,
-}
-
-impl Compiled {
-    /// The config value of a register (absolute dword offset), 0 when absent.
-    fn get(&self, reg: u32) -> u32 {
-        self.config
-            .iter()
-            .find(|(a, _)| *a == reg * 4)
-            .map_or(0, |p| p.1)
-    }
-}
-
-fn llc(src: &str) -> Compiled {
-    let dir = tempfile::tempdir().unwrap();
-    let p = |n: &str| dir.path().join(n);
-    std::fs::write(p("s.ll"), src).unwrap();
-    let run = |cmd: &str, args: &[&Path]| {
-        let out = Command::new(cmd).args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{cmd}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    run(
-        "llc-14",
-        &[
-            Path::new("-march=amdgcn"),
-            Path::new("-mcpu=gfx1030"),
-            Path::new("-filetype=obj"),
-            Path::new("-O2"),
-            &p("s.ll"),
-            Path::new("-o"),
-            &p("s.o"),
-        ],
-    );
-    let text = format!(".text={}", p("text.bin").display());
-    let cfg = format!(".AMDGPU.config={}", p("cfg.bin").display());
-    run(
-        "llvm-objcopy-14",
-        &[
-            Path::new("--dump-section"),
-            Path::new(&text),
-            Path::new("--dump-section"),
-            Path::new(&cfg),
-            &p("s.o"),
-            &p("out.o"),
-        ],
-    );
-    let config = std::fs::read(p("cfg.bin"))
-        .unwrap()
-        .chunks_exact(8)
-        .map(|c| {
-            (
-                u32::from_le_bytes(c[0..4].try_into().unwrap()),
-                u32::from_le_bytes(c[4..8].try_into().unwrap()),
-            )
-        })
-        .collect();
-    Compiled {
-        code: std::fs::read(p("text.bin")).unwrap(),
-        config,
-    }
-}
-
-/// Page-aligned anonymous memory the test owns.
-struct Pages {
-    ptr: *mut u8,
-    len: usize,
-}
-
-impl Pages {
-    fn new(len: usize) -> Pages {
-        // SAFETY: a fresh private anonymous mapping.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(p, libc::MAP_FAILED);
-        Pages { ptr: p.cast(), len }
-    }
-    fn addr(&self) -> u64 {
-        self.ptr as u64
-    }
-    fn bytes(&mut self) -> &mut [u8] {
-        // SAFETY: our mapping, exclusively borrowed.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
-    }
-    fn region(&self) -> Region {
-        Region {
-            begin: self.addr(),
-            end: self.addr() + self.len as u64,
-            perms: PERM_READ | PERM_WRITE,
-        }
-    }
-}
-
-impl Drop for Pages {
-    fn drop(&mut self) {
-        // SAFETY: our mapping.
-        unsafe { libc::munmap(self.ptr.cast(), self.len) };
-    }
-}
-
-fn pkt3(op: u32, body: &[u32]) -> Vec<u32> {
-    let mut v = vec![0xC000_0000 | ((body.len() as u32 - 1) << 16) | (op << 8)];
-    v.extend(body);
-    v
-}
-
-const IT_INDEX_TYPE: u32 = 0x2A;
-const IT_DRAW_INDEX_2: u32 = 0x27;
-const IT_DRAW_INDEX_AUTO: u32 = 0x2D;
-const IT_NUM_INSTANCES: u32 = 0x2F;
-const IT_SET_CONTEXT_REG: u32 = 0x69;
-const IT_SET_SH_REG: u32 = 0x76;
-const IT_SET_UCONFIG_REG: u32 = 0x79;
-
-/// One register write as the packet for its space.
-fn set(r: u32, v: u32) -> Vec<u32> {
-    if (SH_BASE..CONTEXT_BASE).contains(&r) {
-        pkt3(IT_SET_SH_REG, &[r - SH_BASE, v])
-    } else if (CONTEXT_BASE..UCONFIG_BASE).contains(&r) {
-        pkt3(IT_SET_CONTEXT_REG, &[r - CONTEXT_BASE, v])
-    } else {
-        pkt3(IT_SET_UCONFIG_REG, &[r - UCONFIG_BASE, v])
-    }
-}
-
 /// The scene's guest side: shaders, target, commands.
 struct Setup<'a> {
     vs: &'a Compiled,
@@ -270,156 +120,6 @@ struct Setup<'a> {
     draws: Vec<u32>,
     /// Indices placed in guest memory at `INDEX_AT` (u16).
     indices: Vec<u16>,
-}
-
-const CODE_VS: usize = 0x0;
-const CODE_PS: usize = 0x1000;
-const TARGET: usize = 0x4000;
-const INDEX_AT: usize = 0x8000;
-const DCB: usize = 0x9000;
-const CLEAR: [u8; 4] = [25, 51, 76, 255];
-
-fn state_packets(mem: &Pages, s: &Setup<'_>) -> Vec<u32> {
-    let base = mem.addr();
-    let vs = base + CODE_VS as u64;
-    let ps = base + CODE_PS as u64;
-    let target = base + TARGET as u64;
-    let mut c = Vec::new();
-    let mut put = |r: u32, v: u32| c.extend(set(r, v));
-    put(reg::SPI_SHADER_PGM_LO_VS, (vs >> 8) as u32);
-    put(reg::SPI_SHADER_PGM_HI_VS, (vs >> 40) as u32);
-    put(
-        reg::SPI_SHADER_PGM_RSRC1_VS,
-        s.vs.get(reg::SPI_SHADER_PGM_RSRC1_VS) | (3 << 24),
-    );
-    put(
-        reg::SPI_SHADER_PGM_RSRC2_VS,
-        ty::SpiShaderPgmRsrc2Vs {
-            user_sgpr: 1,
-            ..Default::default()
-        }
-        .to_raw(),
-    );
-    put(reg::SPI_SHADER_PGM_LO_PS, (ps >> 8) as u32);
-    put(reg::SPI_SHADER_PGM_HI_PS, (ps >> 40) as u32);
-    put(
-        reg::SPI_SHADER_PGM_RSRC1_PS,
-        s.ps.get(reg::SPI_SHADER_PGM_RSRC1_PS),
-    );
-    put(
-        reg::SPI_SHADER_PGM_RSRC2_PS,
-        s.ps.get(reg::SPI_SHADER_PGM_RSRC2_PS) | (1 << 1),
-    );
-    put(reg::SPI_SHADER_USER_DATA_VS_0, 0x1234);
-    put(reg::SPI_SHADER_USER_DATA_PS_0, 0x1234);
-    put(reg::SPI_PS_INPUT_ENA, s.ps.get(reg::SPI_PS_INPUT_ENA));
-    put(reg::SPI_PS_INPUT_ADDR, s.ps.get(reg::SPI_PS_INPUT_ADDR));
-    put(reg::SPI_PS_INPUT_CNTL_0, 0);
-    put(
-        reg::SPI_PS_IN_CONTROL,
-        ty::SpiPsInControl {
-            num_interp: 1,
-            ps_w32_en: 1,
-            ..Default::default()
-        }
-        .to_raw(),
-    );
-    put(reg::SPI_SHADER_COL_FORMAT, 9); // COL0: SPI_SHADER_32_ABGR
-    put(reg::SPI_SHADER_POS_FORMAT, 4); // POS0: SPI_SHADER_4COMP
-    put(reg::SPI_SHADER_Z_FORMAT, 0);
-    put(
-        reg::VGT_SHADER_STAGES_EN,
-        ty::VgtShaderStagesEn {
-            vs_w32_en: 1,
-            ..Default::default()
-        }
-        .to_raw(),
-    );
-    put(reg::VGT_PRIMITIVE_TYPE, 4); // DI_PT_TRILIST
-    put(reg::CB_COLOR0_BASE, (target >> 8) as u32);
-    put(reg::CB_COLOR0_BASE_EXT, (target >> 40) as u32);
-    put(
-        reg::CB_COLOR0_ATTRIB2,
-        ty::CbColor0Attrib2 {
-            mip0_width: W - 1,
-            mip0_height: H - 1,
-            ..Default::default()
-        }
-        .to_raw(),
-    );
-    put(
-        reg::CB_COLOR0_INFO,
-        ty::CbColor0Info {
-            format: 10, // COLOR_8_8_8_8
-            ..Default::default()
-        }
-        .to_raw(),
-    );
-    put(reg::CB_TARGET_MASK, 0xF);
-    put(reg::CB_SHADER_MASK, 0xF);
-    put(
-        reg::CB_COLOR_CONTROL,
-        ty::CbColorControl {
-            mode: 1,
-            rop3: 0xCC,
-            ..Default::default()
-        }
-        .to_raw(),
-    );
-    let blend = if s.blend {
-        ty::CbBlend0Control {
-            color_srcblend: 4,  // BLEND_SRC_ALPHA
-            color_destblend: 5, // BLEND_ONE_MINUS_SRC_ALPHA
-            color_comb_fcn: 0,  // COMB_DST_PLUS_SRC
-            alpha_srcblend: 1,  // BLEND_ONE
-            alpha_destblend: 5,
-            alpha_comb_fcn: 0,
-            separate_alpha_blend: 1,
-            enable: 1,
-            ..Default::default()
-        }
-        .to_raw()
-    } else {
-        0
-    };
-    put(reg::CB_BLEND0_CONTROL, blend);
-    put(
-        reg::PA_CL_VTE_CNTL,
-        ty::PaClVteCntl {
-            vport_x_scale_ena: 1,
-            vport_x_offset_ena: 1,
-            vport_y_scale_ena: 1,
-            vport_y_offset_ena: 1,
-            vport_z_scale_ena: 1,
-            vport_z_offset_ena: 1,
-            vtx_w0_fmt: 1,
-            ..Default::default()
-        }
-        .to_raw(),
-    );
-    let half = |v: u32| (v as f32 / 2.0).to_bits();
-    put(reg::PA_CL_VPORT_XSCALE, half(W));
-    put(reg::PA_CL_VPORT_XOFFSET, half(W));
-    put(reg::PA_CL_VPORT_YSCALE, half(H));
-    put(reg::PA_CL_VPORT_YOFFSET, half(H));
-    put(reg::PA_CL_VPORT_ZSCALE, 1.0f32.to_bits());
-    put(reg::PA_CL_VPORT_ZOFFSET, 0);
-    put(reg::PA_SC_VPORT_ZMIN_0, 0);
-    put(reg::PA_SC_VPORT_ZMAX_0, 1.0f32.to_bits());
-    let br = ty::PaScWindowScissorBr { br_x: W, br_y: H }.to_raw();
-    put(reg::PA_SC_GENERIC_SCISSOR_TL, 1 << 31);
-    put(reg::PA_SC_GENERIC_SCISSOR_BR, br);
-    put(reg::PA_SC_SCREEN_SCISSOR_TL, 0);
-    put(reg::PA_SC_SCREEN_SCISSOR_BR, br);
-    put(
-        reg::PA_CL_CLIP_CNTL,
-        ty::PaClClipCntl {
-            dx_clip_space_def: 1,
-            ..Default::default()
-        }
-        .to_raw(),
-    );
-    c
 }
 
 /// Runs the setup's command buffer and returns the target's pixels (tightly packed rows).
@@ -444,7 +144,7 @@ fn run_guest_with<'a>(
     for (i, v) in s.indices.iter().enumerate() {
         b[INDEX_AT + 2 * i..INDEX_AT + 2 * i + 2].copy_from_slice(&v.to_le_bytes());
     }
-    let mut dcb = state_packets(&mem, s);
+    let mut dcb = state_packets(mem.addr(), s.vs, s.ps, s.blend);
     let idx = mem.addr() + INDEX_AT as u64;
     for w in &s.draws {
         // Placeholder dwords for the index address.
@@ -893,7 +593,7 @@ fn run_depth(ex: &mut Executor, s: &DepthSetup<'_>) -> Result<(Vec<u8>, Vec<u8>)
         draws: Vec::new(),
         indices: Vec::new(),
     };
-    let mut dcb = state_packets(&mem, &setup);
+    let mut dcb = state_packets(mem.addr(), setup.vs, setup.ps, setup.blend);
     let z = base + DEPTH_AT as u64;
     let mut put = |r: u32, v: u32| dcb.extend(set(r, v));
     put(
@@ -1328,7 +1028,7 @@ fn run_mesh(ex: &mut Executor, vs: &Compiled, ps: &Compiled, records: u32) -> Ve
         draws: Vec::new(),
         indices: Vec::new(),
     };
-    let mut dcb = state_packets(&mem, &setup);
+    let mut dcb = state_packets(mem.addr(), setup.vs, setup.ps, setup.blend);
     let v = vsharp(base + VB_AT as u64, 32, records);
     let mut put = |r: u32, x: u32| dcb.extend(set(r, x));
     put(
@@ -1514,7 +1214,7 @@ fn run_textured(
         draws: Vec::new(),
         indices: Vec::new(),
     };
-    let mut dcb = state_packets(&mem, &setup);
+    let mut dcb = state_packets(mem.addr(), setup.vs, setup.ps, setup.blend);
     let tex = base + TEX_AT as u64;
     let (w1, h1) = (TEX_W - 1, TEX_H - 1);
     // SQ_IMG_RSRC_WORD0..7: base, 8_8_8_8_UNORM (56), size, DST_SEL, SW_MODE, TYPE 2D (9),

@@ -1,0 +1,315 @@
+//! The guest side shared by the draw and dispatch tests and the draw benchmark
+//! (examples/bench_gpu_draws.rs): memory the test owns, shaders compiled by llc-14, PM4
+//! packets and the state of a draw into a linear RGBA8 target. Each user takes a part.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::Command;
+
+use aps5_agc::generated::{CONTEXT_BASE, SH_BASE, UCONFIG_BASE, reg, ty};
+use aps5_gpu::memory::Region;
+use aps5_shader::translate::abi::{PERM_READ, PERM_WRITE};
+
+pub const W: u32 = 64;
+pub const H: u32 = 64;
+
+pub fn tools() -> bool {
+    ["llc-14", "llvm-objcopy-14", "glslangValidator"]
+        .iter()
+        .all(|t| Command::new(t).arg("--version").output().is_ok())
+}
+
+/// Machine code and `.AMDGPU.config` ({byte address, value}) of an `.ll` text.
+pub struct Compiled {
+    pub code: Vec<u8>,
+    pub config: Vec<(u32, u32)>,
+}
+
+impl Compiled {
+    /// The config value of a register (absolute dword offset), 0 when absent.
+    pub fn get(&self, reg: u32) -> u32 {
+        self.config
+            .iter()
+            .find(|(a, _)| *a == reg * 4)
+            .map_or(0, |p| p.1)
+    }
+}
+
+pub fn llc(src: &str) -> Compiled {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    std::fs::write(p("s.ll"), src).unwrap();
+    let run = |cmd: &str, args: &[&Path]| {
+        let out = Command::new(cmd).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(
+        "llc-14",
+        &[
+            Path::new("-march=amdgcn"),
+            Path::new("-mcpu=gfx1030"),
+            Path::new("-filetype=obj"),
+            Path::new("-O2"),
+            &p("s.ll"),
+            Path::new("-o"),
+            &p("s.o"),
+        ],
+    );
+    let text = format!(".text={}", p("text.bin").display());
+    let cfg = format!(".AMDGPU.config={}", p("cfg.bin").display());
+    run(
+        "llvm-objcopy-14",
+        &[
+            Path::new("--dump-section"),
+            Path::new(&text),
+            Path::new("--dump-section"),
+            Path::new(&cfg),
+            &p("s.o"),
+            &p("out.o"),
+        ],
+    );
+    let config = std::fs::read(p("cfg.bin"))
+        .unwrap()
+        .chunks_exact(8)
+        .map(|c| {
+            (
+                u32::from_le_bytes(c[0..4].try_into().unwrap()),
+                u32::from_le_bytes(c[4..8].try_into().unwrap()),
+            )
+        })
+        .collect();
+    Compiled {
+        code: std::fs::read(p("text.bin")).unwrap(),
+        config,
+    }
+}
+
+/// Page-aligned anonymous memory the test owns.
+pub struct Pages {
+    pub ptr: *mut u8,
+    pub len: usize,
+}
+
+impl Pages {
+    pub fn new(len: usize) -> Pages {
+        // SAFETY: a fresh private anonymous mapping.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        Pages { ptr: p.cast(), len }
+    }
+    pub fn addr(&self) -> u64 {
+        self.ptr as u64
+    }
+    pub fn bytes(&mut self) -> &mut [u8] {
+        // SAFETY: our mapping, exclusively borrowed.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+    pub fn words(&mut self) -> &mut [u32] {
+        // SAFETY: page-aligned, a whole number of dwords.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.cast(), self.len / 4) }
+    }
+    pub fn region(&self) -> Region {
+        Region {
+            begin: self.addr(),
+            end: self.addr() + self.len as u64,
+            perms: PERM_READ | PERM_WRITE,
+        }
+    }
+}
+
+impl Drop for Pages {
+    fn drop(&mut self) {
+        // SAFETY: our mapping.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+pub fn pkt3(op: u32, body: &[u32]) -> Vec<u32> {
+    let mut v = vec![0xC000_0000 | ((body.len() as u32 - 1) << 16) | (op << 8)];
+    v.extend(body);
+    v
+}
+
+pub const IT_INDEX_TYPE: u32 = 0x2A;
+pub const IT_DRAW_INDEX_2: u32 = 0x27;
+pub const IT_DRAW_INDEX_AUTO: u32 = 0x2D;
+pub const IT_NUM_INSTANCES: u32 = 0x2F;
+pub const IT_SET_CONTEXT_REG: u32 = 0x69;
+pub const IT_SET_SH_REG: u32 = 0x76;
+pub const IT_SET_UCONFIG_REG: u32 = 0x79;
+
+/// One register write as the packet for its space.
+pub fn set(r: u32, v: u32) -> Vec<u32> {
+    if (SH_BASE..CONTEXT_BASE).contains(&r) {
+        pkt3(IT_SET_SH_REG, &[r - SH_BASE, v])
+    } else if (CONTEXT_BASE..UCONFIG_BASE).contains(&r) {
+        pkt3(IT_SET_CONTEXT_REG, &[r - CONTEXT_BASE, v])
+    } else {
+        pkt3(IT_SET_UCONFIG_REG, &[r - UCONFIG_BASE, v])
+    }
+}
+
+pub const CODE_VS: usize = 0x0;
+pub const CODE_PS: usize = 0x1000;
+pub const TARGET: usize = 0x4000;
+pub const INDEX_AT: usize = 0x8000;
+pub const DCB: usize = 0x9000;
+pub const CLEAR: [u8; 4] = [25, 51, 76, 255];
+
+/// The state of a draw into the W x H RGBA8 target at `base + TARGET`: the VS at
+/// `base + CODE_VS` (one user SGPR) and the PS at `base + CODE_PS`, both wave32; a triangle
+/// list; alpha blending when `blend`.
+pub fn state_packets(base: u64, vs: &Compiled, ps: &Compiled, blend: bool) -> Vec<u32> {
+    let vs_at = base + CODE_VS as u64;
+    let ps_at = base + CODE_PS as u64;
+    let target = base + TARGET as u64;
+    let mut c = Vec::new();
+    let mut put = |r: u32, v: u32| c.extend(set(r, v));
+    put(reg::SPI_SHADER_PGM_LO_VS, (vs_at >> 8) as u32);
+    put(reg::SPI_SHADER_PGM_HI_VS, (vs_at >> 40) as u32);
+    put(
+        reg::SPI_SHADER_PGM_RSRC1_VS,
+        vs.get(reg::SPI_SHADER_PGM_RSRC1_VS) | (3 << 24),
+    );
+    put(
+        reg::SPI_SHADER_PGM_RSRC2_VS,
+        ty::SpiShaderPgmRsrc2Vs {
+            user_sgpr: 1,
+            ..Default::default()
+        }
+        .to_raw(),
+    );
+    put(reg::SPI_SHADER_PGM_LO_PS, (ps_at >> 8) as u32);
+    put(reg::SPI_SHADER_PGM_HI_PS, (ps_at >> 40) as u32);
+    put(
+        reg::SPI_SHADER_PGM_RSRC1_PS,
+        ps.get(reg::SPI_SHADER_PGM_RSRC1_PS),
+    );
+    put(
+        reg::SPI_SHADER_PGM_RSRC2_PS,
+        ps.get(reg::SPI_SHADER_PGM_RSRC2_PS) | (1 << 1),
+    );
+    put(reg::SPI_SHADER_USER_DATA_VS_0, 0x1234);
+    put(reg::SPI_SHADER_USER_DATA_PS_0, 0x1234);
+    put(reg::SPI_PS_INPUT_ENA, ps.get(reg::SPI_PS_INPUT_ENA));
+    put(reg::SPI_PS_INPUT_ADDR, ps.get(reg::SPI_PS_INPUT_ADDR));
+    put(reg::SPI_PS_INPUT_CNTL_0, 0);
+    put(
+        reg::SPI_PS_IN_CONTROL,
+        ty::SpiPsInControl {
+            num_interp: 1,
+            ps_w32_en: 1,
+            ..Default::default()
+        }
+        .to_raw(),
+    );
+    put(reg::SPI_SHADER_COL_FORMAT, 9); // COL0: SPI_SHADER_32_ABGR
+    put(reg::SPI_SHADER_POS_FORMAT, 4); // POS0: SPI_SHADER_4COMP
+    put(reg::SPI_SHADER_Z_FORMAT, 0);
+    put(
+        reg::VGT_SHADER_STAGES_EN,
+        ty::VgtShaderStagesEn {
+            vs_w32_en: 1,
+            ..Default::default()
+        }
+        .to_raw(),
+    );
+    put(reg::VGT_PRIMITIVE_TYPE, 4); // DI_PT_TRILIST
+    put(reg::CB_COLOR0_BASE, (target >> 8) as u32);
+    put(reg::CB_COLOR0_BASE_EXT, (target >> 40) as u32);
+    put(
+        reg::CB_COLOR0_ATTRIB2,
+        ty::CbColor0Attrib2 {
+            mip0_width: W - 1,
+            mip0_height: H - 1,
+            ..Default::default()
+        }
+        .to_raw(),
+    );
+    put(
+        reg::CB_COLOR0_INFO,
+        ty::CbColor0Info {
+            format: 10, // COLOR_8_8_8_8
+            ..Default::default()
+        }
+        .to_raw(),
+    );
+    put(reg::CB_TARGET_MASK, 0xF);
+    put(reg::CB_SHADER_MASK, 0xF);
+    put(
+        reg::CB_COLOR_CONTROL,
+        ty::CbColorControl {
+            mode: 1,
+            rop3: 0xCC,
+            ..Default::default()
+        }
+        .to_raw(),
+    );
+    let blend = if blend {
+        ty::CbBlend0Control {
+            color_srcblend: 4,  // BLEND_SRC_ALPHA
+            color_destblend: 5, // BLEND_ONE_MINUS_SRC_ALPHA
+            color_comb_fcn: 0,  // COMB_DST_PLUS_SRC
+            alpha_srcblend: 1,  // BLEND_ONE
+            alpha_destblend: 5,
+            alpha_comb_fcn: 0,
+            separate_alpha_blend: 1,
+            enable: 1,
+            ..Default::default()
+        }
+        .to_raw()
+    } else {
+        0
+    };
+    put(reg::CB_BLEND0_CONTROL, blend);
+    put(
+        reg::PA_CL_VTE_CNTL,
+        ty::PaClVteCntl {
+            vport_x_scale_ena: 1,
+            vport_x_offset_ena: 1,
+            vport_y_scale_ena: 1,
+            vport_y_offset_ena: 1,
+            vport_z_scale_ena: 1,
+            vport_z_offset_ena: 1,
+            vtx_w0_fmt: 1,
+            ..Default::default()
+        }
+        .to_raw(),
+    );
+    let half = |v: u32| (v as f32 / 2.0).to_bits();
+    put(reg::PA_CL_VPORT_XSCALE, half(W));
+    put(reg::PA_CL_VPORT_XOFFSET, half(W));
+    put(reg::PA_CL_VPORT_YSCALE, half(H));
+    put(reg::PA_CL_VPORT_YOFFSET, half(H));
+    put(reg::PA_CL_VPORT_ZSCALE, 1.0f32.to_bits());
+    put(reg::PA_CL_VPORT_ZOFFSET, 0);
+    put(reg::PA_SC_VPORT_ZMIN_0, 0);
+    put(reg::PA_SC_VPORT_ZMAX_0, 1.0f32.to_bits());
+    let br = ty::PaScWindowScissorBr { br_x: W, br_y: H }.to_raw();
+    put(reg::PA_SC_GENERIC_SCISSOR_TL, 1 << 31);
+    put(reg::PA_SC_GENERIC_SCISSOR_BR, br);
+    put(reg::PA_SC_SCREEN_SCISSOR_TL, 0);
+    put(reg::PA_SC_SCREEN_SCISSOR_BR, br);
+    put(
+        reg::PA_CL_CLIP_CNTL,
+        ty::PaClClipCntl {
+            dx_clip_space_def: 1,
+            ..Default::default()
+        }
+        .to_raw(),
+    );
+    c
+}
