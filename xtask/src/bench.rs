@@ -45,6 +45,7 @@ pub fn bench(quick: bool, only: &[String]) -> Result<bool> {
         ("lower", "aps5-relink"),
         ("runtime", "aps5-relink"),
         ("draws", "aps5-vulkan"),
+        ("gpu_draws", "aps5-gpu"),
     ] {
         if !want(name) {
             continue;

@@ -665,14 +665,13 @@ impl Executor {
             .collect();
         let vk_err = |e: aps5_vulkan::VkError| failed(format!("{shaders}: {e}"));
         let mut table = self
-            .gpu
-            .create_buffer(32 * entries.len().max(1) as u64)
+            .scratch(32 * entries.len().max(1) as u64)
             .map_err(vk_err)?;
         let bytes: Vec<u8> = entries.iter().flat_map(|e| e.to_bytes()).collect();
         table.write(0, &bytes).map_err(vk_err)?;
-        let fault = self
-            .gpu
-            .create_buffer(u64::from(abi::FAULT_BYTES))
+        let mut fault = self.scratch(u64::from(abi::FAULT_BYTES)).map_err(vk_err)?;
+        fault
+            .write(0, &[0u8; abi::FAULT_BYTES as usize])
             .map_err(vk_err)?;
         // The VS's user SGPRs and code address in the push block; the PS's in its record
         // (abi::push::PIXEL_RECORD, docs/SHADER_ABI.md "Push constants").
@@ -702,8 +701,7 @@ impl Executor {
         let cb = abi::push::PIXEL_RECORD_CODE_BASE as usize;
         ps_record[cb..cb + 8].copy_from_slice(&sh.ps.address.to_le_bytes());
         let mut record_buf = self
-            .gpu
-            .create_buffer(u64::from(abi::push::PIXEL_RECORD_BYTES))
+            .scratch(u64::from(abi::push::PIXEL_RECORD_BYTES))
             .map_err(vk_err)?;
         record_buf.write(0, &ps_record).map_err(vk_err)?;
         put(
@@ -834,6 +832,7 @@ impl Executor {
         for v in &views {
             self.write_back(mem, v).map_err(failed)?;
         }
+        self.recycle_views(views);
         for (t, img) in targets.iter().zip(&images) {
             let px = self.gpu.read_image(img).map_err(vk_err)?;
             write_rows(mem, t, &px).map_err(failed)?;
@@ -854,6 +853,7 @@ impl Executor {
                 .try_into()
                 .expect("the fault buffer is 32 bytes"),
         );
+        self.recycle([table, fault, record_buf]);
         if record.state == 2 {
             // The record does not say which stage faulted; name the instruction in both.
             let vi = instruction_at(&vs.code, record.inst_offset, vs.wave64);

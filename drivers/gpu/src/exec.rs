@@ -196,6 +196,10 @@ pub struct Executor {
     import: bool,
     /// Graphics: translated stages, pipelines, the command recorder (crate::draw).
     pub(crate) gfx: crate::draw::GfxCache,
+    /// Host-visible buffers of finished work (mirrors, range tables, fault buffers, pixel
+    /// records), reused: allocating device memory per draw costs milliseconds on some
+    /// drivers (NVIDIA's vkAllocateMemory).
+    pool: Vec<Buffer>,
 }
 
 /// The device's float controls as `Options::host_float_controls` takes them: translations
@@ -246,6 +250,7 @@ impl Executor {
             opts,
             stats: Stats::default(),
             gfx: Default::default(),
+            pool: Vec::new(),
         };
         e.packs.verbose = std::env::var_os(STATS_ENV).is_some_and(|v| v == "1");
         e.packs.kill_after = std::env::var(KILL_AFTER_RECORDS_ENV)
@@ -573,15 +578,12 @@ impl Executor {
             })
             .collect();
         let vk = |e: VkError| failed(format!("{shader}: {e}"));
-        let mut table = self
-            .gpu
-            .create_buffer(32 * entries.len().max(1) as u64)
-            .map_err(vk)?;
+        let mut table = self.scratch(32 * entries.len().max(1) as u64).map_err(vk)?;
         let bytes: Vec<u8> = entries.iter().flat_map(|e| e.to_bytes()).collect();
         table.write(0, &bytes).map_err(vk)?;
-        let fault = self
-            .gpu
-            .create_buffer(u64::from(abi::FAULT_BYTES))
+        let mut fault = self.scratch(u64::from(abi::FAULT_BYTES)).map_err(vk)?;
+        fault
+            .write(0, &[0u8; abi::FAULT_BYTES as usize])
             .map_err(vk)?;
 
         let user = (d.rsrc2 >> 1) & 0x1F;
@@ -620,6 +622,8 @@ impl Executor {
         for v in &views {
             self.write_back(mem, v).map_err(|e| failed(e.to_string()))?;
         }
+        self.recycle_views(views);
+        self.recycle([table, fault]);
         if record.state == 2 {
             let instruction = instruction_at(&program.code, record.inst_offset, d.wave64());
             return Err(DispatchError::Fault {
@@ -711,6 +715,42 @@ impl Executor {
 
     /// The region on the device: imported when the device can take it (zero copy), else a
     /// device copy (mirror).
+    /// A host-visible buffer of at least `bytes` from the pool (contents undefined: the
+    /// caller writes what the GPU reads), or a new one of the next power of two.
+    pub(crate) fn scratch(&mut self, bytes: u64) -> Result<Buffer, aps5_vulkan::VkError> {
+        let fit = self
+            .pool
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.size() >= bytes && b.size() <= bytes.max(128) * 2)
+            .min_by_key(|(_, b)| b.size())
+            .map(|(i, _)| i);
+        match fit {
+            Some(i) => Ok(self.pool.swap_remove(i)),
+            None => self.gpu.create_buffer(bytes.max(64).next_power_of_two()),
+        }
+    }
+
+    /// Gives buffers of finished work (the device is done with them) back to the pool.
+    pub(crate) fn recycle(&mut self, bufs: impl IntoIterator<Item = Buffer>) {
+        const KEEP: usize = 64;
+        for b in bufs {
+            if self.pool.len() < KEEP {
+                self.pool.push(b);
+            }
+        }
+    }
+
+    /// Gives back the mirrors among `views` (imported views alias guest pages: dropped).
+    pub(crate) fn recycle_views(&mut self, views: Vec<View>) {
+        let mirrors: Vec<Buffer> = views
+            .into_iter()
+            .filter(|v| v.uploaded.is_some())
+            .map(|v| v.buf)
+            .collect();
+        self.recycle(mirrors);
+    }
+
     pub(crate) fn upload(&mut self, mem: &dyn Memory, r: Region) -> Result<View, String> {
         let align = self.gpu.host_import_alignment().unwrap_or(u64::MAX);
         if self.import
@@ -735,7 +775,7 @@ impl Executor {
             }
         }
         self.stats.regions_mirrored += 1;
-        let mut buf = self.gpu.create_buffer(r.len()).map_err(|e| e.to_string())?;
+        let mut buf = self.scratch(r.len()).map_err(|e| e.to_string())?;
         let mut uploaded = vec![0u8; r.len() as usize];
         mem.read(r.begin, &mut uploaded)
             .map_err(|e: MemFault| format!("GPU-visible region: {e}"))?;

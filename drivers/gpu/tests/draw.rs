@@ -18,30 +18,6 @@ use aps5_gpu::vulkan::{Gpu, GpuOptions, vk};
 use aps5_gpu::{Executor, GpuBackend, ProcessMemory, ShaderInfo};
 use guest::*;
 
-/// A triangle from VertexID, instance n moved right by n/4; param0 = a colour per vertex
-/// with alpha 0.5.
-const VS_TRI: &str = "\
-define amdgpu_vs void @vs(i32 inreg %s0, i32 %vid, i32 %u1, i32 %u2, i32 %iid) {
-  %is0 = icmp eq i32 %vid, 0
-  %is1 = icmp eq i32 %vid, 1
-  %x1 = select i1 %is1, float 0.5, float -0.5
-  %x = select i1 %is0, float -0.75, float %x1
-  %y1 = select i1 %is1, float -0.25, float 0.75
-  %y = select i1 %is0, float -0.5, float %y1
-  %if = uitofp i32 %iid to float
-  %dx = fmul float %if, 0.25
-  %xi = fadd float %x, %dx
-  call void @llvm.amdgcn.exp.f32(i32 12, i32 15, float %xi, float %y, float 0.5, float 1.0, i1 true, i1 false)
-  %r = select i1 %is0, float 1.0, float 0.0
-  %g = select i1 %is1, float 1.0, float 0.0
-  %rg = or i1 %is0, %is1
-  %b = select i1 %rg, float 0.0, float 1.0
-  call void @llvm.amdgcn.exp.f32(i32 32, i32 15, float %r, float %g, float %b, float 0.5, i1 false, i1 false)
-  ret void
-}
-declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
-";
-
 const VS_TRI_GLSL: &str = "#version 450
 layout(location = 0) out vec4 col;
 void main() {
@@ -82,27 +58,6 @@ void main() {
     gl_Position = vec4(xf * 1.25 - 0.625, yf * 1.125 - 0.375, 0.25, 1.0);
     col = vec4(xf, yf, 1.0 - xf, 0.5);
 }
-";
-
-/// Perspective-correct param0 to MRT0 as four f32 (SPI_SHADER_32_ABGR).
-const PS: &str = "\
-define amdgpu_ps void @ps(i32 inreg %c0, i32 inreg %prim, <2 x float> %unused_sample, <2 x float> %pc) {
-  %i = extractelement <2 x float> %pc, i32 0
-  %j = extractelement <2 x float> %pc, i32 1
-  %r1 = call float @llvm.amdgcn.interp.p1(float %i, i32 0, i32 0, i32 %prim)
-  %r = call float @llvm.amdgcn.interp.p2(float %r1, float %j, i32 0, i32 0, i32 %prim)
-  %g1 = call float @llvm.amdgcn.interp.p1(float %i, i32 1, i32 0, i32 %prim)
-  %g = call float @llvm.amdgcn.interp.p2(float %g1, float %j, i32 1, i32 0, i32 %prim)
-  %b1 = call float @llvm.amdgcn.interp.p1(float %i, i32 2, i32 0, i32 %prim)
-  %b = call float @llvm.amdgcn.interp.p2(float %b1, float %j, i32 2, i32 0, i32 %prim)
-  %a1 = call float @llvm.amdgcn.interp.p1(float %i, i32 3, i32 0, i32 %prim)
-  %a = call float @llvm.amdgcn.interp.p2(float %a1, float %j, i32 3, i32 0, i32 %prim)
-  call void @llvm.amdgcn.exp.f32(i32 0, i32 15, float %r, float %g, float %b, float %a, i1 true, i1 true)
-  ret void
-}
-declare float @llvm.amdgcn.interp.p1(float, i32, i32, i32)
-declare float @llvm.amdgcn.interp.p2(float, float, i32, i32, i32)
-declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
 ";
 
 const PS_GLSL: &str = "#version 450

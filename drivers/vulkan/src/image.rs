@@ -510,7 +510,7 @@ impl Gpu {
                 image.format()
             )));
         }
-        let mut staging = self.create_buffer(want as u64)?;
+        let mut staging = self.take_staging(want as u64)?;
         staging.bytes_mut()[..want].copy_from_slice(data);
         let region = copy_region(image);
         self.submit_once(|d, cmd| {
@@ -528,7 +528,9 @@ impl Gpu {
             if image.desc.kind == ImageKind::Texture {
                 image.record_transition(d, cmd, vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL);
             }
-        })
+        })?;
+        self.give_back_staging(staging);
+        Ok(())
     }
 
     /// The image's contents as tightly packed rows (for depth formats: the depth aspect, 4
@@ -542,7 +544,7 @@ impl Gpu {
             )));
         }
         let bytes = image.host_bytes();
-        let staging = self.create_buffer(bytes as u64)?;
+        let staging = self.take_staging(bytes as u64)?;
         let region = copy_region(image);
         self.submit_once(|d, cmd| {
             image.record_transition(d, cmd, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
@@ -558,7 +560,35 @@ impl Gpu {
             };
             memory::transfer_to_everything(d, cmd);
         })?;
-        Ok(staging.bytes()[..bytes].to_vec())
+        let out = staging.bytes()[..bytes].to_vec();
+        self.give_back_staging(staging);
+        Ok(out)
+    }
+
+    /// A host-visible staging buffer of at least `bytes` (contents undefined).
+    fn take_staging(&self, bytes: u64) -> Result<crate::Buffer> {
+        let mut pool = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+        let fit = pool
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.size() >= bytes && b.size() <= bytes.max(4096) * 2)
+            .min_by_key(|(_, b)| b.size())
+            .map(|(i, _)| i);
+        match fit {
+            Some(i) => Ok(pool.swap_remove(i)),
+            None => {
+                drop(pool);
+                self.create_buffer(bytes.max(4096).next_power_of_two())
+            }
+        }
+    }
+
+    /// Keeps a staging buffer whose copy has finished for the next copy.
+    fn give_back_staging(&self, b: crate::Buffer) {
+        let mut pool = self.staging.lock().unwrap_or_else(|p| p.into_inner());
+        if pool.len() < 8 {
+            pool.push(b);
+        }
     }
 
     pub fn create_sampler(&self, desc: &SamplerDesc) -> Result<Sampler> {

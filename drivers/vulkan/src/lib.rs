@@ -267,6 +267,9 @@ pub struct Gpu {
     info: DeviceInfo,
     /// Graphics pipelines, libraries and layouts by key (see [`graphics`]).
     graphics: Mutex<graphics::GraphicsCache>,
+    /// Staging buffers of finished image copies, reused (allocating device memory per copy
+    /// costs milliseconds on some drivers).
+    staging: Mutex<Vec<Buffer>>,
 }
 
 unsafe extern "system" fn on_message(
@@ -410,6 +413,7 @@ impl Gpu {
                     }),
                     info,
                     graphics: Mutex::default(),
+                    staging: Mutex::new(Vec::new()),
                 })
             }
             Err(e) => {
