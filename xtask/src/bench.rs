@@ -19,6 +19,10 @@
 //!   glslangValidator (xtask/src/bench_glsl.rs).
 //! - `draws`: aps5-vulkan's `examples/bench_draws.rs`: CPU time per draw recorded + submitted at
 //!   10,000 draws per frame (against bare ash calls), frame time, pipeline build times per path.
+//! - `gpu_draws`: aps5-gpu's `examples/bench_gpu_draws.rs`: CPU and wall time per draw through
+//!   the whole driver, PM4 packet to finished draw (issue 12's target: under 2.5 us), with the
+//!   guest memory imported (`APS5_GPU_MIRROR=1`: mirrored); shaders by llc-14, or from
+//!   `APS5_LLC_CACHE=DIR` filled by a run that had it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
