@@ -15,10 +15,8 @@ mod guest;
 use std::time::Instant;
 
 use aps5_agc::generated::reg;
-use aps5_agc::{Queue, QueueKind};
-use aps5_gpu::backend::Guest;
+use aps5_gpu::Executor;
 use aps5_gpu::vulkan::{Gpu, GpuOptions};
-use aps5_gpu::{Executor, GpuBackend, ProcessMemory, ShaderInfo};
 use guest::*;
 
 const IT_DRAW_INDEX_AUTO: u32 = 0x2D;
@@ -47,20 +45,8 @@ fn submit(
         dcb.extend(set(reg::SPI_SHADER_USER_DATA_VS_0, 0x1234 + i));
         dcb.extend(pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]));
     }
-    let bytes: Vec<u8> = dcb.iter().flat_map(|w| w.to_le_bytes()).collect();
-    mem.bytes()[DCB..DCB + bytes.len()].copy_from_slice(&bytes);
-    let mut q = Queue::new(QueueKind::Graphics);
-    let region = mem.region();
-    let base = mem.addr();
-    let mut be = GpuBackend::new(ex, &ProcessMemory, vec![region]);
     let (t, c) = (Instant::now(), cpu_seconds());
-    q.submit(
-        &Guest(&ProcessMemory),
-        base + DCB as u64,
-        dcb.len() as u32,
-        &mut be,
-    )
-    .unwrap_or_else(|e| panic!("submission: {e}"));
+    submit_graphics(ex, mem, &dcb, vs, ps, None).unwrap_or_else(|e| panic!("submission: {e}"));
     (t.elapsed().as_secs_f64(), cpu_seconds() - c)
 }
 
@@ -85,15 +71,6 @@ fn main() {
     let b = mem.bytes();
     b[CODE_VS..CODE_VS + vs.code.len()].copy_from_slice(&vs.code);
     b[CODE_PS..CODE_PS + ps.code.len()].copy_from_slice(&ps.code);
-    for (at, c) in [(CODE_VS, &vs), (CODE_PS, &ps)] {
-        ex.register_shader(
-            mem.addr() + at as u64,
-            ShaderInfo {
-                code_bytes: c.code.len() as u32,
-                header: 0,
-            },
-        );
-    }
     // Warm: the translations and the pipeline are made by the first draw.
     let (first_wall, _) = submit(&mut ex, &mut mem, &vs, &ps, 1);
     let mut best = (f64::MAX, f64::MAX);

@@ -10,12 +10,10 @@
 mod guest;
 
 use aps5_agc::generated::{reg, ty};
-use aps5_agc::{Queue, QueueKind};
-use aps5_gpu::backend::Guest;
 use aps5_gpu::vulkan::graphics::{Blend, VertexAttribute};
 use aps5_gpu::vulkan::reference::{self, Scene};
 use aps5_gpu::vulkan::{Gpu, GpuOptions, vk};
-use aps5_gpu::{Executor, GpuBackend, ProcessMemory, ShaderInfo};
+use aps5_gpu::{Executor, ProcessMemory};
 use guest::*;
 
 const VS_TRI_GLSL: &str = "#version 450
@@ -109,29 +107,7 @@ fn run_guest_with<'a>(
             w => w,
         });
     }
-    let bytes: Vec<u8> = dcb.iter().flat_map(|w| w.to_le_bytes()).collect();
-    mem.bytes()[DCB..DCB + bytes.len()].copy_from_slice(&bytes);
-    // What sceAgcCreateShader records: the code size bounds what is read and hashed.
-    for (at, c) in [(CODE_VS, s.vs), (CODE_PS, s.ps)] {
-        ex.register_shader(
-            mem.addr() + at as u64,
-            ShaderInfo {
-                code_bytes: c.code.len() as u32,
-                header: 0,
-            },
-        );
-    }
-    let mut q = Queue::new(QueueKind::Graphics);
-    let region = mem.region();
-    let mut be = GpuBackend::new(ex, &ProcessMemory, vec![region]);
-    be.display = display;
-    let r = q.submit(
-        &Guest(&ProcessMemory),
-        mem.addr() + DCB as u64,
-        dcb.len() as u32,
-        &mut be,
-    );
-    if let Err(e) = r {
+    if let Err(e) = submit_graphics(ex, &mut mem, &dcb, s.vs, s.ps, display) {
         panic!("submission: {e}");
     }
     mem.bytes()[TARGET..TARGET + (W * H * 4) as usize].to_vec()
@@ -578,26 +554,7 @@ fn run_depth(ex: &mut Executor, s: &DepthSetup<'_>) -> Result<(Vec<u8>, Vec<u8>)
     dcb.extend(&s.extra);
     dcb.extend(pkt3(IT_NUM_INSTANCES, &[2]));
     dcb.extend(pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]));
-    let bytes: Vec<u8> = dcb.iter().flat_map(|w| w.to_le_bytes()).collect();
-    mem.bytes()[DCB..DCB + bytes.len()].copy_from_slice(&bytes);
-    for (at, c) in [(CODE_VS, s.vs), (CODE_PS, s.ps)] {
-        ex.register_shader(
-            base + at as u64,
-            ShaderInfo {
-                code_bytes: c.code.len() as u32,
-                header: 0,
-            },
-        );
-    }
-    let mut q = Queue::new(QueueKind::Graphics);
-    let mut be = GpuBackend::new(ex, &ProcessMemory, vec![mem.region()]);
-    q.submit(
-        &Guest(&ProcessMemory),
-        base + DCB as u64,
-        dcb.len() as u32,
-        &mut be,
-    )
-    .map_err(|e| e.to_string())?;
+    submit_graphics(ex, &mut mem, &dcb, s.vs, s.ps, None)?;
     let b = mem.bytes();
     let mut depth = Vec::new();
     for y in 0..H as usize {
@@ -1006,25 +963,7 @@ fn run_mesh(ex: &mut Executor, vs: &Compiled, ps: &Compiled, records: u32) -> Ve
         IT_DRAW_INDEX_2,
         &[n, idx as u32, (idx >> 32) as u32, n, 0],
     ));
-    let bytes: Vec<u8> = dcb.iter().flat_map(|w| w.to_le_bytes()).collect();
-    mem.bytes()[DCB..DCB + bytes.len()].copy_from_slice(&bytes);
-    for (at, c) in [(CODE_VS, vs), (CODE_PS, ps)] {
-        ex.register_shader(
-            base + at as u64,
-            ShaderInfo {
-                code_bytes: c.code.len() as u32,
-                header: 0,
-            },
-        );
-    }
-    let mut q = Queue::new(QueueKind::Graphics);
-    let mut be = GpuBackend::new(ex, &ProcessMemory, vec![mem.region()]);
-    if let Err(e) = q.submit(
-        &Guest(&ProcessMemory),
-        base + DCB as u64,
-        dcb.len() as u32,
-        &mut be,
-    ) {
+    if let Err(e) = submit_graphics(ex, &mut mem, &dcb, vs, ps, None) {
         panic!("submission: {e}");
     }
     mem.bytes()[TARGET..TARGET + (W * H * 4) as usize].to_vec()
@@ -1205,26 +1144,7 @@ fn run_textured(
         IT_DRAW_INDEX_2,
         &[6, idx as u32, (idx >> 32) as u32, 6, 0],
     ));
-    let bytes: Vec<u8> = dcb.iter().flat_map(|w| w.to_le_bytes()).collect();
-    mem.bytes()[DCB..DCB + bytes.len()].copy_from_slice(&bytes);
-    for (at, c) in [(CODE_VS, vs), (CODE_PS, ps)] {
-        ex.register_shader(
-            base + at as u64,
-            ShaderInfo {
-                code_bytes: c.code.len() as u32,
-                header: 0,
-            },
-        );
-    }
-    let mut q = Queue::new(QueueKind::Graphics);
-    let mut be = GpuBackend::new(ex, &ProcessMemory, vec![mem.region()]);
-    q.submit(
-        &Guest(&ProcessMemory),
-        base + DCB as u64,
-        dcb.len() as u32,
-        &mut be,
-    )
-    .map_err(|e| e.to_string())?;
+    submit_graphics(ex, &mut mem, &dcb, vs, ps, None)?;
     Ok(mem.bytes()[TARGET..TARGET + (W * H * 4) as usize].to_vec())
 }
 
@@ -1274,7 +1194,7 @@ fn textured_quads_linear_and_swizzled_match_glsl() {
         let want = reference::render(ex.gpu(), &sc).unwrap_or_else(|e| panic!("reference: {e}"));
         compare(&format!("textured quad, {what}"), &got, &want, 2);
     }
-    // One upload per layout: each T# is its own image.
+    // Four draws, one per layout (each T# is its own image).
     let s = ex.stats();
     assert_eq!(s.draws, 4, "{s:?}");
 }

@@ -7,7 +7,10 @@ use std::path::Path;
 use std::process::Command;
 
 use aps5_agc::generated::{CONTEXT_BASE, SH_BASE, UCONFIG_BASE, reg, ty};
+use aps5_agc::{Queue, QueueKind};
+use aps5_gpu::backend::Guest;
 use aps5_gpu::memory::Region;
+use aps5_gpu::{Display, Executor, GpuBackend, ProcessMemory, ShaderInfo};
 use aps5_shader::translate::abi::{PERM_READ, PERM_WRITE};
 
 pub const W: u32 = 64;
@@ -390,4 +393,40 @@ pub fn state_packets(base: u64, vs: &Compiled, ps: &Compiled, blend: bool) -> Ve
         .to_raw(),
     );
     c
+}
+
+/// Places `dcb` at `base + DCB`, registers the VS and PS at `CODE_VS` / `CODE_PS` as
+/// sceAgcCreateShader does (the code size bounds what is read and hashed) and runs `dcb` on a
+/// graphics queue with the whole of `mem` GPU-visible and `display` for flips.
+pub fn submit_graphics<'a>(
+    ex: &'a mut Executor,
+    mem: &mut Pages,
+    dcb: &[u32],
+    vs: &Compiled,
+    ps: &Compiled,
+    display: Option<&'a mut (dyn Display + 'a)>,
+) -> Result<(), String> {
+    let base = mem.addr();
+    let bytes: Vec<u8> = dcb.iter().flat_map(|w| w.to_le_bytes()).collect();
+    mem.bytes()[DCB..DCB + bytes.len()].copy_from_slice(&bytes);
+    for (at, c) in [(CODE_VS, vs), (CODE_PS, ps)] {
+        ex.register_shader(
+            base + at as u64,
+            ShaderInfo {
+                code_bytes: c.code.len() as u32,
+                header: 0,
+            },
+        );
+    }
+    let mut q = Queue::new(QueueKind::Graphics);
+    let mut be = GpuBackend::new(ex, &ProcessMemory, vec![mem.region()]);
+    be.display = display;
+    q.submit(
+        &Guest(&ProcessMemory),
+        base + DCB as u64,
+        dcb.len() as u32,
+        &mut be,
+    )
+    .map(|_| ())
+    .map_err(|e| e.to_string())
 }
