@@ -477,8 +477,8 @@ impl Executor {
         let ps = self
             .stage(mem, sh.ps.address, None, Some(&pstate))
             .map_err(failed)?;
-        // Each stage reads its own user SGPRs: the VS's block at push byte 0, the PS's at
-        // abi::push::PIXEL (docs/SHADER_ABI.md "Push constants").
+        // Each stage reads its own user SGPRs: the VS's from the push block, the PS's from its
+        // record (abi::push::PIXEL_RECORD, docs/SHADER_ABI.md "Push constants").
         let vs_user = &sh.vs.user_data[..vstate.user_sgprs() as usize];
         let ps_user = &sh.ps.user_data[..pstate.user_sgprs() as usize];
 
@@ -664,15 +664,7 @@ impl Executor {
             })
             .collect();
         let vk_err = |e: aps5_vulkan::VkError| failed(format!("{shaders}: {e}"));
-        let mut table = self
-            .scratch(32 * entries.len().max(1) as u64)
-            .map_err(vk_err)?;
-        let bytes: Vec<u8> = entries.iter().flat_map(|e| e.to_bytes()).collect();
-        table.write(0, &bytes).map_err(vk_err)?;
-        let mut fault = self.scratch(u64::from(abi::FAULT_BYTES)).map_err(vk_err)?;
-        fault
-            .write(0, &[0u8; abi::FAULT_BYTES as usize])
-            .map_err(vk_err)?;
+        let (table, fault) = self.guest_tables(&entries).map_err(vk_err)?;
         // The VS's user SGPRs and code address in the push block; the PS's in its record
         // (abi::push::PIXEL_RECORD, docs/SHADER_ABI.md "Push constants").
         let mut push = vec![0u8; abi::push::GRAPHICS_SIZE as usize];

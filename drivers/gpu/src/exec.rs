@@ -9,7 +9,7 @@ use aps5_cache::records::{PipelineKind, PipelineRecord, Records, RunCounts, Shad
 use aps5_shader::pack::{self as spack, DeviceClass, PackedShader, ShaderState};
 use aps5_shader::translate::abi::{self, FaultReason, FaultRecord, RangeEntry};
 use aps5_shader::translate::{ComputeState, FloatControls, Options};
-use aps5_vulkan::{Buffer, ComputePipeline, Gpu, PipelineDesc, VkError};
+use aps5_vulkan::{Buffer, BufferPool, ComputePipeline, Gpu, PipelineDesc, VkError};
 
 use crate::memory::{MemFault, Memory, Region};
 
@@ -197,9 +197,8 @@ pub struct Executor {
     /// Graphics: translated stages, pipelines, the command recorder (crate::draw).
     pub(crate) gfx: crate::draw::GfxCache,
     /// Host-visible buffers of finished work (mirrors, range tables, fault buffers, pixel
-    /// records), reused: allocating device memory per draw costs milliseconds on some
-    /// drivers (NVIDIA's vkAllocateMemory).
-    pool: Vec<Buffer>,
+    /// records), reused.
+    pool: BufferPool,
 }
 
 /// The device's float controls as `Options::host_float_controls` takes them: translations
@@ -250,7 +249,7 @@ impl Executor {
             opts,
             stats: Stats::default(),
             gfx: Default::default(),
-            pool: Vec::new(),
+            pool: BufferPool::new(64, 64),
         };
         e.packs.verbose = std::env::var_os(STATS_ENV).is_some_and(|v| v == "1");
         e.packs.kill_after = std::env::var(KILL_AFTER_RECORDS_ENV)
@@ -578,13 +577,7 @@ impl Executor {
             })
             .collect();
         let vk = |e: VkError| failed(format!("{shader}: {e}"));
-        let mut table = self.scratch(32 * entries.len().max(1) as u64).map_err(vk)?;
-        let bytes: Vec<u8> = entries.iter().flat_map(|e| e.to_bytes()).collect();
-        table.write(0, &bytes).map_err(vk)?;
-        let mut fault = self.scratch(u64::from(abi::FAULT_BYTES)).map_err(vk)?;
-        fault
-            .write(0, &[0u8; abi::FAULT_BYTES as usize])
-            .map_err(vk)?;
+        let (table, fault) = self.guest_tables(&entries).map_err(vk)?;
 
         let user = (d.rsrc2 >> 1) & 0x1F;
         let mut push = vec![0u8; abi::push::SIZE as usize];
@@ -713,44 +706,42 @@ impl Executor {
         })
     }
 
-    /// The region on the device: imported when the device can take it (zero copy), else a
-    /// device copy (mirror).
     /// A host-visible buffer of at least `bytes` from the pool (contents undefined: the
-    /// caller writes what the GPU reads), or a new one of the next power of two.
-    pub(crate) fn scratch(&mut self, bytes: u64) -> Result<Buffer, aps5_vulkan::VkError> {
-        let fit = self
-            .pool
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.size() >= bytes && b.size() <= bytes.max(128) * 2)
-            .min_by_key(|(_, b)| b.size())
-            .map(|(i, _)| i);
-        match fit {
-            Some(i) => Ok(self.pool.swap_remove(i)),
-            None => self.gpu.create_buffer(bytes.max(64).next_power_of_two()),
-        }
+    /// caller writes what the GPU reads).
+    pub(crate) fn scratch(&mut self, bytes: u64) -> Result<Buffer, VkError> {
+        self.pool.take(&self.gpu, bytes)
+    }
+
+    /// The range table of `entries` and a zeroed fault buffer, for one dispatch or draw.
+    pub(crate) fn guest_tables(
+        &mut self,
+        entries: &[RangeEntry],
+    ) -> Result<(Buffer, Buffer), VkError> {
+        let mut table = self.scratch(32 * entries.len().max(1) as u64)?;
+        let bytes: Vec<u8> = entries.iter().flat_map(|e| e.to_bytes()).collect();
+        table.write(0, &bytes)?;
+        let mut fault = self.scratch(u64::from(abi::FAULT_BYTES))?;
+        fault.write(0, &[0u8; abi::FAULT_BYTES as usize])?;
+        Ok((table, fault))
     }
 
     /// Gives buffers of finished work (the device is done with them) back to the pool.
     pub(crate) fn recycle(&mut self, bufs: impl IntoIterator<Item = Buffer>) {
-        const KEEP: usize = 64;
-        for b in bufs {
-            if self.pool.len() < KEEP {
-                self.pool.push(b);
-            }
-        }
+        self.pool.give_back(bufs);
     }
 
     /// Gives back the mirrors among `views` (imported views alias guest pages: dropped).
     pub(crate) fn recycle_views(&mut self, views: Vec<View>) {
-        let mirrors: Vec<Buffer> = views
-            .into_iter()
-            .filter(|v| v.uploaded.is_some())
-            .map(|v| v.buf)
-            .collect();
-        self.recycle(mirrors);
+        self.pool.give_back(
+            views
+                .into_iter()
+                .filter(|v| v.uploaded.is_some())
+                .map(|v| v.buf),
+        );
     }
 
+    /// The region on the device: imported when the device can take it (zero copy), else a
+    /// device copy (mirror).
     pub(crate) fn upload(&mut self, mem: &dyn Memory, r: Region) -> Result<View, String> {
         let align = self.gpu.host_import_alignment().unwrap_or(u64::MAX);
         if self.import

@@ -568,27 +568,13 @@ impl Gpu {
     /// A host-visible staging buffer of at least `bytes` (contents undefined).
     fn take_staging(&self, bytes: u64) -> Result<crate::Buffer> {
         let mut pool = self.staging.lock().unwrap_or_else(|p| p.into_inner());
-        let fit = pool
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.size() >= bytes && b.size() <= bytes.max(4096) * 2)
-            .min_by_key(|(_, b)| b.size())
-            .map(|(i, _)| i);
-        match fit {
-            Some(i) => Ok(pool.swap_remove(i)),
-            None => {
-                drop(pool);
-                self.create_buffer(bytes.max(4096).next_power_of_two())
-            }
-        }
+        pool.take(self, bytes)
     }
 
     /// Keeps a staging buffer whose copy has finished for the next copy.
     fn give_back_staging(&self, b: crate::Buffer) {
         let mut pool = self.staging.lock().unwrap_or_else(|p| p.into_inner());
-        if pool.len() < 8 {
-            pool.push(b);
-        }
+        pool.give_back([b]);
     }
 
     pub fn create_sampler(&self, desc: &SamplerDesc) -> Result<Sampler> {

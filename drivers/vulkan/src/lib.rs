@@ -267,9 +267,8 @@ pub struct Gpu {
     info: DeviceInfo,
     /// Graphics pipelines, libraries and layouts by key (see [`graphics`]).
     graphics: Mutex<graphics::GraphicsCache>,
-    /// Staging buffers of finished image copies, reused (allocating device memory per copy
-    /// costs milliseconds on some drivers).
-    staging: Mutex<Vec<Buffer>>,
+    /// Staging buffers of finished image copies, reused.
+    staging: Mutex<BufferPool>,
 }
 
 unsafe extern "system" fn on_message(
@@ -413,7 +412,7 @@ impl Gpu {
                     }),
                     info,
                     graphics: Mutex::default(),
-                    staging: Mutex::new(Vec::new()),
+                    staging: Mutex::new(BufferPool::new(4096, 8)),
                 })
             }
             Err(e) => {
@@ -1040,6 +1039,58 @@ fn open_device(instance: &ash::Instance, opts: &GpuOptions) -> Result<Opened> {
         supported,
     };
     Ok((physical, index, device, queue, pool, info))
+}
+
+/// Host-visible buffers whose work has finished, kept for reuse: allocating device memory
+/// per draw or copy costs milliseconds on some drivers (NVIDIA's vkAllocateMemory). A buffer
+/// taken has at least the size asked for and at most twice it (or twice `min`); its contents
+/// are undefined, the taker writes what the device reads.
+pub struct BufferPool {
+    bufs: Vec<Buffer>,
+    /// The smallest buffer made.
+    min: u64,
+    /// How many buffers are kept at most.
+    keep: usize,
+}
+
+impl BufferPool {
+    pub const fn new(min: u64, keep: usize) -> BufferPool {
+        BufferPool {
+            bufs: Vec::new(),
+            min,
+            keep,
+        }
+    }
+
+    /// A kept buffer that fits `bytes`, if any (see [`BufferPool::take`]).
+    fn fit(&mut self, bytes: u64) -> Option<Buffer> {
+        let cap = bytes.max(self.min) * 2;
+        let i = self
+            .bufs
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.size() >= bytes && b.size() <= cap)
+            .min_by_key(|(_, b)| b.size())
+            .map(|(i, _)| i)?;
+        Some(self.bufs.swap_remove(i))
+    }
+
+    /// A buffer of at least `bytes`: a kept one, or a new one of the next power of two.
+    pub fn take(&mut self, gpu: &Gpu, bytes: u64) -> Result<Buffer> {
+        match self.fit(bytes) {
+            Some(b) => Ok(b),
+            None => gpu.create_buffer(bytes.max(self.min).next_power_of_two()),
+        }
+    }
+
+    /// Keeps buffers the device is done with (beyond `keep`, they are freed).
+    pub fn give_back(&mut self, bufs: impl IntoIterator<Item = Buffer>) {
+        for b in bufs {
+            if self.bufs.len() < self.keep {
+                self.bufs.push(b);
+            }
+        }
+    }
 }
 
 /// Host-visible device memory with a device address (buffer device address).
