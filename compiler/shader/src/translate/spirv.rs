@@ -298,6 +298,14 @@ impl Emit {
         let p = self.b.access_chain(pu64, None, pc, [m])?;
         self.load(u64t, p)
     }
+    /// A `ty` value at byte `offset` of the pixel stage's record (push-block member 6,
+    /// `push::PIXEL_RECORD`), `align`-aligned.
+    fn pixel_record_load(&mut self, ty: Word, offset: u32, align: u32) -> Res<Word> {
+        let rec = self.pc_u64(6)?;
+        let off = self.k64(u64::from(offset));
+        let at = self.b.i_add(self.t.u64, None, rec, off)?;
+        self.load_psb(ty, at, align)
+    }
     fn zext(&mut self, v: Word) -> Res<Word> {
         let t = self.t.u64;
         self.b.u_convert(t, None, v)
@@ -1842,10 +1850,7 @@ impl Emit {
             Op::LaneId => Some(lane()?),
             // Member 5 of the push-constant block (push::CODE_BASE), or the pixel record's.
             Op::CodeBase => Some(if self.pixel_record {
-                let rec = self.pc_u64(6)?;
-                let off = self.k64(u64::from(push::PIXEL_RECORD_CODE_BASE));
-                let at = self.b.i_add(self.t.u64, None, rec, off)?;
-                self.load_psb(self.t.u64, at, 8)?
+                self.pixel_record_load(self.t.u64, push::PIXEL_RECORD_CODE_BASE, 8)?
             } else {
                 self.pc_u64(5)?
             }),

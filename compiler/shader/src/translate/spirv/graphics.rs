@@ -465,20 +465,12 @@ impl Emit {
         // Prologue: user SGPRs; the SGPR after them (PS: the primitive mask for M0) stays 0;
         // EXEC = lane 0; the valid mask set; system-value VGPRs; outputs zeroed so an export
         // that does not run leaves a defined value.
-        let record = if self.pixel_record && plan.user_sgprs > 0 {
-            Some(self.pc_u64(6)?)
-        } else {
-            None
-        };
         for u in 0..plan.user_sgprs.min(16) {
-            let v = match record {
+            let v = if self.pixel_record {
                 // The pixel stage's record (abi::push::PIXEL_RECORD): s[u] at byte 4u.
-                Some(rec) => {
-                    let off = self.k64(4 * u64::from(u));
-                    let at = self.b.i_add(self.t.u64, None, rec, off)?;
-                    self.load_psb(u32t, at, 4)?
-                }
-                None => self.pc_u32(0, Some(u))?,
+                self.pixel_record_load(u32t, 4 * u, 4)?
+            } else {
+                self.pc_u32(0, Some(u))?
             };
             let var = cx.svars[&(u as SReg)];
             self.store(var, v)?;
