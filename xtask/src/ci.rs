@@ -91,10 +91,22 @@ fn failure_lines(line: &str) -> bool {
         || l.starts_with("error: doctest failed")
 }
 
+/// Echoes `from` line by line into `to`, returning its failure lines (see `failure_lines`).
+fn echo_failures(from: impl std::io::Read, mut to: impl std::io::Write) -> Vec<String> {
+    use std::io::BufRead;
+    let mut found = Vec::new();
+    for line in std::io::BufReader::new(from).lines().map_while(|l| l.ok()) {
+        let _ = writeln!(to, "{line}");
+        if failure_lines(&line) {
+            found.push(line.trim().to_string());
+        }
+    }
+    found
+}
+
 /// Runs `cargo ARGS`, echoing its output as it comes, and returns success plus the failure
-/// lines (see `failure_lines`) from stdout and stderr.
+/// lines from stdout and stderr.
 fn cargo_collecting_failures(args: &[&str]) -> Result<(bool, Vec<String>)> {
-    use std::io::{BufRead, BufReader, Write};
     use std::process::Stdio;
     let mut child = Command::new(cargo_bin())
         .args(args)
@@ -103,24 +115,11 @@ fn cargo_collecting_failures(args: &[&str]) -> Result<(bool, Vec<String>)> {
         .stderr(Stdio::piped())
         .spawn()?;
     let stderr = child.stderr.take().expect("piped stderr");
-    let err_thread = std::thread::spawn(move || {
-        let mut found = Vec::new();
-        for line in BufReader::new(stderr).lines().map_while(|l| l.ok()) {
-            let _ = writeln!(std::io::stderr(), "{line}");
-            if failure_lines(&line) {
-                found.push(line.trim().to_string());
-            }
-        }
-        found
-    });
-    let mut found = Vec::new();
-    let stdout = child.stdout.take().expect("piped stdout");
-    for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
-        println!("{line}");
-        if failure_lines(&line) {
-            found.push(line.trim().to_string());
-        }
-    }
+    let err_thread = std::thread::spawn(move || echo_failures(stderr, std::io::stderr()));
+    let mut found = echo_failures(
+        child.stdout.take().expect("piped stdout"),
+        std::io::stdout(),
+    );
     let status = child.wait()?;
     found.extend(err_thread.join().unwrap_or_default());
     Ok((status.success(), found))
@@ -345,6 +344,14 @@ mod tests {
         assert!(!failure_lines("test pm4::copy_data ... ok"));
         assert!(!failure_lines("test result: FAILED. 3 passed; 1 failed"));
         assert!(!failure_lines("failures:"));
+        // Every line is echoed; only the failures come back.
+        let text = "running 2 tests\ntest a ... ok\ntest b ... FAILED\n";
+        let mut echoed = Vec::new();
+        assert_eq!(
+            echo_failures(text.as_bytes(), &mut echoed),
+            ["test b ... FAILED"]
+        );
+        assert_eq!(String::from_utf8(echoed).unwrap(), text);
     }
 
     #[test]
