@@ -224,6 +224,11 @@ pub trait Backend {
     fn sync_memory(&mut self) -> Result<(), String> {
         Ok(())
     }
+    /// The submission's last packet has run: work the backend deferred must finish now
+    /// (the CPU may read its results as soon as `submit` returns). Default: nothing.
+    fn end_submission(&mut self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// The magic ending the 5-dword descriptor an ACB submission may begin with
@@ -349,7 +354,17 @@ impl Queue {
             buffers: Vec::new(),
             chained: Default::default(),
         };
-        match self.run_buffer(&mut ctx, addr, dwords, 0, backend) {
+        let ran = self
+            .run_buffer(&mut ctx, addr, dwords, 0, backend)
+            .and_then(|()| {
+                backend.end_submission().map_err(|reason| Fail {
+                    offset: dwords,
+                    address: addr + u64::from(dwords) * 4,
+                    packet: "end of submission".into(),
+                    reason,
+                })
+            });
+        match ran {
             Ok(()) => Ok(ctx.stats),
             Err(f) => Err(SubmitError {
                 offset_dwords: f.offset,

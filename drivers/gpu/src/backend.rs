@@ -21,9 +21,9 @@ pub struct Interrupt {
 }
 
 /// The display side of flips from the command stream (Sony's flip and wait-for-flip driver
-/// commands): libSceVideoOut in a ported program. Execution is synchronous, so when the
-/// command processor reaches a flip every draw before it has been written back to guest
-/// memory: the flip can show the buffer at once.
+/// commands): libSceVideoOut in a ported program. The backend runs the queued draws first,
+/// so when a flip is called every draw before it has been written back to guest memory:
+/// the flip can show the buffer at once.
 pub trait Display {
     /// Shows display buffer `f.buffer_index` of video-out port `f.video_out_handle`.
     fn flip(&mut self, f: &Flip) -> Result<(), String>;
@@ -117,6 +117,15 @@ impl<'a> GpuBackend<'a> {
     fn guest(&self) -> Guest<'_> {
         Guest(self.mem)
     }
+
+    /// Runs the queued draws (crate::batch): before anything whose effect must follow them.
+    pub fn flush(&mut self) -> Result<(), String> {
+        self.exec.flush(self.mem).map_err(|e| {
+            let text = e.to_string();
+            self.draw_error = Some(e);
+            text
+        })
+    }
 }
 
 /// The compute registers of a dispatch, raw.
@@ -159,6 +168,7 @@ impl Backend for GpuBackend<'_> {
             }
         };
         let cd = compute_dispatch(d, groups);
+        self.flush()?;
         match self.exec.dispatch(self.mem, &cd, &self.regions) {
             Ok(()) => Ok(()),
             Err(e) => {
@@ -181,8 +191,9 @@ impl Backend for GpuBackend<'_> {
     }
 
     fn release_mem(&mut self, r: &ReleaseMem) -> Result<(), String> {
-        // Execution is synchronous: every earlier dispatch has finished and its results are
-        // in guest memory, so the label can be written now.
+        // Once the queued draws have run, every earlier dispatch and draw has finished and
+        // its results are in guest memory, so the label can be written now.
+        self.flush()?;
         r.apply(&self.guest(), gpu_clock())?;
         if r.int_sel != 0 {
             self.interrupts.push(Interrupt {
@@ -193,15 +204,19 @@ impl Backend for GpuBackend<'_> {
     }
 
     fn write_data(&mut self, w: &WriteData<'_>) -> Result<(), String> {
+        // Queued draws may read what it overwrites (constants between draws).
+        self.flush()?;
         w.apply(&self.guest())
     }
 
     fn wait_reg_mem(&mut self, w: &WaitRegMem) -> Result<WaitResult, String> {
         // Another CPU thread, or another queue, may still write it.
+        self.flush()?;
         wait_memory(self.mem, w, self.wait_limit)
     }
 
     fn flip(&mut self, f: &Flip) -> Result<(), String> {
+        self.flush()?;
         match self.display.as_deref_mut() {
             Some(d) => d.flip(f),
             None => Err("a flip from the command stream, but no display is attached".into()),
@@ -209,6 +224,7 @@ impl Backend for GpuBackend<'_> {
     }
 
     fn wait_flip(&mut self, f: &WaitFlip) -> Result<(), String> {
+        self.flush()?;
         match self.display.as_deref_mut() {
             Some(d) => d.wait_flip(f),
             None => Err("a wait for a flip, but no display is attached".into()),
@@ -216,11 +232,21 @@ impl Backend for GpuBackend<'_> {
     }
 
     fn dma_data(&mut self, d: &DmaData) -> Result<(), String> {
+        self.flush()?;
         d.apply(&self.guest())
     }
 
     fn copy_data(&mut self, c: &CopyData) -> Result<(), String> {
-        // Synchronous execution: what earlier work wrote is in guest memory already.
+        // After the flush, what earlier work wrote is in guest memory.
+        self.flush()?;
         c.apply(&self.guest(), gpu_clock())
+    }
+
+    fn sync_memory(&mut self) -> Result<(), String> {
+        self.flush()
+    }
+
+    fn end_submission(&mut self) -> Result<(), String> {
+        self.flush()
     }
 }

@@ -3,8 +3,8 @@
 //! targets loaded from and written back to guest memory, and one `vkCmdDraw(Indexed)`.
 //! docs/GPU_DRIVER.md, "Draws", lists what is supported and what is refused.
 //!
-//! Execution is synchronous, as for dispatches: a draw has finished, and its render targets
-//! are in guest memory, before the next packet is processed.
+//! Draws are queued and run together at the next flush (crate::batch): by then, as for a
+//! dispatch, every earlier draw has finished and its render targets are in guest memory.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -15,19 +15,17 @@ use aps5_agc::generated::enums::{BlendOp, ColorFormat, CombFunc, SurfaceNumber, 
 use aps5_agc::state::{GraphicsState, RenderTarget};
 use aps5_agc::{Draw, DrawKind};
 use aps5_shader::pack::{self as spack, PackedShader, ShaderState};
-use aps5_shader::translate::abi::{self, FaultReason, FaultRecord, RangeEntry};
+use aps5_shader::translate::abi::{self, FaultReason, FaultRecord};
 use aps5_shader::translate::{PixelState, VertexState};
 use aps5_vulkan::graphics::TopologyClass;
 use aps5_vulkan::graphics::{Blend, ColorTarget, GraphicsDesc, GraphicsPipeline, Shader};
-use aps5_vulkan::{
-    Attachment, DepthAttachment, Image, ImageDesc, ImageKind, Recorder, Rendering, Sampler,
-    SamplerDesc, vk,
-};
+use aps5_vulkan::{Image, ImageDesc, ImageKind, Recorder, Sampler, SamplerDesc, vk};
 
 use aps5_cache::records::PipelineKind;
 
+use crate::batch::{Batch, HostCall, QueuedDraw, Resident, Surface, SurfaceKey};
 use crate::depth::depth_target;
-use crate::exec::{Executor, PIPELINE_STATE_LAYOUT, instruction_at};
+use crate::exec::{Executor, PIPELINE_STATE_LAYOUT};
 use crate::memory::{Memory, Region};
 use crate::texture;
 
@@ -37,8 +35,8 @@ pub(crate) struct Stage {
     /// The translation (from the pack or made at the draw).
     translation: PackedShader,
     /// The guest code (for naming a faulting instruction).
-    code: Vec<u8>,
-    wave64: bool,
+    pub(crate) code: Vec<u8>,
+    pub(crate) wave64: bool,
     /// Its pack keys, [portable, device class] (what a pipeline record names it by).
     keys: [[u8; 32]; 2],
 }
@@ -50,11 +48,13 @@ type BoundTexture = (Arc<Image>, Arc<Sampler>);
 #[derive(Default)]
 pub struct GfxCache {
     stages: HashMap<[u8; 32], Arc<Stage>>,
-    recorder: Option<Recorder>,
-    /// Colour images by (guest address, width, height, format): reused between draws.
-    targets: HashMap<(u64, u32, u32, i32), Image>,
+    pub(crate) recorder: Option<Recorder>,
+    /// Colour images by (guest address, width, height, format): kept on the device.
+    pub(crate) targets: HashMap<SurfaceKey, Resident>,
     /// Depth images by (read address, width, height, format).
-    depths: HashMap<(u64, u32, u32, i32), Image>,
+    pub(crate) depths: HashMap<SurfaceKey, Resident>,
+    /// The draws queued and not yet run.
+    pub(crate) batch: Batch,
     /// Texture images by T# words, with the host bytes last uploaded (texture.rs).
     textures: HashMap<[u32; 8], (Arc<Image>, Vec<u8>)>,
     /// Samplers by their decoded S#.
@@ -112,15 +112,30 @@ impl fmt::Display for DrawError {
 
 impl std::error::Error for DrawError {}
 
+/// Why texture binding failed: a flush it needed (a queued draw's error), or the texture.
+enum TextureError {
+    Draw(DrawError),
+    Other(String),
+}
+
+/// The guest bytes a texture may read, at most: whole rows of its pitch over a height
+/// rounded up to the tallest swizzle block (128 rows), twice over for a mip chain.
+fn texture_span(td: &texture::TextureDesc) -> (u64, u64) {
+    let rows = u64::from(td.height.next_multiple_of(128));
+    let len = u64::from(td.pitch.max(td.width)) * rows * u64::from(td.bytes_per_texel()) * 2;
+    (td.base, td.base.saturating_add(len))
+}
+
 /// A colour target of the draw, as the host sees it.
-struct Target {
+#[derive(Clone, Debug)]
+pub(crate) struct Target {
     index: usize,
-    address: u64,
-    width: u32,
-    height: u32,
+    pub(crate) address: u64,
+    pub(crate) width: u32,
+    pub(crate) height: u32,
     /// Row pitch in bytes in guest memory.
-    pitch: u64,
-    format: vk::Format,
+    pub(crate) pitch: u64,
+    pub(crate) format: vk::Format,
     blend: Blend,
 }
 
@@ -537,6 +552,10 @@ impl Executor {
         for t in &targets {
             slots[t.index] = Some(t);
         }
+        if (1..targets.len()).any(|i| targets[..i].iter().any(|t| t.address == targets[i].address))
+        {
+            return Err(failed("two colour targets at the same address".into()));
+        }
         if slots.iter().any(Option::is_none) {
             return Err(failed(
                 "colour targets with gaps between their indices are not supported yet".into(),
@@ -648,253 +667,123 @@ impl Executor {
             return Ok(());
         }
 
-        // Guest memory for the shaders (as a dispatch: range table, fault buffer).
-        let mut views = Vec::with_capacity(regions.len());
-        for r in regions.iter().filter(|r| !r.is_empty()) {
-            views.push(self.upload(mem, *r).map_err(failed)?);
+        // Textures first: reading them may flush the batch (a render target sampled, or a
+        // texture whose bytes changed under a queued draw).
+        let textures = self.bind_textures(mem, &ps, ps_user).map_err(|e| match e {
+            TextureError::Draw(e) => e,
+            TextureError::Other(what) => failed(what),
+        })?;
+        // Guest memory for the shaders, once per batch; then the surfaces, then indices
+        // (which live in the batch: after anything that may flush it).
+        let at = (n, packet);
+        self.batch_open(mem, regions, at)?;
+        for t in &targets {
+            self.batch_surface(mem, regions, Surface::Color(t.clone()), true, at)?;
         }
-        let entries: Vec<RangeEntry> = views
-            .iter()
-            .map(|v| RangeEntry {
-                guest_begin: v.region.begin,
-                guest_end: v.region.end,
-                device_addr: v.buf.device_address(),
-                perms: v.region.perms,
-                pad: 0,
-            })
-            .collect();
+        if let Some(d) = &depth {
+            self.batch_surface(mem, regions, Surface::Depth(*d), d.write_enable, at)?;
+        }
         let vk_err = |e: aps5_vulkan::VkError| failed(format!("{shaders}: {e}"));
-        let (table, fault) = self.guest_tables(&entries).map_err(vk_err)?;
+        let host = match call {
+            Call::Plain { count } => HostCall::Plain { count },
+            Call::Indexed { count, bytes, ty } => {
+                let (buffer, offset) = self.batch_indices(&bytes).map_err(vk_err)?;
+                HostCall::Indexed {
+                    count,
+                    ty,
+                    buffer,
+                    offset,
+                    restart: st.draw.multi_prim_ib_reset_en.reset_en != 0,
+                    vertex_offset: index_offset as i32,
+                }
+            }
+        };
         // The VS's user SGPRs and code address in the push block; the PS's in its record
-        // (abi::push::PIXEL_RECORD, docs/SHADER_ABI.md "Push constants").
+        // (abi::push::PIXEL_RECORD, docs/SHADER_ABI.md "Push constants"); the batch fills
+        // in the range table, fault buffer and record addresses.
         let mut push = vec![0u8; abi::push::GRAPHICS_SIZE as usize];
-        let mut put =
-            |at: u32, v: &[u8]| push[at as usize..at as usize + v.len()].copy_from_slice(v);
         for (i, v) in vs_user.iter().enumerate() {
-            put(abi::push::USER_SGPRS + 4 * i as u32, &v.to_le_bytes());
+            let at = (abi::push::USER_SGPRS + 4 * i as u32) as usize;
+            push[at..at + 4].copy_from_slice(&v.to_le_bytes());
         }
-        put(
-            abi::push::RANGE_TABLE,
-            &table.device_address().to_le_bytes(),
-        );
-        put(
-            abi::push::FAULT_BUFFER,
-            &fault.device_address().to_le_bytes(),
-        );
-        put(
-            abi::push::RANGE_COUNT,
-            &(entries.len() as u32).to_le_bytes(),
-        );
-        put(abi::push::CODE_BASE, &sh.vs.address.to_le_bytes());
-        let mut ps_record = vec![0u8; abi::push::PIXEL_RECORD_BYTES as usize];
+        let cb = abi::push::CODE_BASE as usize;
+        push[cb..cb + 8].copy_from_slice(&sh.vs.address.to_le_bytes());
+        let mut ps_record = [0u8; abi::push::PIXEL_RECORD_BYTES as usize];
         for (i, v) in ps_user.iter().enumerate() {
             ps_record[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
         }
         let cb = abi::push::PIXEL_RECORD_CODE_BASE as usize;
         ps_record[cb..cb + 8].copy_from_slice(&sh.ps.address.to_le_bytes());
-        let mut record_buf = self
-            .scratch(u64::from(abi::push::PIXEL_RECORD_BYTES))
-            .map_err(vk_err)?;
-        record_buf.write(0, &ps_record).map_err(vk_err)?;
-        put(
-            abi::push::PIXEL_RECORD,
-            &record_buf.device_address().to_le_bytes(),
-        );
-
-        // Colour targets from guest memory.
-        for t in &targets {
-            let key = (t.address, t.width, t.height, t.format.as_raw());
-            if !self.gfx.targets.contains_key(&key) {
-                let img = self
-                    .gpu
-                    .create_image(&ImageDesc {
-                        width: t.width,
-                        height: t.height,
-                        format: t.format,
-                        kind: ImageKind::Color,
-                    })
-                    .map_err(vk_err)?;
-                self.gfx.targets.insert(key, img);
-            }
-            let rows = read_rows(mem, t).map_err(failed)?;
-            self.gpu
-                .upload_image(&self.gfx.targets[&key], &rows)
-                .map_err(vk_err)?;
-        }
-        // The depth target from guest memory (out of the cache while in use).
-        let depth_key = depth.map(|d| (d.read, d.width, d.height, d.format.as_raw()));
-        let depth_image = match (&depth, depth_key) {
-            (Some(d), Some(key)) => {
-                let img = match self.gfx.depths.remove(&key) {
-                    Some(i) => i,
-                    None => self
-                        .gpu
-                        .create_image(&ImageDesc {
-                            width: d.width,
-                            height: d.height,
-                            format: d.format,
-                            kind: ImageKind::Depth,
-                        })
-                        .map_err(vk_err)?,
-                };
-                let rows = d.read_rows(mem).map_err(failed)?;
-                self.gpu.upload_image(&img, &rows).map_err(vk_err)?;
-                Some(img)
-            }
-            _ => None,
+        let queued = QueuedDraw {
+            n,
+            packet,
+            vs_address: sh.vs.address,
+            ps_address: sh.ps.address,
+            vs,
+            ps,
+            pipeline,
+            colors: targets
+                .iter()
+                .map(|t| (t.address, t.width, t.height, t.format.as_raw()))
+                .collect(),
+            depth: depth.map(|d| (d.read, d.width, d.height, d.format.as_raw())),
+            depth_state: depth.map(|d| (d.write_enable, d.compare)),
+            textures,
+            push,
+            viewport: vp,
+            scissor: sc,
+            topology: prim,
+            cull,
+            front,
+            instances,
+            call: host,
+            slot: 0,
         };
-        // Textures: the T#/S# each binding of the plan names, read now.
-        let bound = self
-            .bind_textures(mem, &ps, ps_user, &pipeline)
-            .map_err(failed)?;
-        let index_buf = match &call {
-            Call::Indexed { bytes, .. } => {
-                let mut b = self.gpu.create_buffer(bytes.len() as u64).map_err(vk_err)?;
-                b.write(0, bytes).map_err(vk_err)?;
-                Some(b)
-            }
-            Call::Plain { .. } => None,
-        };
-        if self.gfx.recorder.is_none() {
-            self.gfx.recorder = Some(self.gpu.create_recorder(1).map_err(vk_err)?);
-        }
-        // Out of the cache while in use (put back after the draw).
-        let keys: Vec<_> = targets
-            .iter()
-            .map(|t| (t.address, t.width, t.height, t.format.as_raw()))
-            .collect();
-        let images: Vec<Image> = keys
-            .iter()
-            .filter_map(|k| self.gfx.targets.remove(k))
-            .collect();
-        if images.len() != keys.len() {
-            return Err(failed("two colour targets at the same address".into()));
-        }
-        let rec = self.gfx.recorder.as_mut().expect("created above");
-        let colors: Vec<Attachment<'_>> = images.iter().map(|i| Attachment::new(i, None)).collect();
-        let mut list = rec.begin().map_err(vk_err)?;
-        list.begin_rendering(&Rendering {
-            colors: &colors,
-            depth: depth_image.as_ref().map(|image| DepthAttachment {
-                image,
-                clear_depth: None,
-                clear_stencil: None,
-            }),
-        })
-        .map_err(vk_err)?;
-        list.bind_pipeline(&pipeline);
-        if let Some(d) = &depth {
-            list.set_depth(true, d.write_enable, d.compare);
-        }
-        let set = if bound.is_empty() {
-            None
-        } else {
-            let pairs: Vec<(&Image, &Sampler)> = bound.iter().map(|(i, s)| (&**i, &**s)).collect();
-            Some(
-                self.gpu
-                    .create_texture_set(&pipeline, &pairs)
-                    .map_err(vk_err)?,
-            )
-        };
-        if let Some(set) = &set {
-            list.bind_textures(set).map_err(vk_err)?;
-        }
-        list.push_constants(&push).map_err(vk_err)?;
-        list.set_viewport(vp[0], vp[1], vp[2], vp[3], vp[4], vp[5]);
-        list.set_scissor(sc.0, sc.1, sc.2, sc.3);
-        list.set_topology(prim);
-        list.set_cull_mode(cull);
-        list.set_front_face(front);
-        match &call {
-            Call::Plain { count } => list.draw(*count, instances, 0, 0).map_err(vk_err)?,
-            Call::Indexed { count, ty, .. } => {
-                let b = index_buf.as_ref().expect("an index buffer");
-                list.bind_index_buffer(b, 0, *ty).map_err(vk_err)?;
-                list.set_primitive_restart(st.draw.multi_prim_ib_reset_en.reset_en != 0);
-                list.draw_indexed(*count, instances, 0, index_offset as i32, 0)
-                    .map_err(vk_err)?;
-            }
-        }
-        list.end_rendering().map_err(vk_err)?;
-        let done = list.submit().map_err(vk_err)?;
-        rec.wait(done).map_err(vk_err)?;
-        drop(colors);
-
-        // Results: shader stores, then the targets.
-        for v in &views {
-            self.write_back(mem, v).map_err(failed)?;
-        }
-        self.recycle_views(views);
-        for (t, img) in targets.iter().zip(&images) {
-            let px = self.gpu.read_image(img).map_err(vk_err)?;
-            write_rows(mem, t, &px).map_err(failed)?;
-        }
-        for (k, img) in keys.into_iter().zip(images) {
-            self.gfx.targets.insert(k, img);
-        }
-        if let (Some(d), Some(img), Some(key)) = (&depth, depth_image, depth_key) {
-            if d.write_enable {
-                let px = self.gpu.read_image(&img).map_err(vk_err)?;
-                d.write_rows(mem, &px).map_err(failed)?;
-            }
-            self.gfx.depths.insert(key, img);
-        }
-        self.gpu.check_validation().map_err(vk_err)?;
-        let record = FaultRecord::from_bytes(
-            fault.bytes()[..32]
-                .try_into()
-                .expect("the fault buffer is 32 bytes"),
-        );
-        self.recycle([table, fault, record_buf]);
-        if record.state == 2 {
-            // The record does not say which stage faulted; name the instruction in both.
-            let vi = instruction_at(&vs.code, record.inst_offset, vs.wave64);
-            let pi = instruction_at(&ps.code, record.inst_offset, ps.wave64);
-            return Err(DrawError::Fault {
-                draw: n,
-                packet,
-                shaders,
-                record,
-                instruction: format!("VS: {vi} / PS: {pi}"),
-            });
-        }
+        self.batch_queue(queued, &ps_record).map_err(vk_err)?;
         Ok(())
     }
-
     /// The image and sampler of each texture binding of the PS's plan: T#/S# read from the
     /// user data or guest memory (docs/GPU_DRIVER.md "Textures"). Images are kept per T#
     /// words; every draw reads the texels from guest memory again and uploads them only
     /// when they differ from the last upload (the cost: one read and compare per texture
-    /// per draw; no page tracking yet).
+    /// per draw; no page tracking yet). Texels a queued draw renders are flushed first, and
+    /// an image a queued draw samples is re-filled only after the batch has run.
     fn bind_textures(
         &mut self,
         mem: &dyn Memory,
         ps: &Stage,
         user: &[u32],
-        _pipeline: &GraphicsPipeline,
-    ) -> Result<Vec<BoundTexture>, String> {
+    ) -> Result<Vec<BoundTexture>, TextureError> {
         let mut out = Vec::new();
         for b in &ps.translation.textures {
-            let what = |e: String| format!("texture binding {}: {e}", b.binding);
+            let what =
+                |e: String| TextureError::Other(format!("texture binding {}: {e}", b.binding));
             let t = texture::read_source(mem, user, &b.image, 8)
                 .map_err(|e| what(format!("reading the T# ({:?}): {e}", b.image)))?;
             let s = texture::read_source(mem, user, &b.sampler, 4)
                 .map_err(|e| what(format!("reading the S# ({:?}): {e}", b.sampler)))?;
             let td = texture::decode_image(&t).map_err(what)?;
             let sd = texture::decode_sampler(&s).map_err(what)?;
+            self.batch_reads(mem, texture_span(&td))
+                .map_err(TextureError::Draw)?;
             let bytes = texture::texels(mem, &td).map_err(what)?;
             let key: [u32; 8] = t.as_slice().try_into().expect("8 dwords");
             let vk_err = |e: aps5_vulkan::VkError| what(e.to_string());
-            let image = match self.gfx.textures.get_mut(&key) {
+            let sampler = match self.gfx.samplers.get(&sd) {
+                Some(s) => s.clone(),
+                None => {
+                    let s = Arc::new(self.gpu.create_sampler(&sd).map_err(vk_err)?);
+                    self.gfx.samplers.insert(sd, s.clone());
+                    s
+                }
+            };
+            let stale = match self.gfx.textures.get(&key) {
                 Some((img, last)) if *last == bytes => {
                     self.gfx.texture_uploads_skipped += 1;
-                    img.clone()
+                    out.push((img.clone(), sampler));
+                    continue;
                 }
-                Some((img, last)) => {
-                    self.gpu.upload_image(img, &bytes).map_err(vk_err)?;
-                    *last = bytes;
-                    img.clone()
-                }
+                Some((img, _)) => img.clone(),
                 None => {
                     let img = self
                         .gpu
@@ -908,18 +797,18 @@ impl Executor {
                     self.gpu.upload_image(&img, &bytes).map_err(vk_err)?;
                     let img = Arc::new(img);
                     self.gfx.textures.insert(key, (img.clone(), bytes));
-                    img
+                    out.push((img, sampler));
+                    continue;
                 }
             };
-            let sampler = match self.gfx.samplers.get(&sd) {
-                Some(s) => s.clone(),
-                None => {
-                    let s = Arc::new(self.gpu.create_sampler(&sd).map_err(vk_err)?);
-                    self.gfx.samplers.insert(sd, s.clone());
-                    s
-                }
-            };
-            out.push((image, sampler));
+            // Held by a queued draw (the map and `stale` are two owners): that draw must
+            // see the old texels, so it runs first.
+            if Arc::strong_count(&stale) > 2 {
+                self.flush(mem).map_err(TextureError::Draw)?;
+            }
+            self.gpu.upload_image(&stale, &bytes).map_err(vk_err)?;
+            self.gfx.textures.insert(key, (stale.clone(), bytes));
+            out.push((stale, sampler));
         }
         Ok(out)
     }
@@ -980,7 +869,7 @@ enum Call {
     },
 }
 
-fn read_rows(mem: &dyn Memory, t: &Target) -> Result<Vec<u8>, String> {
+pub(crate) fn read_rows(mem: &dyn Memory, t: &Target) -> Result<Vec<u8>, String> {
     let row = t.width as usize * 4;
     let mut out = vec![0u8; row * t.height as usize];
     for (y, r) in out.chunks_exact_mut(row).enumerate() {
@@ -994,7 +883,7 @@ fn read_rows(mem: &dyn Memory, t: &Target) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-fn write_rows(mem: &dyn Memory, t: &Target, px: &[u8]) -> Result<(), String> {
+pub(crate) fn write_rows(mem: &dyn Memory, t: &Target, px: &[u8]) -> Result<(), String> {
     let row = t.width as usize * 4;
     for (y, r) in px.chunks_exact(row).enumerate() {
         mem.write(t.address + y as u64 * t.pitch, r).map_err(|e| {

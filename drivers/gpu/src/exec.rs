@@ -133,6 +133,8 @@ pub struct Stats {
     pub dispatches: u64,
     /// Draws run (graphics).
     pub draws: u64,
+    /// Batches of draws run (each one command buffer, one submit and one wait).
+    pub batches: u64,
     /// Shaders translated, all on the submit thread (a miss waits for its translation).
     pub translations: u64,
     /// Pipelines created: compute, and graphics ones the pipeline cache had to build.
@@ -540,6 +542,11 @@ impl Executor {
         self.stats.dispatches += 1;
         let n = self.stats.dispatches;
         let failed = |what: String| DispatchError::Failed { dispatch: n, what };
+        // Draws queued before it run first (crate::batch): it may read what they render.
+        if !self.gfx.batch.is_empty() {
+            self.flush(mem)
+                .map_err(|e| failed(format!("the draws queued before it: {e}")))?;
+        }
         let addr = d.program_address();
         let shader = self.describe(addr);
         if d.initiator & 1 == 0 {

@@ -16,6 +16,7 @@
 //! read from and written back to guest memory around each draw.
 
 pub mod backend;
+mod batch;
 mod depth;
 pub mod draw;
 pub mod exec;

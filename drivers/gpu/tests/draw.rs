@@ -1212,3 +1212,139 @@ fn a_texture_in_an_unsupported_layout_fails_naming_the_field() {
     assert!(e.contains("SW_MODE = 27"), "{e}");
     assert!(e.contains("texture binding 0"), "{e}");
 }
+
+/// MRT0 = the four floats at the address in user SGPRs s[0:1] (a constant buffer).
+const PS_MEM_COLOR: &str = "\
+define amdgpu_ps void @ps(<4 x float> addrspace(4)* inreg %p) {
+  %c = load <4 x float>, <4 x float> addrspace(4)* %p, align 16
+  %r = extractelement <4 x float> %c, i32 0
+  %g = extractelement <4 x float> %c, i32 1
+  %b = extractelement <4 x float> %c, i32 2
+  %a = extractelement <4 x float> %c, i32 3
+  call void @llvm.amdgcn.exp.f32(i32 0, i32 15, float %r, float %g, float %b, float %a, i1 true, i1 true)
+  ret void
+}
+declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
+";
+
+const CODE_VS2: usize = 0x2000;
+const COLOR_AT: usize = 0xF000;
+const IT_WRITE_DATA: u32 = 0x37;
+
+fn solid_glsl(c: [f32; 4]) -> String {
+    format!(
+        "#version 450\nlayout(location = 0) out vec4 o;\nvoid main() {{ o = vec4({:?}, {:?}, {:?}, {:?}); }}\n",
+        c[0], c[1], c[2], c[3]
+    )
+}
+
+/// Draws queue until something must follow them: a triangle reads its colour from memory,
+/// WRITE_DATA then changes that colour, and a quad drawn after it reads the new one. With
+/// the draws batched, the WRITE_DATA must run the triangle first (else both would read the
+/// new colour); a long run of draws with no such packet is one batch.
+#[test]
+fn a_memory_write_between_draws_orders_them_and_other_draws_batch() {
+    if !tools() {
+        return;
+    }
+    let vs_tri = llc(VS_TRI);
+    let vs_quad = llc(VS_QUAD);
+    let ps = llc(PS_MEM_COLOR);
+    let mut ex = Executor::new(gpu());
+    let mut mem = Pages::new(0x10000);
+    let base = mem.addr();
+    let (c1, c2) = ([1.0f32, 0.0, 0.0, 1.0], [0.0f32, 1.0, 0.0, 1.0]);
+    let b = mem.bytes();
+    b[CODE_VS..CODE_VS + vs_tri.code.len()].copy_from_slice(&vs_tri.code);
+    b[CODE_VS2..CODE_VS2 + vs_quad.code.len()].copy_from_slice(&vs_quad.code);
+    b[CODE_PS..CODE_PS + ps.code.len()].copy_from_slice(&ps.code);
+    for px in b[TARGET..TARGET + (W * H * 4) as usize].chunks_exact_mut(4) {
+        px.copy_from_slice(&CLEAR);
+    }
+    for (i, v) in c1.iter().enumerate() {
+        b[COLOR_AT + 4 * i..COLOR_AT + 4 * i + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    ex.register_shader(
+        base + CODE_VS2 as u64,
+        aps5_gpu::ShaderInfo {
+            code_bytes: vs_quad.code.len() as u32,
+            header: 0,
+        },
+    );
+    let color = base + COLOR_AT as u64;
+    let vs2 = base + CODE_VS2 as u64;
+    let mut dcb = state_packets(base, &vs_tri, &ps, false);
+    dcb.extend(set(
+        reg::SPI_SHADER_PGM_RSRC2_PS,
+        ps.get(reg::SPI_SHADER_PGM_RSRC2_PS) | (2 << 1),
+    ));
+    dcb.extend(set(reg::SPI_SHADER_USER_DATA_PS_0, color as u32));
+    dcb.extend(set(
+        reg::SPI_SHADER_USER_DATA_PS_0 + 1,
+        (color >> 32) as u32,
+    ));
+    dcb.extend(pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]));
+    // WRITE_DATA, DST_SEL 5 (memory): the colour becomes c2.
+    let mut wd = vec![5 << 8, color as u32, (color >> 32) as u32];
+    wd.extend(c2.map(f32::to_bits));
+    dcb.extend(pkt3(IT_WRITE_DATA, &wd));
+    dcb.extend(set(reg::SPI_SHADER_PGM_LO_VS, (vs2 >> 8) as u32));
+    dcb.extend(set(reg::SPI_SHADER_PGM_HI_VS, (vs2 >> 40) as u32));
+    dcb.extend(set(
+        reg::SPI_SHADER_PGM_RSRC1_VS,
+        vs_quad.get(reg::SPI_SHADER_PGM_RSRC1_VS) | (3 << 24),
+    ));
+    dcb.extend(set(reg::VGT_PRIMITIVE_TYPE, 6)); // DI_PT_TRISTRIP
+    dcb.extend(pkt3(IT_DRAW_INDEX_AUTO, &[4, 2]));
+    submit_graphics(&mut ex, &mut mem, &dcb, &vs_tri, &ps, None)
+        .unwrap_or_else(|e| panic!("submission: {e}"));
+    let got = mem.bytes()[TARGET..TARGET + (W * H * 4) as usize].to_vec();
+
+    let g = ex.gpu();
+    let scene = |vs: &str, c: [f32; 4], topology| {
+        let mut sc = Scene::new(W, H, vs, &solid_glsl(c));
+        sc.clear = CLEAR.map(|c| c as f32 / 255.0);
+        sc.topology = topology;
+        sc.draws = vec![reference::Draw::vertices(if c == c1 { 3 } else { 4 })];
+        reference::render(g, &sc).unwrap_or_else(|e| panic!("reference: {e}"))
+    };
+    let tri = scene(VS_TRI_GLSL, c1, vk::PrimitiveTopology::TRIANGLE_LIST);
+    let quad = scene(VS_QUAD_GLSL, c2, vk::PrimitiveTopology::TRIANGLE_STRIP);
+    // Opaque draws in order: the quad's pixels over the triangle's.
+    let want: Vec<u8> = tri
+        .chunks_exact(4)
+        .zip(quad.chunks_exact(4))
+        .flat_map(|(t, q)| if q != CLEAR { q.to_vec() } else { t.to_vec() })
+        .collect();
+    let only_tri = tri
+        .chunks_exact(4)
+        .zip(quad.chunks_exact(4))
+        .filter(|(t, q)| *t != CLEAR && *q == CLEAR)
+        .count();
+    assert!(
+        only_tri > 50,
+        "the triangle shows at {only_tri} pixels only"
+    );
+    compare("triangle, WRITE_DATA, quad", &got, &want, 1);
+    assert_eq!(ex.stats().batches, 2, "{:?}", ex.stats());
+
+    // 40 draws with nothing between them that must follow them: one batch.
+    let before = ex.stats().batches;
+    let mut dcb = state_packets(base, &vs_tri, &ps, false);
+    dcb.extend(set(
+        reg::SPI_SHADER_PGM_RSRC2_PS,
+        ps.get(reg::SPI_SHADER_PGM_RSRC2_PS) | (2 << 1),
+    ));
+    dcb.extend(set(reg::SPI_SHADER_USER_DATA_PS_0, color as u32));
+    dcb.extend(set(
+        reg::SPI_SHADER_USER_DATA_PS_0 + 1,
+        (color >> 32) as u32,
+    ));
+    for _ in 0..40 {
+        dcb.extend(pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]));
+    }
+    submit_graphics(&mut ex, &mut mem, &dcb, &vs_tri, &ps, None)
+        .unwrap_or_else(|e| panic!("submission: {e}"));
+    let s = ex.stats();
+    assert_eq!((s.draws, s.batches - before), (42, 1), "{s:?}");
+}

@@ -301,8 +301,8 @@ fn raise(id: u32, context_id: u32) {
 }
 
 /// A queue's backend: dispatches and draws on the shared executor (locked for each one);
-/// what touches only guest memory runs without the lock. Every GPU operation is finished
-/// when its call returns, so a label written after it sees its results.
+/// what touches only guest memory runs without the lock, after the draws the executor has
+/// queued have run (`flush`), so a label written after them sees their results.
 struct QueueBackend {
     id: u32,
     regions: Vec<Region>,
@@ -330,6 +330,12 @@ impl QueueBackend {
         }
         r
     }
+
+    /// Runs the draws queued on the executor (aps5-gpu batches them): before anything whose
+    /// effect must follow them.
+    fn flush(&mut self) -> Result<(), String> {
+        self.on_executor(|b| b.flush())
+    }
 }
 
 impl Backend for QueueBackend {
@@ -342,6 +348,7 @@ impl Backend for QueueBackend {
     }
 
     fn release_mem(&mut self, r: &ReleaseMem) -> Result<(), String> {
+        self.flush()?;
         r.apply(&Guest(&ProcessMemory), gpu_clock())?;
         if r.int_sel != 0 {
             raise(self.id, r.int_ctxid);
@@ -350,27 +357,41 @@ impl Backend for QueueBackend {
     }
 
     fn write_data(&mut self, w: &WriteData<'_>) -> Result<(), String> {
+        self.flush()?;
         w.apply(&Guest(&ProcessMemory))
     }
 
     fn wait_reg_mem(&mut self, w: &WaitRegMem) -> Result<WaitResult, String> {
+        self.flush()?;
         wait_memory(&ProcessMemory, w, WAIT_LIMIT)
     }
 
     fn flip(&mut self, f: &Flip) -> Result<(), String> {
+        self.flush()?;
         crate::video::VideoOut.flip(f)
     }
 
     fn wait_flip(&mut self, f: &WaitFlip) -> Result<(), String> {
+        self.flush()?;
         crate::video::VideoOut.wait_flip(f)
     }
 
     fn dma_data(&mut self, d: &DmaData) -> Result<(), String> {
+        self.flush()?;
         d.apply(&Guest(&ProcessMemory))
     }
 
     fn copy_data(&mut self, c: &CopyData) -> Result<(), String> {
+        self.flush()?;
         c.apply(&Guest(&ProcessMemory), gpu_clock())
+    }
+
+    fn sync_memory(&mut self) -> Result<(), String> {
+        self.flush()
+    }
+
+    fn end_submission(&mut self) -> Result<(), String> {
+        self.flush()
     }
 }
 
