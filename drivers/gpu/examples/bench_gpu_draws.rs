@@ -64,7 +64,7 @@ fn main() {
     let gpu = Gpu::new(&GpuOptions::from_env()).unwrap_or_else(|e| panic!("Vulkan: {e}"));
     let device = gpu.info().name.clone();
     let mut ex = Executor::new(gpu);
-    let draws: u32 = if quick { 200 } else { 2000 };
+    let draws: u32 = if quick { 500 } else { 10_000 };
     // Whole pages, as a game's memory is: the device imports them where it can
     // (APS5_GPU_MIRROR=1 measures the mirrored path instead).
     let mut mem = Pages::new((DCB + 64 * draws as usize + 0x10000).next_multiple_of(1 << 16));

@@ -460,11 +460,7 @@ impl Executor {
             DrawError::Fault {
                 draw: d.n,
                 packet: d.packet,
-                shaders: format!(
-                    "VS {}; PS {}",
-                    self.describe(d.vs_address),
-                    self.describe(d.ps_address)
-                ),
+                shaders: self.stage_names(d.vs_address, d.ps_address),
                 record,
                 instruction: format!("VS: {vi} / PS: {pi}"),
             }

@@ -48,6 +48,10 @@ type BoundTexture = (Arc<Image>, Arc<Sampler>);
 #[derive(Default)]
 pub struct GfxCache {
     stages: HashMap<[u8; 32], Arc<Stage>>,
+    /// The stage last made or found for (program address, state).
+    stage_at: HashMap<(u64, ShaderState), Arc<Stage>>,
+    /// Graphics pipelines already in the play records, by address.
+    recorded: HashMap<usize, Arc<GraphicsPipeline>>,
     pub(crate) recorder: Option<Recorder>,
     /// Colour images by (guest address, width, height, format): kept on the device.
     pub(crate) targets: HashMap<SurfaceKey, Resident>,
@@ -399,10 +403,21 @@ impl Executor {
         let code = self
             .read_code(mem, addr, wave64)
             .map_err(|e| format!("{what}: {e}"))?;
+        // The last stage made for this address and state, if the code is still the same:
+        // a compare instead of the pack key's hash on every draw.
+        let at = (addr, state);
+        if let Some(s) = self.gfx.stage_at.get(&at)
+            && s.code == code
+        {
+            return Ok(s.clone());
+        }
+        let state = at.1.clone();
         // The process's own cache, by the pack key for this device.
         let key = spack::pack_key(&code, &state, &self.opts);
         if let Some(s) = self.gfx.stages.get(&key) {
-            return Ok(s.clone());
+            let s = s.clone();
+            self.gfx.stage_at.insert(at, s.clone());
+            return Ok(s);
         }
         let keys = self.pack_keys(&code, &state);
         let t = self
@@ -420,6 +435,7 @@ impl Executor {
             keys,
         });
         self.gfx.stages.insert(key, s.clone());
+        self.gfx.stage_at.insert(at, s.clone());
         Ok(s)
     }
 
@@ -464,11 +480,6 @@ impl Executor {
                 "SPI_SHADER_PGM_LO/HI_PS are 0 (no pixel shader set)".into(),
             ));
         }
-        let shaders = format!(
-            "VS {}; PS {}",
-            self.describe(sh.vs.address),
-            self.describe(sh.ps.address)
-        );
         let psi = &st.ps_inputs;
         let vstate = VertexState {
             pgm_rsrc1: sh.vs.rsrc1.to_raw(),
@@ -582,15 +593,23 @@ impl Executor {
         if let Some(d) = &depth {
             desc.depth_format = d.format;
         }
-        let pipeline: Arc<GraphicsPipeline> = self
-            .gpu
-            .graphics_pipeline(&desc)
-            .map_err(|e| failed(format!("{shaders}: pipeline: {e}")))?;
-        self.record_pipeline(
-            PipelineKind::Graphics,
-            vec![vs.keys, ps.keys],
-            graphics_state_words(&desc),
-        );
+        let pipeline: Arc<GraphicsPipeline> = self.gpu.graphics_pipeline(&desc).map_err(|e| {
+            failed(format!(
+                "{}: pipeline: {e}",
+                self.stage_names(sh.vs.address, sh.ps.address)
+            ))
+        })?;
+        // Recorded the first time this process meets the pipeline; later draws with it cost a
+        // pointer lookup (the map holds it, so its address is never reused meanwhile).
+        let id = Arc::as_ptr(&pipeline) as usize;
+        if !self.gfx.recorded.contains_key(&id) {
+            self.gfx.recorded.insert(id, pipeline.clone());
+            self.record_pipeline(
+                PipelineKind::Graphics,
+                vec![vs.keys, ps.keys],
+                graphics_state_words(&desc),
+            );
+        }
         let vp = viewport(st).map_err(failed)?;
         let sc = scissor(st, w, h).map_err(failed)?;
         let raster = st.rasterizer.mode_cntl;
@@ -683,11 +702,19 @@ impl Executor {
         if let Some(d) = &depth {
             self.batch_surface(mem, regions, Surface::Depth(*d), d.write_enable, at)?;
         }
-        let vk_err = |e: aps5_vulkan::VkError| failed(format!("{shaders}: {e}"));
+        let named = |ex: &Executor, e: aps5_vulkan::VkError| {
+            failed(format!(
+                "{}: {e}",
+                ex.stage_names(sh.vs.address, sh.ps.address)
+            ))
+        };
         let host = match call {
             Call::Plain { count } => HostCall::Plain { count },
             Call::Indexed { count, bytes, ty } => {
-                let (buffer, offset) = self.batch_indices(&bytes).map_err(vk_err)?;
+                let (buffer, offset) = match self.batch_indices(&bytes) {
+                    Ok(x) => x,
+                    Err(e) => return Err(named(self, e)),
+                };
                 HostCall::Indexed {
                     count,
                     ty,
@@ -739,8 +766,8 @@ impl Executor {
             call: host,
             slot: 0,
         };
-        self.batch_queue(queued, &ps_record).map_err(vk_err)?;
-        Ok(())
+        self.batch_queue(queued, &ps_record)
+            .map_err(|e| named(self, e))
     }
     /// The image and sampler of each texture binding of the PS's plan: T#/S# read from the
     /// user data or guest memory (docs/GPU_DRIVER.md "Textures"). Images are kept per T#

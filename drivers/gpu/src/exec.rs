@@ -532,6 +532,11 @@ impl Executor {
         }
     }
 
+    /// A draw's two programs, for reports.
+    pub(crate) fn stage_names(&self, vs: u64, ps: u64) -> String {
+        format!("VS {}; PS {}", self.describe(vs), self.describe(ps))
+    }
+
     /// Runs one dispatch; the shaders may access `regions` only.
     pub fn dispatch(
         &mut self,
