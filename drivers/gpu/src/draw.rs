@@ -602,8 +602,8 @@ impl Executor {
         // Recorded the first time this process meets the pipeline; later draws with it cost a
         // pointer lookup (the map holds it, so its address is never reused meanwhile).
         let id = Arc::as_ptr(&pipeline) as usize;
-        if !self.gfx.recorded.contains_key(&id) {
-            self.gfx.recorded.insert(id, pipeline.clone());
+        if let std::collections::hash_map::Entry::Vacant(v) = self.gfx.recorded.entry(id) {
+            v.insert(pipeline.clone());
             self.record_pipeline(
                 PipelineKind::Graphics,
                 vec![vs.keys, ps.keys],
