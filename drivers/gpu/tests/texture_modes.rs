@@ -453,3 +453,41 @@ fn an_xor_base_or_mip_filter_the_driver_cannot_honour_fails_naming_the_field() {
         "{e}"
     );
 }
+
+#[test]
+fn texture_levels_upload_and_read_back_level_by_level() {
+    use aps5_gpu::vulkan::{ImageDesc, ImageKind};
+    let g = gpu();
+    // RGBA8 13x7: levels 13x7, 6x3, 3x1, 1x1; BC1 20x12: 5x3, 3x2 and 2x1 blocks.
+    for (format, w, h, levels, bytes) in [
+        (vk::Format::R8G8B8A8_UNORM, 13, 7, 4, (91 + 18 + 3 + 1) * 4),
+        (
+            vk::Format::BC1_RGBA_UNORM_BLOCK,
+            20,
+            12,
+            3,
+            (15 + 6 + 2) * 8,
+        ),
+    ] {
+        let desc = ImageDesc {
+            width: w,
+            height: h,
+            format,
+            kind: ImageKind::Texture,
+        };
+        let img = g.create_texture_levels(&desc, levels).unwrap();
+        assert_eq!(img.host_bytes(), bytes, "{format:?}");
+        let data: Vec<u8> = (0..bytes).map(|i| (i * 7 + i / 251) as u8).collect();
+        g.upload_image(&img, &data).unwrap();
+        // Another upload between, so the staging buffers hold other bytes at the readback.
+        let other = g.create_texture_levels(&desc, levels).unwrap();
+        g.upload_image(&other, &vec![0x5A; bytes]).unwrap();
+        assert_eq!(g.read_image(&img).unwrap(), data, "{format:?}");
+        // One level past the full chain (13 -> 4 levels, 20 -> 5) is refused.
+        let full = 32 - w.max(h).leading_zeros();
+        assert!(g.create_texture_levels(&desc, full).is_ok());
+        let e = g.create_texture_levels(&desc, full + 1).err().unwrap();
+        assert!(e.to_string().contains("mip levels"), "{e}");
+    }
+    g.check_validation().unwrap();
+}
