@@ -62,7 +62,7 @@ pub struct GfxCache {
     /// Texture images by T# words, with the host bytes last uploaded (texture.rs).
     textures: HashMap<[u32; 8], (Arc<Image>, Vec<u8>)>,
     /// Samplers by their decoded S#.
-    samplers: HashMap<SamplerDesc, Arc<Sampler>>,
+    samplers: HashMap<(SamplerDesc, vk::SamplerMipmapMode), Arc<Sampler>>,
     /// Texture uploads skipped because guest memory held the bytes already uploaded.
     pub texture_uploads_skipped: u64,
 }
@@ -120,14 +120,6 @@ impl std::error::Error for DrawError {}
 enum TextureError {
     Draw(DrawError),
     Other(String),
-}
-
-/// The guest bytes a texture may read, at most: whole rows of its pitch over a height
-/// rounded up to the tallest swizzle block (128 rows), twice over for a mip chain.
-fn texture_span(td: &texture::TextureDesc) -> (u64, u64) {
-    let rows = u64::from(td.height.next_multiple_of(128));
-    let len = u64::from(td.pitch.max(td.width)) * rows * u64::from(td.bytes_per_texel()) * 2;
-    (td.base, td.base.saturating_add(len))
 }
 
 /// A colour target of the draw, as the host sees it.
@@ -791,16 +783,20 @@ impl Executor {
                 .map_err(|e| what(format!("reading the S# ({:?}): {e}", b.sampler)))?;
             let td = texture::decode_image(&t).map_err(what)?;
             let sd = texture::decode_sampler(&s).map_err(what)?;
-            self.batch_reads(mem, texture_span(&td))
-                .map_err(TextureError::Draw)?;
+            texture::check_levels(&td, &s).map_err(what)?;
+            // The guest bytes the view reads (texture.rs lays the chain out).
+            let span = td.span().map_err(what)?;
+            self.batch_reads(mem, span).map_err(TextureError::Draw)?;
             let bytes = texture::texels(mem, &td).map_err(what)?;
             let key: [u32; 8] = t.as_slice().try_into().expect("8 dwords");
             let vk_err = |e: aps5_vulkan::VkError| what(e.to_string());
-            let sampler = match self.gfx.samplers.get(&sd) {
+            let skey = (sd, texture::mip_mode(&s));
+            let sampler = match self.gfx.samplers.get(&skey) {
                 Some(s) => s.clone(),
                 None => {
-                    let s = Arc::new(self.gpu.create_sampler(&sd).map_err(vk_err)?);
-                    self.gfx.samplers.insert(sd, s.clone());
+                    let s = self.gpu.create_sampler_mipmap(&sd, skey.1);
+                    let s = Arc::new(s.map_err(vk_err)?);
+                    self.gfx.samplers.insert(skey, s.clone());
                     s
                 }
             };
@@ -812,14 +808,16 @@ impl Executor {
                 }
                 Some((img, _)) => img.clone(),
                 None => {
+                    let (width, height) = td.view_size();
+                    let desc = ImageDesc {
+                        width,
+                        height,
+                        format: td.host_format(),
+                        kind: ImageKind::Texture,
+                    };
                     let img = self
                         .gpu
-                        .create_image(&ImageDesc {
-                            width: td.width,
-                            height: td.height,
-                            format: td.host_format(),
-                            kind: ImageKind::Texture,
-                        })
+                        .create_texture_levels(&desc, td.view_levels())
                         .map_err(vk_err)?;
                     self.gpu.upload_image(&img, &bytes).map_err(vk_err)?;
                     let img = Arc::new(img);

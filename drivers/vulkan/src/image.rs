@@ -100,7 +100,8 @@ fn aspect_of(format: vk::Format) -> vk::ImageAspectFlags {
     }
 }
 
-/// A 2D image with one mip level and one layer, in device-local memory, with a view.
+/// A 2D image with one layer (and one mip level, or a chain for a texture), in device-local
+/// memory, with a view of all its levels.
 pub struct Image {
     pub(crate) inner: Arc<Inner>,
     pub(crate) image: vk::Image,
@@ -112,6 +113,8 @@ pub struct Image {
     layout: AtomicI32,
     /// Samples per pixel (1, or 2/4/8 for a multisampled render target).
     pub(crate) samples: u32,
+    /// Mip levels (1 except for textures made by [`Gpu::create_texture_levels`]).
+    pub(crate) levels: u32,
 }
 
 impl Image {
@@ -134,9 +137,25 @@ impl Image {
     pub fn layout(&self) -> vk::ImageLayout {
         vk::ImageLayout::from_raw(self.layout.load(Ordering::Relaxed))
     }
-    /// Bytes of a tightly packed readback / upload (whole blocks for BC formats).
+    pub fn levels(&self) -> u32 {
+        self.levels
+    }
+    /// Bytes of a tightly packed readback / upload (whole blocks for BC formats), level 0
+    /// first and each smaller level after it.
     pub fn host_bytes(&self) -> usize {
-        image_bytes(self.desc.format, self.desc.width, self.desc.height).unwrap_or(0)
+        (0..self.levels)
+            .map(|l| {
+                let (w, h) = self.level_size(l);
+                image_bytes(self.desc.format, w, h).unwrap_or(0)
+            })
+            .sum()
+    }
+    /// Width and height of mip level `l` (halved per level, rounded down, at least 1).
+    pub fn level_size(&self, l: u32) -> (u32, u32) {
+        (
+            (self.desc.width >> l).max(1),
+            (self.desc.height >> l).max(1),
+        )
     }
 
     /// Records a barrier that moves the image to `new` (nothing if it is there already and
@@ -163,7 +182,7 @@ impl Image {
             .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
             .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
             .image(self.image)
-            .subresource_range(range(self.aspect))];
+            .subresource_range(range(self.aspect, self.levels))];
         let dep = vk::DependencyInfo::default().image_memory_barriers(&barrier);
         // SAFETY: a recording command buffer; the image is live.
         unsafe { d.cmd_pipeline_barrier2(cmd, &dep) };
@@ -178,10 +197,10 @@ fn read_only(layout: vk::ImageLayout) -> bool {
     )
 }
 
-fn range(aspect: vk::ImageAspectFlags) -> vk::ImageSubresourceRange {
+fn range(aspect: vk::ImageAspectFlags, levels: u32) -> vk::ImageSubresourceRange {
     vk::ImageSubresourceRange::default()
         .aspect_mask(aspect)
-        .level_count(1)
+        .level_count(levels)
         .layer_count(1)
 }
 
@@ -241,7 +260,8 @@ impl Drop for Image {
     }
 }
 
-/// Filtering and addressing of a [`Sampler`] (one mip level: mipmaps are not used yet).
+/// Filtering and addressing of a [`Sampler`] (between mip levels: see
+/// [`Gpu::create_sampler_mipmap`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SamplerDesc {
     pub mag_filter: vk::Filter,
@@ -324,11 +344,28 @@ impl Gpu {
         self.create_image_multisampled(desc, 1)
     }
 
+    /// A texture with `levels` mip levels (1 up to the full chain of its size); uploads and
+    /// readbacks carry every level, level 0 first.
+    pub fn create_texture_levels(&self, desc: &ImageDesc, levels: u32) -> Result<Image> {
+        let full = 32 - desc.width.max(desc.height).leading_zeros();
+        if desc.kind != ImageKind::Texture || levels == 0 || levels > full {
+            return Err(VkError::Invalid(format!(
+                "{levels} mip levels for a {}x{} {:?} image (textures, 1..={full})",
+                desc.width, desc.height, desc.kind
+            )));
+        }
+        self.create_image_with(desc, 1, levels)
+    }
+
     /// A render target (colour or depth) with `samples` per pixel (1, 2, 4 or 8; the device
     /// must support the count for the format). Multisampled images are resolved into a
     /// single-sampled one by a render pass ([`crate::Attachment::resolve`]); they cannot be
     /// read back or sampled directly.
     pub fn create_image_multisampled(&self, desc: &ImageDesc, samples: u32) -> Result<Image> {
+        self.create_image_with(desc, samples, 1)
+    }
+
+    fn create_image_with(&self, desc: &ImageDesc, samples: u32, levels: u32) -> Result<Image> {
         let counts = {
             // SAFETY: a live physical device.
             let limits = unsafe {
@@ -416,7 +453,7 @@ impl Gpu {
                 height: desc.height,
                 depth: 1,
             })
-            .mip_levels(1)
+            .mip_levels(levels)
             .array_layers(1)
             .samples(flag)
             .tiling(vk::ImageTiling::OPTIMAL)
@@ -459,7 +496,7 @@ impl Gpu {
             .image(image)
             .view_type(vk::ImageViewType::TYPE_2D)
             .format(desc.format)
-            .subresource_range(range(aspect));
+            .subresource_range(range(aspect, levels));
         // SAFETY: memory fits the requirements; the view describes the bound image.
         let view = match unsafe { d.bind_image_memory(image, memory, 0) }
             .and_then(|()| unsafe { d.create_image_view(&view_info, None) })
@@ -486,6 +523,7 @@ impl Gpu {
             aspect,
             layout: AtomicI32::new(vk::ImageLayout::UNDEFINED.as_raw()),
             samples,
+            levels,
         })
     }
 
@@ -512,17 +550,17 @@ impl Gpu {
         }
         let mut staging = self.take_staging(want as u64)?;
         staging.bytes_mut()[..want].copy_from_slice(data);
-        let region = copy_region(image);
+        let regions = copy_regions(image);
         self.submit_once(|d, cmd| {
             image.record_transition(d, cmd, vk::ImageLayout::TRANSFER_DST_OPTIMAL);
-            // SAFETY: live buffer and image; the region lies inside both.
+            // SAFETY: live buffer and image; the regions lie inside both.
             unsafe {
                 d.cmd_copy_buffer_to_image(
                     cmd,
                     staging.buffer,
                     image.image,
                     vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-                    &[region],
+                    &regions,
                 )
             };
             if image.desc.kind == ImageKind::Texture {
@@ -545,7 +583,7 @@ impl Gpu {
         }
         let bytes = image.host_bytes();
         let staging = self.take_staging(bytes as u64)?;
-        let region = copy_region(image);
+        let regions = copy_regions(image);
         self.submit_once(|d, cmd| {
             image.record_transition(d, cmd, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
             // SAFETY: as above.
@@ -555,7 +593,7 @@ impl Gpu {
                     image.image,
                     vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
                     staging.buffer,
-                    &[region],
+                    &regions,
                 )
             };
             memory::transfer_to_everything(d, cmd);
@@ -578,10 +616,20 @@ impl Gpu {
     }
 
     pub fn create_sampler(&self, desc: &SamplerDesc) -> Result<Sampler> {
+        self.create_sampler_mipmap(desc, vk::SamplerMipmapMode::NEAREST)
+    }
+
+    /// A sampler that filters between mip levels with `mipmap` (nearest level or linear
+    /// between the two nearest); [`Gpu::create_sampler`] takes the nearest.
+    pub fn create_sampler_mipmap(
+        &self,
+        desc: &SamplerDesc,
+        mipmap: vk::SamplerMipmapMode,
+    ) -> Result<Sampler> {
         let info = vk::SamplerCreateInfo::default()
             .mag_filter(desc.mag_filter)
             .min_filter(desc.min_filter)
-            .mipmap_mode(vk::SamplerMipmapMode::NEAREST)
+            .mipmap_mode(mipmap)
             .address_mode_u(desc.address[0])
             .address_mode_v(desc.address[1])
             .address_mode_w(desc.address[2])
@@ -619,4 +667,24 @@ pub(crate) fn copy_region(image: &Image) -> vk::BufferImageCopy {
             height: image.desc.height,
             depth: 1,
         })
+}
+
+/// One copy region per mip level, the levels packed one after the other in the buffer.
+fn copy_regions(image: &Image) -> Vec<vk::BufferImageCopy> {
+    let mut at = 0u64;
+    (0..image.levels)
+        .map(|l| {
+            let (w, h) = image.level_size(l);
+            let mut r = copy_region(image)
+                .buffer_offset(at)
+                .image_extent(vk::Extent3D {
+                    width: w,
+                    height: h,
+                    depth: 1,
+                });
+            r.image_subresource.mip_level = l;
+            at += image_bytes(image.desc.format, w, h).unwrap_or(0) as u64;
+            r
+        })
+        .collect()
 }
