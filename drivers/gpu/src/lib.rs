@@ -12,8 +12,9 @@
 //! the submission, naming the address, the instruction, the dispatch and the shader.
 //!
 //! Draws ([`draw`]): legacy VS + PS found by SPI_SHADER_PGM_LO/HI_VS/PS, translated once per
-//! (code, stage state), a pipeline per state through `aps5-vulkan`, linear colour targets
-//! read from and written back to guest memory around each draw.
+//! (code, stage state), a pipeline per state through `aps5-vulkan`; queued and run together
+//! in one command buffer at the next packet that must follow them (`batch`), with render
+//! targets kept on the device and written back to guest memory at that flush.
 
 pub mod backend;
 mod batch;
