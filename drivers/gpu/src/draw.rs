@@ -391,6 +391,7 @@ impl Executor {
             ),
             _ => unreachable!("a vertex or pixel state"),
         };
+        self.prewarm_gate();
         let wave64 = state.wave64();
         let code = self
             .read_code(mem, addr, wave64)
@@ -924,7 +925,7 @@ pub(crate) fn write_rows(mem: &dyn Memory, t: &Target, px: &[u8]) -> Result<(), 
 /// A graphics pipeline's creation state besides its two shaders (docs/PACKS.md, "Pipeline
 /// records"): everything in the [`GraphicsDesc`] the driver builds, as words, so a later
 /// start can build the same description again from the shader pack.
-fn graphics_state_words(d: &GraphicsDesc) -> Vec<u32> {
+pub(crate) fn graphics_state_words(d: &GraphicsDesc) -> Vec<u32> {
     // Every field named: one added to GraphicsDesc does not compile until it is recorded.
     let GraphicsDesc {
         vertex: _,

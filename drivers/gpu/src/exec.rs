@@ -137,8 +137,18 @@ pub struct Stats {
     pub batches: u64,
     /// Shaders translated, all on the submit thread (a miss waits for its translation).
     pub translations: u64,
-    /// Pipelines created: compute, and graphics ones the pipeline cache had to build.
+    /// Pipelines created on the submit thread: compute, and graphics ones the pipeline cache
+    /// had to build for a draw.
     pub pipelines: u64,
+    /// Pipelines the prewarm created on its threads (docs/PACKS.md, "Prewarm").
+    pub pipelines_prewarmed: u64,
+    /// Prewarm: pipelines whose creation failed, whose stages the shader pack lacks, and
+    /// those not started within the budget.
+    pub prewarm_failed: u64,
+    pub prewarm_skipped: u64,
+    pub prewarm_left: u64,
+    /// Draws or dispatches that found their pipeline being prewarmed and waited for it.
+    pub pipelines_waited: u64,
     /// Shaders taken from the pack (no translation).
     pub pack_hits: u64,
     /// Shaders the pack did not hold (or held for another device class): translated here and
@@ -201,6 +211,10 @@ pub struct Executor {
     /// Host-visible buffers of finished work (mirrors, range tables, fault buffers, pixel
     /// records), reused.
     pool: BufferPool,
+    /// The prewarm started when the device opened (crate::prewarm), and whether the first
+    /// draw or dispatch has waited for it yet.
+    prewarm: Option<crate::prewarm::Prewarm>,
+    prewarm_waited: bool,
 }
 
 /// The device's float controls as `Options::host_float_controls` takes them: translations
@@ -220,7 +234,7 @@ pub(crate) const PIPELINE_STATE_LAYOUT: u32 = 1;
 
 /// A compute pipeline's creation state besides its shader (docs/PACKS.md, "Pipeline
 /// records"): [layout, push-constant bytes, required subgroup size (0: none)].
-fn compute_state_words(push_constant_bytes: u32) -> Vec<u32> {
+pub(crate) fn compute_state_words(push_constant_bytes: u32) -> Vec<u32> {
     // The driver never asks for a subgroup size (PipelineDesc::required_subgroup_size None).
     vec![PIPELINE_STATE_LAYOUT, push_constant_bytes, 0]
 }
@@ -252,7 +266,10 @@ impl Executor {
             stats: Stats::default(),
             gfx: Default::default(),
             pool: BufferPool::new(64, 64),
+            prewarm: None,
+            prewarm_waited: false,
         };
+        e.report_pipeline_cache();
         e.packs.verbose = std::env::var_os(STATS_ENV).is_some_and(|v| v == "1");
         e.packs.kill_after = std::env::var(KILL_AFTER_RECORDS_ENV)
             .ok()
@@ -263,7 +280,78 @@ impl Executor {
         if let Some(p) = std::env::var_os(RECORDS_ENV).filter(|p| !p.is_empty()) {
             e.open_records(std::path::Path::new(&p));
         }
+        if let Some(p) =
+            std::env::var_os(crate::prewarm::PIPELINE_PACK_ENV).filter(|p| !p.is_empty())
+        {
+            e.start_prewarm(std::path::Path::new(&p), crate::prewarm::budget_from_env());
+        }
         e
+    }
+
+    /// A pipeline cache blob that was not used (another device's, damaged, unreadable) is
+    /// reported once; a damaged one is replaced at the next save.
+    fn report_pipeline_cache(&self) {
+        use aps5_vulkan::BlobLoad;
+        let why = match self.gpu.pipeline_cache_load() {
+            BlobLoad::NoFolder | BlobLoad::Absent | BlobLoad::Used { .. } => return,
+            BlobLoad::Mismatch(w) => format!("another device's or driver's ({w})"),
+            BlobLoad::Damaged(w) => format!("damaged ({w}); it is written again at exit"),
+            BlobLoad::Unreadable(w) => format!("unreadable ({w})"),
+        };
+        self.report(&format!(
+            "pipeline cache blob {} not used: {why}",
+            self.gpu.pipeline_cache_key().file_name()
+        ));
+    }
+
+    /// Starts creating the pipelines of the pipelines pack at `path` on background threads
+    /// (crate::prewarm), shaders from the shader pack in use; the first draw or dispatch waits
+    /// for it at most `budget` from now. A pack that cannot be used is reported, not used.
+    pub fn start_prewarm(&mut self, path: &std::path::Path, budget: std::time::Duration) {
+        let Some(shaders) = self.packs.pack.as_ref().map(|p| p.path().to_path_buf()) else {
+            self.report(&format!(
+                "pipeline pack {} not used: no shader pack in use",
+                path.display()
+            ));
+            return;
+        };
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        match crate::prewarm::Prewarm::start(&self.gpu, &shaders, path, threads, budget) {
+            Ok(p) => self.prewarm = p,
+            Err(e) => self.report(&format!("pipeline pack not used ({e}): nothing prewarmed")),
+        }
+    }
+
+    /// The first draw or dispatch waits for the prewarm (at most its budget from its start),
+    /// so pipelines it would have made are not made on this thread instead.
+    pub(crate) fn prewarm_gate(&mut self) {
+        if !self.prewarm_waited {
+            self.prewarm_waited = true;
+            if let Some(p) = &self.prewarm {
+                p.wait();
+            }
+        }
+    }
+
+    /// The compute pipeline for translation `t`: the prewarm's when it made it (waited for
+    /// when it is making it), else created here, on the submit thread.
+    fn compute_pipeline(&mut self, t: &PackedShader) -> Result<ComputePipeline, String> {
+        if let Some(pw) = &self.prewarm
+            && let Some(p) = pw.take_compute(&crate::prewarm::compute_key(t))
+        {
+            return Ok(p);
+        }
+        let p = self
+            .gpu
+            .create_compute_pipeline(&PipelineDesc {
+                spirv: &t.spirv,
+                entry: "main",
+                push_constant_bytes: t.push_constant_bytes,
+                required_subgroup_size: None,
+            })
+            .map_err(|e| e.to_string())?;
+        self.stats.pipelines += 1;
+        Ok(p)
     }
 
     pub fn gpu(&self) -> &Gpu {
@@ -272,7 +360,16 @@ impl Executor {
 
     pub fn stats(&self) -> Stats {
         let mut s = self.stats;
-        s.pipelines += self.gpu.pipeline_cache_stats().misses;
+        let g = self.gpu.pipeline_cache_stats();
+        s.pipelines += g.misses;
+        s.pipelines_waited += g.waited;
+        if let Some(p) = &self.prewarm {
+            let c = p.counts();
+            s.pipelines_prewarmed = c.prewarmed;
+            s.prewarm_failed = c.failed;
+            s.prewarm_skipped = c.skipped;
+            s.prewarm_left = c.left;
+        }
         s
     }
 
@@ -335,12 +432,17 @@ impl Executor {
     pub fn stats_json(&self) -> String {
         let s = self.stats();
         format!(
-            "{{\"pack_hits\":{},\"misses\":{},\"translations\":{},\"translations_on_submit_thread\":{},\"pipelines\":{},\"pipeline_states\":{},\"pack_refused\":{},\"dispatches\":{},\"draws\":{}}}",
+            "{{\"pack_hits\":{},\"misses\":{},\"translations\":{},\"translations_on_submit_thread\":{},\"pipelines\":{},\"pipelines_prewarmed\":{},\"prewarm_failed\":{},\"prewarm_skipped\":{},\"prewarm_left\":{},\"pipelines_waited\":{},\"pipeline_states\":{},\"pack_refused\":{},\"dispatches\":{},\"draws\":{}}}",
             s.pack_hits,
             s.pack_misses,
             s.translations,
             s.translations,
             s.pipelines,
+            s.pipelines_prewarmed,
+            s.prewarm_failed,
+            s.prewarm_skipped,
+            s.prewarm_left,
+            s.pipelines_waited,
             s.pipeline_states,
             s.pack_refused,
             s.dispatches,
@@ -355,6 +457,13 @@ impl Executor {
             return;
         }
         self.packs.finished = true;
+        // The prewarm starts nothing more; what it and the run made goes to the blob.
+        if let Some(p) = &mut self.prewarm {
+            p.stop();
+        }
+        if let Err(e) = self.gpu.save_pipeline_cache() {
+            self.report(&format!("pipeline cache not saved: {e}"));
+        }
         let counts = self.run_counts();
         if let Some((r, run)) = &self.packs.records
             && let Err(e) = r.update_run(*run, &counts, true)
@@ -650,6 +759,7 @@ impl Executor {
         if addr == 0 {
             return Err("COMPUTE_PGM_LO/HI are 0 (no program set)".into());
         }
+        self.prewarm_gate();
         let code = self.read_code(mem, addr, d.wave64())?;
         let state = ShaderState::Compute(d.state());
         // The process's own cache, by the pack key for this device.
@@ -660,16 +770,7 @@ impl Executor {
         let what = self.describe(addr);
         let keys = self.pack_keys(&code, &state);
         let t = self.translation(&code, &state, keys, &what)?;
-        let pipeline = self
-            .gpu
-            .create_compute_pipeline(&PipelineDesc {
-                spirv: &t.spirv,
-                entry: "main",
-                push_constant_bytes: t.push_constant_bytes,
-                required_subgroup_size: None,
-            })
-            .map_err(|e| e.to_string())?;
-        self.stats.pipelines += 1;
+        let pipeline = self.compute_pipeline(&t)?;
         self.record_pipeline(
             PipelineKind::Compute,
             vec![keys],

@@ -22,6 +22,7 @@ mod depth;
 pub mod draw;
 pub mod exec;
 pub mod memory;
+pub mod prewarm;
 mod texture;
 
 pub use backend::{Display, GpuBackend, Interrupt};

@@ -296,6 +296,7 @@ impl GraphicsPipeline {
         let handles: Vec<vk::Pipeline> = self.libraries.iter().map(|l| l.pipeline).collect();
         let built = build(
             &self.inner.device,
+            self.inner.pipeline_cache,
             &self.desc,
             &self.layout,
             Build::Link {
@@ -365,16 +366,51 @@ impl Drop for GraphicsPipeline {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheStats {
     pub hits: u64,
+    /// Pipelines built because a caller asked for one the cache lacked ([`Gpu::graphics_pipeline`]).
     pub misses: u64,
+    /// Pipelines built ahead of use ([`Gpu::prewarm_graphics_pipeline`]).
+    pub prewarmed: u64,
+    /// Lookups that found their pipeline being built (by a prewarm thread) and waited for it.
+    pub waited: u64,
     pub libraries_built: u64,
     pub whole_built: u64,
     pub fast_linked: u64,
     pub optimized_linked: u64,
 }
 
+/// A pipeline of the cache, or one being built (by another thread: whoever asks for it
+/// meanwhile waits for that build rather than making a second one).
+enum Slot {
+    Ready(Arc<GraphicsPipeline>),
+    Building(Arc<Pending>),
+}
+
+/// A build in progress: None until done, then Some(the pipeline, or None if it failed).
+#[derive(Default)]
+struct Pending {
+    done: Mutex<Option<Option<Arc<GraphicsPipeline>>>>,
+    cv: Condvar,
+}
+
+impl Pending {
+    fn finish(&self, p: Option<Arc<GraphicsPipeline>>) {
+        *self.done.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
+        self.cv.notify_all();
+    }
+    fn wait(&self) -> Option<Arc<GraphicsPipeline>> {
+        let mut g = self.done.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(p) = &*g {
+                return p.clone();
+            }
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct GraphicsCache {
-    pipelines: HashMap<GraphicsDesc, Arc<GraphicsPipeline>>,
+    pipelines: HashMap<GraphicsDesc, Slot>,
     layouts: HashMap<(u32, u32), Arc<Layout>>,
     libraries: HashMap<(u32, u64), Arc<Library>>,
     stats: CacheStats,
@@ -435,7 +471,22 @@ impl Gpu {
     }
 
     /// The pipeline for `desc`, from the in-memory cache or built now (see the module docs).
+    /// One a prewarm thread is building is waited for, not built twice.
     pub fn graphics_pipeline(&self, desc: &GraphicsDesc) -> Result<Arc<GraphicsPipeline>> {
+        self.pipeline_for(desc, false).map(|(p, _)| p)
+    }
+
+    /// Builds the pipeline for `desc` ahead of its first use (counted as prewarmed, not as a
+    /// miss); true if this call built it, false if it was there or being built already.
+    pub fn prewarm_graphics_pipeline(&self, desc: &GraphicsDesc) -> Result<bool> {
+        self.pipeline_for(desc, true).map(|(_, built)| built)
+    }
+
+    fn pipeline_for(
+        &self,
+        desc: &GraphicsDesc,
+        prewarm: bool,
+    ) -> Result<(Arc<GraphicsPipeline>, bool)> {
         if !self.info.dynamic_rendering || !self.info.graphics_queue {
             return Err(VkError::Unsupported {
                 name: self.info.name.clone(),
@@ -481,15 +532,82 @@ impl Gpu {
                 what: "colour targets that blend differently (no independentBlend)".into(),
             });
         }
+        let pending = loop {
+            let mut cache = self.graphics.lock().unwrap_or_else(|e| e.into_inner());
+            match cache.pipelines.get(desc) {
+                Some(Slot::Ready(p)) => {
+                    let p = p.clone();
+                    if !prewarm {
+                        cache.stats.hits += 1;
+                    }
+                    return Ok((p, false));
+                }
+                Some(Slot::Building(b)) => {
+                    let b = b.clone();
+                    if !prewarm {
+                        cache.stats.waited += 1;
+                    }
+                    drop(cache);
+                    match b.wait() {
+                        Some(p) => {
+                            if !prewarm {
+                                self.graphics
+                                    .lock()
+                                    .unwrap_or_else(|e| e.into_inner())
+                                    .stats
+                                    .hits += 1;
+                            }
+                            return Ok((p, false));
+                        }
+                        // That build failed: build it here (and report its own error).
+                        None => continue,
+                    }
+                }
+                None => {
+                    let b = Arc::new(Pending::default());
+                    cache
+                        .pipelines
+                        .insert(desc.clone(), Slot::Building(b.clone()));
+                    break b;
+                }
+            }
+        };
+        let built = self.build_pipeline(desc).and_then(|p| {
+            self.check_validation()?;
+            Ok(p)
+        });
         let mut cache = self.graphics.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = cache.pipelines.get(desc).cloned() {
-            cache.stats.hits += 1;
-            return Ok(p);
+        match built {
+            Ok(p) => {
+                if prewarm {
+                    cache.stats.prewarmed += 1;
+                } else {
+                    cache.stats.misses += 1;
+                }
+                cache.pipelines.insert(desc.clone(), Slot::Ready(p.clone()));
+                drop(cache);
+                pending.finish(Some(p.clone()));
+                Ok((p, true))
+            }
+            Err(e) => {
+                cache.pipelines.remove(desc);
+                drop(cache);
+                pending.finish(None);
+                Err(e)
+            }
         }
-        cache.stats.misses += 1;
+    }
+
+    /// Builds the pipeline for `desc` (libraries + fast link, or whole), the cache unlocked
+    /// but for its lookups, so prewarm threads build side by side.
+    fn build_pipeline(&self, desc: &GraphicsDesc) -> Result<Arc<GraphicsPipeline>> {
         let start = Instant::now();
-        let layout = self.layout(&mut cache, desc.push_constant_bytes, desc.textures)?;
+        let layout = {
+            let mut cache = self.graphics.lock().unwrap_or_else(|e| e.into_inner());
+            self.layout(&mut cache, desc.push_constant_bytes, desc.textures)?
+        };
         let d = &self.inner.device;
+        let pc = self.inner.pipeline_cache;
         let pipeline = if self.info.pipeline_library && !self.library_workaround(desc) {
             let parts = [
                 (
@@ -516,17 +634,30 @@ impl Gpu {
             ];
             let mut libraries = Vec::with_capacity(4);
             for (flag, key) in parts {
-                let lib = match cache.libraries.get(&(flag.as_raw(), key)) {
-                    Some(l) => l.clone(),
+                let known = self
+                    .graphics
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .libraries
+                    .get(&(flag.as_raw(), key))
+                    .cloned();
+                let lib = match known {
+                    Some(l) => l,
                     None => {
-                        let p = build(d, desc, &layout, Build::Library(flag))?;
-                        cache.stats.libraries_built += 1;
+                        // Built unlocked: two threads may build the same library at once; the
+                        // first stored is kept, the other dropped (a rare, harmless repeat).
+                        let p = build(d, pc, desc, &layout, Build::Library(flag))?;
                         let l = Arc::new(Library {
                             inner: self.inner.clone(),
                             pipeline: p,
                         });
-                        cache.libraries.insert((flag.as_raw(), key), l.clone());
-                        l
+                        let mut cache = self.graphics.lock().unwrap_or_else(|e| e.into_inner());
+                        cache.stats.libraries_built += 1;
+                        cache
+                            .libraries
+                            .entry((flag.as_raw(), key))
+                            .or_insert(l)
+                            .clone()
                     }
                 };
                 libraries.push(lib);
@@ -534,6 +665,7 @@ impl Gpu {
             let handles: Vec<vk::Pipeline> = libraries.iter().map(|l| l.pipeline).collect();
             let first = build(
                 d,
+                pc,
                 desc,
                 &layout,
                 Build::Link {
@@ -541,7 +673,6 @@ impl Gpu {
                     optimize: false,
                 },
             )?;
-            cache.stats.fast_linked += 1;
             let p = Arc::new(GraphicsPipeline {
                 inner: self.inner.clone(),
                 layout: layout.clone(),
@@ -556,6 +687,8 @@ impl Gpu {
             });
             // The optimised link runs on the cache's worker thread (one for all pipelines, in
             // the order they were first asked for); binds switch to it when it is stored.
+            let mut cache = self.graphics.lock().unwrap_or_else(|e| e.into_inner());
+            cache.stats.fast_linked += 1;
             let optimized = cache.optimized.clone();
             let worker = cache.optimizer.get_or_insert_with(|| {
                 let (tx, rx) = std::sync::mpsc::channel::<Arc<GraphicsPipeline>>();
@@ -581,8 +714,12 @@ impl Gpu {
             }
             p
         } else {
-            let first = build(d, desc, &layout, Build::Whole)?;
-            cache.stats.whole_built += 1;
+            let first = build(d, pc, desc, &layout, Build::Whole)?;
+            self.graphics
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .stats
+                .whole_built += 1;
             Arc::new(GraphicsPipeline {
                 inner: self.inner.clone(),
                 layout: layout.clone(),
@@ -596,8 +733,6 @@ impl Gpu {
                 build_time: start.elapsed(),
             })
         };
-        self.check_validation()?;
-        cache.pipelines.insert(desc.clone(), pipeline.clone());
         Ok(pipeline)
     }
 
@@ -704,6 +839,7 @@ enum Build<'a> {
 /// Creates a whole pipeline, one library, or a link of libraries for `desc`.
 fn build(
     d: &ash::Device,
+    cache: vk::PipelineCache,
     desc: &GraphicsDesc,
     layout: &Layout,
     what: Build<'_>,
@@ -865,7 +1001,7 @@ fn build(
         info = info.push_next(&mut rendering);
     }
     // SAFETY: every struct the create info points to lives until the call returns.
-    let created = unsafe { d.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) };
+    let created = unsafe { d.create_graphics_pipelines(cache, &[info], None) };
     match created {
         Ok(p) => Ok(p[0]),
         Err((_, result)) => Err(VkError::Call {

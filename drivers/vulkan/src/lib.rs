@@ -23,6 +23,7 @@ pub mod frame;
 pub mod graphics;
 pub mod image;
 pub mod memory;
+pub mod pcache;
 pub mod png;
 pub mod reference;
 
@@ -34,6 +35,7 @@ pub use graphics::{
 };
 pub use image::{Image, ImageDesc, ImageKind, Sampler, SamplerDesc};
 pub use memory::Mirror;
+pub use pcache::{BlobLoad, BlobSave, DeviceKey, PIPELINE_CACHE_ENV};
 
 /// What went wrong, with the Vulkan call or the condition that failed.
 #[derive(Debug, thiserror::Error)]
@@ -79,6 +81,9 @@ pub struct GpuOptions {
     /// Build whole graphics pipelines even where the device has graphics pipeline libraries
     /// (`APS5_VK_WHOLE_PIPELINES=1`).
     pub whole_pipelines: bool,
+    /// The folder of VkPipelineCache blobs, one per device key (`APS5_PIPELINE_CACHE`;
+    /// see [`pcache`]); None = the cache lives in memory only.
+    pub pipeline_cache_dir: Option<std::path::PathBuf>,
 }
 
 impl GpuOptions {
@@ -90,6 +95,9 @@ impl GpuOptions {
                 .ok()
                 .filter(|s| !s.is_empty()),
             whole_pipelines: std::env::var("APS5_VK_WHOLE_PIPELINES").is_ok_and(|v| v == "1"),
+            pipeline_cache_dir: std::env::var_os(PIPELINE_CACHE_ENV)
+                .filter(|s| !s.is_empty())
+                .map(Into::into),
         }
     }
 }
@@ -214,6 +222,9 @@ struct Inner {
     family: u32,
     /// VK_EXT_external_memory_host, when the device has it.
     host_import: Option<ash::ext::external_memory_host::Device>,
+    /// The one VkPipelineCache every pipeline is created through (internally synchronised:
+    /// the prewarm threads and the submit thread share it).
+    pipeline_cache: vk::PipelineCache,
 }
 
 impl Inner {
@@ -252,6 +263,8 @@ impl Drop for Inner {
             let _ = self.device.device_wait_idle();
             let (_, pool) = *self.submit.lock().unwrap_or_else(|e| e.into_inner());
             self.device.destroy_command_pool(pool, None);
+            self.device
+                .destroy_pipeline_cache(self.pipeline_cache, None);
             self.device.destroy_device(None);
             if let Some((utils, messenger)) = self.debug.take() {
                 utils.destroy_debug_utils_messenger(messenger, None);
@@ -261,14 +274,18 @@ impl Drop for Inner {
     }
 }
 
-/// An opened Vulkan device with one compute queue.
+/// An opened Vulkan device with one compute queue. A clone is another handle to the same
+/// device, sharing its caches (the prewarm threads work on clones).
+#[derive(Clone)]
 pub struct Gpu {
     inner: Arc<Inner>,
     info: DeviceInfo,
     /// Graphics pipelines, libraries and layouts by key (see [`graphics`]).
-    graphics: Mutex<graphics::GraphicsCache>,
+    graphics: Arc<Mutex<graphics::GraphicsCache>>,
     /// Staging buffers of finished image copies, reused.
-    staging: Mutex<BufferPool>,
+    staging: Arc<Mutex<BufferPool>>,
+    /// The pipeline cache's blob on disk ([`pcache`]).
+    blob: Arc<Mutex<pcache::BlobState>>,
 }
 
 unsafe extern "system" fn on_message(
@@ -397,6 +414,37 @@ impl Gpu {
                     .is_some()
                     .then(|| ash::ext::external_memory_host::Device::new(&instance, &device));
                 let family = info.queue_family;
+                // SAFETY: physical is a handle enumerated from this instance.
+                let props = unsafe { instance.get_physical_device_properties(physical) };
+                let mut blob = pcache::BlobState {
+                    folder: opts.pipeline_cache_dir.clone(),
+                    key: pcache::DeviceKey::of(&props),
+                    load: BlobLoad::NoFolder,
+                    on_disk: None,
+                };
+                let seed = pcache::load(&mut blob).unwrap_or_default();
+                let cache_info = vk::PipelineCacheCreateInfo::default().initial_data(&seed);
+                // SAFETY: valid create info; the seed's Vulkan header was checked against this
+                // device (pcache::decode), and a driver ignores data it cannot use.
+                let pipeline_cache =
+                    match unsafe { device.create_pipeline_cache(&cache_info, None) } {
+                        Ok(c) => c,
+                        Err(result) => {
+                            // SAFETY: nothing was created from the device but its pool.
+                            unsafe {
+                                device.destroy_command_pool(pool, None);
+                                device.destroy_device(None);
+                                if let Some((utils, m)) = debug {
+                                    utils.destroy_debug_utils_messenger(m, None);
+                                }
+                                instance.destroy_instance(None);
+                            }
+                            return Err(VkError::Call {
+                                call: "vkCreatePipelineCache",
+                                result,
+                            });
+                        }
+                    };
                 Ok(Gpu {
                     inner: Arc::new(Inner {
                         _entry: entry,
@@ -409,10 +457,12 @@ impl Gpu {
                         physical,
                         family,
                         host_import,
+                        pipeline_cache,
                     }),
                     info,
-                    graphics: Mutex::default(),
-                    staging: Mutex::new(BufferPool::new(4096, 8)),
+                    graphics: Arc::default(),
+                    staging: Arc::new(Mutex::new(BufferPool::new(4096, 8))),
+                    blob: Arc::new(Mutex::new(blob)),
                 })
             }
             Err(e) => {
@@ -430,6 +480,41 @@ impl Gpu {
 
     pub fn info(&self) -> &DeviceInfo {
         &self.info
+    }
+
+    /// The key the pipeline cache blob of this device is filed under.
+    pub fn pipeline_cache_key(&self) -> DeviceKey {
+        self.blob.lock().unwrap_or_else(|e| e.into_inner()).key
+    }
+
+    /// What opening the device made of its pipeline cache blob (a mismatch or a damaged
+    /// blob was not used: the caller reports it).
+    pub fn pipeline_cache_load(&self) -> BlobLoad {
+        self.blob
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .load
+            .clone()
+    }
+
+    /// Writes the pipeline cache back to its blob (atomically) unless it holds what the file
+    /// holds; a damaged or mismatched file of this device's name is replaced.
+    pub fn save_pipeline_cache(&self) -> Result<BlobSave> {
+        let mut blob = self.blob.lock().unwrap_or_else(|e| e.into_inner());
+        if blob.folder.is_none() {
+            return Ok(BlobSave::NoFolder);
+        }
+        // SAFETY: a live cache of this device (internally synchronised).
+        let data = call("vkGetPipelineCacheData", unsafe {
+            self.inner
+                .device
+                .get_pipeline_cache_data(self.inner.pipeline_cache)
+        })?;
+        let path = blob.path().unwrap_or_default();
+        pcache::save(&mut blob, &data).map_err(|e| VkError::Io {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })
     }
 
     /// The ash device, for calls this crate does not wrap (benchmarks compare against it).
@@ -633,7 +718,7 @@ impl Gpu {
             .layout(layout);
         // SAFETY: valid create info; module and layout are live.
         let created =
-            unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &[info], None) };
+            unsafe { d.create_compute_pipelines(self.inner.pipeline_cache, &[info], None) };
         // SAFETY: a pipeline keeps no reference to its module.
         unsafe { d.destroy_shader_module(module, None) };
         let pipeline = match created {
