@@ -176,6 +176,14 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
     assert_eq!(stat(&s2, "pack_refused"), 0, "{s2}");
     // The same pipeline states, already recorded: the records do not grow.
     assert_eq!(stat(&s2, "pipeline_states"), states, "{s2}");
+    // Prewarmed from the pipelines pack at start: none is created on the submit thread.
+    assert_eq!(stat(&s2, "pipelines"), 0, "{s2} {err2}");
+    assert_eq!(stat(&s2, "pipelines_prewarmed"), states, "{s2} {err2}");
+    assert_eq!(stat(&s2, "prewarm_failed"), 0, "{s2} {err2}");
+    assert_eq!(stat(&s2, "prewarm_skipped"), 0, "{s2} {err2}");
+    // And the driver's pipeline cache went to its blob, one per device.
+    let blobs = blob_files(&dump);
+    assert_eq!(blobs.len(), 1, "{blobs:?}");
     // The pack's translations draw the very frames the run-time ones drew.
     let (a, b) = (frames_of(&f1), frames_of(&f2));
     assert!(!a.is_empty());
@@ -201,6 +209,8 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
         status.contains(&format!("pipelines {states} in packs/pipelines.pack")),
         "{status}"
     );
+
+    prewarm_refuses_what_it_must_not_use(&dump, name, tmp.path(), states);
 
     // Nothing new was recorded: the next build is a no-op, and the second run met the same
     // states in the same order, so the pipelines pack is the same bytes.
@@ -232,6 +242,74 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
         )),
         "{stdout}"
     );
+}
+
+/// The driver's pipeline cache blobs of the project.
+fn blob_files(dump: &Path) -> Vec<std::path::PathBuf> {
+    let dir = dump.join(".aps5/pipeline-cache");
+    let mut v: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "vkpc"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// A blob with a flipped byte is reported and not used, and the run writes it again; one
+/// whose header names another device is not used; a pipelines pack of another producer
+/// (translator) is not used: its `states` pipelines are then created on the submit thread.
+fn prewarm_refuses_what_it_must_not_use(dump: &Path, name: &str, tmp: &Path, states: u64) {
+    let blob = blob_files(dump).remove(0);
+    let good = std::fs::read(&blob).unwrap();
+    let mut bad = good.clone();
+    let at = bad.len() - 1;
+    bad[at] ^= 0x01;
+    std::fs::write(&blob, &bad).unwrap();
+    let frames = tmp.join("frames-blob");
+    let (s, err) = run_v(dump, name, &frames);
+    assert!(
+        err.contains("not used: damaged"),
+        "a damaged blob is reported: {err}"
+    );
+    assert_eq!(stat(&s, "pipelines"), 0, "{s}");
+    assert_eq!(stat(&s, "pipelines_prewarmed"), states, "{s}");
+    // Written again at exit: the next run takes it without a word.
+    let again = std::fs::read(&blob).unwrap();
+    assert_ne!(again, bad);
+    let (_, err) = run_v(dump, name, &frames);
+    assert!(!err.contains("pipeline cache blob"), "{err}");
+
+    // Another device's blob under this device's name (its own header says so, its hash is
+    // sound): a mismatch, not used.
+    let mut other = good.clone();
+    other[12] ^= 0x01; // vendorID
+    let payload = other.split_off(80);
+    let mut head = other[..48].to_vec();
+    let mut h = blake3::Hasher::new_derive_key("aps5 pipeline cache blob v1");
+    h.update(&head);
+    h.update(&payload);
+    head.extend_from_slice(h.finalize().as_bytes());
+    head.extend_from_slice(&payload);
+    std::fs::write(&blob, &head).unwrap();
+    let (_, err) = run_v(dump, name, &frames);
+    assert!(err.contains("another device's or driver's"), "{err}");
+
+    // A pipelines pack from another translator identity: refused, nothing prewarmed.
+    let pack_path = dump.join("aps5-out/packs/pipelines.pack");
+    let original = std::fs::read(&pack_path).unwrap();
+    let mut w = aps5_cache::pack::PackWriter::new(aps5_cache::pipelines::producer_identity(
+        &[0x5a; 32],
+    ));
+    for p in pipelines_packed(&pack_path) {
+        w.add(p.key(), p.encode()).unwrap();
+    }
+    std::fs::write(&pack_path, w.to_bytes()).unwrap();
+    let (s, err) = run_v(dump, name, &frames);
+    assert!(err.contains("pipeline pack not used"), "{err}");
+    assert_eq!(stat(&s, "pipelines_prewarmed"), 0, "{s}");
+    assert_eq!(stat(&s, "pipelines"), states, "{s}");
+    std::fs::write(&pack_path, original).unwrap();
 }
 
 /// The entries of a pipelines pack of this toolchain, in rank order, every one checked.
@@ -284,6 +362,13 @@ fn the_driver_computes_the_build_s_pack_key_and_refuses_another_translator_s_pac
         assert!(err.contains("pack hit (device key"), "{err}");
     }
 
+    // The compute pipeline's record is packed by the next build and prewarmed by the next
+    // run: it is not created on the submit thread.
+    ok(&dump, &["-q", "build"]);
+    let (s, err) = run_v(&dump, name, &frames);
+    assert_eq!(stat(&s, "pipelines"), 0, "{s} {err}");
+    assert_eq!(stat(&s, "pipelines_prewarmed"), 1, "{s} {err}");
+
     // Another translator's pack is refused whole and reported; the run translates.
     let out = aps5()
         .arg("-C")
@@ -297,6 +382,9 @@ fn the_driver_computes_the_build_s_pack_key_and_refuses_another_translator_s_pac
     assert!(err.contains("shader pack not used"), "{err}");
     assert!(err.contains("\"pack_hits\":0"), "{err}");
     assert!(err.contains("\"pack_refused\":1"), "{err}");
+    // Its pipelines pack is refused with it: nothing prewarmed.
+    assert!(err.contains("pipeline pack not used"), "{err}");
+    assert!(err.contains("\"pipelines_prewarmed\":0"), "{err}");
 }
 
 /// A run killed with SIGKILL while it records (the driver's test hook kills it right after

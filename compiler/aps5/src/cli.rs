@@ -93,6 +93,10 @@ pub struct BuildArgs {
     /// Print one JSON object: {"recomputed":[..], "reused":N, "written":N, "elapsed_ms":N}.
     #[arg(long)]
     pub json: bool,
+    /// Then create the pipelines of packs/pipelines.pack on this machine's Vulkan device, to
+    /// fill the driver's pipeline cache blob (.aps5/pipeline-cache/) the next run starts from.
+    #[arg(long)]
+    pub prewarm: bool,
 }
 
 #[derive(Debug, Subcommand)]

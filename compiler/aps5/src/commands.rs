@@ -20,6 +20,9 @@ pub fn run(cli: &Cli) -> Result<ExitCode> {
             let project = Project::open(&here)?;
             let report = project.build(&Bars::new(cli.quiet || args.json))?;
             print_build(&report, args, cli.quiet);
+            if args.prewarm {
+                prewarm(&project, cli.quiet);
+            }
         }
         Command::Run {
             headless,
@@ -89,6 +92,62 @@ pub fn init(dir: &Path, force: bool, quiet: bool) -> Result<()> {
         println!("next: aps5 build");
     }
     Ok(())
+}
+
+/// `aps5 build --prewarm`: the pipelines pack's pipelines created on this machine's Vulkan
+/// device into the project's driver pipeline cache blob (docs/PACKS.md, "Prewarm"). Without
+/// a device, or when it fails, it says so; the build has succeeded either way.
+fn prewarm(project: &Project, quiet: bool) {
+    use aps5_gpu::vulkan::{BlobSave, Gpu, GpuOptions};
+    let out = &project.layout.out_dir;
+    let mut opts = GpuOptions::from_env();
+    opts.pipeline_cache_dir = Some(aps5_graph::pipelines::pipeline_cache_dir(
+        &project.layout.state_dir,
+    ));
+    let gpu = match Gpu::new(&opts) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("aps5: no Vulkan device to prewarm on ({e}): pipelines not prewarmed (the build is done)");
+            return;
+        }
+    };
+    let budget = match std::env::var_os(aps5_gpu::prewarm::BUDGET_ENV) {
+        Some(_) => aps5_gpu::prewarm::budget_from_env(),
+        None => std::time::Duration::from_secs(3600),
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match aps5_gpu::prewarm::prewarm_all(
+        &gpu,
+        &out.join(aps5_graph::shaders::SHADER_PACK),
+        &out.join(aps5_graph::pipelines::PIPELINE_PACK),
+        threads,
+        budget,
+    ) {
+        Ok(r) => {
+            if !quiet {
+                let c = r.counts;
+                let blob = match r.blob {
+                    BlobSave::Written { path, bytes } => {
+                        format!("{} written ({bytes} bytes)", path.display())
+                    }
+                    BlobSave::Unchanged => "unchanged".into(),
+                    BlobSave::NoFolder => "not kept".into(),
+                };
+                eprintln!(
+                    "prewarmed {} of {} pipelines on {} in {} ms ({} there already, {} without                      their shaders, {} failed, {} left for the budget); driver pipeline cache {blob}",
+                    c.prewarmed,
+                    c.total,
+                    gpu.info().name,
+                    r.elapsed.as_millis(),
+                    c.present,
+                    c.skipped,
+                    c.failed,
+                    c.left
+                );
+            }
+        }
+        Err(e) => eprintln!("aps5: pipelines not prewarmed: {e} (the build is done)"),
+    }
 }
 
 pub fn print_build(report: &BuildReport, args: &BuildArgs, quiet: bool) {
@@ -181,6 +240,16 @@ fn run_program(
     .env(
         "APS5_RECORDS",
         aps5_graph::shaders::records_path(&project.layout.state_dir),
+    )
+    // And creates the recorded pipelines at start (prewarm), through a driver pipeline cache
+    // kept in the project's state folder (docs/PACKS.md, "Prewarm").
+    .env(
+        "APS5_PIPELINE_PACK",
+        out.join(aps5_graph::pipelines::PIPELINE_PACK),
+    )
+    .env(
+        "APS5_PIPELINE_CACHE",
+        aps5_graph::pipelines::pipeline_cache_dir(&project.layout.state_dir),
     );
     if verbose {
         cmd.env("APS5_GPU_STATS", "1");

@@ -45,6 +45,7 @@ pub fn demo(keep: Option<&Path>, quiet: bool) -> Result<()> {
     let explain = BuildArgs {
         explain: true,
         json: false,
+        prewarm: false,
     };
     println!("\n== aps5 build --explain   (first build: everything is new)");
     print_build(&project.build(&Bars::new(quiet))?, &explain, quiet);

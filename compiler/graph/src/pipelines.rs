@@ -20,6 +20,15 @@ use crate::shaders::records_path;
 /// In the output folder: the recorded pipelines.
 pub const PIPELINE_PACK: &str = "packs/pipelines.pack";
 
+/// In the project's state folder: the driver's pipeline cache blobs, one per device key
+/// (`aps5 run` passes it to the GPU driver as `APS5_PIPELINE_CACHE`; docs/PACKS.md).
+pub const PIPELINE_CACHE_DIR: &str = "pipeline-cache";
+
+/// Where a project's pipeline cache blobs are.
+pub fn pipeline_cache_dir(state_dir: &Path) -> std::path::PathBuf {
+    state_dir.join(PIPELINE_CACHE_DIR)
+}
+
 /// The producer identity of this toolchain's pipelines pack: tied to the shader pack's (the
 /// stage keys name its entries), so a pack beside another translator's shaders is refused.
 pub fn pack_identity() -> [u8; 32] {

@@ -308,15 +308,10 @@ impl Executor {
     /// (crate::prewarm), shaders from the shader pack in use; the first draw or dispatch waits
     /// for it at most `budget` from now. A pack that cannot be used is reported, not used.
     pub fn start_prewarm(&mut self, path: &std::path::Path, budget: std::time::Duration) {
-        let Some(shaders) = self.packs.pack.as_ref().map(|p| p.path().to_path_buf()) else {
-            self.report(&format!(
-                "pipeline pack {} not used: no shader pack in use",
-                path.display()
-            ));
-            return;
-        };
+        let shaders = self.packs.pack.as_ref().map(|p| p.path().to_path_buf());
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-        match crate::prewarm::Prewarm::start(&self.gpu, &shaders, path, threads, budget) {
+        match crate::prewarm::Prewarm::start(&self.gpu, shaders.as_deref(), path, threads, budget)
+        {
             Ok(p) => self.prewarm = p,
             Err(e) => self.report(&format!("pipeline pack not used ({e}): nothing prewarmed")),
         }

@@ -262,10 +262,11 @@ enum Outcome {
 impl Prewarm {
     /// Opens the pipelines pack at `pipelines` (this translator's: another's is refused),
     /// reads it whole, and starts `threads` workers creating its pipelines on clones of `gpu`,
-    /// the shaders from `shaders` (this translator's shader pack). Ok(None): nothing to do.
+    /// the shaders from `shaders` (this translator's shader pack; None: none in use, an error
+    /// unless the pack is empty). Ok(None): nothing to do.
     pub fn start(
         gpu: &Gpu,
-        shaders: &Path,
+        shaders: Option<&Path>,
         pipelines: &Path,
         threads: usize,
         budget: Duration,
@@ -277,6 +278,7 @@ impl Prewarm {
         if jobs.is_empty() || budget.is_zero() {
             return Ok(None);
         }
+        let shaders = shaders.ok_or("no shader pack in use")?;
         let shaders =
             Pack::open(shaders, &spack::producer_identity()).map_err(|e| e.to_string())?;
         let now = Instant::now();
@@ -373,6 +375,41 @@ impl Prewarm {
             _ => None,
         }
     }
+}
+
+/// What [`prewarm_all`] did.
+#[derive(Clone, Debug)]
+pub struct PrewarmReport {
+    pub counts: PrewarmCounts,
+    pub elapsed: Duration,
+    pub blob: BlobSave,
+}
+
+/// Creates every pipeline of the pack at `pipelines` on `gpu` (within `budget`) and waits for
+/// them, then saves the driver's pipeline cache: `aps5 build --prewarm`, and the benchmark.
+pub fn prewarm_all(
+    gpu: &Gpu,
+    shaders: &Path,
+    pipelines: &Path,
+    threads: usize,
+    budget: Duration,
+) -> Result<PrewarmReport, String> {
+    let start = Instant::now();
+    let counts = match Prewarm::start(gpu, Some(shaders), pipelines, threads, budget)? {
+        Some(mut p) => {
+            p.wait();
+            p.stop();
+            p.counts()
+        }
+        None => PrewarmCounts::default(),
+    };
+    let elapsed = start.elapsed();
+    let blob = gpu.save_pipeline_cache().map_err(|e| e.to_string())?;
+    Ok(PrewarmReport {
+        counts,
+        elapsed,
+        blob,
+    })
 }
 
 impl Drop for Prewarm {
