@@ -50,6 +50,7 @@ pub fn bench(quick: bool, only: &[String]) -> Result<bool> {
         ("runtime", "aps5-relink"),
         ("draws", "aps5-vulkan"),
         ("gpu_draws", "aps5-gpu"),
+        ("prewarm", "aps5-gpu"),
     ] {
         if !want(name) {
             continue;
