@@ -298,9 +298,8 @@ fn prewarm_refuses_what_it_must_not_use(dump: &Path, name: &str, tmp: &Path, sta
     // A pipelines pack from another translator identity: refused, nothing prewarmed.
     let pack_path = dump.join("aps5-out/packs/pipelines.pack");
     let original = std::fs::read(&pack_path).unwrap();
-    let mut w = aps5_cache::pack::PackWriter::new(aps5_cache::pipelines::producer_identity(
-        &[0x5a; 32],
-    ));
+    let mut w =
+        aps5_cache::pack::PackWriter::new(aps5_cache::pipelines::producer_identity(&[0x5a; 32]));
     for p in pipelines_packed(&pack_path) {
         w.add(p.key(), p.encode()).unwrap();
     }

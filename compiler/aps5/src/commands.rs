@@ -107,7 +107,9 @@ fn prewarm(project: &Project, quiet: bool) {
     let gpu = match Gpu::new(&opts) {
         Ok(g) => g,
         Err(e) => {
-            eprintln!("aps5: no Vulkan device to prewarm on ({e}): pipelines not prewarmed (the build is done)");
+            eprintln!(
+                "aps5: no Vulkan device to prewarm on ({e}): pipelines not prewarmed (the build is done)"
+            );
             return;
         }
     };

@@ -1,6 +1,7 @@
 //! `cargo xtask bench prewarm`: the prewarm rate (pipelines per second) of
 //! `aps5_gpu::prewarm::prewarm_all` on the local Vulkan device, with a cold driver cache (no
-//! blob) and a warm one (the blob the cold round saved), each on a freshly opened device.
+//! blob) and a warm one (the blob the cold round saved), each on a freshly opened device, then
+//! cold again (blob removed).
 //!
 //! The packs are made here: one vertex and one fragment shader (GLSL through glslangValidator,
 //! as the GLSL reference renderer does) in a shader pack, and N graphics pipeline records that
@@ -106,7 +107,12 @@ fn main() {
     let blobs = dir.path().join("pipeline-cache");
     let mut rounds = serde_json::Map::new();
     let mut device = String::new();
-    for round in ["cold", "warm"] {
+    // A second cold round (blob removed) after the warm one tells the blob's effect from the
+    // first round's one-time costs (loading the driver's compiler, first allocations).
+    for round in ["cold", "warm", "cold_again"] {
+        if round == "cold_again" {
+            let _ = std::fs::remove_dir_all(&blobs);
+        }
         let gpu = Gpu::new(&GpuOptions {
             pipeline_cache_dir: Some(blobs.clone()),
             ..GpuOptions::from_env()
@@ -115,11 +121,17 @@ fn main() {
         device = gpu.info().name.clone();
         let load = gpu.pipeline_cache_load();
         match (round, &load) {
-            ("cold", BlobLoad::Absent) | ("warm", BlobLoad::Used { .. }) => {}
+            ("cold" | "cold_again", BlobLoad::Absent) | ("warm", BlobLoad::Used { .. }) => {}
             _ => panic!("{round} round: blob {load:?}"),
         }
-        let r = prewarm_all(&gpu, &shaders, &pipelines, threads, Duration::from_secs(3600))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let r = prewarm_all(
+            &gpu,
+            &shaders,
+            &pipelines,
+            threads,
+            Duration::from_secs(3600),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(r.counts.prewarmed, u64::from(n), "{round}: {:?}", r.counts);
         let blob_bytes = std::fs::read_dir(&blobs)
             .ok()
@@ -152,7 +164,10 @@ fn main() {
             "threads": threads,
             "cold": rounds["cold"],
             "warm": rounds["warm"],
+            "cold_again": rounds["cold_again"],
             "cold_over_warm": ratio,
+            "cold_again_over_warm": rounds["cold_again"]["seconds"].as_f64().unwrap_or(0.0)
+                / rounds["warm"]["seconds"].as_f64().unwrap_or(1.0),
             "fossilize_reference_per_s": 675,
         })
     );

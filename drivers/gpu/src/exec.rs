@@ -310,8 +310,7 @@ impl Executor {
     pub fn start_prewarm(&mut self, path: &std::path::Path, budget: std::time::Duration) {
         let shaders = self.packs.pack.as_ref().map(|p| p.path().to_path_buf());
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-        match crate::prewarm::Prewarm::start(&self.gpu, shaders.as_deref(), path, threads, budget)
-        {
+        match crate::prewarm::Prewarm::start(&self.gpu, shaders.as_deref(), path, threads, budget) {
             Ok(p) => self.prewarm = p,
             Err(e) => self.report(&format!("pipeline pack not used ({e}): nothing prewarmed")),
         }

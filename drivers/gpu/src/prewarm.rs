@@ -381,6 +381,7 @@ impl Prewarm {
 #[derive(Clone, Debug)]
 pub struct PrewarmReport {
     pub counts: PrewarmCounts,
+    /// From the start to the last pipeline made (the blob's save not included).
     pub elapsed: Duration,
     pub blob: BlobSave,
 }
@@ -395,15 +396,16 @@ pub fn prewarm_all(
     budget: Duration,
 ) -> Result<PrewarmReport, String> {
     let start = Instant::now();
+    let mut elapsed = Duration::ZERO;
     let counts = match Prewarm::start(gpu, Some(shaders), pipelines, threads, budget)? {
         Some(mut p) => {
             p.wait();
+            elapsed = start.elapsed();
             p.stop();
             p.counts()
         }
         None => PrewarmCounts::default(),
     };
-    let elapsed = start.elapsed();
     let blob = gpu.save_pipeline_cache().map_err(|e| e.to_string())?;
     Ok(PrewarmReport {
         counts,
@@ -486,12 +488,13 @@ impl Shared {
                 elapsed.as_secs_f64()
             );
         }
+        drop(running);
+        // Waiters go on first: the save (a write and an fsync) is not theirs to wait for.
+        self.all_done.notify_all();
         match self.gpu.save_pipeline_cache() {
             Ok(BlobSave::Written { .. } | BlobSave::Unchanged | BlobSave::NoFolder) => {}
             Err(e) => eprintln!("aps5: gpu: pipeline cache not saved: {e}"),
         }
-        drop(running);
-        self.all_done.notify_all();
     }
 
     fn one(&self, job: &PackedPipeline) -> Result<Outcome, String> {
