@@ -167,6 +167,30 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
     drop(shader_pack);
     let first_pipeline_pack = std::fs::read(&pipeline_pack).unwrap();
 
+    // `aps5 build --prewarm` creates them on this machine's device into the driver's
+    // pipeline cache blob; without a device it says so and the build still succeeds.
+    let out = run(&dump, &["build", "--prewarm"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!("prewarmed {states} of {states} pipelines")),
+        "{err}"
+    );
+    assert_eq!(blob_files(&dump).len(), 1);
+    let out = aps5()
+        .arg("-C")
+        .arg(&dump)
+        .args(["build", "--prewarm"])
+        .env("APS5_VK_DEVICE", "no such device")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("no Vulkan device to prewarm on") && err.contains("the build is done"),
+        "{err}"
+    );
+
     // The second run: every shader from the pack, nothing translated, nothing recorded.
     let f2 = tmp.path().join("frames2");
     let (s2, err2) = run_v(&dump, name, &f2);
@@ -181,6 +205,8 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
     assert_eq!(stat(&s2, "pipelines_prewarmed"), states, "{s2} {err2}");
     assert_eq!(stat(&s2, "prewarm_failed"), 0, "{s2} {err2}");
     assert_eq!(stat(&s2, "prewarm_skipped"), 0, "{s2} {err2}");
+    // Its driver cache started from the blob the build's prewarm saved.
+    assert_eq!(s2["pipeline_cache"], "used", "{s2}");
     // And the driver's pipeline cache went to its blob, one per device.
     let blobs = blob_files(&dump);
     assert_eq!(blobs.len(), 1, "{blobs:?}");
@@ -272,13 +298,15 @@ fn prewarm_refuses_what_it_must_not_use(dump: &Path, name: &str, tmp: &Path, sta
         err.contains("not used: damaged"),
         "a damaged blob is reported: {err}"
     );
+    assert_eq!(s["pipeline_cache"], "damaged", "{s}");
     assert_eq!(stat(&s, "pipelines"), 0, "{s}");
     assert_eq!(stat(&s, "pipelines_prewarmed"), states, "{s}");
     // Written again at exit: the next run takes it without a word.
     let again = std::fs::read(&blob).unwrap();
     assert_ne!(again, bad);
-    let (_, err) = run_v(dump, name, &frames);
+    let (s, err) = run_v(dump, name, &frames);
     assert!(!err.contains("pipeline cache blob"), "{err}");
+    assert_eq!(s["pipeline_cache"], "used", "{s}");
 
     // Another device's blob under this device's name (its own header says so, its hash is
     // sound): a mismatch, not used.
@@ -292,8 +320,9 @@ fn prewarm_refuses_what_it_must_not_use(dump: &Path, name: &str, tmp: &Path, sta
     head.extend_from_slice(h.finalize().as_bytes());
     head.extend_from_slice(&payload);
     std::fs::write(&blob, &head).unwrap();
-    let (_, err) = run_v(dump, name, &frames);
+    let (s, err) = run_v(dump, name, &frames);
     assert!(err.contains("another device's or driver's"), "{err}");
+    assert_eq!(s["pipeline_cache"], "mismatch", "{s}");
 
     // A pipelines pack from another translator identity: refused, nothing prewarmed.
     let pack_path = dump.join("aps5-out/packs/pipelines.pack");

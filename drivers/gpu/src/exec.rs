@@ -425,8 +425,17 @@ impl Executor {
     /// The statistics as one JSON object (what `aps5 run -v` prints at exit).
     pub fn stats_json(&self) -> String {
         let s = self.stats();
+        // What became of the driver's pipeline cache blob when the device opened.
+        let blob = match self.gpu.pipeline_cache_load() {
+            aps5_vulkan::BlobLoad::NoFolder => "none",
+            aps5_vulkan::BlobLoad::Absent => "absent",
+            aps5_vulkan::BlobLoad::Used { .. } => "used",
+            aps5_vulkan::BlobLoad::Mismatch(_) => "mismatch",
+            aps5_vulkan::BlobLoad::Damaged(_) => "damaged",
+            aps5_vulkan::BlobLoad::Unreadable(_) => "unreadable",
+        };
         format!(
-            "{{\"pack_hits\":{},\"misses\":{},\"translations\":{},\"translations_on_submit_thread\":{},\"pipelines\":{},\"pipelines_prewarmed\":{},\"prewarm_failed\":{},\"prewarm_skipped\":{},\"prewarm_left\":{},\"pipelines_waited\":{},\"pipeline_states\":{},\"pack_refused\":{},\"dispatches\":{},\"draws\":{}}}",
+            "{{\"pack_hits\":{},\"misses\":{},\"translations\":{},\"translations_on_submit_thread\":{},\"pipelines\":{},\"pipelines_prewarmed\":{},\"prewarm_failed\":{},\"prewarm_skipped\":{},\"prewarm_left\":{},\"pipelines_waited\":{},\"pipeline_cache\":\"{blob}\",\"pipeline_states\":{},\"pack_refused\":{},\"dispatches\":{},\"draws\":{}}}",
             s.pack_hits,
             s.pack_misses,
             s.translations,
