@@ -292,6 +292,21 @@ fn prewarm_refuses_what_it_must_not_use(dump: &Path, name: &str, tmp: &Path, sta
     let at = bad.len() - 1;
     bad[at] ^= 0x01;
     std::fs::write(&blob, &bad).unwrap();
+    // `aps5 cache verify` finds it (exit 3: removed, repaired) and a second verify is clean.
+    let v = run(dump, &["cache", "verify"]);
+    let stdout = String::from_utf8_lossy(&v.stdout);
+    assert_eq!(v.status.code(), Some(3), "{stdout}");
+    assert!(stdout.contains("damaged, never used"), "{stdout}");
+    assert!(!blob.exists());
+    let v = run(dump, &["cache", "verify"]);
+    assert_eq!(
+        v.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
+    // The driver finds it too (verify left aside): reported, not used, written again.
+    std::fs::write(&blob, &bad).unwrap();
     let frames = tmp.join("frames-blob");
     let (s, err) = run_v(dump, name, &frames);
     assert!(
@@ -307,6 +322,10 @@ fn prewarm_refuses_what_it_must_not_use(dump: &Path, name: &str, tmp: &Path, sta
     let (s, err) = run_v(dump, name, &frames);
     assert!(!err.contains("pipeline cache blob"), "{err}");
     assert_eq!(s["pipeline_cache"], "used", "{s}");
+    let v = run(dump, &["cache", "verify"]);
+    let stdout = String::from_utf8_lossy(&v.stdout);
+    assert_eq!(v.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("driver pipeline cache blob"), "{stdout}");
 
     // Another device's blob under this device's name (its own header says so, its hash is
     // sound): a mismatch, not used.

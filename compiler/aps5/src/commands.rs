@@ -349,6 +349,8 @@ fn cache(dir: &Path, command: &CacheCommand) -> Result<ExitCode> {
                 }
                 // And its play records.
                 code = verify_records(dir, &state, code);
+                // And the driver's pipeline cache blobs.
+                code = verify_blobs(&state, code);
             }
             return Ok(ExitCode::from(code));
         }
@@ -357,6 +359,48 @@ fn cache(dir: &Path, command: &CacheCommand) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `aps5 cache verify` of the driver's pipeline cache blobs (docs/PACKS.md, "Driver pipeline
+/// cache"): a damaged one is removed (the driver would not use it; the next run on that
+/// device starts cold and writes a new one). Returns the exit status, `code` made worse.
+fn verify_blobs(state: &Path, code: u8) -> u8 {
+    let dir = aps5_graph::pipelines::pipeline_cache_dir(state);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return code;
+    };
+    let mut names: Vec<_> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "vkpc"))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut code = code;
+    for name in names {
+        let path = dir.join(&name);
+        let rel = format!("{}/{name}", aps5_graph::pipelines::PIPELINE_CACHE_DIR);
+        let checked = std::fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|b| aps5_gpu::vulkan::pcache::check(&name, &b).map(|_| b.len()));
+        match checked {
+            Ok(n) => println!("{rel}: driver pipeline cache blob, {n} bytes, verified"),
+            Err(why) => match std::fs::remove_file(&path) {
+                Ok(()) => {
+                    println!(
+                        "{rel}: damaged, never used ({why}): removed; the next run starts a new one"
+                    );
+                    if code == 0 {
+                        code = 3;
+                    }
+                }
+                Err(e) => {
+                    println!("{rel}: damaged, never used ({why}); cannot remove it: {e}");
+                    code = 2;
+                }
+            },
+        }
+    }
+    code
 }
 
 /// `aps5 cache verify` of the play records (docs/PACKS.md, "Play records"): damaged rows are

@@ -572,11 +572,23 @@ impl Gpu {
                 }
             }
         };
-        let built = self.build_pipeline(desc).and_then(|p| {
-            self.check_validation()?;
-            Ok(p)
-        });
+        let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.build_pipeline(desc).and_then(|p| {
+                self.check_validation()?;
+                Ok(p)
+            })
+        }));
         let mut cache = self.graphics.lock().unwrap_or_else(|e| e.into_inner());
+        // A build that panicked must not leave its waiters waiting for ever.
+        let built = match built {
+            Ok(b) => b,
+            Err(panic) => {
+                cache.pipelines.remove(desc);
+                drop(cache);
+                pending.finish(None);
+                std::panic::resume_unwind(panic);
+            }
+        };
         match built {
             Ok(p) => {
                 if prewarm {

@@ -192,6 +192,30 @@ pub fn decode<'a>(file: &'a [u8], key: &DeviceKey) -> Result<&'a [u8], BlobLoad>
     Ok(payload)
 }
 
+/// Checks a blob file without a device (`aps5 cache verify`): our header, its hash, the file
+/// name its key gives, and that the payload's Vulkan header names the same vendor, device
+/// and UUID. Ok(the key); Err(why it is damaged or inconsistent).
+pub fn check(file_name: &str, file: &[u8]) -> Result<DeviceKey, String> {
+    if file.len() < HEADER {
+        return Err("shorter than its header".into());
+    }
+    let key = DeviceKey {
+        vendor_id: le32(file, 12),
+        device_id: le32(file, 16),
+        driver_version: le32(file, 20),
+        uuid: file[24..40].try_into().expect("16 bytes"),
+    };
+    match decode(file, &key) {
+        Ok(_) if file_name != key.file_name() => Err(format!(
+            "named {file_name}, its header says {}",
+            key.file_name()
+        )),
+        Ok(_) => Ok(key),
+        Err(BlobLoad::Damaged(w) | BlobLoad::Mismatch(w)) => Err(w),
+        Err(other) => Err(format!("{other:?}")),
+    }
+}
+
 /// Reads the blob for `state`: the payload to seed the cache with, and what happened.
 pub(crate) fn load(state: &mut BlobState) -> Option<Vec<u8>> {
     let Some(path) = state.path() else {
@@ -304,6 +328,18 @@ mod tests {
             }
         }
         assert!(matches!(decode(&file[..40], &k), Err(BlobLoad::Damaged(_))));
+    }
+
+    #[test]
+    fn check_needs_no_device_and_finds_damage_and_a_wrong_name() {
+        let k = key();
+        let file = encode(&k, &payload(&k));
+        assert_eq!(check(&k.file_name(), &file), Ok(k));
+        assert!(check("other.vkpc", &file).is_err());
+        let mut bad = file.clone();
+        bad[85] ^= 1;
+        assert!(check(&k.file_name(), &bad).is_err());
+        assert!(check(&k.file_name(), &file[..10]).is_err());
     }
 
     #[test]

@@ -15,7 +15,11 @@ fn gpu(dir: Option<&std::path::Path>, whole: bool) -> Gpu {
 }
 
 fn shaders(gpu: &Gpu) -> (Arc<Shader>, Arc<Shader>) {
-    let v = compile_glsl("vert", "#version 450\nvoid main() { gl_Position = vec4(0); }").unwrap();
+    let v = compile_glsl(
+        "vert",
+        "#version 450\nvoid main() { gl_Position = vec4(0); }",
+    )
+    .unwrap();
     let f = compile_glsl(
         "frag",
         "#version 450\nlayout(location = 0) out vec4 c;\nvoid main() { c = vec4(1); }",
@@ -23,7 +27,8 @@ fn shaders(gpu: &Gpu) -> (Arc<Shader>, Arc<Shader>) {
     .unwrap();
     (
         gpu.create_shader(vk::ShaderStageFlags::VERTEX, &v).unwrap(),
-        gpu.create_shader(vk::ShaderStageFlags::FRAGMENT, &f).unwrap(),
+        gpu.create_shader(vk::ShaderStageFlags::FRAGMENT, &f)
+            .unwrap(),
     )
 }
 
