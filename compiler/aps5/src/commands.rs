@@ -136,7 +136,8 @@ fn prewarm(project: &Project, quiet: bool) {
                     BlobSave::NoFolder => "not kept".into(),
                 };
                 eprintln!(
-                    "prewarmed {} of {} pipelines on {} in {} ms ({} there already, {} without                      their shaders, {} failed, {} left for the budget); driver pipeline cache {blob}",
+                    "prewarmed {} of {} pipelines on {} in {} ms ({} there already, {} without \
+                     their shaders, {} failed, {} left for the budget); driver pipeline cache {blob}",
                     c.prewarmed,
                     c.total,
                     gpu.info().name,

@@ -395,6 +395,9 @@ pub fn prewarm_all(
     threads: usize,
     budget: Duration,
 ) -> Result<PrewarmReport, String> {
+    if budget.is_zero() {
+        return Err(format!("the prewarm budget is 0 ({BUDGET_ENV})"));
+    }
     let start = Instant::now();
     let mut elapsed = Duration::ZERO;
     let counts = match Prewarm::start(gpu, Some(shaders), pipelines, threads, budget)? {
