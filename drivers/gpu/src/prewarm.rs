@@ -429,6 +429,10 @@ impl Shared {
             if self.stop.load(Ordering::Relaxed) || self.start.elapsed() >= self.budget {
                 break;
             }
+            // Counted as background work, so the process's exit waits for it.
+            let Some(_busy) = aps5_vulkan::graphics::Background::enter() else {
+                break;
+            };
             let i = self.next.fetch_add(1, Ordering::Relaxed);
             let Some(job) = self.jobs.get(i) else {
                 break;

@@ -421,6 +421,49 @@ pub(crate) struct GraphicsCache {
     optimized: Arc<AtomicU64>,
 }
 
+/// Pipeline builds on background threads (optimised links, and callers' own such as a
+/// prewarm), counted process-wide so that the process can wait for them before it exits: a
+/// driver thread still compiling while `exit` tears the driver down corrupts its heap (seen
+/// on NVIDIA: glibc's "corrupted double-linked list" at the exit of a run that ended during
+/// its first optimised link).
+static BACKGROUND: (Mutex<(usize, bool)>, Condvar) = (Mutex::new((0, false)), Condvar::new());
+
+/// One background build in progress (see [`end_background_work`]).
+pub struct Background(());
+
+impl Background {
+    /// Counts a background build until the guard drops; None once the process is ending
+    /// (then the build must not start).
+    pub fn enter() -> Option<Background> {
+        let mut g = BACKGROUND.0.lock().unwrap_or_else(|e| e.into_inner());
+        if g.1 {
+            return None;
+        }
+        g.0 += 1;
+        Some(Background(()))
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let mut g = BACKGROUND.0.lock().unwrap_or_else(|e| e.into_inner());
+        g.0 -= 1;
+        if g.0 == 0 {
+            BACKGROUND.1.notify_all();
+        }
+    }
+}
+
+/// The process is ending: no background build starts from now on, and this returns once the
+/// ones in progress have finished. Call it before `exit` (the PRX's exit handler does).
+pub fn end_background_work() {
+    let mut g = BACKGROUND.0.lock().unwrap_or_else(|e| e.into_inner());
+    g.1 = true;
+    while g.0 > 0 {
+        g = BACKGROUND.1.wait(g).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
 fn key_of(parts: impl Hash) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     parts.hash(&mut h);
@@ -709,6 +752,10 @@ impl Gpu {
                     .spawn(move || {
                         // Ends when the Gpu (the sender's owner) is dropped.
                         for p in rx {
+                            let Some(_busy) = Background::enter() else {
+                                p.give_up_optimizing();
+                                continue;
+                            };
                             if p.optimize() {
                                 optimized.fetch_add(1, Ordering::Relaxed);
                             }

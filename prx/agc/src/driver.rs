@@ -116,6 +116,9 @@ extern "C" fn at_exit() {
         e.finish_run();
     }
     std::mem::forget(g);
+    // A pipeline still being built on a driver thread while exit tears the driver down
+    // corrupts its heap (seen on NVIDIA): let those builds finish first.
+    aps5_gpu::vulkan::graphics::end_background_work();
 }
 
 /// Records a program `sceAgcCreateShader` saw.
@@ -132,6 +135,7 @@ pub fn register_shader(code: u64, info: ShaderInfo) {
 fn stop(what: &str) -> ! {
     STOPPING.store(true, Ordering::SeqCst);
     eprintln!("aps5: libSceAgcDriver: {what}");
+    aps5_gpu::vulkan::graphics::end_background_work();
     kernel::exit(134)
 }
 
