@@ -247,6 +247,16 @@ impl Backend for GpuBackend<'_> {
     }
 
     fn end_submission(&mut self) -> Result<(), String> {
-        self.flush()
+        self.exec.end_submission(self.mem).map_err(|e| {
+            let text = e.to_string();
+            self.draw_error = Some(e);
+            text
+        })
+    }
+
+    fn acquire_mem(&mut self, _a: &aps5_agc::AcquireMem) -> Result<(), String> {
+        // A cache invalidation: programs written meanwhile are read again.
+        self.exec.invalidate_code();
+        Ok(())
     }
 }

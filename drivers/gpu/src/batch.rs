@@ -388,6 +388,19 @@ impl Executor {
         Ok(())
     }
 
+    /// The submission has ended: its draws run (a [`Executor::flush`]), and programs' code
+    /// is read again from now on (a program may be replaced between submissions).
+    pub fn end_submission(&mut self, mem: &dyn Memory) -> Result<(), DrawError> {
+        self.invalidate_code();
+        self.flush(mem)
+    }
+
+    /// ACQUIRE_MEM and the like: the GPU's instruction cache is invalidated, so the next
+    /// draw reads its programs' code again.
+    pub fn invalidate_code(&mut self) {
+        self.gfx.code_epoch += 1;
+    }
+
     /// Runs every queued draw in one command buffer, waits, and brings the results to guest
     /// memory: shader stores (mirrored regions), then each written surface. The first
     /// queued draw that faulted is reported (its results and those of the rest are written

@@ -48,8 +48,12 @@ type BoundTexture = (Arc<Image>, Arc<Sampler>);
 #[derive(Default)]
 pub struct GfxCache {
     stages: HashMap<[u8; 32], Arc<Stage>>,
-    /// The stage last made or found for (program address, state).
-    stage_at: HashMap<(u64, ShaderState), Arc<Stage>>,
+    /// The stage last made or found for (program address, state), and the code epoch in
+    /// which its code was last read.
+    stage_at: HashMap<(u64, ShaderState), (u64, Arc<Stage>)>,
+    /// Bumped at the end of each submission and at each cache invalidation
+    /// ([`Executor::end_submission`], [`Executor::invalidate_code`]).
+    pub(crate) code_epoch: u64,
     /// Graphics pipelines already in the play records, by address.
     recorded: HashMap<usize, Arc<GraphicsPipeline>>,
     pub(crate) recorder: Option<Recorder>,
@@ -382,7 +386,6 @@ impl Executor {
         vertex: Option<&VertexState>,
         pixel: Option<&PixelState>,
     ) -> Result<Arc<Stage>, String> {
-        let what = self.describe(addr);
         let (state, stage) = match (vertex, pixel) {
             (Some(v), _) => (ShaderState::Vertex(v.clone()), vk::ShaderStageFlags::VERTEX),
             (_, Some(p)) => (
@@ -392,16 +395,25 @@ impl Executor {
             _ => unreachable!("a vertex or pixel state"),
         };
         self.prewarm_gate();
-        let wave64 = state.wave64();
+        // The stage last made or found for this address and state: as is while the code
+        // epoch lasts (the GPU reads a program's code once per submission, or again after an
+        // instruction-cache invalidation), else if its code compares equal.
+        let at = (addr, state);
+        let epoch = self.gfx.code_epoch;
+        if let Some((seen, s)) = self.gfx.stage_at.get(&at)
+            && *seen == epoch
+        {
+            return Ok(s.clone());
+        }
+        let what = self.describe(addr);
+        let wave64 = at.1.wave64();
         let code = self
             .read_code(mem, addr, wave64)
             .map_err(|e| format!("{what}: {e}"))?;
-        // The last stage made for this address and state, if the code is still the same:
-        // a compare instead of the pack key's hash on every draw.
-        let at = (addr, state);
-        if let Some(s) = self.gfx.stage_at.get(&at)
+        if let Some((seen, s)) = self.gfx.stage_at.get_mut(&at)
             && s.code == code
         {
+            *seen = epoch;
             return Ok(s.clone());
         }
         let state = at.1.clone();
@@ -409,7 +421,7 @@ impl Executor {
         let key = spack::pack_key(&code, &state, &self.opts);
         if let Some(s) = self.gfx.stages.get(&key) {
             let s = s.clone();
-            self.gfx.stage_at.insert(at, s.clone());
+            self.gfx.stage_at.insert(at, (epoch, s.clone()));
             return Ok(s);
         }
         let keys = self.pack_keys(&code, &state);
@@ -428,7 +440,7 @@ impl Executor {
             keys,
         });
         self.gfx.stages.insert(key, s.clone());
-        self.gfx.stage_at.insert(at, s.clone());
+        self.gfx.stage_at.insert(at, (epoch, s.clone()));
         Ok(s)
     }
 

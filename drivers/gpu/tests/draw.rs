@@ -1348,3 +1348,57 @@ fn a_memory_write_between_draws_orders_them_and_other_draws_batch() {
     let s = ex.stats();
     assert_eq!((s.draws, s.batches - before), (42, 1), "{s:?}");
 }
+
+fn solid_ps(c: [f32; 4]) -> String {
+    format!(
+        "define amdgpu_ps void @ps(i32 inreg %c0) {{
+  call void @llvm.amdgcn.exp.f32(i32 0, i32 15, float {:?}, float {:?}, float {:?}, float {:?}, i1 true, i1 true)
+  ret void
+}}
+declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
+",
+        c[0], c[1], c[2], c[3]
+    )
+}
+
+/// A program replaced in memory between two submissions is the new one in the second: the
+/// executor trusts a program's code for a submission only (docs/GPU_DRIVER.md "Batching").
+#[test]
+fn a_program_rewritten_between_submissions_is_read_again() {
+    if !tools() {
+        return;
+    }
+    let vs = llc(VS_TRI);
+    let red = llc(&solid_ps([1.0, 0.0, 0.0, 1.0]));
+    let green = llc(&solid_ps([0.0, 1.0, 0.0, 1.0]));
+    assert_eq!(
+        red.code.len(),
+        green.code.len(),
+        "the same size: one address"
+    );
+    let mut ex = Executor::new(gpu());
+    let mut mem = Pages::new(0x10000);
+    let base = mem.addr();
+    let b = mem.bytes();
+    b[CODE_VS..CODE_VS + vs.code.len()].copy_from_slice(&vs.code);
+    let mut inside = None;
+    for (ps, want) in [(&red, [255u8, 0, 0, 255]), (&green, [0, 255, 0, 255])] {
+        let b = mem.bytes();
+        b[CODE_PS..CODE_PS + ps.code.len()].copy_from_slice(&ps.code);
+        for px in b[TARGET..TARGET + (W * H * 4) as usize].chunks_exact_mut(4) {
+            px.copy_from_slice(&CLEAR);
+        }
+        let mut dcb = state_packets(base, &vs, ps, false);
+        dcb.extend(pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]));
+        submit_graphics(&mut ex, &mut mem, &dcb, &vs, ps, None)
+            .unwrap_or_else(|e| panic!("submission: {e}"));
+        let px = mem.bytes()[TARGET..TARGET + (W * H * 4) as usize].to_vec();
+        // The first submission finds a covered pixel; both must show their PS's colour there.
+        let i = *inside.get_or_insert_with(|| {
+            px.chunks_exact(4)
+                .position(|p| p != CLEAR)
+                .expect("the triangle covers a pixel")
+        });
+        assert_eq!(px[4 * i..4 * i + 4], want, "pixel {i}");
+    }
+}

@@ -24,7 +24,10 @@ fn ending_waits_for_builds_in_progress_and_refuses_new_ones() {
         t.elapsed()
     );
     build.join().unwrap();
-    assert!(Background::enter().is_none(), "a build started while the process ends");
+    assert!(
+        Background::enter().is_none(),
+        "a build started while the process ends"
+    );
     // A second call (another exit path) returns at once.
     end_background_work();
 }

@@ -395,7 +395,11 @@ impl Backend for QueueBackend {
     }
 
     fn end_submission(&mut self) -> Result<(), String> {
-        self.flush()
+        self.on_executor(|b| b.end_submission())
+    }
+
+    fn acquire_mem(&mut self, a: &aps5_agc::AcquireMem) -> Result<(), String> {
+        self.on_executor(|b| b.acquire_mem(a))
     }
 }
 
