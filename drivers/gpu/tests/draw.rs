@@ -1402,3 +1402,68 @@ fn a_program_rewritten_between_submissions_is_read_again() {
         assert_eq!(px[4 * i..4 * i + 4], want, "pixel {i}");
     }
 }
+
+/// MRT0 = the four floats 2048 bytes past the instruction after its `s_getpc_b64` (a
+/// constant table beside the code, as compilers place `.rodata`).
+const PS_PC_TABLE: &str = "\
+define amdgpu_ps void @ps(i32 inreg %c0) {
+  %pc = call i64 asm sideeffect \"s_getpc_b64 $0\", \"=s\"()
+  %a = add i64 %pc, 2048
+  %p = inttoptr i64 %a to <4 x float> addrspace(4)*
+  %c = load <4 x float>, <4 x float> addrspace(4)* %p, align 16
+  %r = extractelement <4 x float> %c, i32 0
+  %g = extractelement <4 x float> %c, i32 1
+  %b = extractelement <4 x float> %c, i32 2
+  %w = extractelement <4 x float> %c, i32 3
+  call void @llvm.amdgcn.exp.f32(i32 0, i32 15, float %r, float %g, float %b, float %w, i1 true, i1 true)
+  ret void
+}
+declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
+";
+
+/// A pixel shader reads a table beside its code through `s_getpc_b64`: the PC is the PS's
+/// own code address (from its record), not the VS's.
+#[test]
+fn a_pixel_shader_reads_a_table_beside_its_code_through_getpc() {
+    if !tools() {
+        return;
+    }
+    let vs = llc(VS_TRI);
+    let ps = llc(PS_PC_TABLE);
+    // s_getpc_b64 s[d:d+1] is SOP1 0xBE801F00 | d << 16: find it, as a linker would the
+    // relocation, to place the table.
+    let words: Vec<u32> = ps
+        .code
+        .chunks_exact(4)
+        .map(|w| u32::from_le_bytes(w.try_into().unwrap()))
+        .collect();
+    let at = words
+        .iter()
+        .position(|w| w & 0xFF80_FFFF == 0xBE80_1F00)
+        .expect("s_getpc_b64 in the compiled PS");
+    let table = CODE_PS + 4 * (at + 1) + 2048;
+    let colour = [0.25f32, 0.5, 1.0, 1.0];
+    let mut ex = Executor::new(gpu());
+    let mut mem = Pages::new(0x10000);
+    let base = mem.addr();
+    let b = mem.bytes();
+    b[CODE_VS..CODE_VS + vs.code.len()].copy_from_slice(&vs.code);
+    b[CODE_PS..CODE_PS + ps.code.len()].copy_from_slice(&ps.code);
+    for (i, v) in colour.iter().enumerate() {
+        b[table + 4 * i..table + 4 * i + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    for px in b[TARGET..TARGET + (W * H * 4) as usize].chunks_exact_mut(4) {
+        px.copy_from_slice(&CLEAR);
+    }
+    let mut dcb = state_packets(base, &vs, &ps, false);
+    dcb.extend(pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]));
+    submit_graphics(&mut ex, &mut mem, &dcb, &vs, &ps, None)
+        .unwrap_or_else(|e| panic!("submission: {e}"));
+    let got = mem.bytes()[TARGET..TARGET + (W * H * 4) as usize].to_vec();
+    let mut sc = Scene::new(W, H, VS_TRI_GLSL, &solid_glsl(colour));
+    sc.clear = CLEAR.map(|c| c as f32 / 255.0);
+    sc.topology = vk::PrimitiveTopology::TRIANGLE_LIST;
+    sc.draws = vec![reference::Draw::vertices(3)];
+    let want = reference::render(ex.gpu(), &sc).unwrap_or_else(|e| panic!("reference: {e}"));
+    compare("PS colour from a PC-relative table", &got, &want, 1);
+}

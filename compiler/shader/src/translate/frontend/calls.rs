@@ -278,10 +278,6 @@ impl Cx {
         };
         let out = (|| -> R<Lowered> {
             match (name, self.flow.get(&off).copied()) {
-                ("s_getpc_b64", _) if self.gfx.is_some() => Err(format!(
-                    "s_getpc_b64 in a vertex or pixel stage (the stages of a draw share one \
-                     push-constant block, which holds one code address) {UNSUPPORTED}"
-                )),
                 ("s_getpc_b64", _) => {
                     pc_after(self, dst.ok_or("missing destination")?);
                     Ok(Lowered::Scalar(std::mem::take(&mut self.stmts)))
