@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use aps5_shader::translate::abi::{self, FaultRecord, RangeEntry};
+use aps5_shader::translate::abi::{self, FaultRecord};
 use aps5_vulkan::graphics::GraphicsPipeline;
 use aps5_vulkan::{
     Attachment, Buffer, DepthAttachment, Image, ImageDesc, ImageKind, Rendering, Sampler,
@@ -217,26 +217,9 @@ impl Executor {
             packet: at.1,
             what,
         };
-        let mut views = Vec::with_capacity(regions.len());
-        for r in regions.iter().filter(|r| !r.is_empty()) {
-            views.push(self.upload(mem, *r).map_err(failed)?);
-        }
-        let entries: Vec<RangeEntry> = views
-            .iter()
-            .map(|v| RangeEntry {
-                guest_begin: v.region.begin,
-                guest_end: v.region.end,
-                device_addr: v.buf.device_address(),
-                perms: v.region.perms,
-                pad: 0,
-            })
-            .collect();
+        let (views, entries) = self.views(mem, regions).map_err(failed)?;
         let vk_err = |e: VkError| failed(e.to_string());
-        let mut table = self
-            .scratch(32 * entries.len().max(1) as u64)
-            .map_err(vk_err)?;
-        let bytes: Vec<u8> = entries.iter().flat_map(|e| e.to_bytes()).collect();
-        table.write(0, &bytes).map_err(vk_err)?;
+        let table = self.range_table(&entries).map_err(vk_err)?;
         let records = self.scratch(SLOT_BYTES * MAX_BATCH_DRAWS).map_err(vk_err)?;
         let b = &mut self.gfx.batch;
         b.regions = regions.to_vec();

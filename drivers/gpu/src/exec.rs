@@ -686,20 +686,7 @@ impl Executor {
             .map_err(|e| failed(format!("{shader}: {e}")))?;
 
         // Guest memory onto the device.
-        let mut views = Vec::with_capacity(regions.len());
-        for r in regions.iter().filter(|r| !r.is_empty()) {
-            views.push(self.upload(mem, *r).map_err(|e| failed(e.to_string()))?);
-        }
-        let entries: Vec<RangeEntry> = views
-            .iter()
-            .map(|v| RangeEntry {
-                guest_begin: v.region.begin,
-                guest_end: v.region.end,
-                device_addr: v.buf.device_address(),
-                perms: v.region.perms,
-                pad: 0,
-            })
-            .collect();
+        let (views, entries) = self.views(mem, regions).map_err(failed)?;
         let vk = |e: VkError| failed(format!("{shader}: {e}"));
         let (table, fault) = self.guest_tables(&entries).map_err(vk)?;
 
@@ -828,14 +815,44 @@ impl Executor {
         self.pool.take(&self.gpu, bytes)
     }
 
-    /// The range table of `entries` and a zeroed fault buffer, for one dispatch or draw.
+    /// The non-empty `regions` on the device ([`Executor::upload`] each) and their range
+    /// table entries.
+    pub(crate) fn views(
+        &mut self,
+        mem: &dyn Memory,
+        regions: &[Region],
+    ) -> Result<(Vec<View>, Vec<RangeEntry>), String> {
+        let mut views = Vec::with_capacity(regions.len());
+        for r in regions.iter().filter(|r| !r.is_empty()) {
+            views.push(self.upload(mem, *r)?);
+        }
+        let entries = views
+            .iter()
+            .map(|v| RangeEntry {
+                guest_begin: v.region.begin,
+                guest_end: v.region.end,
+                device_addr: v.buf.device_address(),
+                perms: v.region.perms,
+                pad: 0,
+            })
+            .collect();
+        Ok((views, entries))
+    }
+
+    /// A buffer holding the range table of `entries`.
+    pub(crate) fn range_table(&mut self, entries: &[RangeEntry]) -> Result<Buffer, VkError> {
+        let mut table = self.scratch(32 * entries.len().max(1) as u64)?;
+        let bytes: Vec<u8> = entries.iter().flat_map(|e| e.to_bytes()).collect();
+        table.write(0, &bytes)?;
+        Ok(table)
+    }
+
+    /// The range table of `entries` and a zeroed fault buffer, for one dispatch.
     pub(crate) fn guest_tables(
         &mut self,
         entries: &[RangeEntry],
     ) -> Result<(Buffer, Buffer), VkError> {
-        let mut table = self.scratch(32 * entries.len().max(1) as u64)?;
-        let bytes: Vec<u8> = entries.iter().flat_map(|e| e.to_bytes()).collect();
-        table.write(0, &bytes)?;
+        let table = self.range_table(entries)?;
         let mut fault = self.scratch(u64::from(abi::FAULT_BYTES))?;
         fault.write(0, &[0u8; abi::FAULT_BYTES as usize])?;
         Ok((table, fault))

@@ -1213,6 +1213,22 @@ fn a_texture_in_an_unsupported_layout_fails_naming_the_field() {
     assert!(e.contains("texture binding 0"), "{e}");
 }
 
+/// Guest pages with `vs` and `ps` at their code slots and the target cleared.
+fn pages_with(vs: &Compiled, ps: &Compiled) -> Pages {
+    let mut mem = Pages::new(0x10000);
+    let b = mem.bytes();
+    b[CODE_VS..CODE_VS + vs.code.len()].copy_from_slice(&vs.code);
+    b[CODE_PS..CODE_PS + ps.code.len()].copy_from_slice(&ps.code);
+    clear_target(&mut mem);
+    mem
+}
+
+fn clear_target(mem: &mut Pages) {
+    for px in mem.bytes()[TARGET..TARGET + (W * H * 4) as usize].chunks_exact_mut(4) {
+        px.copy_from_slice(&CLEAR);
+    }
+}
+
 /// MRT0 = the four floats at the address in user SGPRs s[0:1] (a constant buffer).
 const PS_MEM_COLOR: &str = "\
 define amdgpu_ps void @ps(<4 x float> addrspace(4)* inreg %p) {
@@ -1251,16 +1267,11 @@ fn a_memory_write_between_draws_orders_them_and_other_draws_batch() {
     let vs_quad = llc(VS_QUAD);
     let ps = llc(PS_MEM_COLOR);
     let mut ex = Executor::new(gpu());
-    let mut mem = Pages::new(0x10000);
+    let mut mem = pages_with(&vs_tri, &ps);
     let base = mem.addr();
     let (c1, c2) = ([1.0f32, 0.0, 0.0, 1.0], [0.0f32, 1.0, 0.0, 1.0]);
     let b = mem.bytes();
-    b[CODE_VS..CODE_VS + vs_tri.code.len()].copy_from_slice(&vs_tri.code);
     b[CODE_VS2..CODE_VS2 + vs_quad.code.len()].copy_from_slice(&vs_quad.code);
-    b[CODE_PS..CODE_PS + ps.code.len()].copy_from_slice(&ps.code);
-    for px in b[TARGET..TARGET + (W * H * 4) as usize].chunks_exact_mut(4) {
-        px.copy_from_slice(&CLEAR);
-    }
     for (i, v) in c1.iter().enumerate() {
         b[COLOR_AT + 4 * i..COLOR_AT + 4 * i + 4].copy_from_slice(&v.to_le_bytes());
     }
@@ -1377,17 +1388,12 @@ fn a_program_rewritten_between_submissions_is_read_again() {
         "the same size: one address"
     );
     let mut ex = Executor::new(gpu());
-    let mut mem = Pages::new(0x10000);
+    let mut mem = pages_with(&vs, &red);
     let base = mem.addr();
-    let b = mem.bytes();
-    b[CODE_VS..CODE_VS + vs.code.len()].copy_from_slice(&vs.code);
     let mut inside = None;
     for (ps, want) in [(&red, [255u8, 0, 0, 255]), (&green, [0, 255, 0, 255])] {
-        let b = mem.bytes();
-        b[CODE_PS..CODE_PS + ps.code.len()].copy_from_slice(&ps.code);
-        for px in b[TARGET..TARGET + (W * H * 4) as usize].chunks_exact_mut(4) {
-            px.copy_from_slice(&CLEAR);
-        }
+        mem.bytes()[CODE_PS..CODE_PS + ps.code.len()].copy_from_slice(&ps.code);
+        clear_target(&mut mem);
         let mut dcb = state_packets(base, &vs, ps, false);
         dcb.extend(pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]));
         submit_graphics(&mut ex, &mut mem, &dcb, &vs, ps, None)
@@ -1444,16 +1450,11 @@ fn a_pixel_shader_reads_a_table_beside_its_code_through_getpc() {
     let table = CODE_PS + 4 * (at + 1) + 2048;
     let colour = [0.25f32, 0.5, 1.0, 1.0];
     let mut ex = Executor::new(gpu());
-    let mut mem = Pages::new(0x10000);
+    let mut mem = pages_with(&vs, &ps);
     let base = mem.addr();
     let b = mem.bytes();
-    b[CODE_VS..CODE_VS + vs.code.len()].copy_from_slice(&vs.code);
-    b[CODE_PS..CODE_PS + ps.code.len()].copy_from_slice(&ps.code);
     for (i, v) in colour.iter().enumerate() {
         b[table + 4 * i..table + 4 * i + 4].copy_from_slice(&v.to_le_bytes());
-    }
-    for px in b[TARGET..TARGET + (W * H * 4) as usize].chunks_exact_mut(4) {
-        px.copy_from_slice(&CLEAR);
     }
     let mut dcb = state_packets(base, &vs, &ps, false);
     dcb.extend(pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]));
