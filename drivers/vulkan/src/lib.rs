@@ -587,7 +587,20 @@ impl Gpu {
         // SAFETY: buffer is a live handle of this device.
         let req = unsafe { d.get_buffer_memory_requirements(buffer) };
         let host = wanted.contains(vk::MemoryPropertyFlags::HOST_VISIBLE);
-        let Some(type_index) = self.inner.memory_type(req.memory_type_bits, wanted) else {
+        // Host-visible memory the CPU also reads (fault records, readbacks, mirrors compared
+        // after the GPU ran) is cached where the device offers it: uncached (write-combined)
+        // memory makes every host read a trip over the bus (NVIDIA lists it first).
+        let cached = host
+            .then(|| {
+                self.inner.memory_type(
+                    req.memory_type_bits,
+                    wanted | vk::MemoryPropertyFlags::HOST_CACHED,
+                )
+            })
+            .flatten();
+        let Some(type_index) =
+            cached.or_else(|| self.inner.memory_type(req.memory_type_bits, wanted))
+        else {
             return Err(destroy_buffer(VkError::NoMemoryType(size)));
         };
         let mut flags =
