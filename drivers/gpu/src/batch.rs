@@ -56,18 +56,12 @@ impl Surface {
     fn is_depth(&self) -> bool {
         matches!(self, Surface::Depth(_))
     }
-    /// The guest bytes the surface covers (every row at its pitch; for depth, the read and
-    /// the write surface).
+    /// The guest bytes the surface covers (every row at its pitch, or every block of a
+    /// swizzled one; for depth, the read and the write surface).
     fn spans(&self) -> [(u64, u64); 2] {
         match self {
-            Surface::Color(t) => {
-                let s = (t.address, t.address + t.pitch * u64::from(t.height));
-                [s, s]
-            }
-            Surface::Depth(d) => {
-                let len = d.pitch * u64::from(d.height);
-                [(d.read, d.read + len), (d.write, d.write + len)]
-            }
+            Surface::Color(t) => [t.memory.span(); 2],
+            Surface::Depth(d) => [d.read_memory.span(), d.write_memory.span()],
         }
     }
     fn read(&self, mem: &dyn Memory) -> Result<Vec<u8>, String> {

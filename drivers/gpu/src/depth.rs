@@ -11,6 +11,7 @@ use aps5_agc::state::GraphicsState;
 use aps5_vulkan::vk;
 
 use crate::memory::Memory;
+use crate::texture::TargetMemory;
 
 /// A depth target of the draw, as the host sees it.
 #[derive(Clone, Copy, Debug)]
@@ -20,19 +21,19 @@ pub(crate) struct DepthTarget {
     pub write: u64,
     pub width: u32,
     pub height: u32,
-    /// Row pitch in bytes in guest memory.
-    pub pitch: u64,
+    /// Where the texels lie at the read and the write address (linear or swizzled).
+    pub read_memory: TargetMemory,
+    pub write_memory: TargetMemory,
     pub format: vk::Format,
-    /// Bytes per texel (2 for Z_16, 4 for Z_32_FLOAT).
-    pub texel: u32,
     pub compare: vk::CompareOp,
     /// Whether the draw may change the surface (Z_WRITE_ENABLE and not Z_READ_ONLY): only
     /// then is it written back.
     pub write_enable: bool,
 }
 
-/// Linear surfaces on GFX10 have rows aligned to 256 bytes (as colour targets).
-const LINEAR_PITCH_ALIGN: u64 = 256;
+/// The swizzle modes a depth surface may use besides linear: the Z modes texture.rs places
+/// (addrlib takes no other for a depth surface; SW_64KB_Z_X is GFX10's only 2D one).
+const DEPTH_SW_MODES: [u32; 1] = [24];
 
 fn compare(f: u32) -> vk::CompareOp {
     use vk::CompareOp as C;
@@ -84,10 +85,6 @@ pub(crate) fn depth_target(st: &GraphicsState) -> Result<Option<DepthTarget>, St
         }
         Ok(())
     };
-    refuse(
-        "DB_Z_INFO.SW_MODE (only linear, SW_LINEAR, depth surfaces)",
-        d.z_info.sw_mode,
-    )?;
     refuse("DB_Z_INFO.NUM_SAMPLES", d.z_info.num_samples)?;
     refuse(
         "DB_Z_INFO.TILE_SURFACE_ENABLE (HTILE)",
@@ -135,43 +132,64 @@ pub(crate) fn depth_target(st: &GraphicsState) -> Result<Option<DepthTarget>, St
         return Err("DB_Z_WRITE_BASE is 0 with Z_WRITE_ENABLE".into());
     }
     let (width, height) = (d.size.x_max + 1, d.size.y_max + 1);
+    // Level 0 of a MAXMIP chain lies after the smaller levels, as for colour.
+    let maxmip = d.z_info.maxmip;
+    let full_chain = 32 - width.max(height).leading_zeros();
+    if maxmip >= full_chain {
+        return Err(format!(
+            "DB_Z_INFO.MAXMIP {maxmip} is past the last level of a {width}x{height} surface \
+             ({full_chain} levels)"
+        ));
+    }
+    let place = |address: u64, reg: &str| {
+        TargetMemory::new(
+            address,
+            reg,
+            d.z_info.sw_mode,
+            "DB_Z_INFO.SW_MODE",
+            &DEPTH_SW_MODES,
+            u32::trailing_zeros(texel),
+            (width, height),
+            maxmip + 1,
+        )
+    };
+    let read_memory = place(d.z_read_address, "DB_Z_READ_BASE")?;
+    // Without writes the write base is not used (and may be 0).
+    let write_memory = if write_enable {
+        place(d.z_write_address, "DB_Z_WRITE_BASE")?
+    } else {
+        read_memory
+    };
     Ok(Some(DepthTarget {
         read: d.z_read_address,
         write: d.z_write_address,
         width,
         height,
-        pitch: (u64::from(width) * u64::from(texel)).next_multiple_of(LINEAR_PITCH_ALIGN),
+        read_memory,
+        write_memory,
         format,
-        texel,
         compare: compare(c.zfunc),
         write_enable,
     }))
 }
 
 impl DepthTarget {
-    /// The surface's rows from guest memory, tightly packed (what the depth image takes).
+    /// The surface's texels from guest memory, tightly packed rows (what the depth image
+    /// takes; detiled when swizzled).
     pub(crate) fn read_rows(&self, mem: &dyn Memory) -> Result<Vec<u8>, String> {
-        let row = self.width as usize * self.texel as usize;
-        let mut out = vec![0u8; row * self.height as usize];
-        for (y, r) in out.chunks_exact_mut(row).enumerate() {
-            mem.read(self.read + y as u64 * self.pitch, r)
-                .map_err(|e| {
-                    format!(
-                        "depth target ({}x{} {:?} at {:#x}, pitch {}): {e}",
-                        self.width, self.height, self.format, self.read, self.pitch
-                    )
-                })?;
-        }
-        Ok(out)
+        self.read_memory.read(mem).map_err(|e| {
+            format!(
+                "depth target ({}x{} {:?} at {:#x}, SW_MODE {}): {e}",
+                self.width, self.height, self.format, self.read, self.read_memory.plane.sw_mode
+            )
+        })
     }
 
-    /// Writes tightly packed rows back to DB_Z_WRITE_BASE.
+    /// Writes tightly packed rows back to DB_Z_WRITE_BASE (tiled when swizzled; padding
+    /// kept).
     pub(crate) fn write_rows(&self, mem: &dyn Memory, px: &[u8]) -> Result<(), String> {
-        let row = self.width as usize * self.texel as usize;
-        for (y, r) in px.chunks_exact(row).enumerate() {
-            mem.write(self.write + y as u64 * self.pitch, r)
-                .map_err(|e| format!("writing the depth target back ({:#x}): {e}", self.write))?;
-        }
-        Ok(())
+        self.write_memory
+            .write(mem, px)
+            .map_err(|e| format!("writing the depth target back ({:#x}): {e}", self.write))
     }
 }

@@ -133,14 +133,19 @@ pub(crate) struct Target {
     pub(crate) address: u64,
     pub(crate) width: u32,
     pub(crate) height: u32,
-    /// Row pitch in bytes in guest memory.
-    pub(crate) pitch: u64,
+    /// Where its texels lie in guest memory (linear or swizzled).
+    pub(crate) memory: texture::TargetMemory,
     pub(crate) format: vk::Format,
     blend: Blend,
 }
 
-/// Linear (SW_LINEAR) surfaces on GFX10 have rows aligned to 256 bytes.
-const LINEAR_PITCH_ALIGN: u64 = 256;
+/// The 2D swizzle modes a colour target may use: every one texture.rs places (addrlib takes
+/// all of them for a single-sample colour surface, Z_X included).
+const COLOR_SW_MODES: [u32; 14] = [1, 2, 5, 6, 9, 10, 17, 18, 21, 22, 24, 25, 26, 27];
+
+/// CB_COLORn_ATTRIB3.RESOURCE_TYPE of a 2D surface (addrlib's ADDR_RSRC_TEX_2D, as AMD's
+/// drivers write it); 1D and 3D surfaces swizzle by other equations.
+const RESOURCE_TYPE_2D: u32 = 1;
 
 fn target_of(st: &GraphicsState, i: usize, rt: &RenderTarget) -> Result<Target, String> {
     let info = rt.info;
@@ -168,13 +173,6 @@ fn target_of(st: &GraphicsState, i: usize, rt: &RenderTarget) -> Result<Target, 
             ));
         }
     };
-    if rt.attrib3.color_sw_mode != 0 {
-        return Err(format!(
-            "CB_COLOR{i}_ATTRIB3.COLOR_SW_MODE {}: only linear (SW_LINEAR) targets are \
-             supported yet",
-            rt.attrib3.color_sw_mode
-        ));
-    }
     if info.dcc_enable != 0 || info.compression != 0 || info.fast_clear != 0 {
         return Err(format!(
             "CB_COLOR{i}_INFO: DCC / CMASK / FMASK compression is not supported yet"
@@ -193,13 +191,39 @@ fn target_of(st: &GraphicsState, i: usize, rt: &RenderTarget) -> Result<Target, 
         ));
     }
     let (width, height) = rt.extent();
-    let pitch = (u64::from(width) * 4).next_multiple_of(LINEAR_PITCH_ALIGN);
+    let sw_mode = rt.attrib3.color_sw_mode;
+    if sw_mode != 0 && rt.attrib3.resource_type != RESOURCE_TYPE_2D {
+        return Err(format!(
+            "CB_COLOR{i}_ATTRIB3.RESOURCE_TYPE {} with COLOR_SW_MODE {sw_mode}: only 2D \
+             ({RESOURCE_TYPE_2D}) swizzled targets are supported yet",
+            rt.attrib3.resource_type
+        ));
+    }
+    // Mip 0 of a chain lies after the smaller levels (GFX10 chains are smallest first).
+    let max_mip = rt.attrib2.max_mip;
+    let full_chain = 32 - width.max(height).leading_zeros();
+    if max_mip >= full_chain {
+        return Err(format!(
+            "CB_COLOR{i}_ATTRIB2.MAX_MIP {max_mip} is past the last level of a \
+             {width}x{height} surface ({full_chain} levels)"
+        ));
+    }
+    let memory = texture::TargetMemory::new(
+        rt.address,
+        &format!("CB_COLOR{i}_BASE"),
+        sw_mode,
+        &format!("CB_COLOR{i}_ATTRIB3.COLOR_SW_MODE"),
+        &COLOR_SW_MODES,
+        2,
+        (width, height),
+        max_mip + 1,
+    )?;
     Ok(Target {
         index: i,
         address: rt.address,
         width,
         height,
-        pitch,
+        memory,
         format,
         blend: blend_of(st, i)?,
     })
@@ -907,31 +931,24 @@ enum Call {
     },
 }
 
+/// The target's texels from guest memory, tightly packed rows (detiled when swizzled).
 pub(crate) fn read_rows(mem: &dyn Memory, t: &Target) -> Result<Vec<u8>, String> {
-    let row = t.width as usize * 4;
-    let mut out = vec![0u8; row * t.height as usize];
-    for (y, r) in out.chunks_exact_mut(row).enumerate() {
-        mem.read(t.address + y as u64 * t.pitch, r).map_err(|e| {
-            format!(
-                "colour target {} ({}x{} at {:#x}, pitch {}): {e}",
-                t.index, t.width, t.height, t.address, t.pitch
-            )
-        })?;
-    }
-    Ok(out)
+    t.memory.read(mem).map_err(|e| {
+        format!(
+            "colour target {} ({}x{} at {:#x}, SW_MODE {}): {e}",
+            t.index, t.width, t.height, t.address, t.memory.plane.sw_mode
+        )
+    })
 }
 
+/// Writes tightly packed rows back to the target's guest memory (tiled when swizzled).
 pub(crate) fn write_rows(mem: &dyn Memory, t: &Target, px: &[u8]) -> Result<(), String> {
-    let row = t.width as usize * 4;
-    for (y, r) in px.chunks_exact(row).enumerate() {
-        mem.write(t.address + y as u64 * t.pitch, r).map_err(|e| {
-            format!(
-                "writing colour target {} back ({:#x}): {e}",
-                t.index, t.address
-            )
-        })?;
-    }
-    Ok(())
+    t.memory.write(mem, px).map_err(|e| {
+        format!(
+            "writing colour target {} back ({:#x}): {e}",
+            t.index, t.address
+        )
+    })
 }
 
 /// A graphics pipeline's creation state besides its two shaders (docs/PACKS.md, "Pipeline

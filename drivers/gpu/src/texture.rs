@@ -638,36 +638,320 @@ impl Layout {
         })
     }
 
+    /// One level: what placing its elements needs.
+    pub fn plane(&self, level: u32) -> Plane {
+        Plane {
+            sw_mode: self.sw_mode,
+            log2_bytes: self.log2_bytes,
+            level: self.levels[level as usize],
+            equation: self.equation,
+        }
+    }
+
     /// Byte offset from the image base of element (x, y) of `level`, `xor` being the
     /// pipe/bank XOR of the _X/_T modes (applied to the in-block offset).
     pub fn offset(&self, level: u32, x: u32, y: u32, xor: u32) -> u64 {
-        let l = &self.levels[level as usize];
+        self.plane(level).offset(x, y, xor)
+    }
+}
+
+/// One level of a [`Layout`]: where its elements lie. Textures detile through it and render
+/// targets and depth surfaces both detile and tile through it, so both directions and both
+/// uses share one offset function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Plane {
+    pub sw_mode: u32,
+    pub log2_bytes: u32,
+    pub level: Level,
+    equation: Option<usize>,
+}
+
+/// An element's offset split by coordinate: the part that picks the block (bytes) and the
+/// in-block bits the coordinate flips; an offset is `column.0 + row.0 + (column.1 ^ row.1 ^
+/// xor)` past the level's start.
+type Part = (u64, u32);
+
+impl Plane {
+    /// Element x's part of the offset (x inside the level).
+    fn column(&self, x: u32) -> Part {
         let bpe = 1u64 << self.log2_bytes;
         let (Some(sw), Some(e)) = (Swizzle::of(self.sw_mode), self.equation) else {
-            return l.offset + (y as u64 * l.pitch as u64 + x as u64) * bpe;
+            return (x as u64 * bpe, 0);
         };
-        let (bw, bh) = sw.block_size(self.log2_bytes);
-        let block = (y / bh) as u64 * (l.pitch / bw) as u64 + (x / bw) as u64;
-        let (ex, ey) = match l.tail {
-            Some((tx, ty)) => (x + tx, y + ty),
-            None => (x, y),
-        };
-        let eq = &equations::EQUATIONS[e];
+        let bw = sw.block_size(self.log2_bytes).0;
+        let ex = x + self.level.tail.map_or(0, |t| t.0);
         let mut inner = 0u32;
-        for (i, &c) in eq.x.iter().enumerate() {
+        for (i, &c) in equations::EQUATIONS[e].x.iter().enumerate() {
             if ex >> i & 1 != 0 {
                 inner ^= c as u32;
             }
         }
-        for (i, &c) in eq.y.iter().enumerate() {
+        (((x / bw) as u64) << sw.log2_block, inner)
+    }
+
+    /// Row y's part of the offset.
+    fn row(&self, y: u32) -> Part {
+        let bpe = 1u64 << self.log2_bytes;
+        let l = &self.level;
+        let (Some(sw), Some(e)) = (Swizzle::of(self.sw_mode), self.equation) else {
+            return (y as u64 * l.pitch as u64 * bpe, 0);
+        };
+        let (bw, bh) = sw.block_size(self.log2_bytes);
+        let ey = y + l.tail.map_or(0, |t| t.1);
+        let mut inner = 0u32;
+        for (i, &c) in equations::EQUATIONS[e].y.iter().enumerate() {
             if ey >> i & 1 != 0 {
                 inner ^= c as u32;
             }
         }
-        if sw.xor {
-            inner ^= xor & sw.xor_mask();
+        (
+            ((y / bh) as u64 * (l.pitch / bw) as u64) << sw.log2_block,
+            inner,
+        )
+    }
+
+    /// The pipe/bank XOR bits the mode applies (none for linear and non-XOR modes).
+    fn xor_bits(&self, xor: u32) -> u32 {
+        match Swizzle::of(self.sw_mode) {
+            Some(sw) if sw.xor => xor & sw.xor_mask(),
+            _ => 0,
         }
-        l.offset + (block << sw.log2_block) + inner as u64
+    }
+
+    /// Byte offset from the image base of element (x, y).
+    pub fn offset(&self, x: u32, y: u32, xor: u32) -> u64 {
+        let (c, r) = (self.column(x), self.row(y));
+        self.level.offset + c.0 + r.0 + (c.1 ^ r.1 ^ self.xor_bits(xor)) as u64
+    }
+
+    /// The bytes from the image base the level's elements lie in, [begin, end): its whole
+    /// blocks (the tail block for a level in the mip tail), or its rows at their pitch.
+    pub fn bytes(&self) -> (u64, u64) {
+        let l = &self.level;
+        match Swizzle::of(self.sw_mode) {
+            Some(sw) if l.tail.is_some() => (0, sw.block_bytes()),
+            Some(sw) => {
+                let (bw, bh) = sw.block_size(self.log2_bytes);
+                let blocks = (l.pitch / bw) as u64 * (l.height / bh) as u64;
+                (l.offset, l.offset + (blocks << sw.log2_block))
+            }
+            None => (
+                l.offset,
+                l.offset + ((l.pitch as u64 * l.height as u64) << self.log2_bytes),
+            ),
+        }
+    }
+
+    /// Calls `f(packed, at)` for each element of the `width` x `height` window at the level's
+    /// origin: `packed` its byte index in tightly packed rows, `at` its byte offset from the
+    /// image base. Per-column and per-row parts are computed once.
+    fn walk(
+        &self,
+        width: u32,
+        height: u32,
+        xor: u32,
+        mut f: impl FnMut(usize, u64) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let bpe = 1usize << self.log2_bytes;
+        let columns: Vec<Part> = (0..width).map(|x| self.column(x)).collect();
+        let xor = self.xor_bits(xor);
+        let mut packed = 0;
+        for y in 0..height {
+            let r = self.row(y);
+            let start = self.level.offset + r.0;
+            for c in &columns {
+                f(packed, start + c.0 + (c.1 ^ r.1 ^ xor) as u64)?;
+                packed += bpe;
+            }
+        }
+        Ok(())
+    }
+
+    /// The `width` x `height` elements at the level's origin, tightly packed rows, from
+    /// `src`, the guest bytes from `src_at` bytes past the image base.
+    pub fn detile(
+        &self,
+        src: &[u8],
+        src_at: u64,
+        width: u32,
+        height: u32,
+        xor: u32,
+    ) -> Result<Vec<u8>, String> {
+        let bpe = 1usize << self.log2_bytes;
+        let mut out = vec![0u8; width as usize * height as usize * bpe];
+        self.walk(width, height, xor, |p, at| {
+            let from = at.checked_sub(src_at).map(|a| a as usize);
+            match from.and_then(|a| src.get(a..a + bpe)) {
+                Some(e) => {
+                    out[p..p + bpe].copy_from_slice(e);
+                    Ok(())
+                }
+                None => Err(self.outside(p, width, at, src_at, src.len())),
+            }
+        })?;
+        Ok(out)
+    }
+
+    /// The inverse of [`Plane::detile`]: places tightly packed rows into `dst`, the guest
+    /// bytes from `dst_at` bytes past the image base (bytes no element maps to are kept).
+    pub fn tile(
+        &self,
+        packed: &[u8],
+        dst: &mut [u8],
+        dst_at: u64,
+        width: u32,
+        height: u32,
+        xor: u32,
+    ) -> Result<(), String> {
+        let bpe = 1usize << self.log2_bytes;
+        if packed.len() != width as usize * height as usize * bpe {
+            return Err(format!(
+                "{} bytes to tile for {width}x{height} elements of {bpe} bytes",
+                packed.len()
+            ));
+        }
+        let len = dst.len();
+        self.walk(width, height, xor, |p, at| {
+            let to = at.checked_sub(dst_at).map(|a| a as usize);
+            match to.and_then(|a| dst.get_mut(a..a + bpe)) {
+                Some(e) => {
+                    e.copy_from_slice(&packed[p..p + bpe]);
+                    Ok(())
+                }
+                None => Err(self.outside(p, width, at, dst_at, len)),
+            }
+        })
+    }
+
+    fn outside(&self, packed: usize, width: u32, at: u64, from: u64, len: usize) -> String {
+        let e = packed >> self.log2_bytes;
+        let (x, y) = (e % width as usize, e / width as usize);
+        format!(
+            "element ({x}, {y}) at {at:#x} is outside the {len} bytes from {from:#x} (SW_MODE \
+             {})",
+            self.sw_mode
+        )
+    }
+}
+
+/// Level 0 of a render target or depth surface in guest memory (docs/GPU_DRIVER.md, "Draws"):
+/// read as tightly packed rows before a draw, written back after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TargetMemory {
+    /// The surface's address less the pipe/bank XOR bits.
+    pub base: u64,
+    /// Pipe/bank XOR (the _X modes; from the address bits below the block).
+    pub xor: u32,
+    pub plane: Plane,
+    pub width: u32,
+    pub height: u32,
+}
+
+impl TargetMemory {
+    /// Level 0 of a `levels`-level chain of `width` x `height` elements of 2^`log2_bytes`
+    /// bytes at `address` (the base register's value as a byte address) in `sw_mode`, one of
+    /// `modes`. `base_reg` and `mode_field` name the registers in errors.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        address: u64,
+        base_reg: &str,
+        sw_mode: u32,
+        mode_field: &str,
+        modes: &[u32],
+        log2_bytes: u32,
+        (width, height): (u32, u32),
+        levels: u32,
+    ) -> Result<TargetMemory, String> {
+        let mut base = address;
+        let mut xor = 0;
+        if sw_mode != 0 {
+            let sw = Swizzle::of(sw_mode)
+                .filter(|_| modes.contains(&sw_mode))
+                .ok_or_else(|| {
+                    format!("{mode_field} {sw_mode} is not supported (0 linear and {modes:?} are)")
+                })?;
+            // The driver ORs the pipe/bank XOR into the base below the block alignment (as
+            // for a T#); in the other modes the base is block-aligned.
+            let low = (address & (sw.block_bytes() - 1)) as u32;
+            let allowed = if sw.xor { sw.xor_mask() } else { 0 };
+            if low & !allowed != 0 {
+                return Err(format!(
+                    "{base_reg} = {:#x} (address {address:#x}) of a {} surface has bits {:#x} \
+                     below its {}-byte block that are not pipe/bank XOR bits ({allowed:#x})",
+                    address >> 8,
+                    sw.name(),
+                    low & !allowed,
+                    sw.block_bytes()
+                ));
+            }
+            xor = low;
+            base -= low as u64;
+        }
+        let layout = Layout::new(sw_mode, log2_bytes, width, height, levels, None)
+            .map_err(|e| format!("{base_reg} {address:#x}: {e}"))?;
+        Ok(TargetMemory {
+            base,
+            xor,
+            plane: layout.plane(0),
+            width,
+            height,
+        })
+    }
+
+    fn linear(&self) -> bool {
+        self.plane.sw_mode == 0
+    }
+
+    /// The guest bytes the surface covers: its whole blocks, or its rows at their pitch.
+    pub fn span(&self) -> (u64, u64) {
+        let (b, e) = self.plane.bytes();
+        (self.base + b, self.base + e)
+    }
+
+    /// Tightly packed rows from guest memory.
+    pub fn read(&self, mem: &dyn Memory) -> Result<Vec<u8>, String> {
+        let row = (self.width as usize) << self.plane.log2_bytes;
+        if self.linear() {
+            // Row by row: the padding after a row is not the surface's (and may be unmapped
+            // after the last).
+            let mut out = vec![0u8; row * self.height as usize];
+            for (y, r) in out.chunks_exact_mut(row).enumerate() {
+                mem.read(self.base + self.plane.offset(0, y as u32, 0), r)
+                    .map_err(|e| e.to_string())?;
+            }
+            return Ok(out);
+        }
+        let (b, e) = self.plane.bytes();
+        let mut raw = vec![0u8; (e - b) as usize];
+        mem.read(self.base + b, &mut raw)
+            .map_err(|e| e.to_string())?;
+        self.plane
+            .detile(&raw, b, self.width, self.height, self.xor)
+    }
+
+    /// Writes tightly packed rows back; bytes of the span no element maps to (block padding,
+    /// row padding) keep what guest memory holds.
+    pub fn write(&self, mem: &dyn Memory, px: &[u8]) -> Result<(), String> {
+        let row = (self.width as usize) << self.plane.log2_bytes;
+        if self.linear() {
+            for (y, r) in px.chunks_exact(row).enumerate() {
+                mem.write(self.base + self.plane.offset(0, y as u32, 0), r)
+                    .map_err(|e| e.to_string())?;
+            }
+            return Ok(());
+        }
+        let (b, e) = self.plane.bytes();
+        let mut raw = vec![0u8; (e - b) as usize];
+        let l = &self.plane.level;
+        // Elements cover every byte of the blocks only when the size is the padded one.
+        let whole = l.tail.is_none() && self.width == l.pitch && self.height == l.height;
+        if !whole {
+            mem.read(self.base + b, &mut raw)
+                .map_err(|e| e.to_string())?;
+        }
+        self.plane
+            .tile(px, &mut raw, b, self.width, self.height, self.xor)?;
+        mem.write(self.base + b, &raw).map_err(|e| e.to_string())
     }
 }
 
@@ -676,7 +960,6 @@ impl Layout {
 /// other, DST_SEL applied (so the view needs no component mapping: swizzling before
 /// filtering equals swizzling after, channel by channel; constants filter to themselves).
 pub(crate) fn texels(mem: &dyn Memory, d: &TextureDesc) -> Result<Vec<u8>, String> {
-    let bpe = d.texel.element_bytes() as usize;
     let layout = d.layout()?;
     let what = |e| {
         format!(
@@ -692,18 +975,11 @@ pub(crate) fn texels(mem: &dyn Memory, d: &TextureDesc) -> Result<Vec<u8>, Strin
     for i in 0..d.view_levels() {
         let m = d.base_level + i;
         let (lw, lh) = level_elements(d, m);
-        for y in 0..lh {
-            for x in 0..lw {
-                let from = layout.offset(m, x, y, d.pipe_bank_xor) as usize;
-                let Some(e) = raw_mem.get(from..from + bpe) else {
-                    return Err(what(format!(
-                        "element ({x}, {y}) of level {m} at {from:#x} is past the {end} bytes \
-                         read"
-                    )));
-                };
-                raw.extend_from_slice(e);
-            }
-        }
+        let level = layout
+            .plane(m)
+            .detile(&raw_mem, 0, lw, lh, d.pipe_bank_xor)
+            .map_err(|e| what(format!("level {m}: {e}")))?;
+        raw.extend_from_slice(&level);
     }
     Ok(convert(d, &raw))
 }
@@ -725,17 +1001,11 @@ impl TextureDesc {
         let sw = Swizzle::of(self.sw_mode);
         (self.base_level..=self.last_level)
             .map(|m| {
-                let l = &layout.levels[m as usize];
-                match (l.tail, sw) {
-                    (Some(_), Some(sw)) => sw.block_bytes(),
-                    (None, Some(sw)) => {
-                        let (bw, bh) = sw.block_size(layout.log2_bytes);
-                        let blocks = (l.pitch / bw) as u64 * (l.height / bh) as u64;
-                        l.offset + (blocks << sw.log2_block)
-                    }
+                match sw {
+                    Some(_) => layout.plane(m).bytes().1,
                     // Linear: up to the last element the view reads (rows past it may be
                     // unmapped).
-                    (_, None) => {
+                    None => {
                         let (lw, lh) = level_elements(self, m);
                         layout.offset(m, lw - 1, lh - 1, 0) + bpe
                     }
@@ -1180,6 +1450,115 @@ mod tests {
             let (cases, elements) = check_addresses(&text);
             eprintln!("{path}: {cases} cases, {elements} elements, all equal");
         }
+    }
+
+    /// Distinct bytes for element `i` of `bpe` bytes (so a misplaced element shows).
+    fn element_bytes(i: usize, bpe: usize) -> Vec<u8> {
+        (0..bpe)
+            .map(|b| ((i * 7919 + b * 131 + i / 251) % 251) as u8)
+            .collect()
+    }
+
+    #[test]
+    fn tile_inverts_detile_in_every_mode() {
+        let mut checked = 0;
+        for mode in [0, 1, 2, 5, 6, 9, 10, 17, 18, 21, 22, 24, 25, 26, 27] {
+            for log2 in 0..5 {
+                if mode == 24 && log2 == 4 {
+                    continue;
+                }
+                for (w, h, levels) in [(5, 3, 1), (136, 20, 1), (300, 70, 3), (40, 24, 6)] {
+                    let l = Layout::new(mode, log2, w, h, levels, None).unwrap();
+                    let bpe = 1usize << log2;
+                    for m in 0..levels {
+                        let p = l.plane(m);
+                        let (lw, lh) = (w.div_ceil(1 << m), h.div_ceil(1 << m));
+                        let packed: Vec<u8> = (0..(lw * lh) as usize)
+                            .flat_map(|i| element_bytes(i, bpe))
+                            .collect();
+                        // Bytes no element maps to must keep their value.
+                        let mut mem = vec![0xABu8; l.size as usize];
+                        p.tile(&packed, &mut mem, 0, lw, lh, 0xC500).unwrap();
+                        assert_eq!(
+                            p.detile(&mem, 0, lw, lh, 0xC500).unwrap(),
+                            packed,
+                            "mode {mode}, 2^{log2} bytes, {w}x{h} level {m}"
+                        );
+                        let written = mem.iter().filter(|&&b| b != 0xAB).count();
+                        let (b, e) = p.bytes();
+                        assert!(written <= packed.len() && e <= l.size, "mode {mode}");
+                        // Every element is inside the level's span.
+                        for (x, y) in [(0, 0), (lw - 1, 0), (0, lh - 1), (lw - 1, lh - 1)] {
+                            let at = p.offset(x, y, 0xC500);
+                            assert!(b <= at && at + bpe as u64 <= e, "mode {mode} ({x}, {y})");
+                        }
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 300, "{checked}");
+        // A padded level tiles onto every byte of its blocks exactly once.
+        let p = Layout::new(27, 2, 256, 128, 1, None).unwrap().plane(0);
+        let packed: Vec<u8> = (0..256 * 128).flat_map(|i| element_bytes(i, 4)).collect();
+        let mut mem = vec![0u8; 2 << 16];
+        p.tile(&packed, &mut mem, 0, 256, 128, 0x4900).unwrap();
+        let mut seen = vec![false; 2 << 14];
+        p.walk(256, 128, 0x4900, |_, at| {
+            assert!(!std::mem::replace(&mut seen[at as usize / 4], true));
+            Ok(())
+        })
+        .unwrap();
+        assert!(seen.iter().all(|&s| s));
+        // A buffer too short for the level is an error naming the element, not a panic.
+        let e = p.detile(&mem[..1000], 0, 256, 128, 0).unwrap_err();
+        assert!(e.contains("element ("), "{e}");
+    }
+
+    #[test]
+    fn tile_places_elements_where_addrlib_says() {
+        // Every element of four render-target-sized surfaces (tests/data/README.md oracle).
+        let text = include_str!("../tests/data/tiled_targets_addresses.txt");
+        let mut cases = 0;
+        let mut elements = 0;
+        let mut case: Option<(Plane, u32, u32, u32, Vec<u8>, usize)> = None;
+        let mut check = |c: Option<(Plane, u32, u32, u32, Vec<u8>, usize)>| {
+            if let Some((_, _, _, _, _, n)) = &c {
+                elements += n;
+            }
+        };
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let n = |i: usize| f[i].parse::<u32>().unwrap();
+            match f[0] {
+                "T" => {
+                    check(case.take());
+                    let (mode, log2, w, h, levels) =
+                        (n(2), (n(3) / 8).trailing_zeros(), n(4), n(5), n(6));
+                    let l = Layout::new(mode, log2, w, h, levels, None).unwrap();
+                    let p = l.plane(0);
+                    let bpe = 1usize << log2;
+                    let packed: Vec<u8> = (0..(w * h) as usize)
+                        .flat_map(|i| element_bytes(i, bpe))
+                        .collect();
+                    let mut mem = vec![0u8; p.bytes().1 as usize];
+                    let xor = n(7) << PIPE_INTERLEAVE_LOG2;
+                    p.tile(&packed, &mut mem, 0, w, h, xor).unwrap();
+                    case = Some((p, w, h, xor, mem, 0));
+                    cases += 1;
+                }
+                _ => {
+                    let (p, w, _, _, mem, count) = case.as_mut().unwrap();
+                    let (x, y, at) = (n(2), n(3), f[4].parse::<usize>().unwrap());
+                    let bpe = 1usize << p.log2_bytes;
+                    let want = element_bytes((y * *w + x) as usize, bpe);
+                    assert_eq!(&mem[at..at + bpe], &want[..], "{line}");
+                    *count += 1;
+                }
+            }
+        }
+        check(case.take());
+        assert_eq!((cases, elements), (4, 4 * 136 * 20));
     }
 
     #[test]
