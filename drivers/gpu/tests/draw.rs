@@ -814,7 +814,7 @@ fn unsupported_depth_state_names_the_register_and_field() {
         reg::DB_Z_INFO,
         ty::DbZInfo {
             format: ZFormat::Z_32_FLOAT,
-            sw_mode: 24,
+            sw_mode: 25, // SW_64KB_S_X: not a Z mode
             ..Default::default()
         }
         .to_raw(),
@@ -831,7 +831,7 @@ fn unsupported_depth_state_names_the_register_and_field() {
             clear,
             "DB_RENDER_CONTROL.DEPTH_CLEAR_ENABLE",
         ),
-        (ZFormat::Z_32_FLOAT, swizzled, "DB_Z_INFO.SW_MODE"),
+        (ZFormat::Z_32_FLOAT, swizzled, "DB_Z_INFO.SW_MODE 25"),
     ] {
         let r = run_depth(
             &mut ex,
