@@ -477,7 +477,7 @@ fn pattern(x: u32, y: u32) -> [u8; 4] {
 /// A per-texel depth: 0.5 (the far instance at 0.75 fails, the near one at 0.25 passes) or
 /// 0.875 (both pass), in a pattern that is not periodic in the blocks' bits.
 fn pattern_depth(x: u32, y: u32) -> f32 {
-    if (x * 7 + y * 13 + x / 5) % 3 == 0 {
+    if (x * 7 + y * 13 + x / 5).is_multiple_of(3) {
         0.5
     } else {
         0.875
