@@ -1,9 +1,9 @@
 //! Swizzled colour and depth targets, drawn end to end on the local Vulkan device (lavapipe
 //! here) with the validation layer on. The guest bytes are placed and read back at the byte
-//! offsets AMD addrlib gives (tests/data/tiled_targets_addresses.txt, every element of four
+//! offsets AMD addrlib gives (tests/data/tiled_targets_addresses.txt, every element of five
 //! 136x20 surfaces: SW_64KB_R_X and SW_64KB_S_X RGBA8, SW_64KB_Z_X with 4- and 2-byte
-//! elements, each with a pipe/bank XOR in its base address), never by the driver's own layout
-//! code, and the pictures are compared pixel by pixel with the same scene in GLSL.
+//! elements, and level 0 of a 3-level SW_64KB_R_X chain, each with a pipe/bank XOR in its
+//! base address), never by the driver's own layout code, and the pictures are compared pixel by pixel with the same scene in GLSL.
 
 mod guest;
 
@@ -22,8 +22,9 @@ const TH: u32 = 20;
 /// Guest memory; the tiled surfaces start at the first 64 KiB boundary past `TILED_FROM`.
 const MEM: usize = 0x8_0000;
 const TILED_FROM: usize = 0x1_0000;
-/// The depth surface, this far past the colour one (two 64 KiB blocks each at most).
-const DEPTH_AFTER: usize = 0x2_0000;
+/// The depth surface, this far past the colour one (a colour chain takes four 64 KiB blocks,
+/// a depth surface two at most).
+const DEPTH_AFTER: usize = 0x4_0000;
 /// What the bytes of the blocks hold that no element maps to: they must survive.
 const COLOR_PAD: u8 = 0x5A;
 const DEPTH_PAD: u8 = 0xA5;
@@ -118,6 +119,8 @@ declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
 struct Surf {
     sw_mode: u32,
     bpe: usize,
+    /// Levels of the chain (level 0 is the one listed and rendered).
+    levels: u32,
     xor: u64,
     offsets: Vec<usize>,
 }
@@ -141,19 +144,21 @@ fn surfaces() -> HashMap<String, Surf> {
         let n = |i: usize| f[i].parse::<u64>().unwrap();
         match f[0] {
             "T" => {
-                assert_eq!((n(4), n(5), n(6)), (TW as u64, TH as u64, 1), "{line}");
+                assert_eq!((n(4), n(5)), (TW as u64, TH as u64), "{line}");
                 name = f[1].to_string();
                 out.insert(
                     name.clone(),
                     Surf {
                         sw_mode: n(2) as u32,
                         bpe: n(3) as usize / 8,
+                        levels: n(6) as u32,
                         xor: n(7) << 8,
                         offsets: vec![usize::MAX; (TW * TH) as usize],
                     },
                 );
             }
             "A" => {
+                assert_eq!(n(1), 0, "{line}");
                 let s = out.get_mut(&name).unwrap();
                 s.offsets[(n(3) * TW as u64 + n(2)) as usize] = n(4) as usize;
             }
@@ -195,7 +200,7 @@ fn color_target_packets(addr: u64, s: &Surf, w: u32, h: u32) -> Vec<u32> {
         ty::CbColor0Attrib2 {
             mip0_width: w - 1,
             mip0_height: h - 1,
-            ..Default::default()
+            max_mip: s.levels - 1,
         }
         .to_raw(),
     );
@@ -435,12 +440,22 @@ fn a_scene_in_tiled_colour_and_depth_targets_matches_glsl() {
             vk::CompareOp::LESS_OR_EQUAL,
             1.0,
         ),
+        // Level 0 of a chain lies after the smaller levels (two blocks in).
+        (
+            "color_r_x_chain",
+            "depth_z_x_32",
+            1.0f32.to_le_bytes().to_vec(),
+            CompareFrag::FRAG_LESS,
+            vk::Format::D32_SFLOAT,
+            vk::CompareOp::LESS,
+            1e-6,
+        ),
     ];
     for (cn, zn, fill, zfunc, format, op, tol) in cases {
         let (cs, zs) = (&s[cn], &s[zn]);
         let what = format!(
-            "{cn} (SW_MODE {}, XOR {:#x}) + {zn} (SW_MODE {}, XOR {:#x})",
-            cs.sw_mode, cs.xor, zs.sw_mode, zs.xor
+            "{cn} (SW_MODE {}, XOR {:#x}, {} levels) + {zn} (SW_MODE {}, XOR {:#x})",
+            cs.sw_mode, cs.xor, cs.levels, zs.sw_mode, zs.xor
         );
         let (got, gotz) = run_tiled(
             &mut ex,
@@ -578,6 +593,7 @@ fn a_texture_in_a_tiled_targets_blocks_sees_the_draw_before_it() {
     let lin = Surf {
         sw_mode: 0,
         bpe: 4,
+        levels: 1,
         xor: 0,
         offsets: Vec::new(),
     };
