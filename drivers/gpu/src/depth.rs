@@ -144,10 +144,9 @@ pub(crate) fn depth_target(st: &GraphicsState) -> Result<Option<DepthTarget>, St
     let place = |address: u64, reg: &str| {
         TargetMemory::new(
             address,
-            reg,
             d.z_info.sw_mode,
-            "DB_Z_INFO.SW_MODE",
             &DEPTH_SW_MODES,
+            &|| (reg.to_string(), "DB_Z_INFO.SW_MODE".to_string()),
             u32::trailing_zeros(texel),
             (width, height),
             maxmip + 1,

@@ -210,10 +210,14 @@ fn target_of(st: &GraphicsState, i: usize, rt: &RenderTarget) -> Result<Target, 
     }
     let memory = texture::TargetMemory::new(
         rt.address,
-        &format!("CB_COLOR{i}_BASE"),
         sw_mode,
-        &format!("CB_COLOR{i}_ATTRIB3.COLOR_SW_MODE"),
         &COLOR_SW_MODES,
+        &|| {
+            (
+                format!("CB_COLOR{i}_BASE"),
+                format!("CB_COLOR{i}_ATTRIB3.COLOR_SW_MODE"),
+            )
+        },
         2,
         (width, height),
         max_mip + 1,

@@ -850,14 +850,14 @@ pub(crate) struct TargetMemory {
 impl TargetMemory {
     /// Level 0 of a `levels`-level chain of `width` x `height` elements of 2^`log2_bytes`
     /// bytes at `address` (the base register's value as a byte address) in `sw_mode`, one of
-    /// `modes`. `base_reg` and `mode_field` name the registers in errors.
+    /// `modes`. `names` gives the base register and the mode field for errors (formatted
+    /// only then: this runs at every draw).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         address: u64,
-        base_reg: &str,
         sw_mode: u32,
-        mode_field: &str,
         modes: &[u32],
+        names: &dyn Fn() -> (String, String),
         log2_bytes: u32,
         (width, height): (u32, u32),
         levels: u32,
@@ -868,6 +868,7 @@ impl TargetMemory {
             let sw = Swizzle::of(sw_mode)
                 .filter(|_| modes.contains(&sw_mode))
                 .ok_or_else(|| {
+                    let mode_field = names().1;
                     format!("{mode_field} {sw_mode} is not supported (0 linear and {modes:?} are)")
                 })?;
             // The driver ORs the pipe/bank XOR into the base below the block alignment (as
@@ -875,6 +876,7 @@ impl TargetMemory {
             let low = (address & (sw.block_bytes() - 1)) as u32;
             let allowed = if sw.xor { sw.xor_mask() } else { 0 };
             if low & !allowed != 0 {
+                let base_reg = names().0;
                 return Err(format!(
                     "{base_reg} = {:#x} (address {address:#x}) of a {} surface has bits {:#x} \
                      below its {}-byte block that are not pipe/bank XOR bits ({allowed:#x})",
@@ -888,7 +890,7 @@ impl TargetMemory {
             base -= low as u64;
         }
         let layout = Layout::new(sw_mode, log2_bytes, width, height, levels, None)
-            .map_err(|e| format!("{base_reg} {address:#x}: {e}"))?;
+            .map_err(|e| format!("{} {address:#x}: {e}", names().0))?;
         Ok(TargetMemory {
             base,
             xor,
