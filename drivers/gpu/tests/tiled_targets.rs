@@ -1,9 +1,9 @@
 //! Swizzled colour and depth targets, drawn end to end on the local Vulkan device (lavapipe
 //! here) with the validation layer on. The guest bytes are placed and read back at the byte
-//! offsets AMD addrlib gives (tests/data/tiled_targets_addresses.txt, every element of five
+//! offsets AMD addrlib gives (tests/data/tiled_targets_addresses.txt, every element of six
 //! 136x20 surfaces: SW_64KB_R_X and SW_64KB_S_X RGBA8, SW_64KB_Z_X with 4- and 2-byte
-//! elements, and level 0 of a 3-level SW_64KB_R_X chain, each with a pipe/bank XOR in its
-//! base address), never by the driver's own layout code, and the pictures are compared pixel by pixel with the same scene in GLSL.
+//! elements, and level 0 of 3-level SW_64KB_R_X and SW_64KB_Z_X (2-byte) chains, each with a
+//! pipe/bank XOR in its base address), never by the driver's own layout code, and the pictures are compared pixel by pixel with the same scene in GLSL.
 
 mod guest;
 
@@ -246,6 +246,7 @@ fn depth_packets(addr: u64, s: &Surf, zfunc: u32) -> Vec<u32> {
                 ZFormat::Z_32_FLOAT
             },
             sw_mode: s.sw_mode,
+            maxmip: s.levels - 1,
             ..Default::default()
         }
         .to_raw(),
@@ -440,22 +441,23 @@ fn a_scene_in_tiled_colour_and_depth_targets_matches_glsl() {
             vk::CompareOp::LESS_OR_EQUAL,
             1.0,
         ),
-        // Level 0 of a chain lies after the smaller levels (two blocks in).
+        // Level 0 of a chain lies after the smaller levels: two blocks in for the colour
+        // one, one (the mip tail's) for the depth one.
         (
             "color_r_x_chain",
-            "depth_z_x_32",
-            1.0f32.to_le_bytes().to_vec(),
+            "depth_z_x_16_chain",
+            0xFFFFu16.to_le_bytes().to_vec(),
             CompareFrag::FRAG_LESS,
-            vk::Format::D32_SFLOAT,
+            vk::Format::D16_UNORM,
             vk::CompareOp::LESS,
-            1e-6,
+            1.0,
         ),
     ];
     for (cn, zn, fill, zfunc, format, op, tol) in cases {
         let (cs, zs) = (&s[cn], &s[zn]);
         let what = format!(
-            "{cn} (SW_MODE {}, XOR {:#x}, {} levels) + {zn} (SW_MODE {}, XOR {:#x})",
-            cs.sw_mode, cs.xor, cs.levels, zs.sw_mode, zs.xor
+            "{cn} (SW_MODE {}, XOR {:#x}, {} levels) + {zn} (SW_MODE {}, XOR {:#x}, {} levels)",
+            cs.sw_mode, cs.xor, cs.levels, zs.sw_mode, zs.xor, zs.levels
         );
         let (got, gotz) = run_tiled(
             &mut ex,
