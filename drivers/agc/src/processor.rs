@@ -224,8 +224,9 @@ pub trait Backend {
     fn sync_memory(&mut self) -> Result<(), String> {
         Ok(())
     }
-    /// The submission's last packet has run: work the backend deferred must finish now
-    /// (the CPU may read its results as soon as `submit` returns). Default: nothing.
+    /// The submission has ended (its last packet ran, or one stopped it): work the backend
+    /// deferred must finish now (the CPU may read its results as soon as `submit` returns).
+    /// Default: nothing.
     fn end_submission(&mut self) -> Result<(), String> {
         Ok(())
     }
@@ -354,16 +355,19 @@ impl Queue {
             buffers: Vec::new(),
             chained: Default::default(),
         };
-        let ran = self
-            .run_buffer(&mut ctx, addr, dwords, 0, backend)
-            .and_then(|()| {
-                backend.end_submission().map_err(|reason| Fail {
-                    offset: dwords,
-                    address: addr + u64::from(dwords) * 4,
-                    packet: "end of submission".into(),
-                    reason,
-                })
-            });
+        let ran = self.run_buffer(&mut ctx, addr, dwords, 0, backend);
+        // Deferred work finishes even when a packet stopped the submission: what came before
+        // it was issued, as on the GPU, and nothing the backend holds may outlive the
+        // submission's memory. The stopping packet's error is the one reported.
+        let ended = backend.end_submission();
+        let ran = ran.and_then(|()| {
+            ended.map_err(|reason| Fail {
+                offset: dwords,
+                address: addr + u64::from(dwords) * 4,
+                packet: "end of submission".into(),
+                reason,
+            })
+        });
         match ran {
             Ok(()) => Ok(ctx.stats),
             Err(f) => Err(SubmitError {

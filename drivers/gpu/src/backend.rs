@@ -120,9 +120,16 @@ impl<'a> GpuBackend<'a> {
 
     /// Runs the queued draws (crate::batch): before anything whose effect must follow them.
     pub fn flush(&mut self) -> Result<(), String> {
-        self.exec.flush(self.mem).map_err(|e| {
+        let r = self.exec.flush(self.mem);
+        self.draw_result(r)
+    }
+
+    /// A draw error's text; the error itself is kept unless an earlier one is (the first
+    /// error stopped the submission).
+    fn draw_result(&mut self, r: Result<(), crate::draw::DrawError>) -> Result<(), String> {
+        r.map_err(|e| {
             let text = e.to_string();
-            self.draw_error = Some(e);
+            self.draw_error.get_or_insert(e);
             text
         })
     }
@@ -180,14 +187,8 @@ impl Backend for GpuBackend<'_> {
     }
 
     fn draw(&mut self, d: &Draw<'_>) -> Result<(), String> {
-        match self.exec.draw(self.mem, d, &self.regions) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                let text = e.to_string();
-                self.draw_error = Some(e);
-                Err(text)
-            }
-        }
+        let r = self.exec.draw(self.mem, d, &self.regions);
+        self.draw_result(r)
     }
 
     fn release_mem(&mut self, r: &ReleaseMem) -> Result<(), String> {
@@ -247,11 +248,8 @@ impl Backend for GpuBackend<'_> {
     }
 
     fn end_submission(&mut self) -> Result<(), String> {
-        self.exec.end_submission(self.mem).map_err(|e| {
-            let text = e.to_string();
-            self.draw_error = Some(e);
-            text
-        })
+        let r = self.exec.end_submission(self.mem);
+        self.draw_result(r)
     }
 
     fn acquire_mem(&mut self, _a: &aps5_agc::AcquireMem) -> Result<(), String> {

@@ -1468,3 +1468,31 @@ fn a_pixel_shader_reads_a_table_beside_its_code_through_getpc() {
     let want = reference::render(ex.gpu(), &sc).unwrap_or_else(|e| panic!("reference: {e}"));
     compare("PS colour from a PC-relative table", &got, &want, 1);
 }
+
+/// A submission stopped by a draw the driver refuses still runs the draws queued before it:
+/// the first triangle is in guest memory, and the error names the second draw.
+#[test]
+fn draws_before_a_refused_draw_still_reach_guest_memory() {
+    if !tools() {
+        return;
+    }
+    let (vs, ps) = (llc(VS_TRI), llc(PS));
+    let mut ex = Executor::new(gpu());
+    let mut mem = pages_with(&vs, &ps);
+    let base = mem.addr();
+    let mut dcb = state_packets(base, &vs, &ps, false);
+    dcb.extend(pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]));
+    dcb.extend(set(reg::VGT_PRIMITIVE_TYPE, 17)); // DI_PT_RECTLIST: refused
+    dcb.extend(pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]));
+    let e = submit_graphics(&mut ex, &mut mem, &dcb, &vs, &ps, None).unwrap_err();
+    assert!(e.contains("draw 2"), "{e}");
+    let got = mem.bytes()[TARGET..TARGET + (W * H * 4) as usize].to_vec();
+    let want = reference(
+        ex.gpu(),
+        VS_TRI_GLSL,
+        false,
+        vec![reference::Draw::vertices(3)],
+        &[],
+    );
+    compare("the draw before the refused one", &got, &want, 1);
+}

@@ -330,7 +330,8 @@ impl QueueBackend {
             self.error = Some(e);
         }
         if let Some(e) = b.draw_error.take() {
-            self.draw_error = Some(e);
+            // The first error stopped the submission; later ones (its end's flush) are not it.
+            self.draw_error.get_or_insert(e);
         }
         r
     }
