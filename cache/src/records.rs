@@ -31,8 +31,9 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 /// The schema this module writes (`PRAGMA user_version`).
 /// 2 added `pipelines` (a schema 1 file gains the table when opened); 3 added
 /// `pipeline_uses`, the last-seen order of each pipeline state (an older file gains it, its
-/// states ordered after every one seen since).
-pub const SCHEMA_VERSION: i64 = 3;
+/// states ordered after every one seen since); 4 added the prewarm counters to `runs` (an
+/// older file's runs table gains the columns, its runs counting 0).
+pub const SCHEMA_VERSION: i64 = 4;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS shaders (
@@ -67,9 +68,22 @@ CREATE TABLE IF NOT EXISTS runs (
     translations INTEGER NOT NULL DEFAULT 0,
     pipelines INTEGER NOT NULL DEFAULT 0,
     refused INTEGER NOT NULL DEFAULT 0,
-    ended INTEGER NOT NULL DEFAULT 0
+    ended INTEGER NOT NULL DEFAULT 0,
+    prewarmed INTEGER NOT NULL DEFAULT 0,
+    prewarm_failed INTEGER NOT NULL DEFAULT 0,
+    prewarm_skipped INTEGER NOT NULL DEFAULT 0,
+    prewarm_left INTEGER NOT NULL DEFAULT 0
 );
 ";
+
+/// The `runs` columns schema 4 added: `CREATE TABLE IF NOT EXISTS` does not add them to the
+/// table of an older file.
+const RUNS_V4_COLUMNS: [&str; 4] = [
+    "prewarmed",
+    "prewarm_failed",
+    "prewarm_skipped",
+    "prewarm_left",
+];
 
 /// Why the records cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -206,6 +220,12 @@ pub struct RunCounts {
     pub pipelines: u64,
     /// Pack entries refused (damaged) or a pack refused as a whole (another translator).
     pub refused: u64,
+    /// The prewarm (schema 4): pipelines created, failed, skipped (a stage the shader pack
+    /// lacks) and not started within the budget.
+    pub prewarmed: u64,
+    pub prewarm_failed: u64,
+    pub prewarm_skipped: u64,
+    pub prewarm_left: u64,
 }
 
 /// The last run, as `aps5 status` shows it.
@@ -292,10 +312,7 @@ impl Records {
             )));
         }
         if version < SCHEMA_VERSION {
-            conn.execute_batch(&format!(
-                "BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
-            ))
-            .map_err(sql)?;
+            upgrade(&conn).map_err(sql)?;
         }
         Ok(Records {
             path: path.to_path_buf(),
@@ -668,7 +685,8 @@ impl Records {
     pub fn last_run(&self) -> Result<Option<RunRow>, RecordsError> {
         self.conn
             .query_row(
-                "SELECT id, pack_hits, misses, translations, pipelines, refused, ended
+                "SELECT id, pack_hits, misses, translations, pipelines, refused, ended,
+                 prewarmed, prewarm_failed, prewarm_skipped, prewarm_left
                  FROM runs ORDER BY id DESC LIMIT 1",
                 [],
                 |r| {
@@ -680,6 +698,10 @@ impl Records {
                             translations: r.get::<_, i64>(3)? as u64,
                             pipelines: r.get::<_, i64>(4)? as u64,
                             refused: r.get::<_, i64>(5)? as u64,
+                            prewarmed: r.get::<_, i64>(7)? as u64,
+                            prewarm_failed: r.get::<_, i64>(8)? as u64,
+                            prewarm_skipped: r.get::<_, i64>(9)? as u64,
+                            prewarm_left: r.get::<_, i64>(10)? as u64,
                         },
                         ended: r.get::<_, i64>(6)? != 0,
                     })
@@ -698,7 +720,8 @@ fn update_run(
 ) -> Result<(), rusqlite::Error> {
     conn.execute(
         "UPDATE runs SET pack_hits = ?2, misses = ?3, translations = ?4, pipelines = ?5,
-         refused = ?6, ended = ?7 WHERE id = ?1",
+         refused = ?6, ended = ?7, prewarmed = ?8, prewarm_failed = ?9,
+         prewarm_skipped = ?10, prewarm_left = ?11 WHERE id = ?1",
         params![
             run,
             c.pack_hits as i64,
@@ -706,8 +729,36 @@ fn update_run(
             c.translations as i64,
             c.pipelines as i64,
             c.refused as i64,
-            ended as i64
+            ended as i64,
+            c.prewarmed as i64,
+            c.prewarm_failed as i64,
+            c.prewarm_skipped as i64,
+            c.prewarm_left as i64
         ],
     )
     .map(|_| ())
+}
+
+/// Brings an older (or new, empty) file to [`SCHEMA_VERSION`] in one transaction: the tables
+/// it lacks, and the `runs` columns schema 4 added.
+fn upgrade(conn: &Connection) -> Result<(), rusqlite::Error> {
+    conn.execute_batch(&format!("BEGIN IMMEDIATE; {SCHEMA}"))?;
+    let done = (|| {
+        let have: Vec<String> = conn
+            .prepare("SELECT name FROM pragma_table_info('runs')")?
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        for col in RUNS_V4_COLUMNS {
+            if !have.iter().any(|h| h == col) {
+                conn.execute_batch(&format!(
+                    "ALTER TABLE runs ADD COLUMN {col} INTEGER NOT NULL DEFAULT 0"
+                ))?;
+            }
+        }
+        conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"))
+    })();
+    if done.is_err() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    done
 }

@@ -231,6 +231,57 @@ fn schema_1_records_gain_the_pipelines_table() {
     assert_eq!(v, aps5_cache::records::SCHEMA_VERSION);
 }
 
+/// A schema 3 file (its runs table without the prewarm counters): opened, the table gains
+/// them, its runs count 0, and a run's prewarm counters are kept from then on.
+#[test]
+fn schema_3_runs_gain_the_prewarm_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("records.sqlite");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            started_ns INTEGER NOT NULL,
+            translator TEXT NOT NULL,
+            pack TEXT NOT NULL,
+            pack_hits INTEGER NOT NULL DEFAULT 0,
+            misses INTEGER NOT NULL DEFAULT 0,
+            translations INTEGER NOT NULL DEFAULT 0,
+            pipelines INTEGER NOT NULL DEFAULT 0,
+            refused INTEGER NOT NULL DEFAULT 0,
+            ended INTEGER NOT NULL DEFAULT 0
+        );
+        INSERT INTO runs (started_ns, translator, pack, misses, ended) VALUES (1, 't', '', 4, 1);
+        PRAGMA user_version = 3;",
+    )
+    .unwrap();
+    drop(conn);
+    let r = Records::open(&path).unwrap();
+    let old = r.last_run().unwrap().unwrap();
+    assert_eq!(
+        (old.counts.misses, old.counts.prewarmed, old.ended),
+        (4, 0, true)
+    );
+    let run = r.begin_run("test", "").unwrap();
+    let c = RunCounts {
+        prewarmed: 3,
+        prewarm_failed: 1,
+        prewarm_skipped: 2,
+        prewarm_left: 5,
+        ..Default::default()
+    };
+    r.update_run(run, &c, true).unwrap();
+    drop(r);
+    let r = Records::open(&path).unwrap();
+    assert_eq!(r.last_run().unwrap().unwrap().counts, c);
+    drop(r);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let v: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, aps5_cache::records::SCHEMA_VERSION);
+}
+
 #[test]
 fn pipeline_states_come_back_most_recently_used_first() {
     let dir = tempfile::tempdir().unwrap();

@@ -122,6 +122,11 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
         status.contains(&format!("pipelines {states} recorded in play")),
         "{status}"
     );
+    // No pipelines pack yet: nothing was prewarmed.
+    assert!(
+        status.contains("pipelines 0 prewarmed in last run\n"),
+        "{status}"
+    );
 
     // The build translates the records into the pack (it writes the removed pack again too).
     let report = build_json(&dump);
@@ -233,6 +238,11 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
 
     assert!(
         status.contains(&format!("pipelines {states} in packs/pipelines.pack")),
+        "{status}"
+    );
+    // The driver wrote the prewarm's count into the run's row at exit (records schema 4).
+    assert!(
+        status.contains(&format!("pipelines {states} prewarmed in last run\n")),
         "{status}"
     );
 
@@ -604,4 +614,74 @@ fn a_records_file_that_is_not_sqlite_is_set_aside_never_used() {
     assert!(!err.contains("play records not kept"), "{err}");
     assert_eq!(stat(&s, "pipeline_states"), 1, "{s}");
     assert!(ok(&dump, &["status"]).contains("pipelines 1 recorded in play"));
+}
+
+/// `APS5_GPU_STUB=1` (the `ttff` bench's baseline): the program runs to its end with every
+/// draw accepted and none run (no translation, pipeline or pipeline state; the frames are
+/// not the drawn ones), flips and their times are reported, and the records are left as the
+/// last real run wrote them.
+#[test]
+fn a_stubbed_run_draws_nothing_and_leaves_the_records_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "gpu_triangle";
+    let dump = port(name, tmp.path());
+    let drawn = tmp.path().join("drawn");
+    let (s, err) = run_v(&dump, name, &drawn);
+    assert!(stat(&s, "draws") > 0, "{s} {err}");
+    let before = ok(&dump, &["status"]);
+
+    let frames = tmp.path().join("stubbed");
+    let out = aps5()
+        .arg("-C")
+        .arg(&dump)
+        .args(["-v", "run", "--headless", "--frames"])
+        .arg(&frames)
+        .env("APS5_GPU_STUB", "1")
+        .env("APS5_FLIP_TIMES", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let want =
+        std::fs::read_to_string(aps5_sdk::fixtures_dir().join(name).join("expect.stdout")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("APS5_GPU_STUB=1: draws and dispatches are not run"),
+        "{err}"
+    );
+    let line = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("aps5: gpu statistics: "))
+        .next_back()
+        .unwrap_or_else(|| panic!("no statistics: {err}"));
+    let st: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert_eq!(stat(&st, "draws"), stat(&s, "draws"), "{st}");
+    for k in [
+        "translations",
+        "pipelines",
+        "pack_hits",
+        "misses",
+        "pipeline_states",
+        "pipelines_prewarmed",
+    ] {
+        assert_eq!(stat(&st, k), 0, "{k}: {st}");
+    }
+    // Both flips, each with the machine's clock, in order.
+    let times: Vec<u64> = err
+        .lines()
+        .filter_map(|l| l.strip_prefix("aps5: videoout: flip "))
+        .map(|r| {
+            let (_, t) = r
+                .split_once(" done at CLOCK_MONOTONIC ")
+                .expect("flip line");
+            t.strip_suffix(" ns").unwrap().parse().unwrap()
+        })
+        .collect();
+    assert_eq!(times.len(), 2, "{err}");
+    assert!(times[0] <= times[1], "{times:?}");
+    // Nothing was drawn into the frames.
+    let (a, b) = (frames_of(&drawn), frames_of(&frames));
+    assert_eq!(a.len(), b.len());
+    assert_ne!(a[0].1, b[0].1, "a stubbed frame equals the drawn one");
+    assert_eq!(ok(&dump, &["status"]), before);
 }

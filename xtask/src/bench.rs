@@ -23,6 +23,10 @@
 //!   the whole driver, PM4 packet to finished draw (issue 12's target: under 2.5 us), with the
 //!   guest memory imported (`APS5_GPU_MIRROR=1`: mirrored); shaders by llc-14, or from
 //!   `APS5_LLC_CACHE=DIR` filled by a run that had it.
+//! - `ttff`: time to first frame of GPU fixtures through the real `aps5` (init, build, `run
+//!   --headless`): cold (no packs, records or driver caches), warm (after a first run and
+//!   `aps5 build --prewarm`) and GPU work stubbed out (`APS5_GPU_STUB=1`), median of several
+//!   runs, and the ratios warm/stubbed (issue 13's target: at most 1.2) and cold/stubbed.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -93,6 +97,12 @@ pub fn bench(quick: bool, only: &[String]) -> Result<bool> {
         if failed {
             bail!("bench glsl: a translation and its GLSL twin disagree (target/bench/glsl.json)");
         }
+    }
+    if want("ttff") {
+        println!("== bench ttff");
+        let figures = ttff(quick)?;
+        write_json(&out.join("ttff.json"), &figures)?;
+        all.insert("ttff".into(), figures);
     }
     if want("graph") {
         println!("== bench graph");
@@ -575,4 +585,328 @@ fn cold_build(quick: bool) -> Result<serde_json::Value> {
     }
     let _ = std::fs::remove_dir_all(&work);
     Ok(figures)
+}
+
+/// The GPU fixtures `ttff` measures: one draw, textures, and 10,000 draws before the first flip.
+const TTFF_FIXTURES: [&str; 3] = ["gpu_triangle", "gpu_texture", "gpu_draws10k"];
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock the driver's `APS5_FLIP_TIMES` line reads.
+fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// One `ttff` mode.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Cold,
+    Warm,
+    Stubbed,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Cold => "cold",
+            Mode::Warm => "warm",
+            Mode::Stubbed => "stubbed",
+        }
+    }
+}
+
+/// Removes PATH (a file or a folder) if it is there.
+fn remove_any(path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("{}", path.display())),
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path)
+            .with_context(|| format!("cannot remove {}", path.display())),
+        Ok(_) => {
+            std::fs::remove_file(path).with_context(|| format!("cannot remove {}", path.display()))
+        }
+    }
+}
+
+/// A copy of DUMP at DIR made into a project (cache CACHE shared by the fixture's projects)
+/// and built.
+fn ttff_project(aps5: &Path, dump: &Path, dir: &Path) -> Result<()> {
+    copy_dir(dump, dir)?;
+    run_aps5(aps5, dir, &["-q", "init"])?;
+    let cfg = dir.join("aps5.toml");
+    let text =
+        std::fs::read_to_string(&cfg)?.replace("cache_dir = \"\"", "cache_dir = \"../cache\"");
+    if !text.contains("../cache") {
+        bail!("aps5 init wrote an aps5.toml this bench does not know how to edit");
+    }
+    std::fs::write(&cfg, text)?;
+    run_aps5(aps5, dir, &["-q", "build"])?;
+    Ok(())
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let dest = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_dir(&e.path(), &dest)?;
+        } else {
+            std::fs::copy(e.path(), &dest)
+                .with_context(|| format!("cannot copy {}", e.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// What one headless run gave: milliseconds from before the spawn of `aps5 run` to the end of
+/// the first flip, to the process's exit (the whole run), and the driver's statistics.
+struct FirstFrame {
+    ttff_ms: f64,
+    exit_ms: f64,
+    stats: serde_json::Value,
+}
+
+/// `aps5 -v run --headless` in PROJECT, its frames written to FRAMES; `env`: the mode's variables. The time is the driver's own
+/// CLOCK_MONOTONIC reading at the flip (`APS5_FLIP_TIMES=1`) against this process's before
+/// the spawn: start-up of aps5, the relinked program's loader, the device, shaders,
+/// pipelines, the draws and the PNG are all inside it.
+fn first_frame(
+    aps5: &Path,
+    project: &Path,
+    frames: &Path,
+    env: &[(&str, &Path)],
+    stub: bool,
+) -> Result<FirstFrame> {
+    remove_any(frames)?;
+    let mut cmd = Command::new(aps5);
+    cmd.arg("-C")
+        .arg(project)
+        .args(["-v", "run", "--headless", "--frames"])
+        .arg(frames)
+        // Not APS5_MAX_FRAMES=1: a flip from the command stream would then call exit on
+        // the queue's thread while the program's own thread goes on to its exit, and the
+        // two race (the statistics line is cut short). The fixtures end by themselves.
+        .env_remove("APS5_MAX_FRAMES")
+        .env("APS5_FLIP_TIMES", "1")
+        .env_remove("APS5_GPU_STUB")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if stub {
+        cmd.env("APS5_GPU_STUB", "1");
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let t0 = monotonic_ns();
+    let out = cmd.output().context("cannot run aps5")?;
+    let t1 = monotonic_ns();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Stubbed, the fixtures' own pixel checks fail (nothing is drawn): their exit status
+    // says so; a signal is still a failure.
+    if !out.status.success() && !(stub && out.status.code().is_some()) {
+        bail!(
+            "aps5 run in {} failed ({}):\n{stderr}",
+            project.display(),
+            out.status
+        );
+    }
+    let flip = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("aps5: videoout: flip 0 done at CLOCK_MONOTONIC "))
+        .and_then(|r| r.strip_suffix(" ns"))
+        .and_then(|v| v.parse::<u64>().ok())
+        .with_context(|| {
+            format!(
+                "the run in {} printed no first flip:\n{stderr}",
+                project.display()
+            )
+        })?;
+    let stats = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("aps5: gpu statistics: "))
+        .next_back()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .with_context(|| {
+            format!(
+                "the run in {} printed no GPU statistics:\n{stderr}",
+                project.display()
+            )
+        })?;
+    if !frames.join("frame-00000.png").is_file() {
+        bail!("the run in {} wrote no frame", project.display());
+    }
+    Ok(FirstFrame {
+        ttff_ms: flip.saturating_sub(t0) as f64 / 1e6,
+        exit_ms: (t1 - t0) as f64 / 1e6,
+        stats,
+    })
+}
+
+/// The statistic K of a run (0 when absent: checked by the caller's expectations).
+fn stat_of(s: &serde_json::Value, k: &str) -> u64 {
+    s[k].as_u64().unwrap_or(0)
+}
+
+/// The `ttff` bench (docs/PACKS.md, "Time to first frame").
+fn ttff(quick: bool) -> Result<serde_json::Value> {
+    let aps5 = build_aps5()?;
+    let runs = if quick { 3 } else { 7 };
+    let work = root().join("target/bench/ttff-work");
+    let _ = std::fs::remove_dir_all(&work);
+    let mut per = serde_json::Map::new();
+    for name in TTFF_FIXTURES {
+        println!("ttff {name}: {runs} runs per mode");
+        let base = work.join(name);
+        let dump = base.join("dump");
+        aps5_sdk::build_dump(
+            &aps5_sdk::fixtures_dir().join(name),
+            &dump,
+            &aps5_sdk::DumpOptions { ps4: false },
+        )
+        .with_context(|| format!("building the {name} dump"))?;
+        // Two projects of the same dump (one cache): the cold one never gets a pack, the warm
+        // one is prepared once; so the modes' runs can alternate and share the machine's
+        // load alike.
+        let cold = base.join("cold");
+        let warm = base.join("warm");
+        ttff_project(&aps5, &dump, &cold)?;
+        ttff_project(&aps5, &dump, &warm)?;
+        let out = std::fs::canonicalize(cold.join("aps5-out"))?;
+        remove_any(&out.join("packs/shaders.pack"))?;
+        remove_any(&out.join("packs/pipelines.pack"))?;
+        // The drivers' own shader caches (Mesa's, NVIDIA's) are kept per mode: a cold start
+        // gets an empty one every time, the warm project keeps its own.
+        let warm_driver_cache = base.join("driver-cache-warm");
+        std::fs::create_dir_all(&warm_driver_cache)?;
+        let warm_env = [
+            ("MESA_SHADER_CACHE_DIR", warm_driver_cache.as_path()),
+            ("__GL_SHADER_DISK_CACHE_PATH", warm_driver_cache.as_path()),
+        ];
+        // Warm: a first run (to its end) records what the build's pack lacks, then the build
+        // packs it and `--prewarm` fills the driver's pipeline cache blob.
+        let record = Command::new(&aps5)
+            .arg("-C")
+            .arg(&warm)
+            .args(["-q", "run", "--headless"])
+            .envs(warm_env)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()?;
+        if !record.status.success() {
+            bail!(
+                "the recording run of {name} failed:\n{}",
+                String::from_utf8_lossy(&record.stderr)
+            );
+        }
+        let prewarm = Command::new(&aps5)
+            .arg("-C")
+            .arg(&warm)
+            .args(["build", "--prewarm"])
+            .envs(warm_env)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()?;
+        let prewarm_said = String::from_utf8_lossy(&prewarm.stderr).trim().to_string();
+        if !prewarm.status.success() {
+            bail!("aps5 build --prewarm of {name} failed:\n{prewarm_said}");
+        }
+
+        let mut times: [(Vec<f64>, Vec<f64>); 3] = Default::default();
+        let mut stats: [serde_json::Value; 3] = Default::default();
+        for i in 0..runs {
+            for (m, mode) in [Mode::Cold, Mode::Warm, Mode::Stubbed]
+                .into_iter()
+                .enumerate()
+            {
+                let frames = base.join(format!("frames-{}", mode.name()));
+                let r = match mode {
+                    Mode::Cold => {
+                        // A first start: no records, no blob, empty driver caches.
+                        let state = cold.join(".aps5");
+                        for f in ["records.sqlite", "records.sqlite-wal", "records.sqlite-shm"] {
+                            remove_any(&state.join(f))?;
+                        }
+                        remove_any(&state.join("pipeline-cache"))?;
+                        let fresh = base.join(format!("driver-cache-cold-{i}"));
+                        std::fs::create_dir_all(&fresh)?;
+                        let env = [
+                            ("MESA_SHADER_CACHE_DIR", fresh.as_path()),
+                            ("__GL_SHADER_DISK_CACHE_PATH", fresh.as_path()),
+                        ];
+                        let r = first_frame(&aps5, &cold, &frames, &env, false)?;
+                        remove_any(&fresh)?;
+                        r
+                    }
+                    Mode::Warm => first_frame(&aps5, &warm, &frames, &warm_env, false)?,
+                    Mode::Stubbed => first_frame(&aps5, &warm, &frames, &warm_env, true)?,
+                };
+                times[m].0.push(r.ttff_ms);
+                times[m].1.push(r.exit_ms);
+                stats[m] = r.stats;
+            }
+        }
+        // What each mode is meant to be, checked on its last run: a figure of the wrong
+        // thing is worse than none.
+        let [cs, ws, ss] = &stats;
+        if stat_of(cs, "pack_hits") != 0 || stat_of(cs, "translations") == 0 {
+            bail!("{name}: the cold run was not cold: {cs}");
+        }
+        if stat_of(ws, "translations") != 0
+            || stat_of(ws, "misses") != 0
+            || stat_of(ws, "pipelines") != 0
+        {
+            bail!(
+                "{name}: the warm run translated or created pipelines on the submit thread: {ws}"
+            );
+        }
+        if stat_of(ss, "translations") != 0
+            || stat_of(ss, "pipelines") != 0
+            || stat_of(ss, "pipelines_prewarmed") != 0
+        {
+            bail!("{name}: the stubbed run did GPU work: {ss}");
+        }
+        let med: Vec<f64> = times.iter().map(|(t, _)| median(t.clone())).collect();
+        let exit: Vec<f64> = times.iter().map(|(_, t)| median(t.clone())).collect();
+        let mode_json = |m: usize| {
+            json!({
+                "ttff_ms_median": med[m],
+                "ttff_ms_runs": times[m].0,
+                "exit_ms_median": exit[m],
+                "statistics_last_run": stats[m],
+            })
+        };
+        let ratio = |a: f64| a / med[2];
+        println!(
+            "ttff {name}: cold {:.1} ms, warm {:.1} ms, stubbed {:.1} ms (warm/stubbed {:.2}, cold/stubbed {:.2})",
+            med[0],
+            med[1],
+            med[2],
+            ratio(med[1]),
+            ratio(med[0])
+        );
+        per.insert(
+            name.into(),
+            json!({
+                "cold": mode_json(0),
+                "warm": mode_json(1),
+                "stubbed": mode_json(2),
+                "warm_over_stubbed": ratio(med[1]),
+                "cold_over_stubbed": ratio(med[0]),
+                "warm_within_1_2x_of_stubbed": ratio(med[1]) <= 1.2,
+                "prewarm_build": prewarm_said,
+            }),
+        );
+    }
+    let _ = std::fs::remove_dir_all(&work);
+    Ok(json!({
+        "fixtures": per,
+        "runs_per_mode": runs,
+        "device": std::env::var("APS5_VK_DEVICE").unwrap_or_else(|_| "the first Vulkan device (APS5_VK_DEVICE unset)".into()),
+        "note": "ttff: from before spawning `aps5 run --headless` to the driver's CLOCK_MONOTONIC at the end of the first flip (PNG written); the modes' runs alternate; cold: no shaders.pack/pipelines.pack, records, blob, and an empty Mesa/NVIDIA shader disk cache each run; warm: after a first run and `aps5 build --prewarm`; stubbed: APS5_GPU_STUB=1 (device opened, draws and dispatches not run)",
+    }))
 }

@@ -46,7 +46,7 @@ enum Cmd {
         #[arg(long)]
         quick: bool,
         /// Only these benchmarks (build, graph, elf, shader, translate, cache, agc, scan, pack,
-        /// lower, runtime, draws).
+        /// lower, runtime, draws, gpu_draws, prewarm, glsl, ttff).
         only: Vec<String>,
     },
     /// Build a test dump from fixture sources.

@@ -563,6 +563,12 @@ pub struct LastRun {
     pub translations: u64,
     pub pipelines: u64,
     pub pack_refused: u64,
+    /// The prewarm's pipelines: created, failed, skipped (a stage the shader pack lacks), not
+    /// started within the budget (0 for a run recorded before schema 4).
+    pub prewarmed: u64,
+    pub prewarm_failed: u64,
+    pub prewarm_skipped: u64,
+    pub prewarm_left: u64,
     /// Whether it reached its exit (a killed run keeps the counts of its last miss).
     pub ended: bool,
 }
@@ -580,6 +586,10 @@ pub fn play_status(state_dir: &Path) -> Option<PlayStatus> {
             translations: run.counts.translations,
             pipelines: run.counts.pipelines,
             pack_refused: run.counts.refused,
+            prewarmed: run.counts.prewarmed,
+            prewarm_failed: run.counts.prewarm_failed,
+            prewarm_skipped: run.counts.prewarm_skipped,
+            prewarm_left: run.counts.prewarm_left,
             ended: run.ended,
         });
         Ok(Some(PlayStatus {

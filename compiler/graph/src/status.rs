@@ -281,6 +281,26 @@ impl Status {
                             "; the run did not reach its exit"
                         }
                     );
+                    // What the prewarm did before and beside the run's draws; the counters
+                    // are written at exit, so a killed run shows 0.
+                    let mut rest = String::new();
+                    for (n, what) in [
+                        (r.prewarm_failed, "failed"),
+                        (r.prewarm_skipped, "skipped: a stage the shader pack lacks"),
+                        (r.prewarm_left, "left: not started within the budget"),
+                    ] {
+                        if n > 0 {
+                            let _ = write!(
+                                rest,
+                                "{}{n} {what}",
+                                if rest.is_empty() { " (" } else { ", " }
+                            );
+                        }
+                    }
+                    if !rest.is_empty() {
+                        rest.push(')');
+                    }
+                    let _ = writeln!(s, "pipelines {} prewarmed in last run{rest}", r.prewarmed);
                 }
                 None => s.push_str("shaders   no run recorded yet\n"),
             }

@@ -177,6 +177,12 @@ pub const STATS_ENV: &str = "APS5_GPU_STATS";
 /// its Nth new shader record committed, so the crash safety of the records is tested on a
 /// real run at a known point rather than by racing a run that lasts a second.
 pub const KILL_AFTER_RECORDS_ENV: &str = "APS5_GPU_KILL_AFTER_RECORDS";
+/// Benchmark mode (`cargo xtask bench ttff`, docs/PACKS.md "Time to first frame"): `1`
+/// accepts every draw and dispatch without running it (no translation, no pipeline, no GPU
+/// work; their results never reach memory), while labels, memory packets, interrupts and
+/// flips work as ever. The device still opens; no pack, records or prewarm are used, so a
+/// stubbed run leaves the project's records and driver cache blob as they were.
+pub const STUB_ENV: &str = "APS5_GPU_STUB";
 
 /// The pack, the records and what has been reported about them.
 #[derive(Default)]
@@ -215,6 +221,8 @@ pub struct Executor {
     /// draw or dispatch has waited for it yet.
     prewarm: Option<crate::prewarm::Prewarm>,
     prewarm_waited: bool,
+    /// [`STUB_ENV`]: draws and dispatches are accepted, not run.
+    stub: bool,
 }
 
 /// The device's float controls as `Options::host_float_controls` takes them: translations
@@ -268,7 +276,15 @@ impl Executor {
             pool: BufferPool::new(64, 64),
             prewarm: None,
             prewarm_waited: false,
+            stub: std::env::var_os(STUB_ENV).is_some_and(|v| v == "1"),
         };
+        if e.stub {
+            e.report(&format!(
+                "{STUB_ENV}=1: draws and dispatches are not run (a benchmark mode)"
+            ));
+            e.packs.verbose = std::env::var_os(STATS_ENV).is_some_and(|v| v == "1");
+            return e;
+        }
         e.report_pipeline_cache();
         e.packs.verbose = std::env::var_os(STATS_ENV).is_some_and(|v| v == "1");
         e.packs.kill_after = std::env::var(KILL_AFTER_RECORDS_ENV)
@@ -352,6 +368,16 @@ impl Executor {
         &self.gpu
     }
 
+    /// Whether draws and dispatches are stubbed out ([`STUB_ENV`]).
+    pub fn stubbed(&self) -> bool {
+        self.stub
+    }
+
+    /// A draw in stub mode: counted, not run.
+    pub fn stub_draw(&mut self) {
+        self.stats.draws += 1;
+    }
+
     pub fn stats(&self) -> Stats {
         let mut s = self.stats;
         let g = self.gpu.pipeline_cache_stats();
@@ -419,6 +445,10 @@ impl Executor {
             translations: s.translations,
             pipelines: s.pipelines,
             refused: s.pack_refused,
+            prewarmed: s.pipelines_prewarmed,
+            prewarm_failed: s.prewarm_failed,
+            prewarm_skipped: s.prewarm_skipped,
+            prewarm_left: s.prewarm_left,
         }
     }
 
@@ -464,7 +494,10 @@ impl Executor {
         if let Some(p) = &mut self.prewarm {
             p.stop();
         }
-        if let Err(e) = self.gpu.save_pipeline_cache() {
+        // A stubbed run made no pipeline: the blob stays as the last real run left it.
+        if !self.stub
+            && let Err(e) = self.gpu.save_pipeline_cache()
+        {
             self.report(&format!("pipeline cache not saved: {e}"));
         }
         let counts = self.run_counts();
@@ -657,6 +690,9 @@ impl Executor {
         regions: &[Region],
     ) -> Result<(), DispatchError> {
         self.stats.dispatches += 1;
+        if self.stub {
+            return Ok(());
+        }
         let n = self.stats.dispatches;
         let failed = |what: String| DispatchError::Failed { dispatch: n, what };
         // Draws queued before it run first (crate::batch): it may read what they render.

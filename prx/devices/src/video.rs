@@ -4,7 +4,10 @@
 //! the named buffer the displayed one. Every flip is shown in the window when there is one
 //! ([`crate::window`]) and written as a PNG to `$APS5_FRAMES_DIR/frame-NNNNN.png` (NNNNN
 //! counts flips from 0) when that variable is set; `APS5_MAX_FRAMES=N` ends the process
-//! with status 0 after the N-th flip, and so does closing the window.
+//! with status 0 after the N-th flip, and so does closing the window. `APS5_FLIP_TIMES=1`
+//! prints `aps5: videoout: flip N done at CLOCK_MONOTONIC T ns` on stderr once each flip is
+//! written and shown: the clock is the machine's, so another process (`cargo xtask bench
+//! ttff`) can measure from its own clock reading to the first frame.
 //!
 //! A flip is carried out inside `sceVideoOutSubmitFlip` at the next vblank of the flip
 //! rate (60, 30 or 20 Hz, paced on the host monotonic clock); so when it returns the flip
@@ -128,6 +131,18 @@ pub use crate::input::{FLIPS, flip_count};
 struct Config {
     frames_dir: Option<PathBuf>,
     max_frames: Option<u64>,
+    flip_times: bool,
+}
+
+/// CLOCK_MONOTONIC in nanoseconds (one clock for every process of the machine).
+fn monotonic_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 /// The headless settings; a bad one stops the program (exit status 2) with a message.
@@ -168,6 +183,7 @@ fn read_config() -> Result<Config, String> {
     Ok(Config {
         frames_dir,
         max_frames,
+        flip_times: std::env::var_os("APS5_FLIP_TIMES").is_some_and(|v| v == "1"),
     })
 }
 
@@ -552,6 +568,12 @@ pub extern "C-unwind" fn sce_video_out_submit_flip(
     }
     if window::open() {
         window::present(frame(buffer.as_ref()));
+    }
+    if config().flip_times {
+        eprintln!(
+            "aps5: videoout: flip {n} done at CLOCK_MONOTONIC {} ns",
+            monotonic_ns()
+        );
     }
     let now = Instant::now();
     p.last_flip = Some(now);
