@@ -99,9 +99,28 @@ fn run_at_exit() {
     }
 }
 
+/// The thread that is ending the process (0: none yet).
+static EXITING: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
 /// `exit`: atexit handlers (newest first), flush every stream, then the host exit.
+///
+/// One thread ends the process: a second thread calling `exit` meanwhile (the program's, or
+/// a PRX's own, e.g. libSceVideoOut at `APS5_MAX_FRAMES` on a GPU queue's thread) waits for
+/// it forever, since two host `exit`s at once run the host's exit handlers and destructors
+/// twice, concurrently. An `exit` from an atexit handler (the same thread) goes on with the
+/// handlers left, as the host's does.
 #[nid("exit")]
 pub extern "C" fn exit(code: i32) -> ! {
+    use std::sync::atomic::Ordering;
+    // SAFETY: gettid has no preconditions.
+    let me = i64::from(unsafe { libc::gettid() });
+    if let Err(owner) = EXITING.compare_exchange(0, me, Ordering::SeqCst, Ordering::SeqCst)
+        && owner != me
+    {
+        loop {
+            std::thread::park();
+        }
+    }
     run_at_exit();
     stdio::flush_all();
     unsafe { libc::exit(code) }
