@@ -17,67 +17,6 @@ use aps5_gpu::vulkan::reference::{self, Scene};
 use aps5_gpu::vulkan::{Gpu, GpuOptions, SamplerDesc, vk};
 use guest::*;
 
-/// A quad's four corners from VertexID, param0 = (x, y, 1 - x, 0.5) in 0..1 units (as in
-/// tests/draw.rs).
-const VS_QUAD: &str = "\
-define amdgpu_vs void @vs(i32 inreg %s0, i32 %vid, i32 %u1, i32 %u2, i32 %iid) {
-  %xb = and i32 %vid, 1
-  %yb = lshr i32 %vid, 1
-  %xf = uitofp i32 %xb to float
-  %yf = uitofp i32 %yb to float
-  %x2 = fmul float %xf, 1.25
-  %x = fadd float %x2, -0.625
-  %y2 = fmul float %yf, 1.125
-  %y = fadd float %y2, -0.375
-  call void @llvm.amdgcn.exp.f32(i32 12, i32 15, float %x, float %y, float 0.25, float 1.0, i1 true, i1 false)
-  %ix = fsub float 1.0, %xf
-  call void @llvm.amdgcn.exp.f32(i32 32, i32 15, float %xf, float %yf, float %ix, float 0.5, i1 false, i1 false)
-  ret void
-}
-declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
-";
-
-const VS_QUAD_GLSL: &str = "#version 450
-layout(location = 0) out vec4 col;
-void main() {
-    int v = gl_VertexIndex;
-    float xf = float(v & 1);
-    float yf = float(v >> 1);
-    gl_Position = vec4(xf * 1.25 - 0.625, yf * 1.125 - 0.375, 0.25, 1.0);
-    col = vec4(xf, yf, 1.0 - xf, 0.5);
-}
-";
-
-/// Samples the texture (T# in s[0:7], S# in s[8:11]) at param0.xy.
-const PS_TEX: &str = "\
-define amdgpu_ps void @ps(<8 x i32> inreg %t, <4 x i32> inreg %s, i32 inreg %prim, <2 x float> %unused_sample, <2 x float> %pc) {
-  %i = extractelement <2 x float> %pc, i32 0
-  %j = extractelement <2 x float> %pc, i32 1
-  %u1 = call float @llvm.amdgcn.interp.p1(float %i, i32 0, i32 0, i32 %prim)
-  %u = call float @llvm.amdgcn.interp.p2(float %u1, float %j, i32 0, i32 0, i32 %prim)
-  %v1 = call float @llvm.amdgcn.interp.p1(float %i, i32 1, i32 0, i32 %prim)
-  %v = call float @llvm.amdgcn.interp.p2(float %v1, float %j, i32 1, i32 0, i32 %prim)
-  %c = call <4 x float> @llvm.amdgcn.image.sample.2d.v4f32.f32(i32 15, float %u, float %v, <8 x i32> %t, <4 x i32> %s, i1 false, i32 0, i32 0)
-  %r = extractelement <4 x float> %c, i32 0
-  %g = extractelement <4 x float> %c, i32 1
-  %b = extractelement <4 x float> %c, i32 2
-  %a = extractelement <4 x float> %c, i32 3
-  call void @llvm.amdgcn.exp.f32(i32 0, i32 15, float %r, float %g, float %b, float %a, i1 true, i1 true)
-  ret void
-}
-declare float @llvm.amdgcn.interp.p1(float, i32, i32, i32)
-declare float @llvm.amdgcn.interp.p2(float, float, i32, i32, i32)
-declare <4 x float> @llvm.amdgcn.image.sample.2d.v4f32.f32(i32, float, float, <8 x i32>, <4 x i32>, i1, i32, i32)
-declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
-";
-
-const PS_TEX_GLSL: &str = "#version 450
-layout(location = 0) in vec4 col;
-layout(set = 0, binding = 0) uniform sampler2D tex;
-layout(location = 0) out vec4 o;
-void main() { o = texture(tex, col.xy); }
-";
-
 /// The guest memory of a draw, and where in it the texture goes (64 KiB aligned: the XOR
 /// modes keep the pipe/bank bits in the base address below that).
 const MEM: usize = 0x20_0000;

@@ -29,49 +29,6 @@ const DEPTH_AFTER: usize = 0x4_0000;
 const COLOR_PAD: u8 = 0x5A;
 const DEPTH_PAD: u8 = 0xA5;
 
-/// Two triangles, instance n at z 0.25 + n/2 and moved right by n/4 (as tests/draw.rs's
-/// depth scene): the second (far) one is drawn last.
-const VS_DEPTH: &str = "\
-define amdgpu_vs void @vs(i32 inreg %s0, i32 %vid, i32 %u1, i32 %u2, i32 %iid) {
-  %is0 = icmp eq i32 %vid, 0
-  %is1 = icmp eq i32 %vid, 1
-  %x1 = select i1 %is1, float 0.5, float -0.5
-  %x = select i1 %is0, float -0.75, float %x1
-  %y1 = select i1 %is1, float -0.25, float 0.75
-  %y = select i1 %is0, float -0.5, float %y1
-  %if = uitofp i32 %iid to float
-  %dx = fmul float %if, 0.25
-  %xi = fadd float %x, %dx
-  %dz = fmul float %if, 0.5
-  %z = fadd float %dz, 0.25
-  call void @llvm.amdgcn.exp.f32(i32 12, i32 15, float %xi, float %y, float %z, float 1.0, i1 true, i1 false)
-  %r = fsub float 1.0, %if
-  %vf = uitofp i32 %vid to float
-  %b = fmul float %vf, 0.5
-  call void @llvm.amdgcn.exp.f32(i32 32, i32 15, float %r, float %if, float %b, float 1.0, i1 false, i1 false)
-  ret void
-}
-declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
-";
-
-const VS_DEPTH_GLSL: &str = "#version 450
-layout(location = 0) out vec4 col;
-void main() {
-    int v = gl_VertexIndex;
-    float n = float(gl_InstanceIndex);
-    vec2 p = v == 0 ? vec2(-0.75, -0.5) : v == 1 ? vec2(0.5, -0.25) : vec2(-0.5, 0.75);
-    p.x += n * 0.25;
-    gl_Position = vec4(p, 0.25 + n * 0.5, 1.0);
-    col = vec4(1.0 - n, n, float(v) * 0.5, 1.0);
-}
-";
-
-const PS_GLSL: &str = "#version 450
-layout(location = 0) in vec4 col;
-layout(location = 0) out vec4 o;
-void main() { o = col; }
-";
-
 /// A strip covering the whole target from VertexID; param0 = (x, y, 1 - x, 0.5) in 0..1.
 const VS_FULL: &str = "\
 define amdgpu_vs void @vs(i32 inreg %s0, i32 %vid, i32 %u1, i32 %u2, i32 %iid) {
@@ -88,29 +45,6 @@ define amdgpu_vs void @vs(i32 inreg %s0, i32 %vid, i32 %u1, i32 %u2, i32 %iid) {
   call void @llvm.amdgcn.exp.f32(i32 32, i32 15, float %xf, float %yf, float %ix, float 0.5, i1 false, i1 false)
   ret void
 }
-declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
-";
-
-/// Samples the texture (T# in s[0:7], S# in s[8:11]) at param0.xy.
-const PS_TEX: &str = "\
-define amdgpu_ps void @ps(<8 x i32> inreg %t, <4 x i32> inreg %s, i32 inreg %prim, <2 x float> %unused_sample, <2 x float> %pc) {
-  %i = extractelement <2 x float> %pc, i32 0
-  %j = extractelement <2 x float> %pc, i32 1
-  %u1 = call float @llvm.amdgcn.interp.p1(float %i, i32 0, i32 0, i32 %prim)
-  %u = call float @llvm.amdgcn.interp.p2(float %u1, float %j, i32 0, i32 0, i32 %prim)
-  %v1 = call float @llvm.amdgcn.interp.p1(float %i, i32 1, i32 0, i32 %prim)
-  %v = call float @llvm.amdgcn.interp.p2(float %v1, float %j, i32 1, i32 0, i32 %prim)
-  %c = call <4 x float> @llvm.amdgcn.image.sample.2d.v4f32.f32(i32 15, float %u, float %v, <8 x i32> %t, <4 x i32> %s, i1 false, i32 0, i32 0)
-  %r = extractelement <4 x float> %c, i32 0
-  %g = extractelement <4 x float> %c, i32 1
-  %b = extractelement <4 x float> %c, i32 2
-  %a = extractelement <4 x float> %c, i32 3
-  call void @llvm.amdgcn.exp.f32(i32 0, i32 15, float %r, float %g, float %b, float %a, i1 true, i1 true)
-  ret void
-}
-declare float @llvm.amdgcn.interp.p1(float, i32, i32, i32)
-declare float @llvm.amdgcn.interp.p2(float, float, i32, i32, i32)
-declare <4 x float> @llvm.amdgcn.image.sample.2d.v4f32.f32(i32, float, float, <8 x i32>, <4 x i32>, i1, i32, i32)
 declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
 ";
 

@@ -433,3 +433,111 @@ pub fn submit_graphics<'a>(
     .map(|_| ())
     .map_err(|e| e.to_string())
 }
+
+// Shader sources more than one test file draws with.
+
+/// A quad's four corners from VertexID (0 top-left, 1 top-right, 2 bottom-left, 3
+/// bottom-right), param0 = (x, y, 1 - x, 0.5) in 0..1 units.
+pub const VS_QUAD: &str = "\
+define amdgpu_vs void @vs(i32 inreg %s0, i32 %vid, i32 %u1, i32 %u2, i32 %iid) {
+  %xb = and i32 %vid, 1
+  %yb = lshr i32 %vid, 1
+  %xf = uitofp i32 %xb to float
+  %yf = uitofp i32 %yb to float
+  %x2 = fmul float %xf, 1.25
+  %x = fadd float %x2, -0.625
+  %y2 = fmul float %yf, 1.125
+  %y = fadd float %y2, -0.375
+  call void @llvm.amdgcn.exp.f32(i32 12, i32 15, float %x, float %y, float 0.25, float 1.0, i1 true, i1 false)
+  %ix = fsub float 1.0, %xf
+  call void @llvm.amdgcn.exp.f32(i32 32, i32 15, float %xf, float %yf, float %ix, float 0.5, i1 false, i1 false)
+  ret void
+}
+declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
+";
+
+pub const VS_QUAD_GLSL: &str = "#version 450
+layout(location = 0) out vec4 col;
+void main() {
+    int v = gl_VertexIndex;
+    float xf = float(v & 1);
+    float yf = float(v >> 1);
+    gl_Position = vec4(xf * 1.25 - 0.625, yf * 1.125 - 0.375, 0.25, 1.0);
+    col = vec4(xf, yf, 1.0 - xf, 0.5);
+}
+";
+
+pub const PS_GLSL: &str = "#version 450
+layout(location = 0) in vec4 col;
+layout(location = 0) out vec4 o;
+void main() { o = col; }
+";
+
+/// Two triangles, one per instance: instance n moved right by n/4 at depth 0.25 + n/2,
+/// param0 = (1 - n, n, vertex / 2, 1) (instance 0 red and near, instance 1 green and far,
+/// blue growing along the vertices).
+pub const VS_DEPTH: &str = "\
+define amdgpu_vs void @vs(i32 inreg %s0, i32 %vid, i32 %u1, i32 %u2, i32 %iid) {
+  %is0 = icmp eq i32 %vid, 0
+  %is1 = icmp eq i32 %vid, 1
+  %x1 = select i1 %is1, float 0.5, float -0.5
+  %x = select i1 %is0, float -0.75, float %x1
+  %y1 = select i1 %is1, float -0.25, float 0.75
+  %y = select i1 %is0, float -0.5, float %y1
+  %if = uitofp i32 %iid to float
+  %dx = fmul float %if, 0.25
+  %xi = fadd float %x, %dx
+  %dz = fmul float %if, 0.5
+  %z = fadd float %dz, 0.25
+  call void @llvm.amdgcn.exp.f32(i32 12, i32 15, float %xi, float %y, float %z, float 1.0, i1 true, i1 false)
+  %r = fsub float 1.0, %if
+  %vf = uitofp i32 %vid to float
+  %b = fmul float %vf, 0.5
+  call void @llvm.amdgcn.exp.f32(i32 32, i32 15, float %r, float %if, float %b, float 1.0, i1 false, i1 false)
+  ret void
+}
+declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
+";
+
+pub const VS_DEPTH_GLSL: &str = "#version 450
+layout(location = 0) out vec4 col;
+void main() {
+    int v = gl_VertexIndex;
+    float n = float(gl_InstanceIndex);
+    vec2 p = v == 0 ? vec2(-0.75, -0.5) : v == 1 ? vec2(0.5, -0.25) : vec2(-0.5, 0.75);
+    p.x += n * 0.25;
+    gl_Position = vec4(p, 0.25 + n * 0.5, 1.0);
+    col = vec4(1.0 - n, n, float(v) * 0.5, 1.0);
+}
+";
+
+/// Samples a 2D texture at param0.xy (the quad's 0..1 corners) with the T# in user SGPRs
+/// s[0:7] and the S# in s[8:11], implicit LOD (LLVM puts the sample in whole-quad mode).
+pub const PS_TEX: &str = "\
+define amdgpu_ps void @ps(<8 x i32> inreg %t, <4 x i32> inreg %s, i32 inreg %prim, <2 x float> %unused_sample, <2 x float> %pc) {
+  %i = extractelement <2 x float> %pc, i32 0
+  %j = extractelement <2 x float> %pc, i32 1
+  %u1 = call float @llvm.amdgcn.interp.p1(float %i, i32 0, i32 0, i32 %prim)
+  %u = call float @llvm.amdgcn.interp.p2(float %u1, float %j, i32 0, i32 0, i32 %prim)
+  %v1 = call float @llvm.amdgcn.interp.p1(float %i, i32 1, i32 0, i32 %prim)
+  %v = call float @llvm.amdgcn.interp.p2(float %v1, float %j, i32 1, i32 0, i32 %prim)
+  %c = call <4 x float> @llvm.amdgcn.image.sample.2d.v4f32.f32(i32 15, float %u, float %v, <8 x i32> %t, <4 x i32> %s, i1 false, i32 0, i32 0)
+  %r = extractelement <4 x float> %c, i32 0
+  %g = extractelement <4 x float> %c, i32 1
+  %b = extractelement <4 x float> %c, i32 2
+  %a = extractelement <4 x float> %c, i32 3
+  call void @llvm.amdgcn.exp.f32(i32 0, i32 15, float %r, float %g, float %b, float %a, i1 true, i1 true)
+  ret void
+}
+declare float @llvm.amdgcn.interp.p1(float, i32, i32, i32)
+declare float @llvm.amdgcn.interp.p2(float, float, i32, i32, i32)
+declare <4 x float> @llvm.amdgcn.image.sample.2d.v4f32.f32(i32, float, float, <8 x i32>, <4 x i32>, i1, i32, i32)
+declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
+";
+
+pub const PS_TEX_GLSL: &str = "#version 450
+layout(location = 0) in vec4 col;
+layout(set = 0, binding = 0) uniform sampler2D tex;
+layout(location = 0) out vec4 o;
+void main() { o = texture(tex, col.xy); }
+";
