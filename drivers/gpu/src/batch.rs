@@ -206,11 +206,7 @@ impl Executor {
         if self.gfx.batch.table.is_some() {
             return Ok(());
         }
-        let failed = |what: String| DrawError::Failed {
-            draw: at.0,
-            packet: at.1,
-            what,
-        };
+        let failed = DrawError::failed_at(at);
         let (views, entries) = self.views(mem, regions).map_err(failed)?;
         let vk_err = |e: VkError| failed(e.to_string());
         let table = self.range_table(&entries).map_err(vk_err)?;
@@ -235,11 +231,7 @@ impl Executor {
         writes: bool,
         at: (u64, u64),
     ) -> Result<(), DrawError> {
-        let failed = |what: String| DrawError::Failed {
-            draw: at.0,
-            packet: at.1,
-            what,
-        };
+        let failed = DrawError::failed_at(at);
         let id = (surface.is_depth(), surface.key());
         let spans = surface.spans();
         let clash = self.gfx.batch.used.iter().any(|(k, u)| {
@@ -399,7 +391,7 @@ impl Executor {
                 batch.draws.len()
             ),
         };
-        let result = self.run_batch(mem, &batch).map_err(failed);
+        let result = self.run_batch(&batch).map_err(failed);
         let written = match result {
             Ok(w) => w,
             Err(e) => {
@@ -465,11 +457,7 @@ impl Executor {
 
     /// Records the batch into one command buffer, submits and waits; returns the bytes of
     /// each surface a draw wrote.
-    fn run_batch(
-        &mut self,
-        _mem: &dyn Memory,
-        batch: &Batch,
-    ) -> Result<Vec<(SurfaceId, Vec<u8>)>, String> {
+    fn run_batch(&mut self, batch: &Batch) -> Result<Vec<(SurfaceId, Vec<u8>)>, String> {
         let vk_err = |e: VkError| e.to_string();
         if self.gfx.recorder.is_none() {
             self.gfx.recorder = Some(self.gpu.create_recorder(1).map_err(vk_err)?);
@@ -504,16 +492,23 @@ impl Executor {
             }
             set_of.push(Some(sets.len() - 1));
         }
-        // Staging for the surfaces the batch writes.
-        let mut readback = Vec::new();
-        for (id, u) in &batch.used {
-            if u.written {
-                let bytes = u.surface.image_desc();
-                let len = aps5_vulkan::image::image_bytes(bytes.format, bytes.width, bytes.height)
-                    .unwrap_or(bytes.width as usize * bytes.height as usize * 4)
-                    as u64;
-                readback.push((*id, self.scratch(len).map_err(vk_err)?));
-            }
+        // Staging for the surfaces the batch writes: as many bytes as their images hold.
+        let written: Vec<(SurfaceId, usize)> = batch
+            .used
+            .iter()
+            .filter(|(_, u)| u.written)
+            .filter_map(|(id, _)| {
+                let map = if id.0 {
+                    &self.gfx.depths
+                } else {
+                    &self.gfx.targets
+                };
+                map.get(&id.1).map(|r| (*id, r.image.host_bytes()))
+            })
+            .collect();
+        let mut readback = Vec::with_capacity(written.len());
+        for (id, len) in written {
+            readback.push((id, len, self.scratch(len as u64).map_err(vk_err)?));
         }
         let gfx = &mut self.gfx;
         let rec = gfx.recorder.as_mut().expect("created above");
@@ -589,7 +584,7 @@ impl Executor {
         if pass.is_some() {
             list.end_rendering().map_err(vk_err)?;
         }
-        for (id, buf) in &readback {
+        for (id, _, buf) in &readback {
             list.copy_image_to_buffer(image(id.0, &id.1)?, buf, 0)
                 .map_err(vk_err)?;
         }
@@ -598,11 +593,7 @@ impl Executor {
         drop(sets);
         let mut out = Vec::with_capacity(readback.len());
         let mut bufs = Vec::with_capacity(readback.len());
-        for (id, buf) in readback {
-            let u = &batch.used[&id];
-            let desc = u.surface.image_desc();
-            let len = aps5_vulkan::image::image_bytes(desc.format, desc.width, desc.height)
-                .unwrap_or(desc.width as usize * desc.height as usize * 4);
+        for (id, len, buf) in readback {
             out.push((id, buf.bytes()[..len].to_vec()));
             bufs.push(buf);
         }

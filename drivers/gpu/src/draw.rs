@@ -120,6 +120,17 @@ impl fmt::Display for DrawError {
 
 impl std::error::Error for DrawError {}
 
+impl DrawError {
+    /// The `Failed` error of draw `at.0` (packet at `at.1`) saying `what`.
+    pub(crate) fn failed_at(at: (u64, u64)) -> impl Fn(String) -> DrawError + Copy {
+        move |what| DrawError::Failed {
+            draw: at.0,
+            packet: at.1,
+            what,
+        }
+    }
+}
+
 /// Why texture binding failed: a flush it needed (a queued draw's error), or the texture.
 enum TextureError {
     Draw(DrawError),
@@ -483,11 +494,7 @@ impl Executor {
         self.stats.draws += 1;
         let n = self.stats.draws;
         let packet = d.packet_address;
-        let failed = |what: String| DrawError::Failed {
-            draw: n,
-            packet,
-            what,
-        };
+        let failed = DrawError::failed_at((n, packet));
         let st = d.state;
         let sh = &st.shaders;
         let stages = sh.stages_en;
