@@ -187,11 +187,6 @@ impl Backend for GpuBackend<'_> {
     }
 
     fn draw(&mut self, d: &Draw<'_>) -> Result<(), String> {
-        // APS5_GPU_STUB=1 (a benchmark mode): accepted, not run.
-        if self.exec.stubbed() {
-            self.exec.stub_draw();
-            return Ok(());
-        }
         let r = self.exec.draw(self.mem, d, &self.regions);
         self.draw_result(r)
     }

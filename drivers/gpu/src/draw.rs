@@ -492,6 +492,10 @@ impl Executor {
         regions: &[Region],
     ) -> Result<(), DrawError> {
         self.stats.draws += 1;
+        // APS5_GPU_STUB=1 (a benchmark mode): counted, not run, as a dispatch.
+        if self.stub {
+            return Ok(());
+        }
         let n = self.stats.draws;
         let packet = d.packet_address;
         let failed = DrawError::failed_at((n, packet));

@@ -222,7 +222,7 @@ pub struct Executor {
     prewarm: Option<crate::prewarm::Prewarm>,
     prewarm_waited: bool,
     /// [`STUB_ENV`]: draws and dispatches are accepted, not run.
-    stub: bool,
+    pub(crate) stub: bool,
 }
 
 /// The device's float controls as `Options::host_float_controls` takes them: translations
@@ -366,16 +366,6 @@ impl Executor {
 
     pub fn gpu(&self) -> &Gpu {
         &self.gpu
-    }
-
-    /// Whether draws and dispatches are stubbed out ([`STUB_ENV`]).
-    pub fn stubbed(&self) -> bool {
-        self.stub
-    }
-
-    /// A draw in stub mode: counted, not run.
-    pub fn stub_draw(&mut self) {
-        self.stats.draws += 1;
     }
 
     pub fn stats(&self) -> Stats {
