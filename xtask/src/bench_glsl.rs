@@ -346,8 +346,13 @@ pub fn glsl(quick: bool) -> Result<serde_json::Value> {
             "device": i.name,
             "driver": i.driver,
             "host_subgroup_size": i.subgroup_size,
+            "lane_subgroup": i.lane_subgroup,
             "validation": i.validation,
-            "mapping": "wave-serial: one host invocation runs one whole 32-lane guest wave (docs/TRANSLATOR.md \"Wave mapping\"); the GLSL twin runs one invocation per work-item",
+            "mapping": if i.lane_subgroup == Some(32) {
+                "lane per invocation: a host subgroup of 32 runs a guest wave, one invocation per lane, where the program allows it (ours_host_local_size = waves x 32), else wave-serial (docs/TRANSLATOR.md \"Wave mapping\"); the GLSL twin runs one invocation per work-item"
+            } else {
+                "wave-serial: one host invocation runs one whole 32-lane guest wave (docs/TRANSLATOR.md \"Wave mapping\"); the GLSL twin runs one invocation per work-item"
+            },
             "guest_wave": 32,
             "quick": quick,
             "filled_only": fill,

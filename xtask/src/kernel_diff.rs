@@ -869,7 +869,7 @@ impl Harness {
         report: &mut String,
     ) -> Result<std::result::Result<Substitute, String>> {
         let opts = Options {
-            host_subgroup_size: Some(self.gpu.info().subgroup_size),
+            host_subgroup_size: self.gpu.info().lane_subgroup,
             loop_limit: LOOP_LIMIT,
             host_float_controls: Some(host_float_controls(&self.gpu)),
             ..Default::default()
@@ -1098,7 +1098,7 @@ impl Harness {
             spirv: &t.spirv,
             entry: "main",
             push_constant_bytes: t.push_constant_bytes,
-            required_subgroup_size: None,
+            required_subgroup_size: abi::required_subgroup_size(&t.required),
         })?;
         let host_groups = [
             groups[0] * t.groups_per_guest_group.max(1),

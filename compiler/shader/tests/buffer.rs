@@ -78,6 +78,8 @@ fn translate(gpu: &Gpu, s: &Shader) -> Translation {
     let opts = Options {
         loop_limit: 1 << 20,
         host_float_controls: Some(host_float_controls(gpu)),
+        // Lane per invocation where the device allows it (NVIDIA), else wave-serial.
+        host_subgroup_size: gpu.info().lane_subgroup,
         ..Default::default()
     };
     let t =
@@ -211,7 +213,9 @@ fn run(gpu: &Gpu, s: &Shader, mem: &Mem, sgprs: impl Fn(&[u64], u64) -> Vec<u32>
             spirv: &t.spirv,
             entry: "main",
             push_constant_bytes: t.push_constant_bytes,
-            required_subgroup_size: None,
+            required_subgroup_size: aps5_shader::translate::abi::required_subgroup_size(
+                &t.meta.required_features,
+            ),
         })
         .unwrap_or_else(|e| panic!("{}: {e}", s.name));
     gpu.dispatch(&pipe, &pc, [1, 1, 1])

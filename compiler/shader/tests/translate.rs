@@ -6,29 +6,42 @@
 mod support;
 
 use aps5_shader::translate::validate::spirv_val;
-use aps5_shader::translate::{Options, translate_compute};
+use aps5_shader::translate::{Options, WaveMapping, translate_compute};
 use support::build;
 
+/// Both mappings: wave-serial (no host subgroup) and lane per invocation (a host subgroup of
+/// 32, which wave32 programs take unless they need the serial mapping).
 #[test]
 fn every_kernel_translates_and_passes_spirv_val() {
     let mut failures = Vec::new();
     let mut n = 0;
+    let mut lane_mapped = 0;
     for wave64 in [false, true] {
         let Some(ks) = build(wave64, [64, 1, 1]) else {
             return;
         };
         for k in ks {
-            n += 1;
-            match translate_compute(&k.code, &k.state, &Options::default()) {
-                Ok(t) => {
-                    if let Err(e) = spirv_val(&t.spirv) {
-                        failures.push(format!("{} wave64={wave64}: {e}", k.name));
+            for sub in [None, Some(32)] {
+                n += 1;
+                let opts = Options {
+                    host_subgroup_size: sub,
+                    ..Options::default()
+                };
+                match translate_compute(&k.code, &k.state, &opts) {
+                    Ok(t) => {
+                        lane_mapped +=
+                            (t.meta.mapping == WaveMapping::LanePerInvocation) as usize;
+                        if let Err(e) = spirv_val(&t.spirv) {
+                            failures.push(format!("{} wave64={wave64} {sub:?}: {e}", k.name));
+                        }
                     }
+                    Err(e) => failures.push(format!("{} wave64={wave64} {sub:?}: {e}", k.name)),
                 }
-                Err(e) => failures.push(format!("{} wave64={wave64}: {e}", k.name)),
             }
         }
     }
+    eprintln!("{lane_mapped} of {n} translations lane per invocation");
+    assert!(lane_mapped > 0, "no program took the lane-per-invocation mapping");
     assert!(
         failures.is_empty(),
         "{} of {n} failed:\n{}",

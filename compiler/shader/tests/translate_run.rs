@@ -53,6 +53,8 @@ fn run(gpu: &Gpu, k: &Kernel, local: u32, groups: u32, args: Vec<Arg>) -> Run {
         &Options {
             loop_limit: 1 << 20,
             host_float_controls: Some(support::host_float_controls(gpu)),
+            // Lane per invocation where the device allows it (NVIDIA), else wave-serial.
+            host_subgroup_size: gpu.info().lane_subgroup,
             ..Default::default()
         },
     )
@@ -167,7 +169,9 @@ fn run(gpu: &Gpu, k: &Kernel, local: u32, groups: u32, args: Vec<Arg>) -> Run {
             spirv: &t.spirv,
             entry: "main",
             push_constant_bytes: t.push_constant_bytes,
-            required_subgroup_size: None,
+            required_subgroup_size: aps5_shader::translate::abi::required_subgroup_size(
+                &t.meta.required_features,
+            ),
         })
         .unwrap_or_else(|e| panic!("{}: {e}", k.name));
     gpu.dispatch(&pipe, &pc, [groups, 1, 1])

@@ -242,9 +242,12 @@ pub(crate) const PIPELINE_STATE_LAYOUT: u32 = 1;
 
 /// A compute pipeline's creation state besides its shader (docs/PACKS.md, "Pipeline
 /// records"): [layout, push-constant bytes, required subgroup size (0: none)].
-pub(crate) fn compute_state_words(push_constant_bytes: u32) -> Vec<u32> {
-    // The driver never asks for a subgroup size (PipelineDesc::required_subgroup_size None).
-    vec![PIPELINE_STATE_LAYOUT, push_constant_bytes, 0]
+pub(crate) fn compute_state_words(push_constant_bytes: u32, subgroup: Option<u32>) -> Vec<u32> {
+    vec![
+        PIPELINE_STATE_LAYOUT,
+        push_constant_bytes,
+        subgroup.unwrap_or(0),
+    ]
 }
 
 /// Most code read for a program `sceAgcCreateShader` did not describe.
@@ -257,7 +260,7 @@ impl Executor {
             .and_then(|v| v.parse().ok())
             .unwrap_or(1 << 24);
         let opts = Options {
-            host_subgroup_size: Some(gpu.info().subgroup_size),
+            host_subgroup_size: gpu.info().lane_subgroup,
             loop_limit,
             host_float_controls: Some(host_float_controls(&gpu)),
             ..Default::default()
@@ -357,7 +360,7 @@ impl Executor {
                 spirv: &t.spirv,
                 entry: "main",
                 push_constant_bytes: t.push_constant_bytes,
-                required_subgroup_size: None,
+                required_subgroup_size: abi::required_subgroup_size(&t.required_features),
             })
             .map_err(|e| e.to_string())?;
         self.stats.pipelines += 1;
@@ -790,7 +793,10 @@ impl Executor {
         self.record_pipeline(
             PipelineKind::Compute,
             vec![keys],
-            compute_state_words(t.push_constant_bytes),
+            compute_state_words(
+                t.push_constant_bytes,
+                abi::required_subgroup_size(&t.required_features),
+            ),
         );
         let p = Arc::new(Program {
             pipeline,

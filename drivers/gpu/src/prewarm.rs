@@ -170,24 +170,25 @@ pub(crate) fn graphics_desc_of(
     })
 }
 
-/// The inverse of `exec::compute_state_words`: the push-constant bytes (the driver never
-/// asks for a subgroup size, so a record that does is refused).
-pub(crate) fn compute_state_of(w: &[u32]) -> Result<u32, String> {
+/// The inverse of `exec::compute_state_words`: the push-constant bytes and the required
+/// subgroup size (32 for a lane-per-invocation translation, the only size the driver sets).
+pub(crate) fn compute_state_of(w: &[u32]) -> Result<(u32, Option<u32>), String> {
     let at = &mut 0;
     layout_word(w, at)?;
     let push = word(w, at, "the push-constant bytes")?;
-    match word(w, at, "the required subgroup size")? {
-        0 => {}
+    let sub = match word(w, at, "the required subgroup size")? {
+        0 => None,
+        32 => Some(32),
         v => {
             return Err(format!(
-                "a required subgroup size of {v} (this driver sets none)"
+                "a required subgroup size of {v} (this driver sets 32 or none)"
             ));
         }
-    }
+    };
     if *at != w.len() {
         return Err(format!("{} state words too many", w.len() - *at));
     }
-    Ok(push)
+    Ok((push, sub))
 }
 
 /// What a compute pipeline is found by: its SPIR-V and push-constant bytes.
@@ -510,10 +511,14 @@ impl Shared {
                 let Some(t) = self.stage(&job.stages[0], Stage::Compute)? else {
                     return Ok(Outcome::Skipped);
                 };
-                let push = compute_state_of(&job.state)?;
-                if push != t.push_constant_bytes {
+                let (push, sub) = compute_state_of(&job.state)?;
+                let required = aps5_shader::translate::abi::required_subgroup_size(
+                    &t.required_features,
+                );
+                if push != t.push_constant_bytes || sub != required {
                     return Err(format!(
-                        "the record says {push} push-constant bytes, the shader {}",
+                        "the record says {push} push-constant bytes and subgroup size {sub:?}, \
+                         the shader {} and {required:?}",
                         t.push_constant_bytes
                     ));
                 }
@@ -529,7 +534,9 @@ impl Shared {
                     spirv: &t.spirv,
                     entry: "main",
                     push_constant_bytes: t.push_constant_bytes,
-                    required_subgroup_size: None,
+                    required_subgroup_size: aps5_shader::translate::abi::required_subgroup_size(
+                        &t.required_features,
+                    ),
                 });
                 let mut m = self.compute.lock().unwrap_or_else(|e| e.into_inner());
                 let out = match made {
@@ -747,13 +754,15 @@ mod tests {
     #[test]
     fn compute_state_words_round_trip() {
         for push in [0, 4, 96, 128] {
-            let w = crate::exec::compute_state_words(push);
-            assert_eq!(compute_state_of(&w), Ok(push));
-            for n in 0..w.len() {
-                assert!(compute_state_of(&w[..n]).is_err());
+            for sub in [None, Some(32)] {
+                let w = crate::exec::compute_state_words(push, sub);
+                assert_eq!(compute_state_of(&w), Ok((push, sub)));
+                for n in 0..w.len() {
+                    assert!(compute_state_of(&w[..n]).is_err());
+                }
             }
         }
-        assert!(compute_state_of(&[PIPELINE_STATE_LAYOUT, 96, 32]).is_err());
+        assert!(compute_state_of(&[PIPELINE_STATE_LAYOUT, 96, 16]).is_err());
         assert!(compute_state_of(&[PIPELINE_STATE_LAYOUT + 1, 96, 0]).is_err());
         assert!(compute_state_of(&[PIPELINE_STATE_LAYOUT, 96, 0, 0]).is_err());
     }

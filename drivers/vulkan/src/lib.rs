@@ -116,6 +116,12 @@ pub struct DeviceInfo {
     pub min_subgroup_size: u32,
     pub max_subgroup_size: u32,
     pub subgroup_size_control: bool,
+    /// The subgroup size a compute pipeline can require with full subgroups
+    /// (`PipelineDesc::required_subgroup_size`), with ballot and shuffle in compute: 32 where
+    /// the device allows it (NVIDIA; lavapipe with LP_NATIVE_VECTOR_WIDTH=1024), else None
+    /// (lavapipe's default size is 8). The translator's lane-per-invocation mapping needs it
+    /// (`Options::host_subgroup_size`). `APS5_WAVE_SERIAL=1` says None (A/B figures).
+    pub lane_subgroup: Option<u32>,
     pub max_push_constants_size: u32,
     pub max_compute_shared_memory_size: u32,
     pub max_compute_workgroup_invocations: u32,
@@ -724,7 +730,10 @@ impl Gpu {
             .module(module)
             .name(&entry);
         if desc.required_subgroup_size.is_some() {
-            stage = stage.push_next(&mut required);
+            // Every subgroup full: the lane-per-invocation mapping takes a subgroup for a wave.
+            stage = stage
+                .push_next(&mut required)
+                .flags(vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS);
         }
         let info = vk::ComputePipelineCreateInfo::default()
             .stage(stage)
@@ -1056,6 +1065,21 @@ fn open_device(instance: &ash::Instance, opts: &GpuOptions) -> Result<Opened> {
     };
     let control = has13 && f13.subgroup_size_control == vk::TRUE;
     let t = |b: vk::Bool32| b == vk::TRUE;
+    let ops = vk::SubgroupFeatureFlags::BASIC
+        | vk::SubgroupFeatureFlags::BALLOT
+        | vk::SubgroupFeatureFlags::SHUFFLE;
+    let lane_subgroup = (control
+        && t(f13.compute_full_subgroups)
+        && sizes
+            .required_subgroup_size_stages
+            .contains(vk::ShaderStageFlags::COMPUTE)
+        && subgroup
+            .supported_stages
+            .contains(vk::ShaderStageFlags::COMPUTE)
+        && subgroup.supported_operations.contains(ops)
+        && (sizes.min_subgroup_size..=sizes.max_subgroup_size).contains(&32)
+        && std::env::var("APS5_WAVE_SERIAL").map_or(true, |v| v != "1"))
+    .then_some(32);
     let fp = &float_props;
     let float_controls = FloatControls {
         denorm_independence: fp.denorm_behavior_independence,
@@ -1089,6 +1113,8 @@ fn open_device(instance: &ash::Instance, opts: &GpuOptions) -> Result<Opened> {
             t(base.fragment_stores_and_atomics),
         ),
         ("sampleRateShading", t(base.sample_rate_shading)),
+        // aps5_shader's LANE_SUBGROUP_FEATURE (this crate does not depend on the translator).
+        ("subgroupSize32", lane_subgroup == Some(32)),
     ] {
         if have {
             supported.push(name);
@@ -1116,6 +1142,7 @@ fn open_device(instance: &ash::Instance, opts: &GpuOptions) -> Result<Opened> {
             subgroup.subgroup_size
         },
         subgroup_size_control: control,
+        lane_subgroup,
         max_push_constants_size: props.limits.max_push_constants_size,
         max_compute_shared_memory_size: props.limits.max_compute_shared_memory_size,
         max_compute_workgroup_invocations: props.limits.max_compute_work_group_invocations,
@@ -1287,7 +1314,9 @@ pub struct PipelineDesc<'a> {
     pub spirv: &'a [u32],
     pub entry: &'a str,
     pub push_constant_bytes: u32,
-    /// Force the subgroup size (VK_EXT_subgroup_size_control); None = the driver's choice.
+    /// Force the subgroup size (VK_EXT_subgroup_size_control) with every subgroup full (the
+    /// local size x must be a multiple of it; `DeviceInfo::lane_subgroup` says the device
+    /// can); None = the driver's choice.
     pub required_subgroup_size: Option<u32>,
 }
 

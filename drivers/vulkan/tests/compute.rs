@@ -261,3 +261,79 @@ fn mirror_uploads_ranges_a_shader_reads_and_downloads_what_it_wrote() {
     assert!(err.to_string().contains("mirror"), "{err}");
     gpu.check_validation().unwrap();
 }
+
+/// What the translator's lane-per-invocation mapping relies on (docs/TRANSLATOR.md), on a
+/// device that can require full subgroups of 32 (`DeviceInfo::lane_subgroup`; lavapipe with
+/// LP_NATIVE_VECTOR_WIDTH=1024, NVIDIA): each subgroup has 32 invocations, `SubgroupId * 32 +
+/// SubgroupInvocationID` numbers the workgroup's invocations once each, ballot and shuffle see
+/// the whole subgroup, and atomics from every lane of a subgroup all land.
+const LANES: &str = r#"#version 460
+#extension GL_EXT_buffer_reference : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+layout(local_size_x = 128) in;
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer Words { uint v[]; };
+layout(push_constant) uniform Push { uint64_t out_; uint64_t counters; } pc;
+void main() {
+    uint flat_ = gl_SubgroupID * 32u + gl_SubgroupInvocationID;
+    uint slot = gl_WorkGroupID.x * 128u + flat_;
+    uvec4 b = subgroupBallot((gl_SubgroupInvocationID & 1u) == 1u);
+    uint from = subgroupShuffle(flat_, gl_SubgroupInvocationID ^ 5u);
+    Words(pc.out_).v[slot * 4u] = (gl_SubgroupID << 16) | gl_SubgroupInvocationID;
+    Words(pc.out_).v[slot * 4u + 1u] = b.x;
+    Words(pc.out_).v[slot * 4u + 2u] = from;
+    Words(pc.out_).v[slot * 4u + 3u] = gl_SubgroupSize;
+    atomicAdd(Words(pc.counters).v[flat_ % 8u], flat_ + 1u);
+    atomicAdd(Words(pc.counters).v[8], 1u);
+}
+"#;
+
+#[test]
+fn required_full_subgroups_of_32_number_lanes_once_and_see_the_whole_subgroup() {
+    let gpu = gpu();
+    let Some(size) = gpu.info().lane_subgroup else {
+        eprintln!(
+            "SKIP: the device cannot require full subgroups of 32 (lavapipe: set \
+             LP_NATIVE_VECTOR_WIDTH=1024)"
+        );
+        return;
+    };
+    assert_eq!(size, 32);
+    let groups = 8u32;
+    let out = gpu.create_buffer(u64::from(groups) * 128 * 16).unwrap();
+    let counters = gpu.create_buffer(9 * 4).unwrap();
+    let spirv = glslang("lanes32", LANES);
+    let pipeline = gpu
+        .create_compute_pipeline(&PipelineDesc {
+            spirv: &spirv,
+            entry: "main",
+            push_constant_bytes: 16,
+            required_subgroup_size: Some(32),
+        })
+        .unwrap();
+    let mut push = Vec::new();
+    push.extend(out.device_address().to_le_bytes());
+    push.extend(counters.device_address().to_le_bytes());
+    gpu.dispatch(&pipeline, &push, [groups, 1, 1]).unwrap();
+    let o = out.bytes();
+    let w = |i: usize| u32::from_le_bytes(o[i * 4..][..4].try_into().unwrap());
+    for g in 0..groups as usize {
+        for f in 0..128usize {
+            let s = (g * 128 + f) * 4;
+            assert_eq!(w(s), (((f / 32) as u32) << 16) | (f % 32) as u32, "group {g} lane {f}");
+            assert_eq!(w(s + 1), 0xAAAA_AAAA, "ballot, group {g} lane {f}");
+            assert_eq!(w(s + 2) as usize, (f & !31) | ((f % 32) ^ 5), "shuffle, lane {f}");
+            assert_eq!(w(s + 3), 32, "subgroup size");
+        }
+    }
+    let c = counters.bytes();
+    let cw = |i: usize| u32::from_le_bytes(c[i * 4..][..4].try_into().unwrap());
+    for k in 0..8u32 {
+        let want: u32 = (0..128u32).filter(|f| f % 8 == k).map(|f| f + 1).sum::<u32>() * groups;
+        assert_eq!(cw(k as usize), want, "counter {k}");
+    }
+    assert_eq!(cw(8), groups * 128);
+    gpu.check_validation().unwrap();
+}

@@ -56,8 +56,11 @@ impl ComputeState {
 /// Knobs for the host device class.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Options {
-    /// Host subgroup size when known (lavapipe 8, NVIDIA 32). The wave-serial mapping does not
-    /// depend on it; a later lane-per-invocation mapping will.
+    /// The subgroup size the driver can require of a compute pipeline, with full subgroups
+    /// (VK_EXT_subgroup_size_control / Vulkan 1.3), and ballot and shuffle: NVIDIA 32,
+    /// lavapipe 8. When it equals the wave (wave32 on 32), programs are translated lane per
+    /// invocation ([`WaveMapping::LanePerInvocation`]) and the driver must create the pipeline
+    /// with that required size; otherwise, or None, wave-serial.
     pub host_subgroup_size: Option<u32>,
     /// Bound on loop back-edges per invocation before the shader stops with fault reason 4
     /// (0 = no bound). Guards the host against a guest program that never ends.
@@ -73,6 +76,20 @@ pub struct Options {
     /// the properties; a driver refuses a device without them. Some: a mode the device lacks
     /// is left out and named in `ShaderMeta::float_caveats` (docs/TRANSLATOR.md, "Float model").
     pub host_float_controls: Option<FloatControls>,
+}
+
+/// The required feature of a lane-per-invocation translation: the device can create compute
+/// pipelines that require full subgroups of 32 lanes, with ballot and shuffle in compute
+/// (`ShaderMeta::required_features`; the driver then creates the pipeline with that size).
+pub const LANE_SUBGROUP_FEATURE: &str = "subgroupSize32";
+
+/// The subgroup size a translation needing `required_features` must be run with (pipeline
+/// creation's required size, full subgroups), or None for the driver's choice.
+pub fn required_subgroup_size<S: AsRef<str>>(required_features: &[S]) -> Option<u32> {
+    required_features
+        .iter()
+        .any(|f| f.as_ref() == LANE_SUBGROUP_FEATURE)
+        .then_some(32)
 }
 
 /// VkShaderFloatControlsIndependence.
@@ -369,6 +386,10 @@ pub enum WaveMapping {
     /// One host invocation (vertex or fragment) runs a guest wave of one lane
     /// (docs/TRANSLATOR.md, "Graphics stages").
     SingleLane,
+    /// One host invocation runs one guest lane and a host subgroup is the wave: the pipeline
+    /// must require a subgroup size of `ShaderMeta::wave_lanes` with full subgroups
+    /// (docs/TRANSLATOR.md, "Wave mapping: lane per invocation").
+    LanePerInvocation,
 }
 
 /// One guest memory access site found by the resource analysis.

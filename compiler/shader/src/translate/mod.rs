@@ -125,8 +125,11 @@ pub fn translate_compute_at(
         spirv::uses_f64(&body),
         opts.host_float_controls.as_ref(),
     );
-    let spirv =
-        spirv::emit_compute(&body, &st, opts, waves, &fplan).map_err(TranslateError::program)?;
+    // Lane per invocation where the host's subgroup is the wave and the program allows it;
+    // otherwise wave-serial, which is exact on every host (docs/TRANSLATOR.md).
+    let lane_mode = spirv::lane_unsupported(&body, opts.host_subgroup_size).is_none();
+    let spirv = spirv::emit_compute(&body, &st, opts, waves, &fplan, lane_mode)
+        .map_err(TranslateError::program)?;
     let bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
     // Only memory instructions get their text (the resource analysis asks for those).
     let text_of =
@@ -142,16 +145,23 @@ pub fn translate_compute_at(
         };
     let accesses = passes::resources(&body, state.user_sgprs(), &text_of);
     let mut features = vec!["bufferDeviceAddress", "shaderInt64", "shaderFloat64"];
+    if lane_mode {
+        features.push(abi::LANE_SUBGROUP_FEATURE);
+    }
     features.extend(&fplan.features);
     features.sort_unstable();
     Ok(Translation {
         spirv,
-        local_size: [spirv::host_local_size(&body, waves), 1, 1],
+        local_size: [spirv::host_local_size(&body, waves, lane_mode), 1, 1],
         groups_per_guest_group: 1,
         push_constant_bytes: abi::push::SIZE,
         meta: ShaderMeta {
             stage: Stage::Compute,
-            mapping: WaveMapping::WaveSerial,
+            mapping: if lane_mode {
+                WaveMapping::LanePerInvocation
+            } else {
+                WaveMapping::WaveSerial
+            },
             wave_lanes: state.wave_lanes(),
             waves_per_group: waves,
             lds_bytes,

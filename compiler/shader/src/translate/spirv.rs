@@ -24,10 +24,12 @@ pub fn emit_compute(
     opts: &Options,
     waves: u32,
     float: &FloatPlan,
+    lane_mode: bool,
 ) -> Result<Vec<u32>, String> {
     check_barriers(body)?;
     let mut e = Emit::new(body.wave_lanes, state.lds_bytes);
     e.native_fma = opts.native_fma;
+    e.lane_mode = lane_mode;
     e.module(body, state, opts, waves, float)
         .map_err(|err| format!("SPIR-V builder: {err}"))?;
     Ok(e.finish())
@@ -43,7 +45,9 @@ type Res<T> = Result<T, rspirv::dr::Error>;
 mod buffer;
 mod fma;
 mod graphics;
+mod lanes;
 mod memory;
+pub(crate) use lanes::unsupported as lane_unsupported;
 pub(crate) use graphics::emit_graphics;
 
 /// GLSL.std.450 instruction numbers.
@@ -127,6 +131,13 @@ struct Emit {
     /// Pixel stages: user SGPRs and the code address come from the record at
     /// `push::PIXEL_RECORD` (push-block member 6), not from the block.
     pixel_record: bool,
+    /// One host invocation per guest lane (spirv/lanes.rs), not per wave.
+    lane_mode: bool,
+    /// Lane mode: the `SubgroupLocalInvocationId` and `SubgroupId` inputs.
+    sg_lane: Word,
+    sg_id: Word,
+    /// Lane mode with s_barrier: the workgroup's three round flags (spirv/lanes.rs).
+    round_flags: Option<Word>,
 }
 
 /// Bit of an atomic helper's key for the 64-bit form.
@@ -206,6 +217,10 @@ impl Emit {
             gfx: None,
             stage_code: 0,
             pixel_record: false,
+            lane_mode: false,
+            sg_lane: 0,
+            sg_id: 0,
+            round_flags: None,
         }
     }
 
@@ -365,6 +380,9 @@ impl Emit {
         float: &FloatPlan,
     ) -> Res<()> {
         self.interface(state)?;
+        if self.lane_mode {
+            self.lane_interface(has_barrier(body))?;
+        }
         self.helpers(body)?;
         let main = self.main(body, state, opts, waves)?;
         let mut iface = vec![self.pc, self.wg_id, self.local_id];
@@ -374,9 +392,13 @@ impl Emit {
         if let Some(l) = self.lds {
             iface.push(l);
         }
+        if self.lane_mode {
+            iface.extend([self.sg_lane, self.sg_id]);
+            iface.extend(self.round_flags);
+        }
         self.b
             .entry_point(spirv::ExecutionModel::GLCompute, main, "main", iface);
-        let local = host_local_size(body, waves);
+        let local = host_local_size(body, waves, self.lane_mode);
         self.b
             .execution_mode(main, spirv::ExecutionMode::LocalSize, [local, 1, 1]);
         self.float_modes(main, float);
@@ -1007,6 +1029,12 @@ impl Emit {
         sregs.dedup();
         vregs.sort_unstable();
         vregs.dedup();
+        if self.lane_mode {
+            self.lane_main(body, state, opts, &sregs, &vregs)?;
+            self.b.ret()?;
+            self.b.end_function()?;
+            return Ok(f);
+        }
         let z32 = self.k32(0);
         let pfn = self.t.p_fn_u32;
         let mut svars = BTreeMap::new();
@@ -1112,6 +1140,10 @@ impl Emit {
             barriers,
             at_barrier,
             wave_base,
+            lane_bits: BTreeMap::new(),
+            region_masks: Vec::new(),
+            in_lane_region: false,
+            sync_memory: false,
         };
 
         // Prologue: the compute ABI. User SGPRs and workgroup ids are the same for every
@@ -1430,6 +1462,14 @@ impl Emit {
             self.block(labels[k])?;
             for r in &blk.regions {
                 match r {
+                    Region::Scalar(stmts) if self.lane_mode => {
+                        for s in stmts {
+                            self.stmt(cx, s)?;
+                        }
+                    }
+                    Region::Lanes { body: stmts, masks } if self.lane_mode => {
+                        self.lane_region(cx, stmts, masks)?;
+                    }
                     Region::Scalar(stmts) => {
                         cx.lane = None;
                         for s in stmts {
@@ -1528,6 +1568,10 @@ impl Emit {
     }
 
     fn vptr(&mut self, cx: &MainCx, r: u16, lane: Word) -> Res<Word> {
+        if self.lane_mode {
+            // The lane's own value (other lanes' through `lane_read` / `lane_write`).
+            return Ok(cx.vvars[&r]);
+        }
         let arr = cx.vvars[&r];
         let p = self.t.p_fn_u32;
         let index = match cx.wave_base {
@@ -1842,7 +1886,14 @@ impl Emit {
                 self.store(p, v(x))?;
                 None
             }
+            Op::ReadMaskBit(r) if cx.region_masks.contains(r) => {
+                Some(self.load(boolt, cx.lane_bits[r])?)
+            }
             Op::ReadMaskBit(r) => Some(self.lane_bit(cx, *r, lane()?)?),
+            Op::WriteMaskBit(r, x) if self.lane_mode => {
+                self.store(cx.lane_bits[r], v(x))?;
+                None
+            }
             Op::WriteMaskBit(r, x) => {
                 self.set_lane_bit(cx, *r, lane()?, v(x))?;
                 None
@@ -1854,6 +1905,11 @@ impl Emit {
             } else {
                 self.pc_u64(5)?
             }),
+            Op::ReadLane(r, l) if self.lane_mode => Some(self.lane_read(cx, *r, v(l))?),
+            Op::WriteLane(r, l, x) if self.lane_mode => {
+                self.lane_write(cx, *r, v(l), v(x))?;
+                None
+            }
             Op::ReadLane(r, l) => {
                 let p = self.vptr(cx, *r, v(l))?;
                 Some(self.load(u32t, p)?)
@@ -2267,8 +2323,14 @@ impl Emit {
 
 /// The host workgroup size along x: one invocation per guest wave, or one invocation for the
 /// whole guest workgroup when the program has s_barrier (docs/TRANSLATOR.md, "Wave mapping").
-pub(crate) fn host_local_size(body: &Body, waves: u32) -> u32 {
-    if group_serial(body) { 1 } else { waves.max(1) }
+pub(crate) fn host_local_size(body: &Body, waves: u32, lane_mode: bool) -> u32 {
+    if lane_mode {
+        waves.max(1) * body.wave_lanes
+    } else if group_serial(body) {
+        1
+    } else {
+        waves.max(1)
+    }
 }
 
 /// One host invocation runs the whole guest workgroup (its waves in barrier rounds): programs
@@ -2377,6 +2439,13 @@ struct MainCx {
     /// Several waves in this invocation: u32 variable holding the running wave's first
     /// element in the VGPR arrays (`wave * lanes`).
     wave_base: Option<Word>,
+    /// Lane mode: a Bool variable per lane mask a region writes (the lane's bit while the
+    /// region runs), the current region's masks, and whether a lane region is being emitted.
+    lane_bits: BTreeMap<SReg, Word>,
+    region_masks: Vec<SReg>,
+    in_lane_region: bool,
+    /// Lane mode: the program writes memory, so lanes meet after each memory region.
+    sync_memory: bool,
 }
 
 /// One scalar register (or SCC, or the block index) of the multi-wave barrier mapping and its

@@ -460,6 +460,10 @@ impl Emit {
             barriers: false,
             at_barrier: 0,
             wave_base: None,
+            lane_bits: BTreeMap::new(),
+            region_masks: Vec::new(),
+            in_lane_region: false,
+            sync_memory: false,
         };
 
         // Prologue: user SGPRs; the SGPR after them (PS: the primitive mask for M0) stays 0;
