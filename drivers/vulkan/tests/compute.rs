@@ -263,8 +263,8 @@ fn mirror_uploads_ranges_a_shader_reads_and_downloads_what_it_wrote() {
 }
 
 /// What the translator's lane-per-invocation mapping relies on (docs/TRANSLATOR.md), on a
-/// device that can require full subgroups of 32 (`DeviceInfo::lane_subgroup`; lavapipe with
-/// LP_NATIVE_VECTOR_WIDTH=1024, NVIDIA): each subgroup has 32 invocations, `SubgroupId * 32 +
+/// device that can require full subgroups of 32 (`DeviceInfo::lane_subgroup`: NVIDIA, with
+/// APS5_LANE_MAPPING=1): each subgroup has 32 invocations, `SubgroupId * 32 +
 /// SubgroupInvocationID` numbers the workgroup's invocations once each, ballot and shuffle see
 /// the whole subgroup, and atomics from every lane of a subgroup all land.
 const LANES: &str = r#"#version 460
@@ -295,8 +295,8 @@ fn required_full_subgroups_of_32_number_lanes_once_and_see_the_whole_subgroup() 
     let gpu = gpu();
     let Some(size) = gpu.info().lane_subgroup else {
         eprintln!(
-            "SKIP: the device cannot require full subgroups of 32 (lavapipe: set \
-             LP_NATIVE_VECTOR_WIDTH=1024)"
+            "SKIP: the device cannot require full subgroups of 32 (set \
+             APS5_LANE_MAPPING=1 on a device that has them)"
         );
         return;
     };
