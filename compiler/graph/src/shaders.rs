@@ -53,10 +53,11 @@ pub fn pack_identity() -> [u8; 32] {
     aps5_shader::pack::producer_identity()
 }
 
-/// The translation options the build uses. The device class: none. The translator reads no
-/// property of the host device today (`host_subgroup_size` is not read by the wave-serial
-/// mapping, and `native_fma` is off for every device), so one translation serves lavapipe and
-/// NVIDIA alike; the options that change the SPIR-V are part of every [`pack_key`].
+/// The translation options the build uses. The device class: none. No host subgroup, so every
+/// program is wave-serial (the lane-per-invocation mapping, opt-in on devices with subgroups
+/// of 32, is translated at run time and keyed apart: `pack::lane_subgroup`), and `native_fma`
+/// is off for every device, so one translation serves lavapipe and NVIDIA alike; the options
+/// that change the SPIR-V are part of every [`pack_key`].
 pub fn build_options() -> Options {
     Options {
         host_subgroup_size: None,

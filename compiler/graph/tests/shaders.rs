@@ -144,9 +144,12 @@ fn the_pack_key_changes_with_every_state_word_and_option() {
     let mut o = opts.clone();
     o.host_float_controls = Some(Default::default());
     others.push(shaders::pack_key(&CODE, &base, &o));
-    // The host subgroup size does not change a translation: not in the key.
+    // A host subgroup of 32 maps a wave32 compute program lane per invocation: another key.
+    // Any other size translates the same: not in the key.
     let mut o = opts.clone();
     o.host_subgroup_size = Some(32);
+    others.push(shaders::pack_key(&CODE, &base, &o));
+    o.host_subgroup_size = Some(8);
     assert_eq!(shaders::pack_key(&CODE, &base, &o), k);
     for (i, other) in others.iter().enumerate() {
         assert_ne!(*other, k, "variation {i}");

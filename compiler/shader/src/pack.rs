@@ -256,7 +256,25 @@ pub fn pack_key(code: &[u8], state: &ShaderState, opts: &Options) -> [u8; 32] {
     h.update(&opts.loop_limit.to_le_bytes());
     h.update(&[opts.native_fma as u8]);
     put(&mut h, &DeviceClass::of(opts).words());
+    // The lane-per-invocation mapping changes the module (compute, wave32, a host subgroup of
+    // 32); other stages and waves translate the same whatever the host's subgroup.
+    if let Some(n) = lane_subgroup(state, opts) {
+        put(&mut h, &[LANE_KEY_WORD, n]);
+    }
     *h.finalize().as_bytes()
+}
+
+/// Marks the lane-mapping words in a key (no device class word starts with it).
+const LANE_KEY_WORD: u32 = 0x4c41_4e45;
+
+/// The host subgroup a translation of `state` under `opts` may map lanes onto: Some only for
+/// a wave32 compute program on a host subgroup of 32 (the translator may still keep the
+/// wave-serial mapping for the program; the key is then merely distinct).
+pub fn lane_subgroup(state: &ShaderState, opts: &Options) -> Option<u32> {
+    match state {
+        ShaderState::Compute(c) if !c.wave64 && opts.host_subgroup_size == Some(32) => Some(32),
+        _ => None,
+    }
 }
 
 /// Translates `code` (whole dwords; a trailing partial dword is ignored) for `state`.
