@@ -29,8 +29,7 @@ fn every_kernel_translates_and_passes_spirv_val() {
                 };
                 match translate_compute(&k.code, &k.state, &opts) {
                     Ok(t) => {
-                        lane_mapped +=
-                            (t.meta.mapping == WaveMapping::LanePerInvocation) as usize;
+                        lane_mapped += (t.meta.mapping == WaveMapping::LanePerInvocation) as usize;
                         if let Err(e) = spirv_val(&t.spirv) {
                             failures.push(format!("{} wave64={wave64} {sub:?}: {e}", k.name));
                         }
@@ -41,7 +40,10 @@ fn every_kernel_translates_and_passes_spirv_val() {
         }
     }
     eprintln!("{lane_mapped} of {n} translations lane per invocation");
-    assert!(lane_mapped > 0, "no program took the lane-per-invocation mapping");
+    assert!(
+        lane_mapped > 0,
+        "no program took the lane-per-invocation mapping"
+    );
     assert!(
         failures.is_empty(),
         "{} of {n} failed:\n{}",

@@ -512,9 +512,8 @@ impl Shared {
                     return Ok(Outcome::Skipped);
                 };
                 let (push, sub) = compute_state_of(&job.state)?;
-                let required = aps5_shader::translate::abi::required_subgroup_size(
-                    &t.required_features,
-                );
+                let required =
+                    aps5_shader::translate::abi::required_subgroup_size(&t.required_features);
                 if push != t.push_constant_bytes || sub != required {
                     return Err(format!(
                         "the record says {push} push-constant bytes and subgroup size {sub:?}, \

@@ -322,16 +322,28 @@ fn required_full_subgroups_of_32_number_lanes_once_and_see_the_whole_subgroup() 
     for g in 0..groups as usize {
         for f in 0..128usize {
             let s = (g * 128 + f) * 4;
-            assert_eq!(w(s), (((f / 32) as u32) << 16) | (f % 32) as u32, "group {g} lane {f}");
+            assert_eq!(
+                w(s),
+                (((f / 32) as u32) << 16) | (f % 32) as u32,
+                "group {g} lane {f}"
+            );
             assert_eq!(w(s + 1), 0xAAAA_AAAA, "ballot, group {g} lane {f}");
-            assert_eq!(w(s + 2) as usize, (f & !31) | ((f % 32) ^ 5), "shuffle, lane {f}");
+            assert_eq!(
+                w(s + 2) as usize,
+                (f & !31) | ((f % 32) ^ 5),
+                "shuffle, lane {f}"
+            );
             assert_eq!(w(s + 3), 32, "subgroup size");
         }
     }
     let c = counters.bytes();
     let cw = |i: usize| u32::from_le_bytes(c[i * 4..][..4].try_into().unwrap());
     for k in 0..8u32 {
-        let want: u32 = (0..128u32).filter(|f| f % 8 == k).map(|f| f + 1).sum::<u32>() * groups;
+        let want: u32 = (0..128u32)
+            .filter(|f| f % 8 == k)
+            .map(|f| f + 1)
+            .sum::<u32>()
+            * groups;
         assert_eq!(cw(k as usize), want, "counter {k}");
     }
     assert_eq!(cw(8), groups * 128);

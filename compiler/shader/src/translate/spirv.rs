@@ -47,8 +47,8 @@ mod fma;
 mod graphics;
 mod lanes;
 mod memory;
-pub(crate) use lanes::unsupported as lane_unsupported;
 pub(crate) use graphics::emit_graphics;
+pub(crate) use lanes::unsupported as lane_unsupported;
 
 /// GLSL.std.450 instruction numbers.
 mod glsl {

@@ -54,9 +54,15 @@ pub(crate) fn unsupported(body: &Body, host_subgroup: Option<u32>) -> Option<Str
         for r in &b.regions {
             for s in r.stmts() {
                 match (&s.op, r) {
-                    (Op::Atomic { space: Space::Lds, op, wide, .. }, _)
-                        if serial_lds_atomic(*op, *wide) =>
-                    {
+                    (
+                        Op::Atomic {
+                            space: Space::Lds,
+                            op,
+                            wide,
+                            ..
+                        },
+                        _,
+                    ) if serial_lds_atomic(*op, *wide) => {
                         return Some(format!(
                             "LDS atomic at 0x{:x} has no host workgroup atomic",
                             s.inst
@@ -353,7 +359,8 @@ impl Emit {
         let fvar = |e: &mut Emit, p: Word, init: Word| {
             e.b.variable(p, None, spirv::StorageClass::Function, Some(init))
         };
-        let svars: BTreeMap<SReg, Word> = sregs.iter().map(|&r| (r, fvar(self, pfn, z32))).collect();
+        let svars: BTreeMap<SReg, Word> =
+            sregs.iter().map(|&r| (r, fvar(self, pfn, z32))).collect();
         let vvars: BTreeMap<u16, Word> = vregs.iter().map(|&r| (r, fvar(self, pfn, z32))).collect();
         let mut masks: Vec<SReg> = body
             .blocks
@@ -366,7 +373,8 @@ impl Emit {
             .collect();
         masks.sort_unstable();
         masks.dedup();
-        let lane_bits: BTreeMap<SReg, Word> = masks.iter().map(|&m| (m, fvar(self, pb, fbool))).collect();
+        let lane_bits: BTreeMap<SReg, Word> =
+            masks.iter().map(|&m| (m, fvar(self, pb, fbool))).collect();
         let scc = fvar(self, pb, fbool);
         let block_var = fvar(self, pfn, z32);
         let lane_var = fvar(self, pfn, z32);
@@ -445,7 +453,9 @@ impl Emit {
         // Barrier rounds. flags[r % 3] says whether a wave still ran after round r's dispatcher;
         // flags[(r + 2) % 3] is cleared in round r for round r + 2 (read in round r - 1 before
         // this round's barrier, written in round r + 2 after the next one).
-        let flags = self.round_flags.expect("programs with s_barrier have round flags");
+        let flags = self
+            .round_flags
+            .expect("programs with s_barrier have round flags");
         let pwg = self.t.p_wg_u32;
         let endk = self.k32(END_BLOCK);
         let first_inv = {
