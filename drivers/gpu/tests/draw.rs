@@ -199,8 +199,8 @@ fn unsupported_state_fails_naming_the_draw() {
     let (vs, ps) = (llc(VS_TRI), llc(PS));
     let g = gpu();
     let mut ex = Executor::new(g);
-    // A rect list: refused with the primitive type's name and the packet's address.
-    let mut draws = set(reg::VGT_PRIMITIVE_TYPE, 17);
+    // A quad list: refused with the primitive type's name and the packet's address.
+    let mut draws = set(reg::VGT_PRIMITIVE_TYPE, 19);
     draws.extend(pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]));
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         run_guest(
@@ -215,11 +215,11 @@ fn unsupported_state_fails_naming_the_draw() {
         )
     }));
     let msg = match r {
-        Ok(_) => panic!("a rect list draw succeeded"),
+        Ok(_) => panic!("a quad list draw succeeded"),
         Err(e) => e.downcast_ref::<String>().cloned().unwrap_or_default(),
     };
     assert!(
-        msg.contains("draw 1") && msg.contains("DI_PT_RECTLIST") && msg.contains("packet at"),
+        msg.contains("draw 1") && msg.contains("DI_PT_QUADLIST") && msg.contains("packet at"),
         "{msg}"
     );
 }
