@@ -24,7 +24,7 @@ use aps5_vulkan::{Image, ImageDesc, ImageKind, Recorder, Sampler, SamplerDesc, v
 
 use aps5_cache::records::PipelineKind;
 
-use crate::batch::{Batch, HostCall, QueuedDraw, Resident, Surface, SurfaceKey};
+use crate::batch::{Batch, DepthState, HostCall, QueuedDraw, Resident, Surface, SurfaceKey};
 use crate::depth::depth_target;
 use crate::exec::{Executor, PIPELINE_STATE_LAYOUT};
 use crate::memory::{Memory, Region};
@@ -596,7 +596,7 @@ impl Executor {
                 st.blend.color_control.rop3
             )));
         }
-        let depth = depth_target(st).map_err(failed)?;
+        let depth = depth_target(st, self.gpu.depth_stencil_format()).map_err(failed)?;
         if targets.is_empty() && depth.is_none() {
             return Err(failed(
                 "no colour target is bound and written (CB_COLORn_INFO, CB_TARGET_MASK, the \
@@ -768,7 +768,7 @@ impl Executor {
             self.batch_surface(mem, regions, Surface::Color(t.clone()), true, at)?;
         }
         if let Some(d) = &depth {
-            self.batch_surface(mem, regions, Surface::Depth(*d), d.write_enable, at)?;
+            self.batch_surface(mem, regions, Surface::Depth(Box::new(*d)), d.writes(), at)?;
         }
         let named = |ex: &Executor, e: aps5_vulkan::VkError| {
             failed(format!(
@@ -822,7 +822,12 @@ impl Executor {
                 .map(|t| (t.address, t.width, t.height, t.format.as_raw()))
                 .collect(),
             depth: depth.map(|d| (d.read, d.width, d.height, d.format.as_raw())),
-            depth_state: depth.map(|d| (d.write_enable, d.compare)),
+            depth_state: depth.map(|d| DepthState {
+                test: d.depth.is_some(),
+                write: d.depth.is_some_and(|p| p.writes),
+                compare: d.compare,
+                stencil: d.stencil.map(|_| d.stencil_faces),
+            }),
             textures,
             push,
             viewport: vp,

@@ -139,9 +139,10 @@ fn build(r: RectExpansion) -> Res<Vec<u32>> {
         let d = b.f_sub(v4, None, ab, c)?;
         corners.push(if flat { [v[0]; 4] } else { [c, a, bb, d] });
     }
-    for vertex in 0..4 {
-        for (n, &(_, out, _)) in values.iter().enumerate() {
-            b.store(out, corners[n][vertex], None, [])?;
+    // The strip C, A, B, D: each output's k-th value, then EmitVertex.
+    for k in [0, 1, 2, 3] {
+        for (c, &(_, out, _)) in corners.iter().zip(&values) {
+            b.store(out, c[k], None, [])?;
         }
         b.emit_vertex()?;
     }
