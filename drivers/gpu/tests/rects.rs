@@ -49,8 +49,23 @@ define amdgpu_vs void @vs(i32 inreg %s0, i32 %vid, i32 %u1, i32 %u2, i32 %iid) {
 declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
 ";
 
-/// The reference: rectangle `v / per` drawn from the role list `ROLES` (3 = D = A + B - C).
-fn reference_vs(roles: &[u32]) -> String {
+/// param0 read flat (`interp.mov` P0; SPI_PS_INPUT_CNTL_0.FLAT_SHADE) to MRT0.
+const PS_FLAT: &str = "\
+define amdgpu_ps void @ps(i32 inreg %c0, i32 inreg %prim, <2 x float> %unused_sample, <2 x float> %pc) {
+  %r = call float @llvm.amdgcn.interp.mov(i32 2, i32 0, i32 0, i32 %prim)
+  %g = call float @llvm.amdgcn.interp.mov(i32 2, i32 1, i32 0, i32 %prim)
+  %b = call float @llvm.amdgcn.interp.mov(i32 2, i32 2, i32 0, i32 %prim)
+  %a = call float @llvm.amdgcn.interp.mov(i32 2, i32 3, i32 0, i32 %prim)
+  call void @llvm.amdgcn.exp.f32(i32 0, i32 15, float %r, float %g, float %b, float %a, i1 true, i1 true)
+  ret void
+}
+declare float @llvm.amdgcn.interp.mov(i32, i32, i32, i32)
+declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
+";
+
+/// The reference: rectangle `v / per` drawn from the role list `ROLES` (3 = D = A + B - C);
+/// with `flat`, every vertex of rectangle i has the colour of the guest's v0 (role i).
+fn reference_vs(roles: &[u32], flat: bool) -> String {
     let list: Vec<String> = roles.iter().map(|r| r.to_string()).collect();
     format!(
         "#version 450
@@ -65,6 +80,7 @@ void main() {{
     vec3 cc = vec3(0.2, 0.2, 0.2), ca = vec3(0.8, 0.2, 0.5), cb = vec3(0.2, 0.8, 0.5);
     vec2 p = r == 0 ? c : r == 1 ? a : r == 2 ? b : a + b - c;
     vec3 k = r == 0 ? cc : r == 1 ? ca : r == 2 ? cb : ca + cb - cc;
+    if ({flat}) {{ k = i == 0 ? cc : i == 1 ? ca : cb; }}
     gl_Position = vec4(p, 0.5, 1.0);
     col = vec4(k, 1.0);
 }}
@@ -82,8 +98,9 @@ fn gpu() -> Gpu {
     .unwrap_or_else(|e| panic!("Vulkan device with the validation layer: {e}"))
 }
 
-/// Three instances of [`VS_RECT`] drawn as `prim`; the target's pixels.
-fn run(ex: &mut Executor, vs: &Compiled, ps: &Compiled, prim: u32) -> Vec<u8> {
+/// Three instances of [`VS_RECT`] drawn as `prim` (param0 flat with `flat`); the target's
+/// pixels.
+fn run(ex: &mut Executor, vs: &Compiled, ps: &Compiled, prim: u32, flat: bool) -> Vec<u8> {
     let mut mem = Pages::new(0x10000);
     let b = mem.bytes();
     b[CODE_VS..CODE_VS + vs.code.len()].copy_from_slice(&vs.code);
@@ -93,14 +110,17 @@ fn run(ex: &mut Executor, vs: &Compiled, ps: &Compiled, prim: u32) -> Vec<u8> {
     }
     let mut dcb = state_packets(mem.addr(), vs, ps, false);
     dcb.extend(set(reg::VGT_PRIMITIVE_TYPE, prim));
+    if flat {
+        dcb.extend(set(reg::SPI_PS_INPUT_CNTL_0, 1 << 10)); // FLAT_SHADE
+    }
     dcb.extend(pkt3(IT_NUM_INSTANCES, &[3]));
     dcb.extend(pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]));
     submit_graphics(ex, &mut mem, &dcb, vs, ps, None).unwrap_or_else(|e| panic!("{e}"));
     mem.bytes()[TARGET..TARGET + (W * H * 4) as usize].to_vec()
 }
 
-fn reference_picture(g: &Gpu, roles: &[u32]) -> Vec<u8> {
-    let mut sc = Scene::new(W, H, &reference_vs(roles), PS_GLSL);
+fn reference_picture(g: &Gpu, roles: &[u32], flat: bool) -> Vec<u8> {
+    let mut sc = Scene::new(W, H, &reference_vs(roles, flat), PS_GLSL);
     sc.clear = CLEAR.map(|c| c as f32 / 255.0);
     sc.topology = vk::PrimitiveTopology::TRIANGLE_LIST;
     sc.draws = vec![reference::Draw::vertices(3 * roles.len() as u32)];
@@ -139,20 +159,25 @@ fn rect_lists_match_two_glsl_triangles_per_rectangle_wherever_the_corner_is() {
         eprintln!("skipped: the device has no geometryShader");
         return;
     }
-    let got = run(&mut ex, &vs, &ps, 17); // DI_PT_RECTLIST
+    let got = run(&mut ex, &vs, &ps, 17, false); // DI_PT_RECTLIST
     // Triangles (C, A, B) and (A, D, B) per rectangle.
-    let want = reference_picture(ex.gpu(), &[0, 1, 2, 1, 3, 2]);
+    let want = reference_picture(ex.gpu(), &[0, 1, 2, 1, 3, 2], false);
     let n = compare("rect list", &got, &want, 1);
     // Three 16 x 24 pixel rectangles.
     assert_eq!(n, 3 * 16 * 24, "covered pixels");
     // The same shaders as a triangle list afterwards: the rect pipeline is not reused (a
     // triangle is half a rectangle, and its three vertices are the same C, A, B whatever
     // their order).
-    let got = run(&mut ex, &vs, &ps, 4); // DI_PT_TRILIST
-    let want = reference_picture(ex.gpu(), &[0, 1, 2]);
+    let got = run(&mut ex, &vs, &ps, 4, false); // DI_PT_TRILIST
+    let want = reference_picture(ex.gpu(), &[0, 1, 2], false);
     let n = compare("triangle list after the rect list", &got, &want, 1);
     assert!(
         n < 3 * 16 * 24 / 2 + 3 * 24,
         "{n} pixels: not a rectangle each"
     );
+    // Read flat, the whole rectangle has v0's colour (the provoking vertex), wherever the
+    // corner is.
+    let got = run(&mut ex, &vs, &llc(PS_FLAT), 17, true);
+    let want = reference_picture(ex.gpu(), &[0, 1, 2, 1, 3, 2], true);
+    compare("rect list, flat colour", &got, &want, 1);
 }
