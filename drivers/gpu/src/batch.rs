@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use aps5_shader::translate::abi::{self, FaultRecord};
+use aps5_vulkan::frame::StencilFace;
 use aps5_vulkan::graphics::GraphicsPipeline;
 use aps5_vulkan::{
     Attachment, Buffer, DepthAttachment, Image, ImageDesc, ImageKind, Rendering, Sampler,
@@ -43,7 +44,8 @@ type SurfaceId = (bool, SurfaceKey);
 #[derive(Clone, Debug)]
 pub(crate) enum Surface {
     Color(Target),
-    Depth(DepthTarget),
+    /// Boxed: two planes of placement make it several times a colour target's size.
+    Depth(Box<DepthTarget>),
 }
 
 impl Surface {
@@ -57,11 +59,11 @@ impl Surface {
         matches!(self, Surface::Depth(_))
     }
     /// The guest bytes the surface covers (every row at its pitch, or every block of a
-    /// swizzled one; for depth, the read and the write surface).
-    fn spans(&self) -> [(u64, u64); 2] {
+    /// swizzled one; for depth, the read and the write surface of each plane).
+    fn spans(&self) -> Vec<(u64, u64)> {
         match self {
-            Surface::Color(t) => [t.memory.span(); 2],
-            Surface::Depth(d) => [d.read_memory.span(), d.write_memory.span()],
+            Surface::Color(t) => vec![t.memory.span()],
+            Surface::Depth(d) => d.spans(),
         }
     }
     fn read(&self, mem: &dyn Memory) -> Result<Vec<u8>, String> {
@@ -113,6 +115,15 @@ struct Used {
     written: bool,
 }
 
+/// The depth and stencil state of a queued draw (Vulkan dynamic state).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DepthState {
+    pub test: bool,
+    pub write: bool,
+    pub compare: vk::CompareOp,
+    pub stencil: Option<[StencilFace; 2]>,
+}
+
 /// How the queued draw calls the host.
 pub(crate) enum HostCall {
     Plain {
@@ -142,7 +153,8 @@ pub(crate) struct QueuedDraw {
     /// Colour targets (by location) and the depth surface.
     pub colors: Vec<SurfaceKey>,
     pub depth: Option<SurfaceKey>,
-    pub depth_state: Option<(bool, vk::CompareOp)>,
+    /// Depth test, depth write, compare op, and the stencil faces when the stencil test runs.
+    pub depth_state: Option<DepthState>,
     pub textures: Vec<(Arc<Image>, Arc<Sampler>)>,
     /// Push constants; the range table, fault buffer and pixel record addresses are filled
     /// in when the draw is queued.
@@ -548,8 +560,12 @@ impl Executor {
                 pass = Some(this);
             }
             list.bind_pipeline(&d.pipeline);
-            if let Some((write, compare)) = d.depth_state {
-                list.set_depth(true, write, compare);
+            if let Some(s) = &d.depth_state {
+                list.set_depth(s.test, s.write, s.compare);
+                match s.stencil {
+                    Some([front, back]) => list.set_stencil(true, Some(front), Some(back)),
+                    None => list.set_stencil(false, None, None),
+                }
             }
             if let Some(i) = set {
                 list.bind_textures(&sets[*i]).map_err(vk_err)?;

@@ -19,11 +19,12 @@ use aps5_shader::translate::abi::{self, FaultReason, FaultRecord};
 use aps5_shader::translate::{PixelState, VertexState};
 use aps5_vulkan::graphics::TopologyClass;
 use aps5_vulkan::graphics::{Blend, ColorTarget, GraphicsDesc, GraphicsPipeline, Shader};
+use aps5_vulkan::rects::RectExpansion;
 use aps5_vulkan::{Image, ImageDesc, ImageKind, Recorder, Sampler, SamplerDesc, vk};
 
 use aps5_cache::records::PipelineKind;
 
-use crate::batch::{Batch, HostCall, QueuedDraw, Resident, Surface, SurfaceKey};
+use crate::batch::{Batch, DepthState, HostCall, QueuedDraw, Resident, Surface, SurfaceKey};
 use crate::depth::depth_target;
 use crate::exec::{Executor, PIPELINE_STATE_LAYOUT};
 use crate::memory::{Memory, Region};
@@ -329,6 +330,8 @@ fn topology(prim: u32) -> Result<vk::PrimitiveTopology, String> {
         Prim::DI_PT_TRILIST => T::TRIANGLE_LIST,
         Prim::DI_PT_TRIFAN => T::TRIANGLE_FAN,
         Prim::DI_PT_TRISTRIP => T::TRIANGLE_STRIP,
+        // Each three vertices are a rectangle: triangles to the rect stage (GraphicsDesc::rect).
+        Prim::DI_PT_RECTLIST => T::TRIANGLE_LIST,
         _ => {
             let name = Prim::ENTRIES
                 .iter()
@@ -339,6 +342,24 @@ fn topology(prim: u32) -> Result<vk::PrimitiveTopology, String> {
             ));
         }
     })
+}
+
+/// What the rect stage passes on: the VS's parameters, flat where the PS reads them flat.
+fn rect_expansion(vs: &Stage, ps: &aps5_shader::translate::GraphicsInterface) -> RectExpansion {
+    let outputs = vs
+        .translation
+        .graphics
+        .as_ref()
+        .map_or(0, |g| g.outputs.iter().fold(0u32, |m, &l| m | 1 << l));
+    let flat = ps
+        .inputs
+        .iter()
+        .filter(|(_, i)| i.interp == aps5_shader::translate::Interp::Flat)
+        .fold(0u32, |m, &(l, _)| m | 1 << l);
+    RectExpansion {
+        outputs,
+        flat: flat & outputs,
+    }
 }
 
 /// The host viewport (x, y, w, h, min depth, max depth) from PA_CL_VPORT_* 0.
@@ -575,7 +596,7 @@ impl Executor {
                 st.blend.color_control.rop3
             )));
         }
-        let depth = depth_target(st).map_err(failed)?;
+        let depth = depth_target(st, self.gpu.depth_stencil_format()).map_err(failed)?;
         if targets.is_empty() && depth.is_none() {
             return Err(failed(
                 "no colour target is bound and written (CB_COLORn_INFO, CB_TARGET_MASK, the \
@@ -627,6 +648,9 @@ impl Executor {
         desc.push_constant_bytes = abi::push::GRAPHICS_SIZE;
         desc.textures = ps.translation.textures.len() as u32;
         desc.topology = TopologyClass::of(prim);
+        if st.draw.primitive_type.prim_type == Prim::DI_PT_RECTLIST {
+            desc.rect = Some(rect_expansion(&vs, &pg));
+        }
         desc.targets = targets
             .iter()
             .map(|t| ColorTarget {
@@ -744,7 +768,7 @@ impl Executor {
             self.batch_surface(mem, regions, Surface::Color(t.clone()), true, at)?;
         }
         if let Some(d) = &depth {
-            self.batch_surface(mem, regions, Surface::Depth(*d), d.write_enable, at)?;
+            self.batch_surface(mem, regions, Surface::Depth(Box::new(*d)), d.writes(), at)?;
         }
         let named = |ex: &Executor, e: aps5_vulkan::VkError| {
             failed(format!(
@@ -798,7 +822,12 @@ impl Executor {
                 .map(|t| (t.address, t.width, t.height, t.format.as_raw()))
                 .collect(),
             depth: depth.map(|d| (d.read, d.width, d.height, d.format.as_raw())),
-            depth_state: depth.map(|d| (d.write_enable, d.compare)),
+            depth_state: depth.map(|d| DepthState {
+                test: d.depth.is_some(),
+                write: d.depth.is_some_and(|p| p.writes),
+                compare: d.compare,
+                stencil: d.stencil.map(|_| d.stencil_faces),
+            }),
             textures,
             push,
             viewport: vp,
@@ -982,21 +1011,18 @@ pub(crate) fn graphics_state_words(d: &GraphicsDesc) -> Vec<u32> {
         targets,
         depth_format,
         samples,
+        rect,
     } = d;
-    let topology = match topology {
-        TopologyClass::Points => 0,
-        TopologyClass::Lines => 1,
-        TopologyClass::Triangles => 2,
+    let topology = match (topology, rect) {
+        (TopologyClass::Points, _) => vec![0],
+        (TopologyClass::Lines, _) => vec![1],
+        (TopologyClass::Triangles, None) => vec![2],
+        // A rect list: triangles through the rect stage, which these two words rebuild.
+        (TopologyClass::Triangles, Some(r)) => vec![3, r.outputs, r.flat],
     };
-    let mut w = vec![
-        PIPELINE_STATE_LAYOUT,
-        *push_constant_bytes,
-        *textures,
-        topology,
-        depth_format.as_raw() as u32,
-        *samples,
-        targets.len() as u32,
-    ];
+    let mut w = vec![PIPELINE_STATE_LAYOUT, *push_constant_bytes, *textures];
+    w.extend(topology);
+    w.extend([depth_format.as_raw() as u32, *samples, targets.len() as u32]);
     for t in targets {
         let b = &t.blend;
         w.extend([

@@ -24,6 +24,7 @@ use aps5_vulkan::graphics::{
 use aps5_vulkan::{BlobSave, ComputePipeline, Gpu, PipelineDesc, vk};
 
 use crate::exec::PIPELINE_STATE_LAYOUT;
+use aps5_vulkan::rects::RectExpansion;
 
 /// Where the driver finds the pipelines pack (`aps5 run`: `aps5-out/packs/pipelines.pack`).
 pub const PIPELINE_PACK_ENV: &str = "APS5_PIPELINE_PACK";
@@ -100,11 +101,23 @@ pub(crate) fn graphics_desc_of(
     layout_word(w, at)?;
     let push_constant_bytes = word(w, at, "the push-constant bytes")?;
     let textures = word(w, at, "the texture count")?;
+    let mut rect = None;
     let topology = match word(w, at, "the topology class")? {
         0 => TopologyClass::Points,
         1 => TopologyClass::Lines,
         2 => TopologyClass::Triangles,
-        v => return Err(format!("topology class {v} (0, 1 or 2)")),
+        3 => {
+            let outputs = word(w, at, "the rect stage's outputs")?;
+            let flat = word(w, at, "the rect stage's flat outputs")?;
+            if flat & !outputs != 0 {
+                return Err(format!(
+                    "rect stage flat outputs {flat:#x} outside its outputs {outputs:#x}"
+                ));
+            }
+            rect = Some(RectExpansion { outputs, flat });
+            TopologyClass::Triangles
+        }
+        v => return Err(format!("topology class {v} (0 to 3)")),
     };
     let depth_format = vk::Format::from_raw(word(w, at, "the depth format")? as i32);
     let samples = word(w, at, "the samples")?;
@@ -167,6 +180,7 @@ pub(crate) fn graphics_desc_of(
         targets,
         depth_format,
         samples,
+        rect,
     })
 }
 
@@ -715,6 +729,13 @@ mod tests {
                 .collect();
             descs.push(d);
         }
+        // A rect list: triangles and the rect stage's outputs.
+        let mut r = descs[2].clone();
+        r.rect = Some(RectExpansion {
+            outputs: 0b1101,
+            flat: 0b100,
+        });
+        descs.push(r);
         for d in &descs {
             let w = crate::draw::graphics_state_words(d);
             let back = graphics_desc_of(&w, v.clone(), f.clone()).unwrap();

@@ -199,8 +199,8 @@ fn unsupported_state_fails_naming_the_draw() {
     let (vs, ps) = (llc(VS_TRI), llc(PS));
     let g = gpu();
     let mut ex = Executor::new(g);
-    // A rect list: refused with the primitive type's name and the packet's address.
-    let mut draws = set(reg::VGT_PRIMITIVE_TYPE, 17);
+    // A quad list: refused with the primitive type's name and the packet's address.
+    let mut draws = set(reg::VGT_PRIMITIVE_TYPE, 19);
     draws.extend(pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]));
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         run_guest(
@@ -215,11 +215,11 @@ fn unsupported_state_fails_naming_the_draw() {
         )
     }));
     let msg = match r {
-        Ok(_) => panic!("a rect list draw succeeded"),
+        Ok(_) => panic!("a quad list draw succeeded"),
         Err(e) => e.downcast_ref::<String>().cloned().unwrap_or_default(),
     };
     assert!(
-        msg.contains("draw 1") && msg.contains("DI_PT_RECTLIST") && msg.contains("packet at"),
+        msg.contains("draw 1") && msg.contains("DI_PT_QUADLIST") && msg.contains("packet at"),
         "{msg}"
     );
 }
@@ -746,10 +746,17 @@ fn unsupported_depth_state_names_the_register_and_field() {
     );
     for (z_format, extra, want) in [
         (ZFormat::Z_24, Vec::new(), "DB_Z_INFO.FORMAT Z_24"),
+        // The stencil test with no stencil surface; with Z_16 (the host would keep it in a
+        // D32/D24 depth-stencil image).
         (
             ZFormat::Z_32_FLOAT,
+            stencil.clone(),
+            "DB_STENCIL_READ_BASE is 0",
+        ),
+        (
+            ZFormat::Z_16,
             stencil,
-            "DB_DEPTH_CONTROL.STENCIL_ENABLE",
+            "DB_Z_INFO.FORMAT Z_16 (1) with the stencil test",
         ),
         (
             ZFormat::Z_32_FLOAT,
@@ -1376,7 +1383,7 @@ fn draws_before_a_refused_draw_still_reach_guest_memory() {
     let base = mem.addr();
     let mut dcb = state_packets(base, &vs, &ps, false);
     dcb.extend(pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]));
-    dcb.extend(set(reg::VGT_PRIMITIVE_TYPE, 17)); // DI_PT_RECTLIST: refused
+    dcb.extend(set(reg::VGT_PRIMITIVE_TYPE, 19)); // DI_PT_QUADLIST: refused
     dcb.extend(pkt3(IT_DRAW_INDEX_AUTO, &[3, 2]));
     let e = submit_graphics(&mut ex, &mut mem, &dcb, &vs, &ps, None).unwrap_err();
     assert!(e.contains("draw 2"), "{e}");

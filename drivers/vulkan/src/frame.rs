@@ -924,7 +924,7 @@ impl<'a> CommandList<'a> {
         Ok(())
     }
 
-    /// Copies the whole image (depth aspect for depth formats) into `buffer` at `offset` as
+    /// Copies the whole image (depth, then stencil, for depth formats) into `buffer` at `offset` as
     /// tightly packed rows, outside rendering: a render target written back into guest memory
     /// (an imported [`Buffer`]) without a host copy. Leaves the image in TRANSFER_SRC_OPTIMAL;
     /// the bytes are visible to the host after the submission's wait.
@@ -937,15 +937,15 @@ impl<'a> CommandList<'a> {
         self.check_copy("copy_image_to_buffer", image, buffer, offset)?;
         let d = &self.inner.device;
         image.record_transition(d, self.cmd, vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
-        let region = crate::image::copy_region(image).buffer_offset(offset);
-        // SAFETY: live image and buffer; the region lies inside both (checked above).
+        let regions = crate::image::copy_regions_at(image, offset);
+        // SAFETY: live image and buffer; the regions lie inside both (checked above).
         unsafe {
             d.cmd_copy_image_to_buffer(
                 self.cmd,
                 image.image,
                 vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
                 buffer.buffer,
-                &[region],
+                &regions,
             )
         };
         Ok(())
@@ -962,7 +962,7 @@ impl<'a> CommandList<'a> {
         self.check_copy("copy_buffer_to_image", image, buffer, offset)?;
         let d = &self.inner.device;
         image.record_transition(d, self.cmd, vk::ImageLayout::TRANSFER_DST_OPTIMAL);
-        let region = crate::image::copy_region(image).buffer_offset(offset);
+        let regions = crate::image::copy_regions_at(image, offset);
         // SAFETY: as above.
         unsafe {
             d.cmd_copy_buffer_to_image(
@@ -970,7 +970,7 @@ impl<'a> CommandList<'a> {
                 buffer.buffer,
                 image.image,
                 vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-                &[region],
+                &regions,
             )
         };
         image.record_transition(d, self.cmd, vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL);

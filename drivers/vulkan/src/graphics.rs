@@ -3,7 +3,8 @@
 //! Every pipeline has the translator's push-constant block (docs/SHADER_ABI.md: 96 bytes, or
 //! what [`GraphicsDesc::push_constant_bytes`] says) visible to both stages, and optionally one
 //! descriptor set (set 0) of `textures` combined image samplers, bindings 0.., visible to the
-//! fragment stage. Viewport, scissor, cull mode, front face, topology (within its class),
+//! fragment stage; a rect list adds a generated geometry stage ([`GraphicsDesc::rect`]).
+//! Viewport, scissor, cull mode, front face, topology (within its class),
 //! depth test / write / compare op and the stencil test are dynamic state (core in Vulkan 1.3),
 //! primitive restart and depth bias, so they are not part of a pipeline's key; blending, write masks, formats, vertex layout and
 //! shaders are.
@@ -25,6 +26,7 @@ use std::time::{Duration, Instant};
 use ash::vk;
 use vk::Handle;
 
+use crate::rects::{RectExpansion, rect_geometry_spirv};
 use crate::{Gpu, Inner, Result, VkError, call};
 
 /// A SPIR-V module for one stage, entry point `main`.
@@ -172,6 +174,9 @@ pub struct GraphicsDesc {
     pub depth_format: vk::Format,
     /// Samples per pixel of the attachments (1 = no multisampling).
     pub samples: u32,
+    /// A rect list: each triangle becomes the AMD hardware's rectangle through a generated
+    /// geometry stage ([`crate::rects`]; needs geometryShader). `topology` is Triangles.
+    pub rect: Option<RectExpansion>,
 }
 
 impl GraphicsDesc {
@@ -192,6 +197,7 @@ impl GraphicsDesc {
             }],
             depth_format: vk::Format::UNDEFINED,
             samples: 1,
+            rect: None,
         }
     }
 }
@@ -568,6 +574,14 @@ impl Gpu {
                 )));
             }
         }
+        if desc.rect.is_some() && !self.info.geometry_shader {
+            return Err(VkError::Unsupported {
+                name: self.info.name.clone(),
+                what: "rect lists need geometryShader (the rectangle is made by a geometry \
+                       stage)"
+                    .into(),
+            });
+        }
         if !self.info.independent_blend && desc.targets.windows(2).any(|w| w[0].blend != w[1].blend)
         {
             return Err(VkError::Unsupported {
@@ -671,7 +685,12 @@ impl Gpu {
                 ),
                 (
                     LibFlags::PRE_RASTERIZATION_SHADERS,
-                    key_of((desc.vertex.id, desc.push_constant_bytes, desc.textures)),
+                    key_of((
+                        desc.vertex.id,
+                        desc.rect,
+                        desc.push_constant_bytes,
+                        desc.textures,
+                    )),
                 ),
                 (
                     LibFlags::FRAGMENT_SHADER,
@@ -990,6 +1009,8 @@ fn build(
     }
     let dynamic_info = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dynamic);
     let mut stages = Vec::new();
+    // The rect stage's module lives for this call only (a pipeline keeps no reference).
+    let mut geometry = None;
     if has(LibFlags::PRE_RASTERIZATION_SHADERS) {
         stages.push(
             vk::PipelineShaderStageCreateInfo::default()
@@ -997,6 +1018,21 @@ fn build(
                 .module(desc.vertex.module)
                 .name(c"main"),
         );
+        if let Some(r) = desc.rect {
+            let words = rect_geometry_spirv(r);
+            let info = vk::ShaderModuleCreateInfo::default().code(&words);
+            // SAFETY: valid create info.
+            let m = call("vkCreateShaderModule (rect list stage)", unsafe {
+                d.create_shader_module(&info, None)
+            })?;
+            geometry = Some(m);
+            stages.push(
+                vk::PipelineShaderStageCreateInfo::default()
+                    .stage(vk::ShaderStageFlags::GEOMETRY)
+                    .module(m)
+                    .name(c"main"),
+            );
+        }
     }
     if has(LibFlags::FRAGMENT_SHADER) {
         stages.push(
@@ -1061,6 +1097,10 @@ fn build(
     }
     // SAFETY: every struct the create info points to lives until the call returns.
     let created = unsafe { d.create_graphics_pipelines(cache, &[info], None) };
+    if let Some(m) = geometry {
+        // SAFETY: the pipeline no longer needs its module.
+        unsafe { d.destroy_shader_module(m, None) };
+    }
     match created {
         Ok(p) => Ok(p[0]),
         Err((_, result)) => Err(VkError::Call {

@@ -33,7 +33,8 @@ pub struct ImageDesc {
 }
 
 /// Bytes per texel of the formats this crate moves between host and device (for depth formats:
-/// of the depth aspect, which is what readback returns). None = not supported here.
+/// of the depth aspect; a depth-stencil image's stencil plane follows, see [`image_bytes`]).
+/// None = not supported here.
 pub fn texel_bytes(format: vk::Format) -> Option<u32> {
     use vk::Format as F;
     Some(match format {
@@ -74,12 +75,19 @@ pub fn block_bytes(format: vk::Format) -> Option<u32> {
 }
 
 /// Bytes of a tightly packed `width` x `height` image of `format` (whole 4x4 blocks for
-/// block-compressed formats); None for formats this crate does not move.
+/// block-compressed formats; for depth-stencil formats the depth plane, then the stencil
+/// plane of one byte a texel); None for formats this crate does not move.
 pub fn image_bytes(format: vk::Format, width: u32, height: u32) -> Option<usize> {
     if let Some(b) = block_bytes(format) {
         return Some(width.div_ceil(4) as usize * height.div_ceil(4) as usize * b as usize);
     }
-    texel_bytes(format).map(|t| width as usize * height as usize * t as usize)
+    let texels = width as usize * height as usize;
+    let stencil = if depth_aspects(format) == Some(true) {
+        texels
+    } else {
+        0
+    };
+    texel_bytes(format).map(|t| texels * t as usize + stencil)
 }
 
 /// Whether `format` is a depth format, and whether it also has stencil.
@@ -530,7 +538,8 @@ impl Gpu {
     /// Fills the whole image from tightly packed rows of `data` (width * height * texel bytes;
     /// for BC formats, rows of 4x4 blocks)
     /// and leaves a texture in SHADER_READ_ONLY_OPTIMAL (other kinds in TRANSFER_DST_OPTIMAL;
-    /// the next render pass moves them). Depth images take the depth aspect's bytes.
+    /// the next render pass moves them). Depth images take the depth aspect's bytes, and
+    /// depth-stencil ones then the stencil aspect's ([`image_bytes`]).
     pub fn upload_image(&self, image: &Image, data: &[u8]) -> Result<()> {
         if image.samples > 1 {
             return Err(VkError::Invalid(format!(
@@ -572,7 +581,8 @@ impl Gpu {
     }
 
     /// The image's contents as tightly packed rows (for depth formats: the depth aspect, 4
-    /// bytes a texel for D32 / D24 (24 bits in the low bits), 2 for D16). Waits for all work
+    /// bytes a texel for D32 / D24 (24 bits in the low bits), 2 for D16, then for
+    /// depth-stencil formats the stencil aspect, 1 byte a texel). Waits for all work
     /// submitted before, and leaves the image in TRANSFER_SRC_OPTIMAL.
     pub fn read_image(&self, image: &Image) -> Result<Vec<u8>> {
         if image.samples > 1 {
@@ -647,44 +657,47 @@ impl Gpu {
     }
 }
 
-pub(crate) fn copy_region(image: &Image) -> vk::BufferImageCopy {
-    // Depth-stencil images copy their depth aspect only.
-    let aspect = if image.aspect.contains(vk::ImageAspectFlags::DEPTH) {
-        vk::ImageAspectFlags::DEPTH
-    } else {
-        image.aspect
+/// The copy regions of the whole image from `offset` on: one per mip level, the levels packed
+/// one after the other; a depth-stencil image has its depth plane, then its stencil plane.
+pub(crate) fn copy_regions_at(image: &Image, offset: u64) -> Vec<vk::BufferImageCopy> {
+    let region = |aspect: vk::ImageAspectFlags, level: u32, at: u64| {
+        let (w, h) = image.level_size(level);
+        vk::BufferImageCopy::default()
+            .buffer_offset(at)
+            .buffer_row_length(0)
+            .buffer_image_height(0)
+            .image_subresource(
+                vk::ImageSubresourceLayers::default()
+                    .aspect_mask(aspect)
+                    .mip_level(level)
+                    .layer_count(1),
+            )
+            .image_extent(vk::Extent3D {
+                width: w,
+                height: h,
+                depth: 1,
+            })
     };
-    vk::BufferImageCopy::default()
-        .buffer_row_length(0)
-        .buffer_image_height(0)
-        .image_subresource(
-            vk::ImageSubresourceLayers::default()
-                .aspect_mask(aspect)
-                .layer_count(1),
-        )
-        .image_extent(vk::Extent3D {
-            width: image.desc.width,
-            height: image.desc.height,
-            depth: 1,
-        })
-}
-
-/// One copy region per mip level, the levels packed one after the other in the buffer.
-fn copy_regions(image: &Image) -> Vec<vk::BufferImageCopy> {
-    let mut at = 0u64;
+    if image.aspect.contains(vk::ImageAspectFlags::DEPTH) {
+        let (w, h) = (image.desc.width as u64, image.desc.height as u64);
+        let mut out = vec![region(vk::ImageAspectFlags::DEPTH, 0, offset)];
+        if image.aspect.contains(vk::ImageAspectFlags::STENCIL) {
+            // The depth aspect's texels are 4 bytes (D32, D24 in the low bits).
+            out.push(region(vk::ImageAspectFlags::STENCIL, 0, offset + 4 * w * h));
+        }
+        return out;
+    }
+    let mut at = offset;
     (0..image.levels)
         .map(|l| {
+            let r = region(image.aspect, l, at);
             let (w, h) = image.level_size(l);
-            let mut r = copy_region(image)
-                .buffer_offset(at)
-                .image_extent(vk::Extent3D {
-                    width: w,
-                    height: h,
-                    depth: 1,
-                });
-            r.image_subresource.mip_level = l;
             at += image_bytes(image.desc.format, w, h).unwrap_or(0) as u64;
             r
         })
         .collect()
+}
+
+fn copy_regions(image: &Image) -> Vec<vk::BufferImageCopy> {
+    copy_regions_at(image, 0)
 }

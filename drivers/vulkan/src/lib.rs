@@ -25,6 +25,7 @@ pub mod image;
 pub mod memory;
 pub mod pcache;
 pub mod png;
+pub mod rects;
 pub mod reference;
 
 pub use ash::vk;
@@ -142,6 +143,8 @@ pub struct DeviceInfo {
     pub max_image_dimension_2d: u32,
     /// Colour attachments may blend differently (independentBlend).
     pub independent_blend: bool,
+    /// geometryShader (rect lists are drawn through a geometry stage).
+    pub geometry_shader: bool,
     /// Multisampled rasterization uses the standard sample positions.
     pub standard_sample_locations: bool,
     /// VkPhysicalDeviceDriverProperties::driverID (for the workarounds graphics.rs lists).
@@ -935,6 +938,7 @@ fn open_device(instance: &ash::Instance, opts: &GpuOptions) -> Result<Opened> {
         .shader_int16(base.shader_int16 == vk::TRUE)
         .shader_float64(base.shader_float64 == vk::TRUE)
         .independent_blend(base.independent_blend == vk::TRUE)
+        .geometry_shader(base.geometry_shader == vk::TRUE)
         .texture_compression_bc(base.texture_compression_bc == vk::TRUE);
     let mut want11 = vk::PhysicalDeviceVulkan11Features::default()
         .storage_buffer16_bit_access(f11.storage_buffer16_bit_access == vk::TRUE)
@@ -1163,6 +1167,7 @@ fn open_device(instance: &ash::Instance, opts: &GpuOptions) -> Result<Opened> {
         pipeline_library,
         max_image_dimension_2d: props.limits.max_image_dimension2_d,
         independent_blend: base.independent_blend == vk::TRUE,
+        geometry_shader: base.geometry_shader == vk::TRUE,
         driver_id: driver.driver_id,
         standard_sample_locations: props.limits.standard_sample_locations == vk::TRUE,
         float_controls,

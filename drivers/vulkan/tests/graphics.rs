@@ -159,7 +159,16 @@ fn clears_write_the_exact_encoding_of_each_format() {
         let t = list.submit().unwrap();
         rec.wait(t).unwrap();
         let bytes = gpu.read_image(&img).unwrap();
-        for t in bytes.chunks_exact(4) {
+        let texels = (W * H) as usize;
+        let (depth, stencil) = bytes.split_at(4 * texels);
+        // A depth-stencil image reads back its stencil plane after the depth plane.
+        if format == vk::Format::D32_SFLOAT {
+            assert!(stencil.is_empty());
+        } else {
+            assert_eq!(stencil.len(), texels, "{format:?} stencil plane");
+            assert!(stencil.iter().all(|&s| s == 7), "{format:?} stencil");
+        }
+        for t in depth.chunks_exact(4) {
             let raw = u32::from_le_bytes(t.try_into().unwrap());
             if format == vk::Format::D24_UNORM_S8_UINT {
                 let want = (clear as f64 * 16777215.0).round() as i64;
@@ -1457,5 +1466,52 @@ fn multisampled_edges_resolve_to_the_fraction_of_standard_sample_positions_cover
         partial > 20,
         "the edges cross pixels ({partial} partly covered)"
     );
+    gpu.check_validation().unwrap();
+}
+
+#[test]
+fn a_depth_stencil_image_uploads_and_reads_back_both_planes() {
+    let gpu = gpu();
+    let ds = gpu.depth_stencil_format().expect("a depth-stencil format");
+    let img = gpu
+        .create_image(&ImageDesc {
+            width: W,
+            height: H,
+            format: ds,
+            kind: ImageKind::Depth,
+        })
+        .unwrap();
+    let texels = (W * H) as usize;
+    assert_eq!(img.host_bytes(), 5 * texels);
+    // Depth values exact in D24 too (multiples of 2^-24 below 1 with 24 bits), then stencil.
+    let mut bytes = Vec::new();
+    for i in 0..texels as u32 {
+        let d = if ds == vk::Format::D32_SFLOAT_S8_UINT {
+            (i as f32 / texels as f32).to_bits()
+        } else {
+            i * 97 % (1 << 24)
+        };
+        bytes.extend(d.to_le_bytes());
+    }
+    bytes.extend((0..texels).map(|i| (i * 31 % 256) as u8));
+    gpu.upload_image(&img, &bytes).unwrap();
+    let back = gpu.read_image(&img).unwrap();
+    let mask = |b: &[u8]| -> Vec<u8> {
+        if ds == vk::Format::D24_UNORM_S8_UINT {
+            // The top byte of a D24 texel is undefined.
+            b.chunks_exact(4)
+                .flat_map(|c| [c[0], c[1], c[2], 0])
+                .chain(b[4 * texels..].iter().copied())
+                .collect()
+        } else {
+            b.to_vec()
+        }
+    };
+    assert_eq!(
+        mask(&back[..4 * texels]),
+        mask(&bytes[..4 * texels]),
+        "depth plane"
+    );
+    assert_eq!(&back[4 * texels..], &bytes[4 * texels..], "stencil plane");
     gpu.check_validation().unwrap();
 }
