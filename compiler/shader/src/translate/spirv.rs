@@ -133,11 +133,29 @@ struct Emit {
     pixel_record: bool,
     /// One host invocation per guest lane (spirv/lanes.rs), not per wave.
     lane_mode: bool,
+    /// The address translation's last hit (`fn_xlate`); in every entry point's interface.
+    xlate_cache: Option<XlateCache>,
     /// Lane mode: the `SubgroupLocalInvocationId` and `SubgroupId` inputs.
     sg_lane: Word,
     sg_id: Word,
     /// Lane mode with s_barrier: the workgroup's three round flags (spirv/lanes.rs).
     round_flags: Option<Word>,
+}
+
+/// Private variables holding the range-table entry an invocation's last guest access hit: guest
+/// start and end, device address, permissions. Empty at start (start above end).
+#[derive(Clone, Copy)]
+struct XlateCache {
+    lo: Word,
+    hi: Word,
+    dev: Word,
+    perms: Word,
+}
+
+impl XlateCache {
+    fn vars(&self) -> [Word; 4] {
+        [self.lo, self.hi, self.dev, self.perms]
+    }
 }
 
 /// Bit of an atomic helper's key for the 64-bit form.
@@ -218,6 +236,7 @@ impl Emit {
             stage_code: 0,
             pixel_record: false,
             lane_mode: false,
+            xlate_cache: None,
             sg_lane: 0,
             sg_id: 0,
             round_flags: None,
@@ -395,6 +414,9 @@ impl Emit {
         if self.lane_mode {
             iface.extend([self.sg_lane, self.sg_id]);
             iface.extend(self.round_flags);
+        }
+        if let Some(c) = self.xlate_cache {
+            iface.extend(c.vars());
         }
         self.b
             .entry_point(spirv::ExecutionModel::GLCompute, main, "main", iface);
@@ -597,6 +619,18 @@ impl Emit {
     /// xlate(addr, bytes, need, inst) -> device address, or 0 after recording a fault.
     fn fn_xlate(&mut self, fault: Word) -> Res<Word> {
         let (u32t, u64t, boolt) = (self.t.u32, self.t.u64, self.t.bool);
+        if self.xlate_cache.is_none() {
+            let p64 = self.b.type_pointer(None, spirv::StorageClass::Private, u64t);
+            let p32 = self.b.type_pointer(None, spirv::StorageClass::Private, u32t);
+            let (max, z64, z32) = (self.k64(u64::MAX), self.k64(0), self.k32(0));
+            let pv = spirv::StorageClass::Private;
+            self.xlate_cache = Some(XlateCache {
+                lo: self.b.variable(p64, None, pv, Some(max)),
+                hi: self.b.variable(p64, None, pv, Some(z64)),
+                dev: self.b.variable(p64, None, pv, Some(z64)),
+                perms: self.b.variable(p32, None, pv, Some(z32)),
+            });
+        }
         let fty = self.b.type_function(u64t, [u64t, u32t, u32t, u32t]);
         let f = self
             .b
@@ -620,7 +654,6 @@ impl Emit {
         let z64 = self.k64(0);
         let unmapped = self.k32(FaultReason::Unmapped as u32);
         self.store(i_var, z32)?;
-        self.store(res, z64)?;
         self.store(why, unmapped)?;
         let table = self.pc_u64(1)?;
         let count = self.pc_u32(3, None)?;
@@ -636,6 +669,26 @@ impl Emit {
         let three = self.zext(amask)?;
         let low = self.b.bitwise_and(u64t, None, addr, three)?;
         let aligned = self.b.i_equal(boolt, None, low, z64)?;
+        // The invocation's last hit (Private variables, `XlateCache`): a program's accesses
+        // mostly stay in one range, and the search costs four loads per table entry. The
+        // table does not change during a dispatch or draw, so a cached entry stays right.
+        let c = self.xlate_cache.expect("xlate cache declared before the helpers");
+        let c_lo = self.load(u64t, c.lo)?;
+        let c_hi = self.load(u64t, c.hi)?;
+        let c_dev = self.load(u64t, c.dev)?;
+        let c_perm = self.load(u32t, c.perms)?;
+        let c_in_lo = self.b.u_greater_than_equal(boolt, None, addr, c_lo)?;
+        let c_in_hi = self.b.u_less_than_equal(boolt, None, end, c_hi)?;
+        let c_have = self.b.bitwise_and(u32t, None, c_perm, need)?;
+        let c_ok = self.b.i_equal(boolt, None, c_have, need)?;
+        let h0 = self.b.logical_and(boolt, None, c_in_lo, c_in_hi)?;
+        let h1 = self.b.logical_and(boolt, None, h0, c_ok)?;
+        let h2 = self.b.logical_and(boolt, None, h1, nowrap)?;
+        let hit = self.b.logical_and(boolt, None, h2, aligned)?;
+        let c_delta = self.b.i_sub(u64t, None, addr, c_lo)?;
+        let c_addr = self.b.i_add(u64t, None, c_dev, c_delta)?;
+        let first = self.b.select(u64t, None, hit, c_addr, z64)?;
+        self.store(res, first)?;
         let (hdr, body, cont, merge) = (self.b.id(), self.b.id(), self.b.id(), self.b.id());
         self.b.branch(hdr)?;
         self.block(hdr)?;
@@ -680,6 +733,12 @@ impl Emit {
             em.store(why, w)?;
             let r = em.b.select(u64t, None, ok, d, z64)?;
             em.store(res, r)?;
+            em.if_then(ok, |em| {
+                em.store(c.lo, gb)?;
+                em.store(c.hi, ge)?;
+                em.store(c.dev, dev)?;
+                em.store(c.perms, perms)
+            })?;
             // A permission failure ends the search too (ranges do not overlap).
             let nope = em.b.logical_not(boolt, None, ok)?;
             em.if_then(nope, |em| {

@@ -61,8 +61,11 @@ impl Emit {
         float: &FloatPlan,
     ) -> Res<()> {
         self.push_block()?;
-        let iface = self.gfx_interface(plan)?;
+        let mut iface = self.gfx_interface(plan)?;
         self.helpers(body)?;
+        if let Some(c) = self.xlate_cache {
+            iface.extend(c.vars());
+        }
         let main = self.gfx_main(body, opts)?;
         let model = if plan.stage == Stage::Vertex {
             spirv::ExecutionModel::Vertex
