@@ -24,6 +24,8 @@ fn gpu() -> Gpu {
 enum Arg {
     /// A buffer of bytes (written back after the run).
     Buf(Vec<u8>),
+    /// A buffer mapped read-only in the range table.
+    RoBuf(Vec<u8>),
     /// A 32-bit scalar.
     U32(u32),
 }
@@ -88,9 +90,15 @@ fn run(gpu: &Gpu, k: &Kernel, local: u32, groups: u32, args: Vec<Arg>) -> Run {
     let mut ka = 0usize;
     let mut buf_regions = Vec::new();
     for a in args {
+        let ro = matches!(a, Arg::RoBuf(_));
         match a {
-            Arg::Buf(b) => {
-                let ga = place(b, PERM_READ | PERM_WRITE, &mut regions);
+            Arg::Buf(b) | Arg::RoBuf(b) => {
+                let perms = if ro {
+                    PERM_READ
+                } else {
+                    PERM_READ | PERM_WRITE
+                };
+                let ga = place(b, perms, &mut regions);
                 buf_regions.push(regions.len() - 1);
                 ka = ka.next_multiple_of(8);
                 kernargs[ka..ka + 8].copy_from_slice(&ga.to_le_bytes());
@@ -474,6 +482,33 @@ fn out_of_bounds_store_is_reported_and_dropped() {
         to_u32s(&r.bufs[2]).iter().all(|&x| x == 4),
         "in-bounds results kept"
     );
+}
+
+/// A store into a range mapped read-only faults (reason Permission) and changes nothing, also
+/// for a lane whose loads just hit that range: the address translation's cached entry keeps
+/// the range's permissions (docs/TRANSLATOR.md, "Memory").
+#[test]
+fn a_store_into_a_read_only_range_faults_after_loads_hit_it() {
+    let gpu = gpu();
+    let Some(ks) = build(false, [64, 1, 1]) else {
+        return;
+    };
+    // `loop`: lane i loads a[0..i % 7], then stores a[i]; `a` is read-only.
+    let a: Vec<u32> = (0..64).map(|i| 0x3f80_0000 + i).collect();
+    let r = run(
+        &gpu,
+        kernel(&ks, "loop"),
+        64,
+        1,
+        vec![Arg::RoBuf(u32s(&a)), Arg::U32(64)],
+    );
+    assert_eq!(
+        r.fault.fault(),
+        Some(FaultReason::Permission),
+        "{:?}",
+        r.fault
+    );
+    assert_eq!(to_u32s(&r.bufs[0]), a, "a read-only buffer was written");
 }
 
 /// Multi-wave workgroups (docs/TRANSLATOR.md, "Wave mapping"), on hand-written wave32 code

@@ -620,8 +620,12 @@ impl Emit {
     fn fn_xlate(&mut self, fault: Word) -> Res<Word> {
         let (u32t, u64t, boolt) = (self.t.u32, self.t.u64, self.t.bool);
         if self.xlate_cache.is_none() {
-            let p64 = self.b.type_pointer(None, spirv::StorageClass::Private, u64t);
-            let p32 = self.b.type_pointer(None, spirv::StorageClass::Private, u32t);
+            let p64 = self
+                .b
+                .type_pointer(None, spirv::StorageClass::Private, u64t);
+            let p32 = self
+                .b
+                .type_pointer(None, spirv::StorageClass::Private, u32t);
             let (max, z64, z32) = (self.k64(u64::MAX), self.k64(0), self.k32(0));
             let pv = spirv::StorageClass::Private;
             self.xlate_cache = Some(XlateCache {
@@ -672,7 +676,9 @@ impl Emit {
         // The invocation's last hit (Private variables, `XlateCache`): a program's accesses
         // mostly stay in one range, and the search costs four loads per table entry. The
         // table does not change during a dispatch or draw, so a cached entry stays right.
-        let c = self.xlate_cache.expect("xlate cache declared before the helpers");
+        let c = self
+            .xlate_cache
+            .expect("xlate cache declared before the helpers");
         let c_lo = self.load(u64t, c.lo)?;
         let c_hi = self.load(u64t, c.hi)?;
         let c_dev = self.load(u64t, c.dev)?;
