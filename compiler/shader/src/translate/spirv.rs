@@ -150,11 +150,17 @@ struct XlateCache {
     hi: Word,
     dev: Word,
     perms: Word,
+    /// `u32[HINT_SLOTS]`: per instruction slot, the table entry it last hit.
+    hint: Word,
+    p_hint: Word,
 }
 
+/// Slots of the per-instruction search hints (a power of two).
+const HINT_SLOTS: u32 = 16;
+
 impl XlateCache {
-    fn vars(&self) -> [Word; 4] {
-        [self.lo, self.hi, self.dev, self.perms]
+    fn vars(&self) -> [Word; 5] {
+        [self.lo, self.hi, self.dev, self.perms, self.hint]
     }
 }
 
@@ -628,11 +634,17 @@ impl Emit {
                 .type_pointer(None, spirv::StorageClass::Private, u32t);
             let (max, z64, z32) = (self.k64(u64::MAX), self.k64(0), self.k32(0));
             let pv = spirv::StorageClass::Private;
+            let n = self.k32(HINT_SLOTS);
+            let arr = self.b.type_array(u32t, n);
+            let parr = self.b.type_pointer(None, pv, arr);
+            let zarr = self.b.constant_null(arr);
             self.xlate_cache = Some(XlateCache {
                 lo: self.b.variable(p64, None, pv, Some(max)),
                 hi: self.b.variable(p64, None, pv, Some(z64)),
                 dev: self.b.variable(p64, None, pv, Some(z64)),
                 perms: self.b.variable(p32, None, pv, Some(z32)),
+                hint: self.b.variable(parr, None, pv, Some(zarr)),
+                p_hint: p32,
             });
         }
         let fty = self.b.type_function(u64t, [u64t, u32t, u32t, u32t]);
@@ -695,6 +707,17 @@ impl Emit {
         let c_addr = self.b.i_add(u64t, None, c_dev, c_delta)?;
         let first = self.b.select(u64t, None, hit, c_addr, z64)?;
         self.store(res, first)?;
+        // On a miss the search starts at the entry this instruction last hit: its slot in a
+        // small table indexed by the instruction's offset (collisions only cost a longer
+        // search), so a lane going round several buffers finds each at its first probe.
+        let two = self.k32(2);
+        let sh = self.b.shift_right_logical(u32t, None, inst, two)?;
+        let m = self.k32(HINT_SLOTS - 1);
+        let slot = self.b.bitwise_and(u32t, None, sh, m)?;
+        let p_slot = self.b.access_chain(c.p_hint, None, c.hint, [slot])?;
+        let hinted = self.load(u32t, p_slot)?;
+        let known = self.b.u_less_than(boolt, None, hinted, count)?;
+        let start = self.b.select(u32t, None, known, hinted, z32)?;
         let (hdr, body, cont, merge) = (self.b.id(), self.b.id(), self.b.id(), self.b.id());
         self.b.branch(hdr)?;
         self.block(hdr)?;
@@ -712,7 +735,12 @@ impl Emit {
         let go = self.b.logical_and(boolt, None, go1, aligned)?;
         self.b.branch_conditional(go, body, merge, [])?;
         self.block(body)?;
-        let i64v = self.zext(i)?;
+        // The i-th entry from the one this instruction's slot last hit, wrapping.
+        let at = self.b.i_add(u32t, None, i, start)?;
+        let past = self.b.u_greater_than_equal(boolt, None, at, count)?;
+        let wrapped = self.b.i_sub(u32t, None, at, count)?;
+        let idx = self.b.select(u32t, None, past, wrapped, at)?;
+        let i64v = self.zext(idx)?;
         let c32 = self.k64(32);
         let off = self.b.i_mul(u64t, None, i64v, c32)?;
         let e = self.b.i_add(u64t, None, table, off)?;
@@ -740,6 +768,7 @@ impl Emit {
             let r = em.b.select(u64t, None, ok, d, z64)?;
             em.store(res, r)?;
             em.if_then(ok, |em| {
+                em.store(p_slot, idx)?;
                 em.store(c.lo, gb)?;
                 em.store(c.hi, ge)?;
                 em.store(c.dev, dev)?;
