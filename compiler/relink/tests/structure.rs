@@ -160,6 +160,36 @@ fn prx_exports_are_nids_and_the_rebuilt_hash_table_works() {
     }
 }
 
+/// What each PRX file makes the loader load at every program's start-up: the C library,
+/// libm, the loader itself, and a host library a PRX wraps (FreeType). Not libgcc_s.so.1:
+/// the unwinder is bound at its first call (aps5_prx_abi::libgcc_s), so a new libgcc_s
+/// function a PRX calls must join `lazy_libgcc_s!`'s list.
+#[test]
+fn prx_files_need_no_library_a_program_may_never_call() {
+    let prx = PrxSet::installed().unwrap();
+    let files = prx.files();
+    assert!(files.len() >= 6, "{} PRX files", files.len());
+    for (name, bytes) in files {
+        let e = Elf::parse(bytes).unwrap();
+        let allowed: &[&str] = match name {
+            "libSceFreeType.prx" => &[
+                "libc.so.6",
+                "libm.so.6",
+                "ld-linux-x86-64.so.2",
+                "libfreetype.so.6",
+            ],
+            _ => &["libc.so.6", "libm.so.6", "ld-linux-x86-64.so.2"],
+        };
+        let extra: Vec<&str> = e
+            .libraries
+            .iter()
+            .copied()
+            .filter(|l| !allowed.contains(l))
+            .collect();
+        assert!(extra.is_empty(), "{name} needs {extra:?} at start-up");
+    }
+}
+
 #[test]
 fn damaged_inputs_never_panic() {
     let bytes = hello();
