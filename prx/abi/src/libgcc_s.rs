@@ -132,6 +132,11 @@ macro_rules! __lazy_libgcc_s {
 /// once makes one load per PRX file. Aborts with a message if the library or a function is
 /// missing: the caller cannot go on.
 ///
+/// The first call may come from a signal handler: an asynchronous cancellation unwinds
+/// from glibc's SIGCANCEL handler through Rust frames. glibc has loaded libgcc_s.so.1
+/// before it sends that signal, so `dlopen` only finds it (it takes the loader's lock, which
+/// the interrupted code holds only if it was inside the loader itself).
+///
 /// # Safety
 /// `table` points at `names.len()` writable, aligned words.
 pub unsafe fn bind(names: &[&str], index: usize, table: *mut usize) -> usize {
