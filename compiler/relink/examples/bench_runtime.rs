@@ -2,7 +2,11 @@
 //! (clang-14 -O2, host glibc, the SDK's host shim). Prints one JSON object:
 //!
 //! - start-up: the `hello` fixture, ported (relinked PS5 dump on the PRX set) vs native,
-//!   median wall time of 30 runs each, and their ratio;
+//!   median wall time of 100 alternating runs each, and their ratio; beside them the
+//!   physical limits measured in the same runs: an empty `main` linked statically (the
+//!   cost of exec and exit alone) and dynamically (plus ld.so and libc.so.6); and
+//!   `APS5_BENCH_BASELINE_HELLO=DIR`: another ported hello's output tree (e.g. built by
+//!   main's aps5) run alternately with the others, for a before/after in one run;
 //! - micro-benchmarks (`benches-src/microbench/main.c`): ns per malloc/free, snprintf and
 //!   mutex lock+unlock, ported vs native, and the ratios (ported / native; 1.0 = parity);
 //! - `mutex_ratio_per_run`: the mutex ratios of each of the three runs (their spread);
@@ -18,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-const RUNS: usize = 30;
+const RUNS: usize = 100;
 
 fn die(what: &str) -> ! {
     eprintln!("bench_runtime: {what}");
@@ -59,10 +63,32 @@ fn native(src: &Path, work: &Path) -> PathBuf {
     exe
 }
 
+/// Makes the command of one start-up series.
+type MakeCommand<'a> = Box<dyn Fn() -> Command + 'a>;
+
 fn ported_cmd(out: &Path) -> Command {
     let mut c = aps5_relink::run_command(out, &out.join("data"), &[]);
     c.stdin(Stdio::null());
     c
+}
+
+/// An empty C program exiting with 3, linked statically or dynamically: the floor under
+/// any program's start-up on this machine.
+fn empty_program(src: &Path, exe: &Path, static_link: bool) -> PathBuf {
+    let clang =
+        aps5_sdk::find_tool(aps5_sdk::Tool::Clang).unwrap_or_else(|e| die(&format!("{e:#}")));
+    let mut c = Command::new(clang);
+    c.arg("-O2").arg(src).arg("-o").arg(exe);
+    if static_link {
+        c.arg("-static");
+    }
+    let st = c
+        .status()
+        .unwrap_or_else(|e| die(&format!("clang-14: {e}")));
+    if !st.success() {
+        die(&format!("building {} failed", exe.display()));
+    }
+    exe.to_path_buf()
 }
 
 /// Wall time (seconds) of one run to exit, output discarded.
@@ -116,16 +142,64 @@ fn main() {
     let hello_out = ported(&hello, &hw.join("ported"));
     std::fs::create_dir_all(hw.join("native")).unwrap();
     let hello_native = native(&hello, &hw.join("native"));
+    let empty = hw.join("empty.c");
+    std::fs::write(&empty, "int main(void) { return 3; }\n").unwrap();
+    let empty_static = empty_program(&empty, &hw.join("empty_static"), true);
+    let empty_dynamic = empty_program(&empty, &hw.join("empty_dynamic"), false);
+    let baseline = std::env::var_os("APS5_BENCH_BASELINE_HELLO").map(PathBuf::from);
     // Runs alternate (after one warm-up each) so load from other processes on a shared
-    // machine hits both series alike.
-    once(Command::new(&hello_native));
-    once(ported_cmd(&hello_out));
-    let (mut ns, mut ps) = (Vec::new(), Vec::new());
-    for _ in 0..RUNS {
-        ns.push(once(Command::new(&hello_native)));
-        ps.push(once(ported_cmd(&hello_out)));
+    // machine hits every series alike.
+    let series: Vec<(&str, MakeCommand)> = [
+        (
+            "native",
+            Box::new(|| Command::new(&hello_native)) as MakeCommand,
+        ),
+        ("ported", Box::new(|| ported_cmd(&hello_out))),
+        ("empty_static", Box::new(|| Command::new(&empty_static))),
+        ("empty_dynamic", Box::new(|| Command::new(&empty_dynamic))),
+    ]
+    .into_iter()
+    .chain(baseline.iter().map(|b| {
+        (
+            "baseline_ported",
+            Box::new(move || ported_cmd(b)) as MakeCommand,
+        )
+    }))
+    .collect();
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); series.len()];
+    for round in 0..=RUNS {
+        for (i, (_, cmd)) in series.iter().enumerate() {
+            let t = once(cmd());
+            if round > 0 {
+                times[i].push(t);
+            }
+        }
     }
-    let (native_s, ported_s) = (median(ns), median(ps));
+    let medians: BTreeMap<&str, f64> = series
+        .iter()
+        .zip(times)
+        .map(|((name, _), t)| (*name, median(t)))
+        .collect();
+    let (native_s, ported_s) = (medians["native"], medians["ported"]);
+    let mut startup = serde_json::json!({
+        "runs": RUNS,
+        "native_median_ms": native_s * 1e3,
+        "ported_median_ms": ported_s * 1e3,
+        "ratio": ported_s / native_s,
+        "limit_empty_static_median_ms": medians["empty_static"] * 1e3,
+        "limit_empty_dynamic_median_ms": medians["empty_dynamic"] * 1e3,
+        "ported_extra_ms": (ported_s - native_s) * 1e3,
+    });
+    startup["medians_ms"] = serde_json::json!(
+        medians
+            .iter()
+            .map(|(k, v)| (k.to_string(), v * 1e3))
+            .collect::<BTreeMap<_, _>>()
+    );
+    if let Some(b) = medians.get("baseline_ported") {
+        startup["baseline_ported_median_ms"] = serde_json::json!(b * 1e3);
+        startup["baseline_ratio"] = serde_json::json!(b / native_s);
+    }
 
     // (b) micro-benchmarks.
     let mw = work.path().join("micro");
@@ -178,12 +252,7 @@ fn main() {
         "{}",
         serde_json::json!({
             "bench": "aps5-relink run time, ported vs native",
-            "startup_hello": {
-                "runs": RUNS,
-                "native_median_ms": native_s * 1e3,
-                "ported_median_ms": ported_s * 1e3,
-                "ratio": ported_s / native_s,
-            },
+            "startup_hello": startup,
             "micro": micro_json,
             "mutex_ratio_per_run": mutex_runs,
         })

@@ -775,7 +775,10 @@ pub(crate) fn relink(
     // dynstr gets the run path and needed names before its size is final.
     let runpath = opts.run_path(kind == Kind::Module);
     let runpath_off = dynstr.add(&runpath);
-    let needed_offs: Vec<u32> = needed.iter().map(|n| dynstr.add(n)).collect();
+    let needed_offs: Vec<u32> = needed
+        .iter()
+        .map(|n| dynstr.add(&opts.needed_entry(n, kind == Kind::Module)))
+        .collect();
     let dynsym_at = place(&mut r_cursor, dynsym.len() as u64 * 24, 8);
     let dynstr_at = place(&mut r_cursor, dynstr.bytes.len() as u64, 1);
     let name_refs: Vec<&[u8]> = dyn_names.iter().map(|s| s.as_bytes()).collect();

@@ -172,20 +172,14 @@ impl RelinkOptions {
     /// The `DT_RUNPATH` of the relinked file: `libs/` and every module folder, reached from
     /// the file's own folder through `$ORIGIN`.
     pub fn run_path(&self, is_module: bool) -> String {
-        const DEFAULT_DIR: &str = "app0/sce_module";
-        let own = if is_module {
-            self.output_dir.as_deref().unwrap_or(DEFAULT_DIR)
-        } else {
-            ""
-        };
-        let up = "../".repeat(own.split('/').filter(|c| !c.is_empty()).count());
-        let default = [DEFAULT_DIR.to_string()];
+        let (own, up) = self.own_dir(is_module);
+        let default = [DEFAULT_MODULE_DIR.to_string()];
         let dirs = if self.module_dirs.is_empty() {
             &default[..]
         } else {
             &self.module_dirs[..]
         };
-        let mut parts = vec![format!("$ORIGIN/{up}libs")];
+        let mut parts = vec![self.libs_dir(is_module)];
         for d in dirs {
             let d = d.trim_matches('/');
             parts.push(if d == own {
@@ -197,6 +191,44 @@ impl RelinkOptions {
         parts.join(":")
     }
 }
+
+impl RelinkOptions {
+    /// The folder of the relinked file in the output tree, and the `../` that lead from it
+    /// to the root.
+    fn own_dir(&self, is_module: bool) -> (&str, String) {
+        let own = if is_module {
+            self.output_dir.as_deref().unwrap_or(DEFAULT_MODULE_DIR)
+        } else {
+            ""
+        };
+        (
+            own,
+            "../".repeat(own.split('/').filter(|c| !c.is_empty()).count()),
+        )
+    }
+
+    /// The output tree's `libs/` (the PRX files), reached from the relinked file's own
+    /// folder through `$ORIGIN`.
+    pub fn libs_dir(&self, is_module: bool) -> String {
+        format!("$ORIGIN/{}libs", self.own_dir(is_module).1)
+    }
+
+    /// The `DT_NEEDED` string for `file`: a PRX file of the set by its path in `libs/`
+    /// (`$ORIGIN/libs/libc.prx`), which the loader opens directly; a run-path search
+    /// first probes a dozen `glibc-hwcaps`/`tls`/platform subfolders of the folder with a
+    /// failed openat and stat each, at every program's start-up. Anything else (a guest
+    /// module, a host library) by its name, found through the run path or the system.
+    pub fn needed_entry(&self, file: &str, is_module: bool) -> String {
+        if prxset::is_host_file(file) {
+            format!("{}/{file}", self.libs_dir(is_module))
+        } else {
+            file.to_owned()
+        }
+    }
+}
+
+/// Where relinked modules go when [`RelinkOptions::output_dir`] is not set.
+const DEFAULT_MODULE_DIR: &str = "app0/sce_module";
 
 /// One import of the program and how it was bound.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,8 +5,13 @@
 //! NIDs do; such functions (the variadic and register-preserving trampolines of
 //! `aps5-prx-macros`) are exported as `__aps5_nid_<NID, + as _P, - as _M>`. This module
 //! rewrites those names in `.dynstr` (the NID is shorter, so it fits in place) and rebuilds
-//! the SysV hash table (`DT_HASH`) in place. The PRX crates link with `--hash-style=sysv`
-//! so no GNU hash table (ordered by hash) exists to go stale.
+//! both hash tables in place. The PRX crates link with `--hash-style=both`: the GNU table
+//! (`DT_GNU_HASH`) is the one ld.so uses, and its Bloom filter is what makes the several
+//! hundred host-library lookups of every program's start-up cheap to reject in a PRX
+//! file (with only `DT_HASH`, each walked a hash chain with a string compare per entry:
+//! 0.1 ms of a hello's start-up). The GNU table wants the defined symbols grouped by
+//! bucket, so the renamed ones move: the symbols are re-sorted, and `.gnu.version` and the
+//! symbol numbers in the relocations follow them.
 
 use std::collections::BTreeSet;
 
@@ -20,7 +25,12 @@ const DT_HASH: u64 = 4;
 const DT_STRTAB: u64 = 5;
 const DT_SYMTAB: u64 = 6;
 const DT_STRSZ: u64 = 10;
+const DT_RELA: u64 = 7;
+const DT_RELASZ: u64 = 8;
+const DT_PLTRELSZ: u64 = 2;
+const DT_JMPREL: u64 = 23;
 const DT_GNU_HASH: u64 = 0x6fff_fef5;
+const DT_VERSYM: u64 = 0x6fff_fff0;
 
 fn u16_at(b: &[u8], o: usize) -> Option<u16> {
     Some(u16::from_le_bytes(b.get(o..o + 2)?.try_into().ok()?))
@@ -40,7 +50,10 @@ struct DynTables {
     symtab: usize,
     hash: usize,
     nsyms: usize,
-    has_gnu_hash: bool,
+    gnu_hash: Option<usize>,
+    versym: Option<usize>,
+    /// `DT_RELA` and `DT_JMPREL` tables: (file offset, size in bytes).
+    relas: [Option<(usize, usize)>; 2],
 }
 
 fn tables(so: &[u8]) -> Result<DynTables, String> {
@@ -71,7 +84,9 @@ fn tables(so: &[u8]) -> Result<DynTables, String> {
             .ok_or_else(|| format!("address {va:#x} is in no PT_LOAD segment"))
     };
     let (doff, dsz) = dynamic.ok_or("no PT_DYNAMIC")?;
-    let (mut strtab, mut strsz, mut symtab, mut hash, mut gnu) = (None, None, None, None, false);
+    let (mut strtab, mut strsz, mut symtab, mut hash, mut gnu) = (None, None, None, None, None);
+    let (mut versym, mut rela, mut relasz, mut jmprel, mut pltrelsz) =
+        (None, None, None, None, None);
     for i in 0..(dsz / 16) as usize {
         let e = doff as usize + i * 16;
         let tag = u64_at(so, e).ok_or("truncated dynamic table")?;
@@ -82,11 +97,16 @@ fn tables(so: &[u8]) -> Result<DynTables, String> {
             DT_STRSZ => strsz = Some(val as usize),
             DT_SYMTAB => symtab = Some(to_off(val)?),
             DT_HASH => hash = Some(to_off(val)?),
-            DT_GNU_HASH => gnu = true,
+            DT_GNU_HASH => gnu = Some(to_off(val)?),
+            DT_VERSYM => versym = Some(to_off(val)?),
+            DT_RELA => rela = Some(to_off(val)?),
+            DT_RELASZ => relasz = Some(val as usize),
+            DT_JMPREL => jmprel = Some(to_off(val)?),
+            DT_PLTRELSZ => pltrelsz = Some(val as usize),
             _ => {}
         }
     }
-    let hash = hash.ok_or("no DT_HASH (link the PRX with -Wl,--hash-style=sysv)")?;
+    let hash = hash.ok_or("no DT_HASH (link the PRX with -Wl,--hash-style=both)")?;
     let nsyms = u32_at(so, hash + 4).ok_or("truncated DT_HASH")? as usize;
     Ok(DynTables {
         strtab: strtab.ok_or("no DT_STRTAB")?,
@@ -94,7 +114,9 @@ fn tables(so: &[u8]) -> Result<DynTables, String> {
         symtab: symtab.ok_or("no DT_SYMTAB")?,
         hash,
         nsyms,
-        has_gnu_hash: gnu,
+        gnu_hash: gnu,
+        versym,
+        relas: [rela.zip(relasz), jmprel.zip(pltrelsz)],
     })
 }
 
@@ -118,6 +140,13 @@ pub fn sysv_hash(name: &[u8]) -> u32 {
     h
 }
 
+/// The GNU ELF hash (`DT_GNU_HASH`).
+pub fn gnu_hash(name: &[u8]) -> u32 {
+    name.iter().fold(5381u32, |h, &c| {
+        h.wrapping_mul(33).wrapping_add(u32::from(c))
+    })
+}
+
 /// Decodes a trampoline export name to its NID (None if `name` is not one).
 pub fn trampoline_nid(name: &[u8]) -> Option<String> {
     let rest = name.strip_prefix(TRAMPOLINE_PREFIX)?;
@@ -137,12 +166,10 @@ pub fn trampoline_nid(name: &[u8]) -> Option<String> {
     (out.len() == 11).then_some(out)
 }
 
-/// Renames trampoline exports to NIDs and rebuilds `DT_HASH`; returns how many were renamed.
+/// Renames trampoline exports to NIDs and rebuilds `DT_GNU_HASH` (re-sorting the defined
+/// symbols) and `DT_HASH`; returns how many were renamed.
 pub fn finalize(so: &mut [u8]) -> Result<usize, String> {
     let t = tables(so)?;
-    if t.has_gnu_hash {
-        return Err("the library has DT_GNU_HASH; link it with -Wl,--hash-style=sysv".into());
-    }
     let mut renamed = 0;
     let mut names: Vec<Vec<u8>> = Vec::with_capacity(t.nsyms);
     for i in 0..t.nsyms {
@@ -159,6 +186,9 @@ pub fn finalize(so: &mut [u8]) -> Result<usize, String> {
         } else {
             names.push(name);
         }
+    }
+    if let Some(g) = t.gnu_hash {
+        rebuild_gnu_hash(so, &t, g, &mut names)?;
     }
     // Rebuild the chains: same bucket count, every symbol re-hashed.
     let nbucket = u32_at(so, t.hash).ok_or("truncated DT_HASH")? as usize;
@@ -178,6 +208,100 @@ pub fn finalize(so: &mut [u8]) -> Result<usize, String> {
         so[buckets + b * 4..buckets + b * 4 + 4].copy_from_slice(&(i as u32).to_le_bytes());
     }
     Ok(renamed)
+}
+
+/// Re-sorts the hashed (defined) symbols by GNU hash bucket, moves their `.gnu.version`
+/// entries and renumbers the relocations that name them, and rewrites the GNU hash table
+/// at `g` in place (same bucket count, Bloom filter size and shift as the linker chose).
+fn rebuild_gnu_hash(
+    so: &mut [u8],
+    t: &DynTables,
+    g: usize,
+    names: &mut Vec<Vec<u8>>,
+) -> Result<(), String> {
+    let bad = || "truncated DT_GNU_HASH".to_string();
+    let nbuckets = u32_at(so, g).ok_or_else(bad)? as usize;
+    let symoffset = u32_at(so, g + 4).ok_or_else(bad)? as usize;
+    let words = u32_at(so, g + 8).ok_or_else(bad)? as usize;
+    let shift = u32_at(so, g + 12).ok_or_else(bad)?;
+    if nbuckets == 0 || words == 0 || !words.is_power_of_two() || symoffset > t.nsyms {
+        return Err(format!(
+            "DT_GNU_HASH header makes no sense ({nbuckets} buckets, symoffset {symoffset}, \
+             {words} Bloom words, {} symbols)",
+            t.nsyms
+        ));
+    }
+    let bloom = g + 16;
+    let buckets = bloom + words * 8;
+    let chains = buckets + nbuckets * 4;
+    let end = chains + (t.nsyms - symoffset) * 4;
+    if so.len() < end || so.len() < t.symtab + t.nsyms * 24 {
+        return Err(bad());
+    }
+    // New order of the hashed symbols: by bucket, stable (the linker's order within one).
+    let mut order: Vec<usize> = (symoffset..t.nsyms).collect();
+    order.sort_by_key(|&i| gnu_hash(&names[i]) % nbuckets as u32);
+    let mut new_of = (0..t.nsyms).collect::<Vec<usize>>();
+    for (k, &old) in order.iter().enumerate() {
+        new_of[old] = symoffset + k;
+    }
+    let permute = |so: &mut [u8], base: usize, size: usize| {
+        let old = so[base + symoffset * size..base + t.nsyms * size].to_vec();
+        for (k, &o) in order.iter().enumerate() {
+            let from = (o - symoffset) * size;
+            let to = base + (symoffset + k) * size;
+            so[to..to + size].copy_from_slice(&old[from..from + size]);
+        }
+    };
+    permute(so, t.symtab, 24);
+    if let Some(v) = t.versym {
+        if so.len() < v + t.nsyms * 2 {
+            return Err("truncated .gnu.version".into());
+        }
+        permute(so, v, 2);
+    }
+    for (off, size) in t.relas.iter().flatten().copied() {
+        if so.len() < off + size {
+            return Err("truncated relocation table".into());
+        }
+        for e in (off..off + size - size % 24).step_by(24) {
+            let info = u64_at(so, e + 8).expect("checked above");
+            let sym = (info >> 32) as usize;
+            if sym >= t.nsyms {
+                return Err(format!("a relocation names symbol {sym} of {}", t.nsyms));
+            }
+            let info = ((new_of[sym] as u64) << 32) | (info & 0xffff_ffff);
+            so[e + 8..e + 16].copy_from_slice(&info.to_le_bytes());
+        }
+    }
+    let sorted: Vec<Vec<u8>> = order
+        .iter()
+        .map(|&i| std::mem::take(&mut names[i]))
+        .collect();
+    names.truncate(symoffset);
+    names.extend(sorted);
+    // The table itself.
+    so[bloom..end].fill(0);
+    for (k, name) in names[symoffset..].iter().enumerate() {
+        let h = gnu_hash(name);
+        let w = bloom + ((h as usize / 64) % words) * 8;
+        let bits = u64_at(so, w).expect("checked above")
+            | (1u64 << (h % 64))
+            | (1u64 << ((h >> shift) % 64));
+        so[w..w + 8].copy_from_slice(&bits.to_le_bytes());
+        let b = (h % nbuckets as u32) as usize;
+        if u32_at(so, buckets + b * 4) == Some(0) {
+            let first = (symoffset + k) as u32;
+            so[buckets + b * 4..buckets + b * 4 + 4].copy_from_slice(&first.to_le_bytes());
+        }
+        // Bit 0 marks the last symbol of a bucket's run.
+        let last = names
+            .get(symoffset + k + 1)
+            .is_none_or(|next| gnu_hash(next) % nbuckets as u32 != b as u32);
+        let c = (h & !1) | u32::from(last);
+        so[chains + k * 4..chains + k * 4 + 4].copy_from_slice(&c.to_le_bytes());
+    }
+    Ok(())
 }
 
 /// NIDs a finished PRX exports: defined, global or weak, named by an 11-character NID.

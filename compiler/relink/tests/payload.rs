@@ -73,8 +73,15 @@ fn plain_name_imports_bind_by_nid_and_start_gets_the_payload_args() {
         syms.iter()
             .any(|(n, _, ndx)| *n == args_nid && ndx == "UND")
     );
-    assert_eq!(needed.first().map(String::as_str), Some("libkernel.prx"));
-    assert!(needed.iter().any(|n| n == "libc.prx"), "{needed:?}");
+    // PRX files by their path in the output tree (no run-path search at start-up).
+    assert_eq!(
+        needed.first().map(String::as_str),
+        Some("$ORIGIN/libs/libkernel.prx")
+    );
+    assert!(
+        needed.iter().any(|n| n == "$ORIGIN/libs/libc.prx"),
+        "{needed:?}"
+    );
 }
 
 #[test]

@@ -130,8 +130,8 @@ fn prx_exports_are_nids_and_the_rebuilt_hash_table_works() {
         .map(|d| d.d_tag)
         .collect();
     assert!(
-        !dyn_tags.contains(&goblin::elf::dynamic::DT_GNU_HASH),
-        "a GNU hash table would be stale after renaming"
+        dyn_tags.contains(&goblin::elf::dynamic::DT_GNU_HASH),
+        "ld.so binds through DT_GNU_HASH (its Bloom filter keeps start-up lookups cheap)"
     );
     // The host loader finds renamed trampolines (e.g. snprintf, NID with '-') through the
     // rebuilt DT_HASH, and the function works.
@@ -157,6 +157,86 @@ fn prx_exports_are_nids_and_the_rebuilt_hash_table_works() {
             2.5f64,
         );
         assert_eq!(&buf[..n as usize], b"x=42 2.50");
+    }
+}
+
+/// After the renames, the loader finds every export of libc.prx and libkernel.prx through
+/// the rebuilt GNU hash table (which it prefers to DT_HASH), at its own address: the
+/// re-sorted symbols, their versions and the relocations naming them stayed together.
+#[test]
+fn every_prx_export_is_found_through_the_rebuilt_gnu_hash() {
+    let prx = PrxSet::installed().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["libc.prx", "libkernel.prx"] {
+        let lib = prx.libraries.iter().find(|l| l.file_name == file).unwrap();
+        let e = Elf::parse(&lib.bytes).unwrap();
+        let path = dir.path().join(file);
+        std::fs::write(&path, lib.bytes.as_slice()).unwrap();
+        let cpath = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        let h = unsafe { libc::dlopen(cpath.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        assert!(!h.is_null(), "dlopen {file} failed");
+        let mut base = None;
+        let mut checked = 0;
+        for s in e
+            .dynsyms
+            .iter()
+            .filter(|s| !s.is_import() && s.st_bind() != 0)
+        {
+            let name = e.dynstrtab.get_at(s.st_name).unwrap();
+            let c = std::ffi::CString::new(name).unwrap();
+            let p = unsafe { libc::dlsym(h, c.as_ptr()) } as u64;
+            assert_ne!(p, 0, "{file}: {name} not found");
+            // TLS symbols resolve to the calling thread's copy, not the file address.
+            if s.st_type() == goblin::elf::sym::STT_TLS {
+                continue;
+            }
+            let b = p.wrapping_sub(s.st_value);
+            assert_eq!(
+                *base.get_or_insert(b),
+                b,
+                "{file}: {name} at the wrong address"
+            );
+            checked += 1;
+        }
+        assert!(checked > 300, "{file}: only {checked} exports");
+        let gh = e
+            .dynamic
+            .as_ref()
+            .unwrap()
+            .dyns
+            .iter()
+            .any(|d| d.d_tag == goblin::elf::dynamic::DT_GNU_HASH);
+        assert!(gh, "{file} has no DT_GNU_HASH");
+    }
+}
+
+/// What each PRX file makes the loader load at every program's start-up: the C library,
+/// libm, the loader itself, and a host library a PRX wraps (FreeType). Not libgcc_s.so.1:
+/// the unwinder is bound at its first call (aps5_prx_abi::libgcc_s), so a new libgcc_s
+/// function a PRX calls must join `lazy_libgcc_s!`'s list.
+#[test]
+fn prx_files_need_no_library_a_program_may_never_call() {
+    let prx = PrxSet::installed().unwrap();
+    let files = prx.files();
+    assert!(files.len() >= 6, "{} PRX files", files.len());
+    for (name, bytes) in files {
+        let e = Elf::parse(bytes).unwrap();
+        let allowed: &[&str] = match name {
+            "libSceFreeType.prx" => &[
+                "libc.so.6",
+                "libm.so.6",
+                "ld-linux-x86-64.so.2",
+                "libfreetype.so.6",
+            ],
+            _ => &["libc.so.6", "libm.so.6", "ld-linux-x86-64.so.2"],
+        };
+        let extra: Vec<&str> = e
+            .libraries
+            .iter()
+            .copied()
+            .filter(|l| !allowed.contains(l))
+            .collect();
+        assert!(extra.is_empty(), "{name} needs {extra:?} at start-up");
     }
 }
 

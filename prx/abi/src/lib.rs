@@ -3,4 +3,5 @@
 //! (process state lives in libkernel.prx, see docs/PRX.md).
 
 pub mod errno;
+pub mod libgcc_s;
 pub mod relinked;

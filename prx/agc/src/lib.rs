@@ -7,6 +7,9 @@
 // The exports are C entry points called by guest code; their contracts are the SCE API's.
 #![allow(clippy::missing_safety_doc)]
 
+// libgcc_s.so.1 bound at first use, not at start-up (aps5_prx_abi::libgcc_s).
+aps5_prx_abi::lazy_libgcc_s!();
+
 pub mod builders;
 pub mod draw;
 pub mod driver;

@@ -24,6 +24,9 @@
 // is the C one documented by the PS4 SDK.
 #![allow(clippy::missing_safety_doc)]
 
+// libgcc_s.so.1 bound at first use, not at start-up (aps5_prx_abi::libgcc_s).
+aps5_prx_abi::lazy_libgcc_s!();
+
 pub mod audio;
 pub mod host_audio;
 pub mod input;

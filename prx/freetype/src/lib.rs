@@ -24,6 +24,9 @@
 // is FreeType's documented C one.
 #![allow(clippy::missing_safety_doc)]
 
+// libgcc_s.so.1 bound at first use, not at start-up (aps5_prx_abi::libgcc_s).
+aps5_prx_abi::lazy_libgcc_s!();
+
 use std::ffi::{CStr, c_char};
 use std::sync::OnceLock;
 

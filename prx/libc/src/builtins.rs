@@ -546,8 +546,8 @@ pub unsafe extern "C" fn powixf2() {
     )
 }
 
-// Complex `long double` multiply and divide: the host's libgcc (already loaded: Rust's
-// unwinder is libgcc_s) computes them with the same ABI (four values on the stack, the
+// Complex `long double` multiply and divide: the host's libgcc_s (bound at the first call,
+// aps5_prx_abi::libgcc_s) computes them with the same ABI (four values on the stack, the
 // result in st(0)/st(1)), so the exports jump there.
 unsafe extern "C" {
     #[link_name = "__mulxc3"]

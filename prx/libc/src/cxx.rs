@@ -200,7 +200,8 @@ pub extern "C" fn cxa_pure_virtual() -> ! {
 
 #[allow(non_snake_case)]
 mod host {
-    // libgcc_s: already a dependency of every Rust cdylib.
+    // libgcc_s, bound at the first call (aps5_prx_abi::libgcc_s): the unwinder libstdc++ and
+    // glibc's cancellation use, so the guest's unwinding runs on the same one.
     unsafe extern "C-unwind" {
         pub fn _Unwind_RaiseException(e: *mut u8) -> i32;
         pub fn _Unwind_Resume(e: *mut u8) -> !;

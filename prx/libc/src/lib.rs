@@ -9,6 +9,9 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+// libgcc_s.so.1 bound at first use, not at start-up (aps5_prx_abi::libgcc_s).
+aps5_prx_abi::lazy_libgcc_s!();
+
 #[macro_use]
 pub mod forward;
 

@@ -63,9 +63,10 @@ struct Inner {
 pub struct FileState {
     fd: std::sync::atomic::AtomicI32,
     inner: Mutex<Inner>,
-    /// The stream lock of `flockfile`: (owning thread, depth). Every stdio call on the
-    /// stream takes it too, so a thread holding it gets whole lines out uninterrupted.
-    owner: Mutex<(u64, u32)>,
+    /// The stream lock of `flockfile`: (owning thread, depth, threads waiting for it).
+    /// Every stdio call on the stream takes it too, so a thread holding it gets whole lines
+    /// out uninterrupted.
+    owner: Mutex<(u64, u32, u32)>,
     released: std::sync::Condvar,
 }
 
@@ -126,9 +127,11 @@ impl FileState {
             if !wait {
                 return false;
             }
+            o.2 += 1;
             o = self.released.wait(o).unwrap_or_else(|e| e.into_inner());
+            o.2 -= 1;
         }
-        *o = (me, 1);
+        (o.0, o.1) = (me, 1);
         true
     }
 
@@ -138,7 +141,11 @@ impl FileState {
             o.1 -= 1;
             if o.1 == 0 {
                 o.0 = 0;
-                self.released.notify_one();
+                // A notify is a system call (futex wake) even with nobody waiting: every
+                // printf paid one.
+                if o.2 > 0 {
+                    self.released.notify_one();
+                }
             }
         }
     }
@@ -146,7 +153,7 @@ impl FileState {
     fn new(fd: i32, mode: Buffering) -> Box<FileState> {
         Box::new(FileState {
             fd: std::sync::atomic::AtomicI32::new(fd),
-            owner: Mutex::new((0, 0)),
+            owner: Mutex::new((0, 0, 0)),
             released: std::sync::Condvar::new(),
             inner: Mutex::new(Inner {
                 wbuf: Vec::new(),

@@ -1133,6 +1133,54 @@ fn flockfile_keeps_a_threads_writes_together() {
     std::fs::remove_file(&path).unwrap();
 }
 
+/// Threads contending for one stream all get through: the stream lock wakes a waiter
+/// whenever one is waiting (it skips the wake, a system call, only when none is), and each
+/// `fputs` comes out whole.
+#[test]
+fn contended_stream_lock_loses_no_wakeup() {
+    use crate::stdio as s;
+    let path = std::env::temp_dir().join(format!("aps5-libc-contend-{}", std::process::id()));
+    let cp = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    let f = unsafe { s::fopen(cp.as_ptr(), c"w".as_ptr().cast()) } as usize;
+    let threads: Vec<_> = (0..6)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let line = std::ffi::CString::new(format!("thread {t} line\n")).unwrap();
+                for i in 0..300 {
+                    unsafe {
+                        s::flockfile(f as *mut _);
+                        s::fputs(line.as_ptr().cast(), f as *mut _);
+                        if i % 7 == 0 {
+                            std::thread::yield_now(); // others queue up on the lock
+                        }
+                        s::funlockfile(f as *mut _);
+                    }
+                }
+            })
+        })
+        .collect();
+    // A lost wakeup leaves a thread asleep for good: fail instead of hanging.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !threads.iter().all(|t| t.is_finished()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a thread waiting for the stream lock was never woken"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    unsafe { s::fclose(f as *mut _) };
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    for t in 0..6 {
+        let want = format!("thread {t} line");
+        assert_eq!(text.lines().filter(|l| *l == want).count(), 300, "{want}");
+    }
+    assert_eq!(text.lines().count(), 1800);
+}
+
 /// Wide strings (2-byte `wchar_t`) against the host's wcs* functions (4-byte `wchar_t`)
 /// on the same characters: random strings over an alphabet with ASCII and non-ASCII BMP
 /// characters.

@@ -49,17 +49,34 @@ fn open_dir(p: &Path) -> i32 {
     }
 }
 
+/// The host folders behind `/app0` and the data mounts, read from the environment at
+/// start-up (before the guest can change it); nothing is opened or created until a guest
+/// path is first used ([`mounts`]): a program that touches no file makes no system call
+/// for them.
+static HOST_DIRS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+
 pub(crate) fn init() {
+    host_dirs();
+}
+
+fn host_dirs() -> &'static (PathBuf, PathBuf) {
+    HOST_DIRS.get_or_init(|| {
+        let var = |name: &str, default: &str| {
+            std::env::var_os(name)
+                .map(PathBuf::from)
+                .unwrap_or_else(|| exe_dir().join(default))
+        };
+        (var("APS5_APP0", "app0"), var("APS5_DATA", "data"))
+    })
+}
+
+/// The mounts, opened at the first guest path.
+fn mounts() -> &'static Mounts {
     MOUNTS.get_or_init(|| {
-        let app0 = std::env::var_os("APS5_APP0")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| exe_dir().join("app0"));
-        let data = std::env::var_os("APS5_DATA")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| exe_dir().join("data"));
+        let (app0, data) = host_dirs();
         let mut roots = vec![Mount {
             name: "app0",
-            fd: open_dir(&app0),
+            fd: open_dir(app0),
             read_only: true,
         }];
         for name in ["savedata0", "temp0", "download0"] {
@@ -73,7 +90,7 @@ pub(crate) fn init() {
             });
         }
         Mounts { roots }
-    });
+    })
 }
 
 /// The guest working directory (an absolute guest path); empty means `/app0`, where a
@@ -120,8 +137,7 @@ pub struct Resolved {
 /// lexical only: every caller goes on through [`open_beneath`] or [`entry`], where the
 /// kernel keeps symlinks from leaving the mount.
 pub fn resolve(guest: &[u8]) -> Result<Resolved, i32> {
-    init();
-    let mounts = MOUNTS.get().expect("initialised above");
+    let mounts = mounts();
     if guest.is_empty() {
         return Err(ENOENT);
     }
@@ -626,8 +642,7 @@ pub(crate) fn link_guest(from: &[u8], to: &[u8], follow: bool) -> Result<isize, 
 /// closed descriptor, ENOTDIR for one that is not a folder, ENOENT for a removed folder,
 /// EACCES for a folder outside every mount.
 pub(crate) fn guest_dir_of(fd: i32) -> Result<String, i32> {
-    init();
-    let mounts = MOUNTS.get().expect("initialised above");
+    let mounts = mounts();
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     if unsafe { libc::fstat(fd, &mut st) } != 0 {
         return Err(errno::from_host(
