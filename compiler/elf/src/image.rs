@@ -67,6 +67,23 @@ impl<'a> Image<'a> {
         })
     }
 
+    /// Where the `len` image bytes at `off` lie in the input file, when one piece holds them
+    /// all and no later piece overwrites any of them.
+    pub fn file_offset(&self, off: u64, len: u64) -> Option<u64> {
+        let end = off.checked_add(len)?;
+        for p in self.pieces.iter().rev() {
+            let p_end = p.elf + p.bytes.len() as u64;
+            if off >= p.elf && end <= p_end {
+                return Some(p.file + (off - p.elf));
+            }
+            if off < p_end && p.elf < end {
+                // Part of the range comes from this later piece, part from an earlier one.
+                return None;
+            }
+        }
+        None
+    }
+
     /// Copies the pieces into one contiguous image (gaps are zero).
     pub fn materialize(&self) -> Vec<u8> {
         let mut out = vec![0u8; self.len as usize];

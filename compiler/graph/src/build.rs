@@ -281,7 +281,13 @@ impl Project {
             })
             .collect();
         outputs.push(Output::bytes("modules.json".into(), index, false));
-        outputs.push(Output::bytes("app.elf".into(), app.elf.clone(), true));
+        outputs.push(Output::image(
+            "app.elf".into(),
+            app.input.clone(),
+            app.image.clone(),
+            app.hash,
+            true,
+        ));
         let mut coverage = serde_json::to_vec_pretty(&*app.coverage).expect("JSON");
         coverage.push(b'\n');
         outputs.push(Output::bytes(

@@ -6,15 +6,16 @@ use std::collections::{BTreeMap, HashMap};
 use aps5_elf::{Module, RelocationTable};
 
 use crate::amd::{self, AmdOnlyKind, AmdOnlySite};
+use crate::image::{self, Piece, PieceData};
 use crate::lower;
 use crate::reach::{self, CodeSegment, Roots};
 use crate::scan::{self, SyscallSite};
 use crate::stubs::{self, EntryPlan};
 use crate::writer::{
     Phdr, Rela, Shdr, StrTab, Sym, align_up, congruent, gnu_buckets, gnu_hash, gnu_hash_table,
-    output_buffer, sysv_hash_table,
+    sysv_hash_table,
 };
-use crate::{CoverageRow, PrxSet, RelinkError, RelinkOptions, Relinked};
+use crate::{CoverageRow, PrxSet, RelinkError, RelinkOptions, RelinkedImage};
 
 /// What is produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +63,8 @@ struct Orig<'a> {
     memsz: u64,
     /// The file bytes, borrowed from the input until a link-time patch copies them.
     bytes: Cow<'a, [u8]>,
+    /// What `bytes` started as.
+    original: &'a [u8],
     flags: u32,
     align: u64,
     /// PT_SCE_RELRO: read-only after relocation.
@@ -93,7 +96,7 @@ pub(crate) fn relink(
     prx: &PrxSet,
     opts: &RelinkOptions,
     kind: Kind,
-) -> Result<Relinked, RelinkError> {
+) -> Result<RelinkedImage, RelinkError> {
     let image = aps5_elf::unwrap_fself(bytes)?;
     // Everything moves up by `shift` (a multiple of every segment alignment) so the ELF
     // header and the new tables can sit in front, and no export has address 0 (the host
@@ -1508,7 +1511,6 @@ pub(crate) fn relink(
         ..Shdr::default()
     });
     let total = shoff + sh.len() as u64 * 64;
-    let mut elf = output_buffer(total as usize);
     // ELF header.
     let mut h = Vec::with_capacity(64);
     h.extend_from_slice(b"\x7fELF");
@@ -1532,23 +1534,55 @@ pub(crate) fn relink(
     h.extend_from_slice(&64u16.to_le_bytes());
     h.extend_from_slice(&(sh.len() as u16).to_le_bytes());
     h.extend_from_slice(&((sh.len() - 1) as u16).to_le_bytes());
-    elf[r_off as usize..r_off as usize + r.len()].copy_from_slice(&r);
-    for (at, bytes) in [(rela_at, &rela), (jmprel_at, &jmprel), (msgs_at, &messages)] {
-        let o = file_of(at) as usize;
-        elf[o..o + bytes.len()].copy_from_slice(bytes);
-    }
-    elf[..64].copy_from_slice(&h);
-    for (s, off) in segs.iter().zip(&orig_off) {
-        elf[*off as usize..*off as usize + s.bytes.len()].copy_from_slice(&s.bytes);
-    }
-    elf[rw_off as usize..rw_off as usize + rw.len()].copy_from_slice(&rw);
-    elf[rx_off as usize..rx_off as usize + code.len()].copy_from_slice(&code);
-    elf[shstr_off as usize..shstr_off as usize + shstr.bytes.len()].copy_from_slice(&shstr.bytes);
+    r[..64].copy_from_slice(&h);
     let mut shbytes = Vec::new();
     for s in &sh {
         s.write(&mut shbytes);
     }
-    elf[shoff as usize..].copy_from_slice(&shbytes);
+    // The file as pieces: the original segments stay ranges of the input where the input holds
+    // their bytes (nothing copies them into an output buffer), the rest is what was made here.
+    let made = |at: u64, bytes: Vec<u8>| Piece {
+        at,
+        data: PieceData::Bytes(std::sync::Arc::new(bytes)),
+    };
+    // Where `part` (a slice of the image) lies in the input file: the image is the input
+    // itself, or an fSELF's data entries put together.
+    let image_start = image.as_ptr() as usize;
+    let input_range = |part: &[u8]| -> Option<u64> {
+        let off = (part.as_ptr() as usize).checked_sub(image_start)? as u64;
+        let from = aps5_elf::fself_file_offset(bytes, off, part.len() as u64)?;
+        // The input must hold these very bytes (what the image was made of).
+        let held = bytes.get(from as usize..from as usize + part.len())?;
+        (std::ptr::eq(held, part) || held == part).then_some(from)
+    };
+    let mut pieces = vec![
+        made(r_off, r),
+        made(file_of(rela_at), rela),
+        made(file_of(jmprel_at), jmprel),
+        made(file_of(msgs_at), messages),
+        made(rw_off, rw),
+        made(rx_off, code),
+        made(shstr_off, shstr.bytes),
+        made(shoff, shbytes),
+    ];
+    for (s, &off) in segs.into_iter().zip(&orig_off) {
+        match (&s.bytes, input_range(s.original)) {
+            (Cow::Borrowed(b), Some(from)) => pieces.push(Piece {
+                at: off,
+                data: PieceData::Input {
+                    from,
+                    len: b.len() as u64,
+                },
+            }),
+            // Patched at link time: only the pages that changed are new bytes.
+            (Cow::Owned(b), Some(from)) => {
+                pieces.extend(image::diff_pieces(off, b, s.original, from));
+            }
+            (_, None) => pieces.push(made(off, s.bytes.into_owned())),
+        }
+    }
+    let out = image::assemble(total, pieces);
+    debug_assert_eq!(out.check(bytes.len() as u64), Ok(()));
 
     let mut warnings = Vec::new();
     if let Some(t) = tls
@@ -1596,8 +1630,8 @@ pub(crate) fn relink(
         ));
     }
 
-    Ok(Relinked {
-        elf,
+    Ok(RelinkedImage {
+        image: out,
         coverage: coverage.into_values().collect(),
         libs_needed: needed,
         warnings,
@@ -1631,6 +1665,7 @@ fn original_segments<'a>(image: &'a [u8], module: &Module) -> Result<Vec<Orig<'a
             vaddr: s.vaddr,
             memsz: s.memsz,
             bytes: Cow::Borrowed(&image[s.offset as usize..end as usize]),
+            original: &image[s.offset as usize..end as usize],
             flags: s.flags & (PF_R | PF_W | PF_X),
             align: s.align.clamp(PAGE, 0x20_0000),
             relro: false,
