@@ -240,7 +240,12 @@ impl Project {
             (index, app, shaders.join().expect("the shader thread"))
         });
         // The errors in the order the queries ran in before they overlapped.
-        let index = index.map_err(|e| query_error(&e))?;
+        let index = index.map_err(|e| {
+            // The relink ran only because it overlapped the index: its cache stores say
+            // nothing (the index's error is the build's, as when the relink never ran).
+            db.discard_stores();
+            query_error(&e)
+        })?;
         let app = app
             .expect("relinked when the index was made")
             .map_err(|e| query_error(&e))?;

@@ -202,6 +202,12 @@ impl Database {
         tracing::debug!("phase store_wait: {:.1} ms", ms_since(t));
     }
 
+    /// Waits for the cache stores still running and forgets how they went (for work whose
+    /// result the build does not use).
+    pub fn discard_stores(&self) {
+        let _ = self.pending.join();
+    }
+
     /// Every query run so far, in order.
     pub fn take_runs(&self) -> Vec<QueryRun> {
         std::mem::take(&mut *self.runs.lock().unwrap())
