@@ -111,3 +111,34 @@ impl<'a> Image<'a> {
         e
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A range is mapped to the file only when one piece holds it and no later piece (which
+    /// wins where pieces overlap) covers any of it.
+    #[test]
+    fn file_offsets_of_image_ranges() {
+        let data = [0u8; 64];
+        let img = Image::from_pieces(vec![
+            Piece {
+                elf: 0,
+                bytes: &data[..32],
+                file: 100,
+            },
+            Piece {
+                elf: 16,
+                bytes: &data[..4],
+                file: 500,
+            },
+        ]);
+        assert_eq!(img.file_offset(0, 16), Some(100));
+        assert_eq!(img.file_offset(20, 12), Some(120));
+        assert_eq!(img.file_offset(16, 4), Some(500));
+        // Partly overwritten by the later piece, past the end, overflowing.
+        assert_eq!(img.file_offset(10, 8), None);
+        assert_eq!(img.file_offset(30, 4), None);
+        assert_eq!(img.file_offset(u64::MAX, 2), None);
+    }
+}

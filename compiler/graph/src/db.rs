@@ -962,3 +962,73 @@ pub fn app_elf(db: &dyn Db, dump: Dump) -> Result<AppElf, QueryError> {
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aps5_relink::{OutputImage, Piece, PieceData};
+
+    fn sample() -> (AppElf, Vec<u8>) {
+        let input: Vec<u8> = (0..100u8).collect();
+        let image = OutputImage {
+            len: 64,
+            pieces: vec![
+                Piece {
+                    at: 0,
+                    data: PieceData::Bytes(Arc::new(b"hdr".to_vec())),
+                },
+                Piece {
+                    at: 8,
+                    data: PieceData::Input { from: 90, len: 10 },
+                },
+                Piece {
+                    at: 40,
+                    data: PieceData::Bytes(Arc::new(vec![7; 20])),
+                },
+            ],
+        };
+        let elf = image.to_vec(&input);
+        let app = AppElf {
+            input: Arc::new(input.clone()),
+            image: Arc::new(image),
+            hash: ContentHash::of(&elf),
+            coverage: Arc::new(vec![]),
+            amd_only: Arc::new(vec![]),
+        };
+        (app, input)
+    }
+
+    fn encoded(app: &AppElf) -> Vec<u8> {
+        app.encode()
+            .iter()
+            .flat_map(|p| p.iter().copied())
+            .collect()
+    }
+
+    #[test]
+    fn an_app_elf_decodes_as_it_was_encoded() {
+        let (app, input) = sample();
+        let back = AppElf::decode(encoded(&app), Arc::new(input)).unwrap();
+        assert_eq!(back, app);
+    }
+
+    /// A stored delta that does not fit (cut anywhere, or against a shorter input) is a miss,
+    /// never a panic or a wrong file.
+    #[test]
+    fn a_delta_that_does_not_fit_is_refused() {
+        let (app, input) = sample();
+        let bytes = encoded(&app);
+        for cut in 0..bytes.len() {
+            assert!(
+                AppElf::decode(bytes[..cut].to_vec(), Arc::new(input.clone())).is_none(),
+                "cut at {cut}"
+            );
+        }
+        // The input piece reads bytes 90..100.
+        assert!(AppElf::decode(bytes.clone(), Arc::new(input[..99].to_vec())).is_none());
+        // A piece count far past the blob.
+        let mut huge = bytes.clone();
+        huge[48..56].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(AppElf::decode(huge, Arc::new(input.clone())).is_none());
+    }
+}
