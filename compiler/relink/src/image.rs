@@ -49,7 +49,7 @@ pub struct OutputImage {
 pub struct ImageError(pub String);
 
 /// Zeros for the gaps between pieces (alignment padding).
-const ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
 
 impl OutputImage {
     /// Checks that the pieces are in order, inside `len`, and that every input range lies in an
