@@ -82,9 +82,16 @@ pub(crate) fn create_temp(tmp_dir: &Path) -> io::Result<(PathBuf, File)> {
 /// complete: temp file in `tmp_dir` (same filesystem), fsync, rename, fsync of `dest`'s folder.
 /// Creates `dest`'s folder if needed (and fsyncs its parent then).
 pub(crate) fn write_durable(tmp_dir: &Path, dest: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_durable_parts(tmp_dir, dest, &[bytes])
+}
+
+/// [`write_durable`] of the concatenation of `parts` (never made in memory).
+pub(crate) fn write_durable_parts(tmp_dir: &Path, dest: &Path, parts: &[&[u8]]) -> io::Result<()> {
     let (tmp, mut file) = create_temp(tmp_dir)?;
     let result = (|| {
-        file.write_all(bytes)?;
+        for part in parts {
+            file.write_all(part)?;
+        }
         file.sync_all()?;
         let parent = dest.parent().unwrap_or(Path::new("."));
         match fs::rename(&tmp, dest) {

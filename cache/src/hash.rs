@@ -20,6 +20,19 @@ impl ContentHash {
         ContentHash(*blake3::hash(bytes).as_bytes())
     }
 
+    /// The blake3 hash of the concatenation of `parts` (each large part hashed on all cores).
+    pub fn of_parts<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> Self {
+        let mut h = blake3::Hasher::new();
+        for part in parts {
+            if part.len() as u64 >= PARALLEL_MIN {
+                h.update_rayon(part);
+            } else {
+                h.update(part);
+            }
+        }
+        ContentHash(*h.finalize().as_bytes())
+    }
+
     /// 64 lowercase hex digits.
     pub fn to_hex(&self) -> String {
         hex::encode(self.0)

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
 use crate::error::CacheError;
-use crate::fsutil::{self, sweep_temps, write_durable};
+use crate::fsutil::{self, sweep_temps};
 use crate::hash::{ContentHash, FileStamp, MemoKey, hash_reader};
 use crate::report::{BadEntry, CorruptBlob, FileRowProblem, GcReport, Stats, VerifyReport};
 
@@ -456,9 +456,15 @@ impl Cache {
     /// same-size file with wrong bytes is caught, removed and rewritten on the next read).
     /// Anything else in its place (a link, a FIFO, a folder) is removed first.
     fn store_file(&self, hash: &ContentHash, bytes: &[u8]) -> Result<(), CacheError> {
+        self.store_file_parts(hash, &[bytes])
+    }
+
+    /// [`Cache::store_file`] of the concatenation of `parts`.
+    fn store_file_parts(&self, hash: &ContentHash, parts: &[&[u8]]) -> Result<(), CacheError> {
         let path = self.blob_path(hash);
+        let size: u64 = parts.iter().map(|p| p.len() as u64).sum();
         match fs::symlink_metadata(&path) {
-            Ok(meta) if meta.is_file() && meta.len() == bytes.len() as u64 => return Ok(()),
+            Ok(meta) if meta.is_file() && meta.len() == size => return Ok(()),
             Ok(meta) if !meta.is_file() => {
                 tracing::warn!(blob = %path.display(), kind = fsutil::describe_kind(meta.file_type()), "cache blob is not a regular file: replacing it");
                 fsutil::remove_entry(&path)
@@ -466,7 +472,7 @@ impl Cache {
             }
             _ => {}
         }
-        write_durable(&self.tmp_dir, &path, bytes)
+        fsutil::write_durable_parts(&self.tmp_dir, &path, parts)
             .map_err(|e| CacheError::io("write blob", &path, e))
     }
 
@@ -646,14 +652,25 @@ impl Cache {
 
     /// Stores a memoized result: the blob first (durably), then the index rows.
     pub fn memo_put(&self, key: &MemoKey, bytes: &[u8]) -> Result<ContentHash, CacheError> {
-        let hash = ContentHash::of(bytes);
-        self.store_file(&hash, bytes)?;
+        self.memo_put_parts(key, &[bytes])
+    }
+
+    /// [`Cache::memo_put`] of the concatenation of `parts`, which is never made in memory (a
+    /// large result is hashed and written straight from its pieces).
+    pub fn memo_put_parts(
+        &self,
+        key: &MemoKey,
+        parts: &[&[u8]],
+    ) -> Result<ContentHash, CacheError> {
+        let hash = ContentHash::of_parts(parts.iter().copied());
+        self.store_file_parts(&hash, parts)?;
+        let size: u64 = parts.iter().map(|p| p.len() as u64).sum();
         let now = now_ns();
         let mut conn = lock(&self.conn);
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.db_err(e))?;
-        upsert_blob(&tx, &hash, bytes.len() as u64, now).map_err(|e| self.db_err(e))?;
+        upsert_blob(&tx, &hash, size, now).map_err(|e| self.db_err(e))?;
         tx.prepare_cached(
             "INSERT INTO memo (key, blob, created) VALUES (?1, ?2, ?3)
              ON CONFLICT (key) DO UPDATE SET blob = excluded.blob, created = excluded.created",

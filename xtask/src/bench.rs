@@ -431,27 +431,64 @@ fn phases(log: &str) -> serde_json::Map<String, serde_json::Value> {
     ms.into_iter().map(|(k, v)| (k, json!(v))).collect()
 }
 
-/// RUNS cold builds of DUMP with APS5 (an empty cache, no output tree each time): the median
-/// run's figures.
+/// RUNS cold builds of DUMP with each binary of APS5 (an empty cache, no output tree each
+/// time), the binaries alternating (so a baseline meets the same load as the build measured
+/// against it): each binary's median run's figures, in order.
 fn cold_runs(
-    aps5: &Path,
+    aps5: &[&Path],
     work: &Path,
     dump: &Path,
     input: u64,
     runs: usize,
-) -> Result<serde_json::Value> {
+) -> Result<Vec<serde_json::Value>> {
     let cache = work.join("cache");
-    let mut results = Vec::new();
+    let mut results: Vec<Vec<(f64, u64, String)>> = vec![Vec::new(); aps5.len()];
     for i in 0..runs {
+        for (n, bin) in aps5.iter().enumerate() {
+            let _ = std::fs::remove_dir_all(&cache);
+            // What `aps5 clean` removes, removed here: an older aps5 (the baseline) may not
+            // read the output tree a newer one made.
+            let _ = std::fs::remove_file(dump.join("aps5-out"));
+            let _ = std::fs::remove_dir_all(dump.join(".aps5"));
+            let log = work.join(format!("build-{n}-{i}.log"));
+            let (secs, rss, _) = run_aps5_logged(bin, dump, &["-vv", "build"], Some(&log))?;
+            results[n].push((secs, rss, std::fs::read_to_string(&log)?));
+        }
+    }
+    let last = results.len() - 1;
+    let mut out = Vec::new();
+    // The tree and cache on disk are the last binary's: its figures first; each other
+    // binary's after one more build of its own.
+    for (n, r) in results.into_iter().enumerate().rev() {
+        if n != last {
+            let _ = std::fs::remove_dir_all(&cache);
+            let _ = std::fs::remove_file(dump.join("aps5-out"));
+            let _ = std::fs::remove_dir_all(dump.join(".aps5"));
+            run_aps5(aps5[n], dump, &["-q", "build"])?;
+        }
+        out.push(cold_figures(work, dump, input, runs, r)?);
+    }
+    out.reverse();
+    if last > 0 {
+        // Leave the last binary's tree and cache, for what the caller measures next.
         let _ = std::fs::remove_dir_all(&cache);
-        // What `aps5 clean` removes, removed here: an older aps5 (the baseline) may not read
-        // the output tree a newer one made.
         let _ = std::fs::remove_file(dump.join("aps5-out"));
         let _ = std::fs::remove_dir_all(dump.join(".aps5"));
-        let log = work.join(format!("build-{i}.log"));
-        let (secs, rss, _) = run_aps5_logged(aps5, dump, &["-vv", "build"], Some(&log))?;
-        results.push((secs, rss, std::fs::read_to_string(&log)?));
+        run_aps5(aps5[last], dump, &["-q", "build"])?;
     }
+    Ok(out)
+}
+
+/// The figures of one binary's cold builds (RESULTS: seconds, peak RSS, log of each), with the
+/// cache and output tree its last build left.
+fn cold_figures(
+    work: &Path,
+    dump: &Path,
+    input: u64,
+    runs: usize,
+    mut results: Vec<(f64, u64, String)>,
+) -> Result<serde_json::Value> {
+    let cache = work.join("cache");
     results.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
     let (secs, rss, log) = results.swap_remove(results.len() / 2);
     let blobs = tree_bytes(&cache.join("blobs"))?;
@@ -516,6 +553,41 @@ fn write_limits(work: &Path, bytes: u64, runs: usize) -> Result<serde_json::Valu
     }))
 }
 
+/// The physical limits of what a cold build must do with the INPUT file, RUNS times each,
+/// median: read it (from the page cache, as the build does), blake3 it (on all cores, as the
+/// scan does) and copy it in memory (into a buffer that was used before).
+fn input_limits(input: &Path, runs: usize) -> Result<serde_json::Value> {
+    let (mut read, mut hash, mut copy) = (Vec::new(), Vec::new(), Vec::new());
+    let mut bytes = Vec::new();
+    let mut to = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        bytes = std::fs::read(input)?;
+        read.push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        let mut h = blake3::Hasher::new();
+        h.update_rayon(&bytes);
+        std::hint::black_box(h.finalize());
+        hash.push(t.elapsed().as_secs_f64());
+        to.resize(bytes.len(), 0u8);
+        let t = Instant::now();
+        to.copy_from_slice(&bytes);
+        std::hint::black_box(&to);
+        copy.push(t.elapsed().as_secs_f64());
+    }
+    let n = bytes.len() as f64;
+    let (r, h, c) = (median(read), median(hash), median(copy));
+    Ok(json!({
+        "bytes": bytes.len(),
+        "read_s_median": r,
+        "read_mb_per_s": n / r / 1e6,
+        "blake3_s_median": h,
+        "blake3_mb_per_s": n / h / 1e6,
+        "memcpy_s_median": c,
+        "memcpy_mb_per_s": n / c / 1e6,
+    }))
+}
+
 /// The `build` bench; `APS5_BENCH_BASELINE=PATH` also measures another aps5 binary on the
 /// same dump in the same run.
 fn cold_build(quick: bool) -> Result<serde_json::Value> {
@@ -557,10 +629,26 @@ fn cold_build(quick: bool) -> Result<serde_json::Value> {
     std::fs::write(&cfg, text)?;
 
     let runs = if quick { 1 } else { 3 };
-    let mut figures = cold_runs(&aps5, &work, &dump, input, runs)?;
+    // Another aps5 (an older build, say) measured in the same run on the same dump, its
+    // builds alternating with these, so a change is compared under the same load.
+    let base = std::env::var_os("APS5_BENCH_BASELINE").map(PathBuf::from);
+    let mut bins: Vec<&Path> = base.iter().map(PathBuf::as_path).collect();
+    bins.push(&aps5);
+    let mut all = cold_runs(&bins, &work, &dump, input, runs)?;
+    let mut figures = all.pop().expect("this aps5's figures");
     let app_elf = figures["app_elf_bytes"].as_u64().unwrap_or(0);
-    let limits = write_limits(&work, app_elf, runs)?;
+    let mut limits = write_limits(&work, app_elf, runs)?;
+    limits["input"] = input_limits(&dump.join("eboot.bin"), runs)?;
     let secs = figures["cold_build_s_median"].as_f64().unwrap_or(f64::NAN);
+    // The floor of a cold build: read and hash the input, write app.elf (no relink at all).
+    let floor = ["read_s_median", "blake3_s_median"]
+        .iter()
+        .map(|k| limits["input"][k].as_f64().unwrap_or(f64::NAN))
+        .sum::<f64>()
+        + limits["write_s_median"].as_f64().unwrap_or(f64::NAN);
+    limits["read_hash_write_s"] = json!(floor);
+    limits["read_hash_write_mb_per_s"] = json!(input as f64 / floor / 1e6);
+    figures["cold_build_over_read_hash_write_limit"] = json!(secs / floor);
     figures["cold_build_over_write_fsync_limit"] =
         json!(secs / limits["write_fsync_s_median"].as_f64().unwrap_or(f64::NAN));
     figures["cold_build_over_write_limit"] =
@@ -569,11 +657,8 @@ fn cold_build(quick: bool) -> Result<serde_json::Value> {
     // The same no-op rebuild the graph bench measures, for scale.
     let (noop, _, _) = run_aps5(&aps5, &dump, &["-q", "build"])?;
     figures["noop_rebuild_s"] = json!(noop);
-    // Another aps5 (an older build, say) measured in the same run on the same dump, so a
-    // change is compared under the same load.
-    if let Some(base) = std::env::var_os("APS5_BENCH_BASELINE") {
-        let base = PathBuf::from(base);
-        figures["baseline"] = cold_runs(&base, &work, &dump, input, runs)?;
+    if let (Some(base), Some(base_figures)) = (&base, all.pop()) {
+        figures["baseline"] = base_figures;
         figures["baseline"]["binary"] = json!(base.display().to_string());
         // A faster build must make the very same bytes.
         figures["app_elf_same_as_baseline"] =

@@ -67,6 +67,23 @@ impl<'a> Image<'a> {
         })
     }
 
+    /// Where the `len` image bytes at `off` lie in the input file, when one piece holds them
+    /// all and no later piece overwrites any of them.
+    pub fn file_offset(&self, off: u64, len: u64) -> Option<u64> {
+        let end = off.checked_add(len)?;
+        for p in self.pieces.iter().rev() {
+            let p_end = p.elf + p.bytes.len() as u64;
+            if off >= p.elf && end <= p_end {
+                return Some(p.file + (off - p.elf));
+            }
+            if off < p_end && p.elf < end {
+                // Part of the range comes from this later piece, part from an earlier one.
+                return None;
+            }
+        }
+        None
+    }
+
     /// Copies the pieces into one contiguous image (gaps are zero).
     pub fn materialize(&self) -> Vec<u8> {
         let mut out = vec![0u8; self.len as usize];
@@ -92,5 +109,36 @@ impl<'a> Image<'a> {
             e.place = Place::Unwrapped { elf, file };
         }
         e
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A range is mapped to the file only when one piece holds it and no later piece (which
+    /// wins where pieces overlap) covers any of it.
+    #[test]
+    fn file_offsets_of_image_ranges() {
+        let data = [0u8; 64];
+        let img = Image::from_pieces(vec![
+            Piece {
+                elf: 0,
+                bytes: &data[..32],
+                file: 100,
+            },
+            Piece {
+                elf: 16,
+                bytes: &data[..4],
+                file: 500,
+            },
+        ]);
+        assert_eq!(img.file_offset(0, 16), Some(100));
+        assert_eq!(img.file_offset(20, 12), Some(120));
+        assert_eq!(img.file_offset(16, 4), Some(500));
+        // Partly overwritten by the later piece, past the end, overflowing.
+        assert_eq!(img.file_offset(10, 8), None);
+        assert_eq!(img.file_offset(30, 4), None);
+        assert_eq!(img.file_offset(u64::MAX, 2), None);
     }
 }

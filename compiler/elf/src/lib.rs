@@ -56,6 +56,21 @@ pub fn parse(data: &[u8]) -> Result<Module> {
     }
 }
 
+/// Where the `len` bytes at offset `off` of [`unwrap_fself`]'s result lie in `data` itself:
+/// `off` for a plain ELF; for an fSELF, the offset in the file of the data entry that holds
+/// them all (None if none does).
+pub fn fself_file_offset(data: &[u8], off: u64, len: u64) -> Option<u64> {
+    match data.get(..4) {
+        Some(m) if m == PS4_SELF_MAGIC || m == PS5_SELF_MAGIC => {
+            fself::unwrap(data).ok()?.file_offset(off, len)
+        }
+        _ => off
+            .checked_add(len)
+            .filter(|e| *e <= data.len() as u64)
+            .map(|_| off),
+    }
+}
+
 /// Unwraps an fSELF into the plain ELF image it carries (a plain ELF is returned as is).
 ///
 /// Useful for checking the reader against standard tools such as `llvm-readelf`.

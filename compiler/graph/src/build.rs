@@ -229,13 +229,23 @@ impl Project {
             let shader_db = db.clone();
             let shaders = s
                 .spawn(move || crate::shaders::outputs(&shader_db, dump, &records, jobs, progress));
-            let index = db::module_index(&db, dump).clone();
-            // No relink when the module index failed (its error is the build's).
-            let app = index.is_ok().then(|| db::app_elf(&db, dump).clone());
+            // The module index (a report of every module) on a third: the relink does not
+            // wait for it. When both fail, the index's error is the build's, as when the
+            // index ran first.
+            let index_db = db.clone();
+            let index = s.spawn(move || db::module_index(&index_db, dump).clone());
+            let app = db::app_elf(&db, dump).clone();
+            let index = index.join().expect("the module index thread");
+            let app = index.is_ok().then_some(app);
             (index, app, shaders.join().expect("the shader thread"))
         });
         // The errors in the order the queries ran in before they overlapped.
-        let index = index.map_err(|e| query_error(&e))?;
+        let index = index.map_err(|e| {
+            // The relink ran only because it overlapped the index: its cache stores say
+            // nothing (the index's error is the build's, as when the relink never ran).
+            db.discard_stores();
+            query_error(&e)
+        })?;
         let app = app
             .expect("relinked when the index was made")
             .map_err(|e| query_error(&e))?;
@@ -281,7 +291,13 @@ impl Project {
             })
             .collect();
         outputs.push(Output::bytes("modules.json".into(), index, false));
-        outputs.push(Output::bytes("app.elf".into(), app.elf.clone(), true));
+        outputs.push(Output::image(
+            "app.elf".into(),
+            app.input.clone(),
+            app.image.clone(),
+            app.hash,
+            true,
+        ));
         let mut coverage = serde_json::to_vec_pretty(&*app.coverage).expect("JSON");
         coverage.push(b'\n');
         outputs.push(Output::bytes(

@@ -26,7 +26,7 @@ pub const QUERY_VERSIONS: &[(&str, &str)] = &[
     // 2: bundled modules the host PRX set replaces no longer join the executable's link set.
     // 3: the run path reaches every module folder. 4: stored zstd-compressed, ELF first,
     // coverage after it. 5: the AMD-only sites (issue 14) stored with the coverage.
-    ("app_elf", "5"),
+    ("app_elf", "6"),
     // Shaders (issue 13, shaders.rs): the static scan of one file and of the dump, the
     // translation of one program with its state, the pack and shaders.json. All four carry
     // the translator's identity (the scan decodes with its decoder and names pack keys).
@@ -200,6 +200,12 @@ impl Database {
             );
         }
         tracing::debug!("phase store_wait: {:.1} ms", ms_since(t));
+    }
+
+    /// Waits for the cache stores still running and forgets how they went (for work whose
+    /// result the build does not use).
+    pub fn discard_stores(&self) {
+        let _ = self.pending.join();
     }
 
     /// Every query run so far, in order.
@@ -390,6 +396,9 @@ enum Stored {
     Plain,
     /// zstd ([`compress`]): for relink results, which are larger than their input.
     Compressed,
+    /// As the parts are, on another thread (an encoding that is already small, written
+    /// straight from its parts).
+    Parts,
 }
 
 /// Looks a memoized result up in the content cache, computing and storing it on a miss.
@@ -420,6 +429,7 @@ where
             let plain = match stored {
                 Stored::Plain => Some(bytes),
                 Stored::Compressed => decompress(&bytes),
+                Stored::Parts => Some(bytes),
             };
             if let Some(v) = plain.and_then(&decode) {
                 db.record(QueryRun {
@@ -455,6 +465,20 @@ where
                 encoded.len()
             );
         }
+        Stored::Parts => db.store_later(
+            query,
+            Box::new(move |cache: &Cache| {
+                let t = Instant::now();
+                let slices: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
+                cache.memo_put_parts(&key, &slices)?;
+                tracing::debug!(
+                    "phase {query}.store: {:.1} ms ({} bytes, on another thread)",
+                    ms_since(t),
+                    slices.iter().map(|s| s.len()).sum::<usize>()
+                );
+                Ok(())
+            }),
+        ),
         Stored::Compressed => db.store_later(
             query,
             Box::new(move |cache: &Cache| {
@@ -725,7 +749,13 @@ pub fn guest_module(db: &dyn Db, dump: Dump, file: SourceFile) -> Result<Arc<Vec
 /// The relinked main executable and its import coverage.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AppElf {
-    pub elf: Arc<Vec<u8>>,
+    /// The executable it was relinked from: the image's input pieces are ranges of it.
+    pub input: Arc<Vec<u8>>,
+    /// app.elf as pieces of `input` and bytes the relinker made (written from them, never
+    /// made whole in memory).
+    pub image: Arc<aps5_relink::OutputImage>,
+    /// blake3 of app.elf.
+    pub hash: ContentHash,
     pub coverage: Arc<Vec<CoverageRow>>,
     /// AMD-only instructions in its reachable code, and whether each was lowered.
     pub amd_only: Arc<Vec<aps5_relink::AmdOnlySite>>,
@@ -771,31 +801,95 @@ fn decompress(bytes: &[u8]) -> Option<Vec<u8>> {
 }
 
 impl AppElf {
-    /// Encoded as: the ELF, the JSON of (coverage, AMD-only sites), then the JSON's length (u64,
-    /// little-endian), and
-    /// stored compressed: a relinked executable is larger than its input (its new relocation
-    /// tables join the original segments); compressed, the cache grows by less than the dump.
-    /// What follows the ELF in the encoding.
-    fn encode_tail(coverage: &[CoverageRow], amd_only: &[aps5_relink::AmdOnlySite]) -> Vec<u8> {
-        let mut json = serde_json::to_vec(&(coverage, amd_only)).expect("JSON");
+    /// What the cache keeps of an app.elf: the image against its input (a delta: the input's
+    /// segments are not stored again, and nothing is compressed), app.elf's hash, then the
+    /// JSON of (coverage, AMD-only sites):
+    ///
+    /// `APS5IMG1`, hash (32), file length, piece count, per piece (at, kind: 0 input / 1 new
+    /// bytes, input offset or 0, length), the new bytes in piece order, the JSON, its length
+    /// (integers u64 little-endian). Returned as parts whose concatenation is the encoding.
+    fn encode(&self) -> Vec<Arc<Vec<u8>>> {
+        use aps5_relink::PieceData;
+        let pieces = &self.image.pieces;
+        let mut head = Vec::with_capacity(56 + 32 * pieces.len());
+        head.extend_from_slice(IMAGE_MAGIC);
+        head.extend_from_slice(&self.hash.0);
+        for v in [self.image.len, pieces.len() as u64] {
+            head.extend_from_slice(&v.to_le_bytes());
+        }
+        let mut parts = vec![];
+        for p in pieces {
+            let (kind, from) = match &p.data {
+                PieceData::Input { from, .. } => (0u64, *from),
+                PieceData::Bytes(b) => {
+                    parts.push(b.clone());
+                    (1, 0)
+                }
+            };
+            for v in [p.at, kind, from, p.len()] {
+                head.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        let mut json = serde_json::to_vec(&(&*self.coverage, &*self.amd_only)).expect("JSON");
         let n = json.len() as u64;
         json.extend_from_slice(&n.to_le_bytes());
-        json
+        parts.insert(0, Arc::new(head));
+        parts.push(Arc::new(json));
+        parts
     }
 
-    fn decode(mut bytes: Vec<u8>) -> Option<AppElf> {
+    /// Undoes [`AppElf::encode`] against `input` (the executable's bytes, checked by the scan's
+    /// hash); `None` for anything else, or for pieces that do not fit the input.
+    fn decode(bytes: Vec<u8>, input: Arc<Vec<u8>>) -> Option<AppElf> {
+        use aps5_relink::{OutputImage, Piece, PieceData};
+        let u64_at = |o: usize| -> Option<u64> {
+            Some(u64::from_le_bytes(
+                bytes.get(o..o.checked_add(8)?)?.try_into().ok()?,
+            ))
+        };
+        if bytes.get(..8)? != IMAGE_MAGIC {
+            return None;
+        }
+        let hash = ContentHash(bytes.get(8..40)?.try_into().ok()?);
+        let (len, n) = (u64_at(40)?, usize::try_from(u64_at(48)?).ok()?);
+        let mut made_at = 56usize.checked_add(n.checked_mul(32)?)?;
+        let mut pieces = Vec::with_capacity(n.min(bytes.len() / 32));
+        for i in 0..n {
+            let f = |k: usize| u64_at(56 + 32 * i + 8 * k);
+            let (at, kind, from, plen) = (f(0)?, f(1)?, f(2)?, f(3)?);
+            let data = match kind {
+                0 => PieceData::Input { from, len: plen },
+                1 => {
+                    let end = made_at.checked_add(usize::try_from(plen).ok()?)?;
+                    let b = bytes.get(made_at..end)?.to_vec();
+                    made_at = end;
+                    PieceData::Bytes(Arc::new(b))
+                }
+                _ => return None,
+            };
+            pieces.push(Piece { at, data });
+        }
+        let image = OutputImage { len, pieces };
+        image.check(input.len() as u64).ok()?;
         let trailer = bytes.len().checked_sub(8)?;
-        let n = usize::try_from(u64::from_le_bytes(bytes[trailer..].try_into().ok()?)).ok()?;
-        let json_at = trailer.checked_sub(n)?;
+        let json_len = usize::try_from(u64_at(trailer)?).ok()?;
+        let json_at = trailer.checked_sub(json_len)?;
+        if json_at != made_at {
+            return None;
+        }
         let (coverage, amd_only) = serde_json::from_slice(&bytes[json_at..trailer]).ok()?;
-        bytes.truncate(json_at);
         Some(AppElf {
-            elf: Arc::new(bytes),
+            input,
+            image: Arc::new(image),
+            hash,
             coverage: Arc::new(coverage),
             amd_only: Arc::new(amd_only),
         })
     }
 }
+
+/// The first bytes of a stored [`AppElf`].
+const IMAGE_MAGIC: &[u8; 8] = b"APS5IMG1";
 
 /// `app.elf`: the main executable relinked against the host PRX set and the relinked bundled
 /// modules (a library the host set implements is bound to the host set: it is listed first).
@@ -831,8 +925,8 @@ pub fn app_elf(db: &dyn Db, dump: Dump) -> Result<AppElf, QueryError> {
         "app.elf",
         &deps,
         MemoKey::new("app_elf", &query_version("app_elf"), &inputs, &names),
-        Stored::Compressed,
-        AppElf::decode,
+        Stored::Parts,
+        |bytes| AppElf::decode(bytes, module_bytes(db, exe).as_ref().ok()?.clone()),
         || {
             let mut set = prx.clone();
             for &g in guests {
@@ -847,20 +941,94 @@ pub fn app_elf(db: &dyn Db, dump: Dump) -> Result<AppElf, QueryError> {
             let m = module(db, exe).as_ref().map_err(Clone::clone)?;
             let bytes = module_bytes(db, exe).as_ref().map_err(Clone::clone)?;
             let t = Instant::now();
-            let r = aps5_relink::relink_executable(bytes, m, &set, &opts)
+            let r = aps5_relink::relink_executable_image(bytes, m, &set, &opts)
                 .map_err(|e| relink_error(db, exe, e))?;
             for w in &r.warnings {
                 tracing::warn!("{}: {w}", exe.rel(db));
             }
             tracing::debug!("phase relink: {:.1} ms", ms_since(t));
+            let t = Instant::now();
+            let hash = ContentHash::of_parts(r.image.slices(bytes));
+            tracing::debug!("phase app_elf.hash: {:.1} ms", ms_since(t));
             let app = AppElf {
-                elf: Arc::new(r.elf),
+                input: bytes.clone(),
+                image: Arc::new(r.image),
+                hash,
                 coverage: Arc::new(r.coverage),
                 amd_only: Arc::new(r.amd_only),
             };
-            let tail = Arc::new(AppElf::encode_tail(&app.coverage, &app.amd_only));
-            let parts = vec![app.elf.clone(), tail];
+            let parts = app.encode();
             Ok((app, parts))
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aps5_relink::{OutputImage, Piece, PieceData};
+
+    fn sample() -> (AppElf, Vec<u8>) {
+        let input: Vec<u8> = (0..100u8).collect();
+        let image = OutputImage {
+            len: 64,
+            pieces: vec![
+                Piece {
+                    at: 0,
+                    data: PieceData::Bytes(Arc::new(b"hdr".to_vec())),
+                },
+                Piece {
+                    at: 8,
+                    data: PieceData::Input { from: 90, len: 10 },
+                },
+                Piece {
+                    at: 40,
+                    data: PieceData::Bytes(Arc::new(vec![7; 20])),
+                },
+            ],
+        };
+        let elf = image.to_vec(&input);
+        let app = AppElf {
+            input: Arc::new(input.clone()),
+            image: Arc::new(image),
+            hash: ContentHash::of(&elf),
+            coverage: Arc::new(vec![]),
+            amd_only: Arc::new(vec![]),
+        };
+        (app, input)
+    }
+
+    fn encoded(app: &AppElf) -> Vec<u8> {
+        app.encode()
+            .iter()
+            .flat_map(|p| p.iter().copied())
+            .collect()
+    }
+
+    #[test]
+    fn an_app_elf_decodes_as_it_was_encoded() {
+        let (app, input) = sample();
+        let back = AppElf::decode(encoded(&app), Arc::new(input)).unwrap();
+        assert_eq!(back, app);
+    }
+
+    /// A stored delta that does not fit (cut anywhere, or against a shorter input) is a miss,
+    /// never a panic or a wrong file.
+    #[test]
+    fn a_delta_that_does_not_fit_is_refused() {
+        let (app, input) = sample();
+        let bytes = encoded(&app);
+        for cut in 0..bytes.len() {
+            assert!(
+                AppElf::decode(bytes[..cut].to_vec(), Arc::new(input.clone())).is_none(),
+                "cut at {cut}"
+            );
+        }
+        // The input piece reads bytes 90..100.
+        assert!(AppElf::decode(bytes.clone(), Arc::new(input[..99].to_vec())).is_none());
+        // A piece count far past the blob.
+        let mut huge = bytes.clone();
+        huge[48..56].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(AppElf::decode(huge, Arc::new(input.clone())).is_none());
+    }
 }

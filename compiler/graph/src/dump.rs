@@ -444,8 +444,7 @@ fn hash_all(
                         break;
                     }
                     let hashed = if Some(i) == keep {
-                        read_bounded(path, stamp.size).map(|bytes| {
-                            let hash = ContentHash::of(&bytes);
+                        read_and_hash(path, stamp.size).map(|(bytes, hash)| {
                             let size = bytes.len() as u64;
                             *kept.lock().unwrap() = Some(std::sync::Arc::new(bytes));
                             (hash, size)
@@ -489,10 +488,67 @@ fn hash_all(
     Ok((done.into_inner(), kept.into_inner().unwrap()))
 }
 
-/// Reads a regular file: opened without blocking (a FIFO), checked with fstat, at most
-/// `size + 1` bytes (so a grown file shows as changed, and a huge one cannot fill memory).
-pub(crate) fn read_bounded(path: &Path, size: u64) -> std::io::Result<Vec<u8>> {
+/// [`read_bounded`] and the blake3 of what was read, hashed on another thread piece by piece
+/// as the pieces arrive (reading and hashing overlap instead of one waiting for the other).
+pub(crate) fn read_and_hash(path: &Path, size: u64) -> std::io::Result<(Vec<u8>, ContentHash)> {
     use std::io::Read;
+    const PIECE: usize = 4 << 20;
+    let mut file = open_regular(path)?;
+    let len = usize::try_from(size).map_err(|_| std::io::ErrorKind::OutOfMemory)?;
+    let mut bytes = vec![0u8; len];
+    let mut got = 0usize;
+    let (mut extra, mut grew) = ([0u8; 1], false);
+    let hash = std::thread::scope(|s| -> std::io::Result<ContentHash> {
+        let (tx, rx) = std::sync::mpsc::channel::<&[u8]>();
+        let hasher = s.spawn(move || {
+            let mut h = blake3::Hasher::new();
+            for piece in rx {
+                h.update(piece);
+            }
+            h
+        });
+        let mut result = Ok(());
+        for piece in bytes.chunks_mut(PIECE) {
+            let mut n = 0;
+            while n < piece.len() {
+                match file.read(&mut piece[n..]) {
+                    Ok(0) => break,
+                    Ok(k) => n += k,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        result = Err(e);
+                        break;
+                    }
+                }
+            }
+            got += n;
+            // Filled: handed to the hasher for as long as `bytes` is borrowed.
+            let filled: &[u8] = piece;
+            let _ = tx.send(&filled[..n]);
+            // Shorter than the scan saw (the caller reports the size), or unreadable.
+            if n < filled.len() || result.is_err() {
+                break;
+            }
+        }
+        drop(tx);
+        let mut h = hasher.join().expect("the hashing thread");
+        result?;
+        // A byte more than the scan saw means the file grew: kept, so the size differs.
+        if got == len && file.read(&mut extra)? == 1 {
+            h.update(&extra);
+            grew = true;
+        }
+        Ok(ContentHash(*h.finalize().as_bytes()))
+    })?;
+    bytes.truncate(got);
+    if grew {
+        bytes.push(extra[0]);
+    }
+    Ok((bytes, hash))
+}
+
+/// Opens a regular file for reading without blocking (a FIFO) and checks it with fstat.
+fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -508,8 +564,48 @@ pub(crate) fn read_bounded(path: &Path, size: u64) -> std::io::Result<Vec<u8>> {
             ),
         ));
     }
+    Ok(file)
+}
+
+/// Reads a regular file: opened without blocking (a FIFO), checked with fstat, at most
+/// `size + 1` bytes (so a grown file shows as changed, and a huge one cannot fill memory).
+pub(crate) fn read_bounded(path: &Path, size: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = open_regular(path)?;
+    let meta = file.metadata()?;
     let mut bytes = Vec::with_capacity(usize::try_from(meta.len().min(size)).unwrap_or(0));
     // A regular file never blocks, so O_NONBLOCK can stay set for the read.
     file.take(size.saturating_add(1)).read_to_end(&mut bytes)?;
     Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reading and hashing piece by piece gives the bytes and the hash of the whole file, and a
+    /// file that is not the size the scan saw comes back at its own size (so it is reported).
+    #[test]
+    fn read_and_hash_is_the_whole_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("f");
+        // Several pieces and a partial last one.
+        let data: Vec<u8> = (0..(9u32 << 20) + 12345)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        std::fs::write(&path, &data).unwrap();
+        let n = data.len() as u64;
+        let (bytes, hash) = read_and_hash(&path, n).unwrap();
+        assert!(bytes == data);
+        assert_eq!(hash, ContentHash::of(&data));
+        // The scan saw it longer (it shrank) or shorter (it grew by a byte or more).
+        for seen in [n + 10, n - 1, 5 << 20] {
+            let (bytes, hash) = read_and_hash(&path, seen).unwrap();
+            let expect = &data[..data.len().min(seen as usize + 1)];
+            assert_eq!(bytes.len(), expect.len(), "seen {seen}");
+            assert!(bytes == expect, "seen {seen}");
+            assert_eq!(hash, ContentHash::of(expect), "seen {seen}");
+        }
+        assert!(read_and_hash(tmp.path(), 10).is_err(), "a folder");
+    }
 }

@@ -26,6 +26,12 @@ pub enum Source {
     File { abs: PathBuf, dev: u64, inode: u64 },
     /// Bytes made by a query.
     Bytes(Arc<Vec<u8>>),
+    /// A relinked file as pieces of its input (written from them: the file is never made
+    /// whole in memory).
+    Image {
+        input: Arc<Vec<u8>>,
+        image: Arc<aps5_relink::OutputImage>,
+    },
 }
 
 /// One file of the output tree.
@@ -49,6 +55,25 @@ impl Output {
             size: bytes.len() as u64,
             executable,
             source: Source::Bytes(bytes),
+        }
+    }
+}
+
+impl Output {
+    /// A relinked file (its hash computed by the query that made it).
+    pub fn image(
+        rel: String,
+        input: Arc<Vec<u8>>,
+        image: Arc<aps5_relink::OutputImage>,
+        hash: ContentHash,
+        executable: bool,
+    ) -> Output {
+        Output {
+            rel,
+            hash,
+            size: image.len,
+            executable,
+            source: Source::Image { input, image },
         }
     }
 }
@@ -188,7 +213,8 @@ pub fn emit(
     // disk overlaps writing the others; the files and their names are the same in any order.
     let mut order: Vec<usize> = (0..outputs.len()).collect();
     order.sort_by_key(|&n| match &outputs[n].source {
-        Source::Bytes(b) if !carried[n] => std::cmp::Reverse(b.len()),
+        Source::Bytes(b) if !carried[n] => std::cmp::Reverse(b.len() as u64),
+        Source::Image { image, .. } if !carried[n] => std::cmp::Reverse(image.len),
         _ => std::cmp::Reverse(0),
     });
     let staged = (|| -> Result<(), BuildError> {
@@ -339,7 +365,7 @@ fn is_hard_link_to_source(o: &Output, links: &LinkedInodes) -> bool {
         Source::File { dev, inode, .. } => {
             links.dev == Some(dev) && links.inodes.get(&o.rel) == Some(&inode)
         }
-        Source::Bytes(_) => false,
+        Source::Bytes(_) | Source::Image { .. } => false,
     }
 }
 
@@ -415,6 +441,14 @@ fn write_one(
             Ok(())
         }
         Source::Bytes(bytes) => write_new(next_gen, &o.rel, bytes, o.executable),
+        Source::Image { input, image } => {
+            let mut f = next_gen.create(&o.rel, o.executable)?;
+            image
+                .write_to(input, &mut f)
+                .map_err(|e| BuildError::io("write", &dest, e))?;
+            next_gen.written(f, dest);
+            Ok(())
+        }
     }
 }
 

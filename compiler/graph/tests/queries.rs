@@ -182,3 +182,73 @@ fn param_files() {
     }
     assert!(aps5_graph::dump::parse_param_sfo(b"nope").is_err());
 }
+
+/// app.elf as the cache gives it back (a delta against the executable: its image pieces, its
+/// hash) is the very file the relinker makes, and the same as the relinker's one-buffer form.
+#[test]
+fn app_elf_from_the_cache_is_the_relinked_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = homebrew("openorbis-samples/hello_world/pkg/eboot.bin");
+    let bytes = std::fs::read(&path).unwrap();
+    let hash = ContentHash::of(&bytes);
+    let mut made = None;
+    let segment_bytes: u64 = aps5_elf::parse(&bytes)
+        .unwrap()
+        .segments
+        .iter()
+        .filter(|s| s.p_type == 1) // PT_LOAD
+        .map(|s| s.filesz)
+        .sum();
+    assert!(segment_bytes > 0);
+    for (round, expect_reused) in [(0, false), (1, true)] {
+        let db = db_with(tmp.path());
+        let f = SourceFile::new(
+            &db,
+            "eboot.bin".into(),
+            path.clone(),
+            bytes.len() as u64,
+            hash,
+        );
+        let dump = Dump::new(&db, vec![f], "eboot.bin".into(), false, "host".into());
+        let app = db::app_elf(&db, dump).as_ref().unwrap().clone();
+        db.finish_stores();
+        let reused = db
+            .take_runs()
+            .iter()
+            .any(|r| r.query == "app_elf" && r.reused);
+        assert_eq!(reused, expect_reused, "round {round}");
+        let elf = app.image.to_vec(&app.input);
+        assert_eq!(app.hash, ContentHash::of(&elf), "round {round}");
+        // The input's segments (of an fSELF here) are kept as ranges of it, not copied.
+        let kept: u64 = app
+            .image
+            .pieces
+            .iter()
+            .filter(|p| matches!(p.data, aps5_relink::PieceData::Input { .. }))
+            .map(|p| p.len())
+            .sum();
+        assert!(
+            kept >= segment_bytes,
+            "round {round}: {kept} of {segment_bytes} bytes kept"
+        );
+        match &made {
+            None => made = Some(elf),
+            Some(first) => assert!(first == &elf, "round {round}: other bytes from the cache"),
+        }
+    }
+    // The relinker's one-buffer form of the same relink (the options app_elf uses).
+    let db = db_with(tmp.path());
+    let module = aps5_elf::parse(&bytes).unwrap();
+    let set = &db::Db::prx(&db).unwrap().set;
+    let opts = aps5_relink::RelinkOptions {
+        allow_syscalls: false,
+        output_dir: None,
+        module_dirs: vec!["app0/sce_module".into()],
+        target_cpu: Some(aps5_relink::CpuFeatures::named("host").unwrap()),
+    };
+    let whole = aps5_relink::relink_executable(&bytes, &module, set, &opts).unwrap();
+    assert!(
+        made.unwrap() == whole.elf,
+        "the image differs from the one-buffer relink"
+    );
+}

@@ -6,15 +6,16 @@ use std::collections::{BTreeMap, HashMap};
 use aps5_elf::{Module, RelocationTable};
 
 use crate::amd::{self, AmdOnlyKind, AmdOnlySite};
+use crate::image::{self, Piece, PieceData};
 use crate::lower;
 use crate::reach::{self, CodeSegment, Roots};
 use crate::scan::{self, SyscallSite};
 use crate::stubs::{self, EntryPlan};
 use crate::writer::{
     Phdr, Rela, Shdr, StrTab, Sym, align_up, congruent, gnu_buckets, gnu_hash, gnu_hash_table,
-    output_buffer, sysv_hash_table,
+    sysv_hash_table,
 };
-use crate::{CoverageRow, PrxSet, RelinkError, RelinkOptions, Relinked};
+use crate::{CoverageRow, PrxSet, RelinkError, RelinkOptions, RelinkedImage};
 
 /// What is produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +63,8 @@ struct Orig<'a> {
     memsz: u64,
     /// The file bytes, borrowed from the input until a link-time patch copies them.
     bytes: Cow<'a, [u8]>,
+    /// What `bytes` started as.
+    original: &'a [u8],
     flags: u32,
     align: u64,
     /// PT_SCE_RELRO: read-only after relocation.
@@ -93,7 +96,7 @@ pub(crate) fn relink(
     prx: &PrxSet,
     opts: &RelinkOptions,
     kind: Kind,
-) -> Result<Relinked, RelinkError> {
+) -> Result<RelinkedImage, RelinkError> {
     let image = aps5_elf::unwrap_fself(bytes)?;
     // Everything moves up by `shift` (a multiple of every segment alignment) so the ELF
     // header and the new tables can sit in front, and no export has address 0 (the host
@@ -124,7 +127,9 @@ pub(crate) fn relink(
     // CD 80; 0F 78 / 0F 79 / 0F 2B / 0F 01 FA-FD) is the descent run.
     let want_syscalls = !opts.allow_syscalls && exec_bytes().any(scan::may_hold_syscalls);
     let want_amd = exec_bytes().any(amd::may_hold);
-    if want_syscalls || want_amd {
+    // The descent (what code is reachable) reads the segments on another thread while this
+    // one binds the relocations; its results are applied after both.
+    let descend = || {
         let mut roots = code_roots(module, original_relocations, shift, kind);
         // Every function with unwind information (landing pads excepted) is code.
         if let Some(e) = module.segments.iter().find(|s| s.p_type == PT_GNU_EH_FRAME)
@@ -145,53 +150,11 @@ pub(crate) fn relink(
                 exec: s.flags & PF_X != 0,
             })
             .collect();
-        let reached = reach::reach(&code, &roots, &|i| {
+        reach::reach(&code, &roots, &|i| {
             (want_syscalls && scan::syscall_name(i).is_some())
                 || (want_amd && AmdOnlyKind::of(i).is_some())
-        });
-        for i in &reached.hits {
-            if let Some(name) = scan::syscall_name(i).filter(|_| want_syscalls) {
-                trapped.push(SyscallSite {
-                    address: i.ip(),
-                    instruction: name.to_owned(),
-                });
-            } else if let Some(kind) = AmdOnlyKind::of(i) {
-                let lowered = opts
-                    .target_cpu
-                    .is_some_and(|c| !c.has(kind))
-                    .then(|| lower::Lowering::of(i));
-                if lowered.is_some() {
-                    to_lower.push(*i);
-                }
-                amd_only.push(AmdOnlySite {
-                    address: i.ip() - shift,
-                    length: i.len() as u8,
-                    kind,
-                    lowered,
-                });
-            }
-        }
-    }
-    if !opts.allow_syscalls {
-        let mut seen = Vec::new();
-        for s in segs.iter().filter(|s| s.flags & PF_X != 0) {
-            scan::sweep(&s.bytes, s.vaddr, &mut seen);
-        }
-        for s in segs.iter_mut().filter(|s| s.flags & PF_X != 0) {
-            let end = s.vaddr + s.bytes.len() as u64;
-            if trapped.iter().any(|t| (s.vaddr..end).contains(&t.address)) {
-                scan::patch(s.bytes.to_mut(), s.vaddr, &trapped);
-            }
-        }
-        unreachable = seen
-            .into_iter()
-            .filter(|x| !trapped.iter().any(|t| t.address == x.address))
-            .collect();
-        // Report addresses as in the input file.
-        for site in trapped.iter_mut().chain(unreachable.iter_mut()) {
-            site.address -= shift;
-        }
-    }
+        })
+    };
 
     // Symbols: imports go to the PRX set (by library and NID) or to stubs.
     let mut dynstr = StrTab::new();
@@ -587,148 +550,207 @@ pub(crate) fn relink(
     // implements): written into the image. An R_X86_64_64 against symbol 0 would not do:
     // the loader adds the load base to it in a position-independent output.
     let mut constants: Vec<(u64, u64)> = Vec::new();
-    for r in original_relocations {
-        let r = &shift_relocation(r, shift);
-        let type_name = aps5_elf::names::relocation_type_name(r.r_type);
-        let bad = |why: String| RelinkError::Relocation {
-            offset: r.offset,
-            type_name,
-            why,
-        };
-        // RELATIVE and NONE ignore their symbol (toolchains leave section symbols there).
-        let bind = if r.symbol == 0 || r.r_type == R_RELATIVE || r.r_type == R_NONE {
-            None
-        } else {
-            match pending.get(r.symbol as usize) {
-                Some(Some(Pending::Dyn(i))) => Some(Bind::Dyn(*i)),
-                Some(Some(Pending::Stub(n))) => Some(Bind::Stub(*n as u64)),
-                Some(Some(Pending::Local(v))) => Some(Bind::Local(*v)),
-                Some(Some(Pending::Zero)) => Some(Bind::Zero),
-                // A local undefined symbol (e.g. the null section symbol) has value 0: the
-                // same as symbol 0.
-                Some(None) if module.symbols[r.symbol as usize].binding == 0 => None,
-                Some(None) => {
-                    return Err(bad(format!(
-                        "symbol {} ({:?}) is neither defined nor imported",
-                        r.symbol, module.symbols[r.symbol as usize].name
-                    )));
-                }
-                None => {
-                    return Err(bad(format!(
-                        "symbol index {} is past the symbol table",
-                        r.symbol
-                    )));
-                }
-            }
-        };
-        let seg = segs
-            .iter()
-            .position(|s| r.offset >= s.vaddr && r.offset + 4 <= s.vaddr + s.memsz);
-        let Some(seg) = seg else {
-            return Err(bad("it patches memory outside every loaded segment".into()));
-        };
-        let mut push = |r_type: u32, target: Target, addend: i64, plt: bool| {
-            outs.push(Out {
-                table: if plt {
-                    RelocationTable::Jmprel
+    // PT_SCE_RELRO segments the loop finds patched at load time (applied after it).
+    let mut relro_now = vec![false; segs.len()];
+    let (reached, bound) = std::thread::scope(|sc| {
+        let descent = (want_syscalls || want_amd).then(|| sc.spawn(descend));
+        let bound = (|| -> Result<(), RelinkError> {
+            for r in original_relocations {
+                let r = &shift_relocation(r, shift);
+                let type_name = aps5_elf::names::relocation_type_name(r.r_type);
+                let bad = |why: String| RelinkError::Relocation {
+                    offset: r.offset,
+                    type_name,
+                    why,
+                };
+                // RELATIVE and NONE ignore their symbol (toolchains leave section symbols there).
+                let bind = if r.symbol == 0 || r.r_type == R_RELATIVE || r.r_type == R_NONE {
+                    None
                 } else {
-                    RelocationTable::Rela
-                },
-                offset: r.offset,
-                r_type,
-                target,
-                addend,
-            })
-        };
-        let runtime = match (r.r_type, bind) {
-            (R_NONE, _) => false,
-            (R_RELATIVE, _) => {
-                push(R_RELATIVE, Target::None, r.addend, false);
-                true
+                    match pending.get(r.symbol as usize) {
+                        Some(Some(Pending::Dyn(i))) => Some(Bind::Dyn(*i)),
+                        Some(Some(Pending::Stub(n))) => Some(Bind::Stub(*n as u64)),
+                        Some(Some(Pending::Local(v))) => Some(Bind::Local(*v)),
+                        Some(Some(Pending::Zero)) => Some(Bind::Zero),
+                        // A local undefined symbol (e.g. the null section symbol) has value 0: the
+                        // same as symbol 0.
+                        Some(None) if module.symbols[r.symbol as usize].binding == 0 => None,
+                        Some(None) => {
+                            return Err(bad(format!(
+                                "symbol {} ({:?}) is neither defined nor imported",
+                                r.symbol, module.symbols[r.symbol as usize].name
+                            )));
+                        }
+                        None => {
+                            return Err(bad(format!(
+                                "symbol index {} is past the symbol table",
+                                r.symbol
+                            )));
+                        }
+                    }
+                };
+                let seg = segs
+                    .iter()
+                    .position(|s| r.offset >= s.vaddr && r.offset + 4 <= s.vaddr + s.memsz);
+                let Some(seg) = seg else {
+                    return Err(bad("it patches memory outside every loaded segment".into()));
+                };
+                let mut push = |r_type: u32, target: Target, addend: i64, plt: bool| {
+                    outs.push(Out {
+                        table: if plt {
+                            RelocationTable::Jmprel
+                        } else {
+                            RelocationTable::Rela
+                        },
+                        offset: r.offset,
+                        r_type,
+                        target,
+                        addend,
+                    })
+                };
+                let runtime = match (r.r_type, bind) {
+                    (R_NONE, _) => false,
+                    (R_RELATIVE, _) => {
+                        push(R_RELATIVE, Target::None, r.addend, false);
+                        true
+                    }
+                    (R_64, None) => {
+                        constants.push((r.offset, r.addend as u64));
+                        false
+                    }
+                    (R_DTPMOD64 | R_DTPOFF64 | R_TPOFF64, None) => {
+                        push(r.r_type, Target::None, r.addend, false);
+                        true
+                    }
+                    (R_DTPMOD64, Some(Bind::Local(_))) => {
+                        push(R_DTPMOD64, Target::None, 0, false);
+                        true
+                    }
+                    (R_DTPOFF64 | R_TPOFF64, Some(Bind::Local(v))) => {
+                        push(r.r_type, Target::None, v as i64 + r.addend, false);
+                        true
+                    }
+                    (R_DTPMOD64 | R_DTPOFF64 | R_TPOFF64, Some(Bind::Dyn(i))) => {
+                        push(r.r_type, Target::Dyn(i), r.addend, false);
+                        true
+                    }
+                    (R_DTPMOD64 | R_DTPOFF64 | R_TPOFF64, Some(Bind::Stub(_))) => {
+                        return Err(bad(
+                            "a thread-local variable imported from a library the PRX set does not implement".into(),
+                        ));
+                    }
+                    (R_64 | R_GLOB_DAT | R_JUMP_SLOT, Some(Bind::Local(v))) => {
+                        push(R_RELATIVE, Target::None, v as i64 + r.addend, false);
+                        true
+                    }
+                    // S = 0: R_X86_64_64 stores the addend, the GOT forms store 0.
+                    (R_64 | R_GLOB_DAT | R_JUMP_SLOT, Some(Bind::Zero)) => {
+                        let addend = if r.r_type == R_64 { r.addend } else { 0 };
+                        constants.push((r.offset, addend as u64));
+                        false
+                    }
+                    (R_64 | R_GLOB_DAT | R_JUMP_SLOT, Some(Bind::Stub(n))) => {
+                        push(R_RELATIVE, Target::Stub(n as u32), r.addend, false);
+                        true
+                    }
+                    (R_JUMP_SLOT, Some(Bind::Dyn(i)))
+                        if r.addend == 0 && r.table == RelocationTable::Jmprel =>
+                    {
+                        push(R_JUMP_SLOT, Target::Dyn(i), 0, true);
+                        true
+                    }
+                    (R_GLOB_DAT, Some(Bind::Dyn(i))) if r.addend == 0 => {
+                        push(R_GLOB_DAT, Target::Dyn(i), 0, false);
+                        true
+                    }
+                    // An addend on GLOB_DAT/JUMP_SLOT is only honoured by R_X86_64_64.
+                    (R_64 | R_GLOB_DAT | R_JUMP_SLOT, Some(Bind::Dyn(i))) => {
+                        push(R_64, Target::Dyn(i), r.addend, false);
+                        true
+                    }
+                    (R_PC32, Some(Bind::Dyn(i))) => {
+                        push(R_PC32, Target::Dyn(i), r.addend, false);
+                        true
+                    }
+                    (R_PC32, Some(Bind::Local(v))) => {
+                        patches.push((r.offset, Target::None, v as i64 + r.addend));
+                        false
+                    }
+                    (R_PC32, Some(Bind::Stub(n))) => {
+                        patches.push((r.offset, Target::Stub(n as u32), r.addend));
+                        false
+                    }
+                    (t, _) => {
+                        return Err(bad(format!(
+                            "relocation type {t} is not supported by the relinker"
+                        )));
+                    }
+                };
+                if runtime && segs[seg].flags & PF_W == 0 {
+                    if segs[seg].flags & PF_X != 0 {
+                        textrel = true;
+                    } else {
+                        // Read-only data patched at load time (PS4 SCE_RELRO): writable, then
+                        // protected again by PT_GNU_RELRO.
+                        relro_now[seg] = true;
+                    }
+                }
             }
-            (R_64, None) => {
-                constants.push((r.offset, r.addend as u64));
-                false
-            }
-            (R_DTPMOD64 | R_DTPOFF64 | R_TPOFF64, None) => {
-                push(r.r_type, Target::None, r.addend, false);
-                true
-            }
-            (R_DTPMOD64, Some(Bind::Local(_))) => {
-                push(R_DTPMOD64, Target::None, 0, false);
-                true
-            }
-            (R_DTPOFF64 | R_TPOFF64, Some(Bind::Local(v))) => {
-                push(r.r_type, Target::None, v as i64 + r.addend, false);
-                true
-            }
-            (R_DTPMOD64 | R_DTPOFF64 | R_TPOFF64, Some(Bind::Dyn(i))) => {
-                push(r.r_type, Target::Dyn(i), r.addend, false);
-                true
-            }
-            (R_DTPMOD64 | R_DTPOFF64 | R_TPOFF64, Some(Bind::Stub(_))) => {
-                return Err(bad(
-                    "a thread-local variable imported from a library the PRX set does not implement".into(),
-                ));
-            }
-            (R_64 | R_GLOB_DAT | R_JUMP_SLOT, Some(Bind::Local(v))) => {
-                push(R_RELATIVE, Target::None, v as i64 + r.addend, false);
-                true
-            }
-            // S = 0: R_X86_64_64 stores the addend, the GOT forms store 0.
-            (R_64 | R_GLOB_DAT | R_JUMP_SLOT, Some(Bind::Zero)) => {
-                let addend = if r.r_type == R_64 { r.addend } else { 0 };
-                constants.push((r.offset, addend as u64));
-                false
-            }
-            (R_64 | R_GLOB_DAT | R_JUMP_SLOT, Some(Bind::Stub(n))) => {
-                push(R_RELATIVE, Target::Stub(n as u32), r.addend, false);
-                true
-            }
-            (R_JUMP_SLOT, Some(Bind::Dyn(i)))
-                if r.addend == 0 && r.table == RelocationTable::Jmprel =>
-            {
-                push(R_JUMP_SLOT, Target::Dyn(i), 0, true);
-                true
-            }
-            (R_GLOB_DAT, Some(Bind::Dyn(i))) if r.addend == 0 => {
-                push(R_GLOB_DAT, Target::Dyn(i), 0, false);
-                true
-            }
-            // An addend on GLOB_DAT/JUMP_SLOT is only honoured by R_X86_64_64.
-            (R_64 | R_GLOB_DAT | R_JUMP_SLOT, Some(Bind::Dyn(i))) => {
-                push(R_64, Target::Dyn(i), r.addend, false);
-                true
-            }
-            (R_PC32, Some(Bind::Dyn(i))) => {
-                push(R_PC32, Target::Dyn(i), r.addend, false);
-                true
-            }
-            (R_PC32, Some(Bind::Local(v))) => {
-                patches.push((r.offset, Target::None, v as i64 + r.addend));
-                false
-            }
-            (R_PC32, Some(Bind::Stub(n))) => {
-                patches.push((r.offset, Target::Stub(n as u32), r.addend));
-                false
-            }
-            (t, _) => {
-                return Err(bad(format!(
-                    "relocation type {t} is not supported by the relinker"
-                )));
-            }
-        };
-        if runtime && segs[seg].flags & PF_W == 0 {
-            if segs[seg].flags & PF_X != 0 {
-                textrel = true;
-            } else {
-                // Read-only data patched at load time (PS4 SCE_RELRO): writable, then
-                // protected again by PT_GNU_RELRO.
-                segs[seg].flags |= PF_W;
-                segs[seg].relro = true;
+            Ok(())
+        })();
+        let reached = descent.map(|d| d.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        (reached, bound)
+    });
+    bound?;
+    for (s, _) in segs.iter_mut().zip(&relro_now).filter(|(_, r)| **r) {
+        s.flags |= PF_W;
+        s.relro = true;
+    }
+    if let Some(reached) = &reached {
+        for i in &reached.hits {
+            if let Some(name) = scan::syscall_name(i).filter(|_| want_syscalls) {
+                trapped.push(SyscallSite {
+                    address: i.ip(),
+                    instruction: name.to_owned(),
+                });
+            } else if let Some(kind) = AmdOnlyKind::of(i) {
+                let lowered = opts
+                    .target_cpu
+                    .is_some_and(|c| !c.has(kind))
+                    .then(|| lower::Lowering::of(i));
+                if lowered.is_some() {
+                    to_lower.push(*i);
+                }
+                amd_only.push(AmdOnlySite {
+                    address: i.ip() - shift,
+                    length: i.len() as u8,
+                    kind,
+                    lowered,
+                });
             }
         }
     }
+    if !opts.allow_syscalls {
+        let mut seen = Vec::new();
+        for s in segs.iter().filter(|s| s.flags & PF_X != 0) {
+            scan::sweep(&s.bytes, s.vaddr, &mut seen);
+        }
+        for s in segs.iter_mut().filter(|s| s.flags & PF_X != 0) {
+            let end = s.vaddr + s.bytes.len() as u64;
+            if trapped.iter().any(|t| (s.vaddr..end).contains(&t.address)) {
+                scan::patch(s.bytes.to_mut(), s.vaddr, &trapped);
+            }
+        }
+        unreachable = seen
+            .into_iter()
+            .filter(|x| !trapped.iter().any(|t| t.address == x.address))
+            .collect();
+        // Report addresses as in the input file.
+        for site in trapped.iter_mut().chain(unreachable.iter_mut()) {
+            site.address -= shift;
+        }
+    }
+
     // The PLT relocations must be a contiguous table of JUMP_SLOTs.
     let relative_count = outs.iter().filter(|o| o.r_type == R_RELATIVE).count();
 
@@ -1511,7 +1533,6 @@ pub(crate) fn relink(
         ..Shdr::default()
     });
     let total = shoff + sh.len() as u64 * 64;
-    let mut elf = output_buffer(total as usize);
     // ELF header.
     let mut h = Vec::with_capacity(64);
     h.extend_from_slice(b"\x7fELF");
@@ -1535,23 +1556,55 @@ pub(crate) fn relink(
     h.extend_from_slice(&64u16.to_le_bytes());
     h.extend_from_slice(&(sh.len() as u16).to_le_bytes());
     h.extend_from_slice(&((sh.len() - 1) as u16).to_le_bytes());
-    elf[r_off as usize..r_off as usize + r.len()].copy_from_slice(&r);
-    for (at, bytes) in [(rela_at, &rela), (jmprel_at, &jmprel), (msgs_at, &messages)] {
-        let o = file_of(at) as usize;
-        elf[o..o + bytes.len()].copy_from_slice(bytes);
-    }
-    elf[..64].copy_from_slice(&h);
-    for (s, off) in segs.iter().zip(&orig_off) {
-        elf[*off as usize..*off as usize + s.bytes.len()].copy_from_slice(&s.bytes);
-    }
-    elf[rw_off as usize..rw_off as usize + rw.len()].copy_from_slice(&rw);
-    elf[rx_off as usize..rx_off as usize + code.len()].copy_from_slice(&code);
-    elf[shstr_off as usize..shstr_off as usize + shstr.bytes.len()].copy_from_slice(&shstr.bytes);
+    r[..64].copy_from_slice(&h);
     let mut shbytes = Vec::new();
     for s in &sh {
         s.write(&mut shbytes);
     }
-    elf[shoff as usize..].copy_from_slice(&shbytes);
+    // The file as pieces: the original segments stay ranges of the input where the input holds
+    // their bytes (nothing copies them into an output buffer), the rest is what was made here.
+    let made = |at: u64, bytes: Vec<u8>| Piece {
+        at,
+        data: PieceData::Bytes(std::sync::Arc::new(bytes)),
+    };
+    // Where `part` (a slice of the image) lies in the input file: the image is the input
+    // itself, or an fSELF's data entries put together.
+    let image_start = image.as_ptr() as usize;
+    let input_range = |part: &[u8]| -> Option<u64> {
+        let off = (part.as_ptr() as usize).checked_sub(image_start)? as u64;
+        let from = aps5_elf::fself_file_offset(bytes, off, part.len() as u64)?;
+        // The input must hold these very bytes (what the image was made of).
+        let held = bytes.get(from as usize..from as usize + part.len())?;
+        (std::ptr::eq(held, part) || held == part).then_some(from)
+    };
+    let mut pieces = vec![
+        made(r_off, r),
+        made(file_of(rela_at), rela),
+        made(file_of(jmprel_at), jmprel),
+        made(file_of(msgs_at), messages),
+        made(rw_off, rw),
+        made(rx_off, code),
+        made(shstr_off, shstr.bytes),
+        made(shoff, shbytes),
+    ];
+    for (s, &off) in segs.into_iter().zip(&orig_off) {
+        match (&s.bytes, input_range(s.original)) {
+            (Cow::Borrowed(b), Some(from)) => pieces.push(Piece {
+                at: off,
+                data: PieceData::Input {
+                    from,
+                    len: b.len() as u64,
+                },
+            }),
+            // Patched at link time: only the pages that changed are new bytes.
+            (Cow::Owned(b), Some(from)) => {
+                pieces.extend(image::diff_pieces(off, b, s.original, from));
+            }
+            (_, None) => pieces.push(made(off, s.bytes.into_owned())),
+        }
+    }
+    let out = image::assemble(total, pieces);
+    debug_assert_eq!(out.check(bytes.len() as u64), Ok(()));
 
     let mut warnings = Vec::new();
     if let Some(t) = tls
@@ -1599,8 +1652,8 @@ pub(crate) fn relink(
         ));
     }
 
-    Ok(Relinked {
-        elf,
+    Ok(RelinkedImage {
+        image: out,
         coverage: coverage.into_values().collect(),
         libs_needed: needed,
         warnings,
@@ -1634,6 +1687,7 @@ fn original_segments<'a>(image: &'a [u8], module: &Module) -> Result<Vec<Orig<'a
             vaddr: s.vaddr,
             memsz: s.memsz,
             bytes: Cow::Borrowed(&image[s.offset as usize..end as usize]),
+            original: &image[s.offset as usize..end as usize],
             flags: s.flags & (PF_R | PF_W | PF_X),
             align: s.align.clamp(PAGE, 0x20_0000),
             relro: false,

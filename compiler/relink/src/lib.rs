@@ -11,6 +11,7 @@
 mod amd;
 mod cpu;
 mod cxxabi;
+pub mod image;
 mod layout;
 pub mod lower;
 pub mod prxfix;
@@ -29,6 +30,7 @@ use serde::{Deserialize, Serialize};
 pub use amd::{AmdOnlyKind, AmdOnlySite};
 pub use cpu::CpuFeatures;
 pub use cxxabi::LIBSTDCXX;
+pub use image::{OutputImage, Piece, PieceData};
 pub use scan::{SYSCALL_TRAP, SyscallSite};
 
 /// Identity of this relinker: crate version + a hash of its sources. A cache of relinked
@@ -265,6 +267,32 @@ pub struct Relinked {
     pub amd_only: Vec<AmdOnlySite>,
 }
 
+/// A relinked executable or module as an [`OutputImage`] of its input: what the build writes
+/// and stores without first making the whole file in memory.
+#[derive(Debug, Clone)]
+pub struct RelinkedImage {
+    /// The Linux ELF, as pieces of the input and new bytes.
+    pub image: OutputImage,
+    /// As in [`Relinked`].
+    pub coverage: Vec<CoverageRow>,
+    pub libs_needed: Vec<String>,
+    pub warnings: Vec<String>,
+    pub amd_only: Vec<AmdOnlySite>,
+}
+
+impl RelinkedImage {
+    /// The same result with the ELF in one buffer; `input` is the file that was relinked.
+    pub fn into_relinked(self, input: &[u8]) -> Relinked {
+        Relinked {
+            elf: self.image.to_vec(input),
+            coverage: self.coverage,
+            libs_needed: self.libs_needed,
+            warnings: self.warnings,
+            amd_only: self.amd_only,
+        }
+    }
+}
+
 /// Why a relink failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RelinkError {
@@ -302,6 +330,16 @@ pub fn relink_executable(
     prx: &PrxSet,
     opts: &RelinkOptions,
 ) -> Result<Relinked, RelinkError> {
+    relink_executable_image(bytes, module, prx, opts).map(|r| r.into_relinked(bytes))
+}
+
+/// [`relink_executable`], the ELF as pieces of `bytes` (see [`OutputImage`]).
+pub fn relink_executable_image(
+    bytes: &[u8],
+    module: &aps5_elf::Module,
+    prx: &PrxSet,
+    opts: &RelinkOptions,
+) -> Result<RelinkedImage, RelinkError> {
     if module.elf_type == 0xFE18 {
         return Err(RelinkError::Kind(
             "this is a module (ET_SCE_DYNAMIC); use relink_module".into(),
@@ -318,7 +356,7 @@ pub fn relink_module(
     prx: &PrxSet,
     opts: &RelinkOptions,
 ) -> Result<Relinked, RelinkError> {
-    layout::relink(bytes, module, prx, opts, layout::Kind::Module)
+    layout::relink(bytes, module, prx, opts, layout::Kind::Module).map(|r| r.into_relinked(bytes))
 }
 
 /// Renders a coverage table (one import per line; implemented ones first).
