@@ -231,8 +231,9 @@ fn schema_1_records_gain_the_pipelines_table() {
     assert_eq!(v, aps5_cache::records::SCHEMA_VERSION);
 }
 
-/// A schema 3 file (its runs table without the prewarm counters): opened, the table gains
-/// them, its runs count 0, and a run's prewarm counters are kept from then on.
+/// A schema 3 file (its runs table without the prewarm counters of schema 4 and the
+/// translations-ahead ones of schema 5): opened, the table gains them, its runs count 0, and
+/// a run's counters are kept from then on.
 #[test]
 fn schema_3_runs_gain_the_prewarm_counters() {
     let dir = tempfile::tempdir().unwrap();
@@ -259,8 +260,13 @@ fn schema_3_runs_gain_the_prewarm_counters() {
     let r = Records::open(&path).unwrap();
     let old = r.last_run().unwrap().unwrap();
     assert_eq!(
-        (old.counts.misses, old.counts.prewarmed, old.ended),
-        (4, 0, true)
+        (
+            old.counts.misses,
+            old.counts.prewarmed,
+            old.counts.translations_ahead,
+            old.ended
+        ),
+        (4, 0, 0, true)
     );
     let run = r.begin_run("test", "").unwrap();
     let c = RunCounts {
@@ -268,6 +274,8 @@ fn schema_3_runs_gain_the_prewarm_counters() {
         prewarm_failed: 1,
         prewarm_skipped: 2,
         prewarm_left: 5,
+        translations_ahead: 2,
+        ahead_wait_us: 1234,
         ..Default::default()
     };
     r.update_run(run, &c, true).unwrap();

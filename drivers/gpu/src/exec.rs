@@ -135,8 +135,22 @@ pub struct Stats {
     pub draws: u64,
     /// Batches of draws run (each one command buffer, one submit and one wait).
     pub batches: u64,
-    /// Shaders translated, all on the submit thread (a miss waits for its translation).
+    /// Shaders translated at run time: on the submit thread (`translations_on_submit_thread`,
+    /// the draw or dispatch waiting for it) plus ahead of the draw on a worker
+    /// (`translations_ahead`, started at `sceAgcCreateShader`).
     pub translations: u64,
+    pub translations_on_submit_thread: u64,
+    pub translations_ahead: u64,
+    /// Translations made ahead that a draw or dispatch took (the rest were made for a state
+    /// no draw has used, or are not needed yet).
+    pub ahead_used: u64,
+    /// Of those, the ones still in flight when the draw needed them (it waited), and the
+    /// submit thread's time waiting for them, in microseconds.
+    pub ahead_waited: u64,
+    pub ahead_wait_us: u64,
+    /// The submit thread's time translating itself, in microseconds (with a draw's two
+    /// stages translated at once, the time of both together).
+    pub translate_us: u64,
     /// Pipelines created on the submit thread: compute, and graphics ones the pipeline cache
     /// had to build for a draw.
     pub pipelines: u64,
@@ -223,6 +237,18 @@ pub struct Executor {
     prewarm_waited: bool,
     /// [`STUB_ENV`]: draws and dispatches are accepted, not run.
     pub(crate) stub: bool,
+    /// Translations started at `sceAgcCreateShader` (crate::ahead).
+    ahead: crate::ahead::Ahead,
+}
+
+/// One shader a draw or dispatch needs translated ([`Executor::translations`]).
+pub(crate) struct Want<'a> {
+    pub(crate) code: &'a [u8],
+    pub(crate) state: &'a ShaderState,
+    /// [`Executor::pack_keys`] of the code and state.
+    pub(crate) keys: [[u8; 32]; 2],
+    /// Names the shader in errors.
+    pub(crate) what: &'a str,
 }
 
 /// The device's float controls as `Options::host_float_controls` takes them: translations
@@ -277,6 +303,7 @@ impl Executor {
             prewarm: None,
             prewarm_waited: false,
             stub: std::env::var_os(STUB_ENV).is_some_and(|v| v == "1"),
+            ahead: Default::default(),
         };
         if e.stub {
             e.report(&format!(
@@ -370,6 +397,8 @@ impl Executor {
 
     pub fn stats(&self) -> Stats {
         let mut s = self.stats;
+        s.translations_ahead = self.ahead.finished();
+        s.translations = s.translations_on_submit_thread + s.translations_ahead;
         let g = self.gpu.pipeline_cache_stats();
         s.pipelines += g.misses;
         s.pipelines_waited += g.waited;
@@ -433,6 +462,8 @@ impl Executor {
             pack_hits: s.pack_hits,
             misses: s.pack_misses,
             translations: s.translations,
+            translations_ahead: s.translations_ahead,
+            ahead_wait_us: s.ahead_wait_us,
             pipelines: s.pipelines,
             refused: s.pack_refused,
             prewarmed: s.pipelines_prewarmed,
@@ -455,11 +486,16 @@ impl Executor {
             aps5_vulkan::BlobLoad::Unreadable(_) => "unreadable",
         };
         format!(
-            "{{\"pack_hits\":{},\"misses\":{},\"translations\":{},\"translations_on_submit_thread\":{},\"pipelines\":{},\"pipelines_prewarmed\":{},\"prewarm_failed\":{},\"prewarm_skipped\":{},\"prewarm_left\":{},\"pipelines_waited\":{},\"pipeline_cache\":\"{blob}\",\"pipeline_states\":{},\"pack_refused\":{},\"dispatches\":{},\"draws\":{}}}",
+            "{{\"pack_hits\":{},\"misses\":{},\"translations\":{},\"translations_on_submit_thread\":{},\"translations_ahead\":{},\"ahead_used\":{},\"ahead_waited\":{},\"ahead_wait_us\":{},\"translate_us\":{},\"pipelines\":{},\"pipelines_prewarmed\":{},\"prewarm_failed\":{},\"prewarm_skipped\":{},\"prewarm_left\":{},\"pipelines_waited\":{},\"pipeline_cache\":\"{blob}\",\"pipeline_states\":{},\"pack_refused\":{},\"dispatches\":{},\"draws\":{}}}",
             s.pack_hits,
             s.pack_misses,
             s.translations,
-            s.translations,
+            s.translations_on_submit_thread,
+            s.translations_ahead,
+            s.ahead_used,
+            s.ahead_waited,
+            s.ahead_wait_us,
+            s.translate_us,
             s.pipelines,
             s.pipelines_prewarmed,
             s.prewarm_failed,
@@ -484,6 +520,7 @@ impl Executor {
         if let Some(p) = &mut self.prewarm {
             p.stop();
         }
+        self.ahead.close();
         // A stubbed run made no pipeline: the blob stays as the last real run left it.
         if !self.stub
             && let Err(e) = self.gpu.save_pipeline_cache()
@@ -501,15 +538,7 @@ impl Executor {
         }
     }
 
-    /// The translation of `code` for `state`: from the pack when it holds one this device
-    /// can run, else translated now (on this, the submit thread: the dispatch or draw waits
-    /// for it) and recorded. `what` names the shader in errors.
-    ///
-    /// Two keys are looked up (docs/PACKS.md, "Device class"): the portable one (what
-    /// `aps5 build` makes for every shader), used when the device has every float-controls
-    /// property the entry requires, then the one for this device's class (made by a build
-    /// from an earlier run's record). A miss is recorded under the device-class key.
-    /// `keys`: [`Executor::pack_keys`] of the code and state.
+    /// The translation of `code` for `state` ([`Executor::translations`] of one).
     pub(crate) fn translation(
         &mut self,
         code: &[u8],
@@ -517,37 +546,181 @@ impl Executor {
         keys: [[u8; 32]; 2],
         what: &str,
     ) -> Result<PackedShader, String> {
-        let [kp, kd] = keys;
-        for (key, class) in [(kp, "portable"), (kd, "device")] {
-            if let Some(p) = self.pack_entry(&key, what) {
-                if self.packs.verbose {
-                    eprintln!("aps5: gpu: {what}: pack hit ({class} key {})", hex(&key));
+        let mut r = self.translations(&[Want {
+            code,
+            state,
+            keys,
+            what,
+        }]);
+        r.pop().expect("one result per want")
+    }
+
+    /// The translations of `wants` (in order): each from the pack when it holds one this
+    /// device can run, else the one made ahead of the draw (crate::ahead; waited for when it
+    /// is in flight), else translated now on the submit thread (the draw or dispatch waits
+    /// for it; two or more, a draw's VS and PS, at once on as many threads), and recorded.
+    ///
+    /// Two keys are looked up (docs/PACKS.md, "Device class"): the portable one (what
+    /// `aps5 build` makes for every shader), used when the device has every float-controls
+    /// property the entry requires, then the one for this device's class (made by a build
+    /// from an earlier run's record). A miss is recorded under the device-class key.
+    pub(crate) fn translations(&mut self, wants: &[Want<'_>]) -> Vec<Result<PackedShader, String>> {
+        let mut out: Vec<Option<Result<PackedShader, String>>> = Vec::new();
+        let mut missed = Vec::new();
+        for (i, w) in wants.iter().enumerate() {
+            let [kp, kd] = w.keys;
+            let hit = [(kp, "portable"), (kd, "device")]
+                .into_iter()
+                .find_map(|(key, class)| Some((self.pack_entry(&key, w.what)?, key, class)));
+            match hit {
+                Some((p, key, class)) => {
+                    if self.packs.verbose {
+                        eprintln!("aps5: gpu: {}: pack hit ({class} key {})", w.what, hex(&key));
+                    }
+                    self.stats.pack_hits += 1;
+                    out.push(Some(Ok(p)));
                 }
-                self.stats.pack_hits += 1;
-                return Ok(p);
+                None => {
+                    self.stats.pack_misses += 1;
+                    out.push(None);
+                    missed.push(i);
+                }
             }
         }
-        self.stats.pack_misses += 1;
-        if self.packs.verbose {
+        // Those no worker has made (or is making) are translated here first, at once, so
+        // that the wait for one in flight overlaps them.
+        let mut here = Vec::new();
+        let mut ahead = Vec::new();
+        for &i in &missed {
+            let w = &wants[i];
+            let queued_or_none = match self.ahead.peek(&w.keys[1]) {
+                crate::ahead::Peek::InFlight => false,
+                crate::ahead::Peek::NotAhead => true,
+            };
+            if queued_or_none {
+                here.push(i);
+            } else {
+                ahead.push(i);
+            }
+        }
+        if !here.is_empty() {
+            let t0 = std::time::Instant::now();
+            let opts = &self.opts;
+            let made: Vec<Result<PackedShader, String>> = std::thread::scope(|sc| {
+                let others: Vec<_> = here[1..]
+                    .iter()
+                    .map(|&i| {
+                        let w = &wants[i];
+                        sc.spawn(move || crate::ahead::translate(w.code, w.state, opts))
+                    })
+                    .collect();
+                let w = &wants[here[0]];
+                let mut v = vec![crate::ahead::translate(w.code, w.state, opts)];
+                for h in others {
+                    v.push(h.join().unwrap_or_else(|_| {
+                        Err("cannot translate: the translating thread panicked".into())
+                    }));
+                }
+                v
+            });
+            self.stats.translate_us += t0.elapsed().as_micros() as u64;
+            self.stats.translations_on_submit_thread += here.len() as u64;
+            for (&i, r) in here.iter().zip(made) {
+                if self.packs.verbose {
+                    let w = &wants[i];
+                    eprintln!(
+                        "aps5: gpu: {}: pack miss (portable key {}, device key {}): translated at the draw",
+                        w.what,
+                        hex(&w.keys[0]),
+                        hex(&w.keys[1])
+                    );
+                }
+                out[i] = Some(r);
+            }
+        }
+        for &i in &ahead {
+            let w = &wants[i];
+            let r = match self.ahead.take(&w.keys[1]) {
+                crate::ahead::Taken::Ready(r, waited) => {
+                    self.stats.ahead_used += 1;
+                    if let Some(w) = waited {
+                        self.stats.ahead_waited += 1;
+                        self.stats.ahead_wait_us += w.as_micros() as u64;
+                    }
+                    if self.packs.verbose {
+                        eprintln!(
+                            "aps5: gpu: {}: pack miss (portable key {}, device key {}): translated ahead of the draw (waited {} us)",
+                            w.what,
+                            hex(&w.keys[0]),
+                            hex(&w.keys[1]),
+                            waited.map_or(0, |w| w.as_micros())
+                        );
+                    }
+                    r
+                }
+                // Taken back from the queue meanwhile: translated here.
+                crate::ahead::Taken::No => {
+                    let t0 = std::time::Instant::now();
+                    let r = crate::ahead::translate(w.code, w.state, &self.opts);
+                    self.stats.translate_us += t0.elapsed().as_micros() as u64;
+                    self.stats.translations_on_submit_thread += 1;
+                    r
+                }
+            };
+            out[i] = Some(r);
+        }
+        // Checked and recorded in the wants' order (a draw: VS, then PS).
+        for &i in &missed {
+            let w = &wants[i];
+            let r = out[i].take().expect("every miss was translated");
+            let r = r.and_then(|t| {
+                let names: Vec<&str> = t.required_features.iter().map(String::as_str).collect();
+                self.gpu.require(&names).map_err(|e| e.to_string())?;
+                Ok(t)
+            });
+            if r.is_ok() {
+                self.record_shader(w);
+            }
+            out[i] = Some(r);
+        }
+        out.into_iter()
+            .map(|r| r.expect("every want has a result"))
+            .collect()
+    }
+
+    /// Starts translating a program `sceAgcCreateShader` saw, for the state its header
+    /// predicts, on a worker (crate::ahead): a draw or dispatch with that state finds it
+    /// made. Nothing when the pack holds it, when the same (code, state) was started before,
+    /// or in the stub mode.
+    pub fn translate_ahead(&mut self, code: Vec<u8>, state: ShaderState, what: &str) {
+        if self.stub || self.packs.finished {
+            return;
+        }
+        let keys = self.pack_keys(&code, &state);
+        if keys.iter().any(|k| self.pack_entry(k, what).is_some()) {
+            return;
+        }
+        if self.ahead.start(keys[1], code, state, &self.opts) && self.packs.verbose {
             eprintln!(
-                "aps5: gpu: {what}: pack miss (portable key {}, device key {}): translating",
-                hex(&kp),
-                hex(&kd)
+                "aps5: gpu: {what}: translating ahead of the draw (device key {})",
+                hex(&keys[1])
             );
         }
-        let t = spack::translate(code, state, &self.opts)
-            .map_err(|e| format!("cannot translate: {e}"))?;
-        self.stats.translations += 1;
-        self.gpu
-            .require(&t.meta.required_features)
-            .map_err(|e| e.to_string())?;
-        let packed = PackedShader::of(&t);
+    }
+
+    /// Waits until no translation ahead of the draw is queued or running (tests).
+    pub fn wait_ahead_idle(&self) {
+        self.ahead.wait_idle();
+    }
+
+    /// Records a missed shader in the play records (under its device-class key).
+    fn record_shader(&mut self, w: &Want<'_>) {
         let counts = self.run_counts();
         if let Some((r, run)) = &mut self.packs.records {
             let rec = ShaderRecord {
-                key: kd,
-                code: code.to_vec(),
-                state: state.words(),
+                key: w.keys[1],
+                code: w.code.to_vec(),
+                state: w.state.words(),
                 class: DeviceClass::of(&self.opts).words(),
                 translator: spack::translator_identity().to_string(),
             };
@@ -571,7 +744,6 @@ impl Executor {
                 Err(_) => {}
             }
         }
-        Ok(packed)
     }
 
     /// The two pack keys the driver looks a shader up by: the portable one, then the one for
@@ -655,6 +827,12 @@ impl Executor {
     /// Records a program `sceAgcCreateShader` saw (its code size bounds what is read).
     pub fn register_shader(&mut self, code: u64, info: ShaderInfo) {
         self.shaders.insert(code, info);
+    }
+
+    /// Names the program at `addr` in reports (its code size and header when
+    /// `sceAgcCreateShader` saw it).
+    pub fn describe_shader(&self, addr: u64) -> String {
+        self.describe(addr)
     }
 
     pub(crate) fn describe(&self, addr: u64) -> String {

@@ -17,6 +17,7 @@
 //! targets kept on the device and written back to guest memory at that flush.
 
 pub mod backend;
+mod ahead;
 mod batch;
 mod depth;
 pub mod draw;
@@ -29,6 +30,8 @@ pub use backend::{Display, GpuBackend, Interrupt};
 pub use draw::DrawError;
 pub use exec::{ComputeDispatch, DispatchError, Executor, ShaderInfo, Stats};
 pub use memory::{MemFault, Memory, ProcessMemory, Region};
+/// A program's translation state (what `Executor::translate_ahead` takes).
+pub use aps5_shader::pack::ShaderState;
 
 /// The Vulkan core this crate runs on.
 pub use aps5_vulkan as vulkan;
