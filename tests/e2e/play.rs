@@ -88,6 +88,12 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
     assert!(misses > 0, "{s1} {err1}");
     assert_eq!(stat(&s1, "pack_hits"), 0, "{s1}");
     assert_eq!(stat(&s1, "translations"), misses, "{s1}");
+    // Its two pixel shaders come with headers (sceAgcCreateShader) whose registers are the
+    // draws': translated ahead of the draw on a worker and used by it, never twice; the two
+    // headerless vertex shaders are translated at the draw.
+    assert_eq!(stat(&s1, "translations_ahead"), 2, "{s1}");
+    assert_eq!(stat(&s1, "ahead_used"), 2, "{s1}");
+    assert_eq!(stat(&s1, "translations_on_submit_thread"), misses - 2, "{s1}");
     assert!(err1.contains("shader pack not used"), "{err1}");
     // Every pipeline state met is recorded once, naming its stages by the keys the shaders
     // were recorded (and will be packed) under.
@@ -115,7 +121,11 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
         "{status}"
     );
     assert!(
-        status.contains(&format!("shaders   {misses} missed in last run")),
+        status.contains(&format!(
+            "shaders   {misses} missed in last run (0 pack hits, {misses} translated: 2 ahead \
+             of the draw, {} at the draw, ",
+            misses - 2
+        )),
         "{status}"
     );
     assert!(
@@ -201,6 +211,8 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
     let (s2, err2) = run_v(&dump, name, &f2);
     assert_eq!(stat(&s2, "misses"), 0, "{s2} {err2}");
     assert_eq!(stat(&s2, "translations"), 0, "{s2} {err2}");
+    // The pack holds the created shaders: nothing is translated ahead either.
+    assert_eq!(stat(&s2, "translations_ahead"), 0, "{s2} {err2}");
     assert_eq!(stat(&s2, "pack_hits"), misses, "{s2}");
     assert_eq!(stat(&s2, "pack_refused"), 0, "{s2}");
     // The same pipeline states, already recorded: the records do not grow.
@@ -475,9 +487,13 @@ fn a_run_killed_while_recording_keeps_what_it_committed() {
     assert!(bad.is_empty(), "{bad:?}");
     assert_eq!(shaders.len(), 2);
     let last = records.last_run().unwrap().unwrap();
-    // The counters commit with each record: the killed run's are those of its second miss.
+    // The counters commit with each record: the killed run's are those of its second miss
+    // (the first draw's VS, translated at the draw, and PS, translated ahead; the other PS
+    // made ahead may be done by then too).
     assert!(!last.ended);
-    assert_eq!((last.counts.misses, last.counts.translations), (2, 2));
+    let c = last.counts;
+    assert_eq!((c.misses, c.translations - c.translations_ahead), (2, 1), "{c:?}");
+    assert!((1..=2).contains(&c.translations_ahead), "{c:?}");
     drop(records);
     let status = ok(&dump, &["status"]);
     assert!(status.contains("shaders   2 recorded in play"), "{status}");
@@ -494,7 +510,7 @@ fn a_run_killed_while_recording_keeps_what_it_committed() {
     for r in &shaders {
         let k = hex(&r.key);
         assert!(
-            !err.contains(&format!("device key {k}): translating")),
+            !err.contains(&format!("device key {k}): translated")),
             "{k} {err}"
         );
     }

@@ -520,6 +520,10 @@ pub struct LastRun {
     pub prewarm_failed: u64,
     pub prewarm_skipped: u64,
     pub prewarm_left: u64,
+    /// Of `translations`, those made ahead of the draw (at `sceAgcCreateShader`), and the
+    /// submit thread's wait for them in microseconds (0 for a run before schema 5).
+    pub translations_ahead: u64,
+    pub ahead_wait_us: u64,
     /// Whether it reached its exit (a killed run keeps the counts of its last miss).
     pub ended: bool,
 }
@@ -541,6 +545,8 @@ pub fn play_status(state_dir: &Path) -> Option<PlayStatus> {
             prewarm_failed: run.counts.prewarm_failed,
             prewarm_skipped: run.counts.prewarm_skipped,
             prewarm_left: run.counts.prewarm_left,
+            translations_ahead: run.counts.translations_ahead,
+            ahead_wait_us: run.counts.ahead_wait_us,
             ended: run.ended,
         });
         Ok(Some(PlayStatus {
