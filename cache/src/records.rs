@@ -610,6 +610,53 @@ impl Records {
         })
     }
 
+    /// The keys of every pipeline state recorded (rows as stored, unchecked): a run defers
+    /// the use of a state already here to [`Records::end_run`] instead of a transaction of
+    /// its own at the draw.
+    pub fn pipeline_keys(&self) -> Result<std::collections::HashSet<[u8; 32]>, RecordsError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT key FROM pipelines")
+            .map_err(|e| self.sql(e))?;
+        let rows = st
+            .query_map([], |r| r.get::<_, Vec<u8>>(0))
+            .map_err(|e| self.sql(e))?;
+        let mut out = std::collections::HashSet::new();
+        for k in rows {
+            if let Ok(k) = <[u8; 32]>::try_from(k.map_err(|e| self.sql(e))?.as_slice()) {
+                out.insert(k);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The run's end, in one transaction: its counters (`ended` set) and the uses of
+    /// recorded pipeline states it met ({key, the order it met it in}, as
+    /// [`Records::record_pipeline`] writes them for a new state).
+    pub fn end_run(
+        &mut self,
+        run: i64,
+        counts: &RunCounts,
+        uses: &[([u8; 32], u64)],
+    ) -> Result<(), RecordsError> {
+        let path = self.path.clone();
+        let sql = |e: rusqlite::Error| RecordsError {
+            path: path.clone(),
+            reason: e.to_string(),
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        for (key, seq) in uses {
+            tx.execute(
+                "INSERT INTO pipeline_uses (key, run, seq) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (key) DO UPDATE SET run = excluded.run, seq = excluded.seq",
+                params![&key[..], run, *seq as i64],
+            )
+            .map_err(sql)?;
+        }
+        update_run(&tx, run, counts, true).map_err(sql)?;
+        tx.commit().map_err(sql)
+    }
+
     /// How many pipeline states are recorded.
     pub fn pipeline_count(&self) -> Result<u64, RecordsError> {
         self.conn

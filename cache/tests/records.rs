@@ -407,3 +407,34 @@ fn a_writer_killed_with_sigkill_loses_no_committed_record() {
         }
     }
 }
+
+/// A run that meets recorded states again writes their uses at its end, with its counters,
+/// in one transaction (`end_run`): the same recency order as uses written at the draw.
+#[test]
+fn uses_written_at_the_run_s_end_order_the_states_as_at_the_draw() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("records.sqlite");
+    let mut r = Records::open(&path).unwrap();
+    let one = r.begin_run("test", "").unwrap();
+    for i in 0..4 {
+        r.record_pipeline(one, u64::from(i) + 1, &pipeline(i))
+            .unwrap();
+    }
+    let known = r.pipeline_keys().unwrap();
+    assert_eq!(known.len(), 4);
+    assert!((0..4).all(|i| known.contains(&pipeline(i).key())));
+    let two = r.begin_run("test", "").unwrap();
+    let c = RunCounts {
+        pack_hits: 2,
+        ..Default::default()
+    };
+    r.end_run(two, &c, &[(pipeline(3).key(), 1), (pipeline(1).key(), 2)])
+        .unwrap();
+    drop(r);
+    let r = Records::open(&path).unwrap();
+    let (list, _) = r.pipelines_by_recency().unwrap();
+    let order: Vec<PipelineRecord> = list.iter().map(|(p, _)| p.clone()).collect();
+    assert_eq!(order, [3, 1, 0, 2].map(pipeline));
+    let last = r.last_run().unwrap().unwrap();
+    assert_eq!((last.id, last.counts, last.ended), (two, c, true));
+}

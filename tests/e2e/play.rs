@@ -93,7 +93,11 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
     // headerless vertex shaders are translated at the draw.
     assert_eq!(stat(&s1, "translations_ahead"), 2, "{s1}");
     assert_eq!(stat(&s1, "ahead_used"), 2, "{s1}");
-    assert_eq!(stat(&s1, "translations_on_submit_thread"), misses - 2, "{s1}");
+    assert_eq!(
+        stat(&s1, "translations_on_submit_thread"),
+        misses - 2,
+        "{s1}"
+    );
     assert!(err1.contains("shader pack not used"), "{err1}");
     // Every pipeline state met is recorded once, naming its stages by the keys the shaders
     // were recorded (and will be packed) under.
@@ -224,6 +228,18 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
     assert_eq!(stat(&s2, "prewarm_skipped"), 0, "{s2} {err2}");
     // Its driver cache started from the blob the build's prewarm saved.
     assert_eq!(s2["pipeline_cache"], "used", "{s2}");
+    // It met the recorded states again: their uses (written at its end, not at the draws)
+    // name it, in the order it met them.
+    let records = aps5_cache::records::Records::open_existing(&dump.join(".aps5/records.sqlite"))
+        .unwrap()
+        .unwrap();
+    let last = records.last_run().unwrap().unwrap();
+    let (by_recency, _) = records.pipelines_by_recency().unwrap();
+    drop(records);
+    assert_eq!(by_recency.len() as u64, states);
+    for (i, (_, seen)) in by_recency.iter().enumerate() {
+        assert_eq!((seen.run, seen.seq as usize), (last.id, i + 1), "{seen:?}");
+    }
     // And the driver's pipeline cache went to its blob, one per device.
     let blobs = blob_files(&dump);
     assert_eq!(blobs.len(), 1, "{blobs:?}");
@@ -492,7 +508,11 @@ fn a_run_killed_while_recording_keeps_what_it_committed() {
     // made ahead may be done by then too).
     assert!(!last.ended);
     let c = last.counts;
-    assert_eq!((c.misses, c.translations - c.translations_ahead), (2, 1), "{c:?}");
+    assert_eq!(
+        (c.misses, c.translations - c.translations_ahead),
+        (2, 1),
+        "{c:?}"
+    );
     assert!((1..=2).contains(&c.translations_ahead), "{c:?}");
     drop(records);
     let status = ok(&dump, &["status"]);

@@ -182,27 +182,25 @@ fn type_name(t: ShaderType) -> &'static str {
 /// decodes as wave64 only (the scan's verdict). [`aps5_agc::shader::translation_state`]:
 /// the one prediction `sceAgcCreateShader`'s translation ahead of the draw makes too.
 pub fn static_state(h: &ShaderHeader, wave64_only: bool) -> Result<StaticState, String> {
-    Ok(
-        match aps5_agc::shader::translation_state(h, wave64_only)? {
-            ShaderState::Compute(c) => StaticState::Compute {
-                pgm_rsrc1: c.pgm_rsrc1,
-                pgm_rsrc2: c.pgm_rsrc2,
-                workgroup_size: c.workgroup_size,
-                wave64: c.wave64,
-            },
-            ShaderState::Pixel(p) => StaticState::Pixel {
-                pgm_rsrc1: p.pgm_rsrc1,
-                pgm_rsrc2: p.pgm_rsrc2,
-                wave64: p.wave64,
-                input_ena: p.input_ena,
-                input_addr: p.input_addr,
-                input_cntl: p.input_cntl.to_vec(),
-                col_format: p.col_format,
-                z_format: p.z_format,
-            },
-            ShaderState::Vertex(_) => unreachable!("a header predicts compute or pixel state"),
+    Ok(match aps5_agc::shader::translation_state(h, wave64_only)? {
+        ShaderState::Compute(c) => StaticState::Compute {
+            pgm_rsrc1: c.pgm_rsrc1,
+            pgm_rsrc2: c.pgm_rsrc2,
+            workgroup_size: c.workgroup_size,
+            wave64: c.wave64,
         },
-    )
+        ShaderState::Pixel(p) => StaticState::Pixel {
+            pgm_rsrc1: p.pgm_rsrc1,
+            pgm_rsrc2: p.pgm_rsrc2,
+            wave64: p.wave64,
+            input_ena: p.input_ena,
+            input_addr: p.input_addr,
+            input_cntl: p.input_cntl.to_vec(),
+            col_format: p.col_format,
+            z_format: p.z_format,
+        },
+        ShaderState::Vertex(_) => unreachable!("a header predicts compute or pixel state"),
+    })
 }
 
 /// Scans `bytes` (a whole file) for shaders.

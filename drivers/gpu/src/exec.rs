@@ -151,6 +151,15 @@ pub struct Stats {
     /// The submit thread's time translating itself, in microseconds (with a draw's two
     /// stages translated at once, the time of both together).
     pub translate_us: u64,
+    /// Where else a start's time goes, in microseconds: creating the Vulkan instance and
+    /// device (on the opening thread), the first submission's wait for that opening (0 when
+    /// it was done before: the opening overlapped the program's start), the first draw or
+    /// dispatch's wait for the prewarm, and the play records' writes on the submit thread
+    /// (opening them included).
+    pub device_open_us: u64,
+    pub open_wait_us: u64,
+    pub prewarm_wait_us: u64,
+    pub records_us: u64,
     /// Pipelines created on the submit thread: compute, and graphics ones the pipeline cache
     /// had to build for a draw.
     pub pipelines: u64,
@@ -198,11 +207,44 @@ pub const KILL_AFTER_RECORDS_ENV: &str = "APS5_GPU_KILL_AFTER_RECORDS";
 /// stubbed run leaves the project's records and driver cache blob as they were.
 pub const STUB_ENV: &str = "APS5_GPU_STUB";
 
+/// The play records: opened on a thread of their own (SQLite's open and the run row's
+/// commit are not on the start's path), then in use.
+#[derive(Default)]
+enum RecordsState {
+    #[default]
+    None,
+    Opening(std::thread::JoinHandle<Result<OpenRecords, String>>),
+    Open(OpenRecords),
+}
+
+struct OpenRecords {
+    records: Records,
+    run: i64,
+    /// Pipeline states recorded before this run: meeting one again writes only its use,
+    /// and that at the run's end ([`Records::end_run`]), not in a transaction at the draw.
+    known: std::collections::HashSet<[u8; 32]>,
+    uses: Vec<([u8; 32], u64)>,
+}
+
+fn open_records_at(path: &std::path::Path, pack: &str) -> Result<OpenRecords, String> {
+    let records = Records::open(path).map_err(|e| e.to_string())?;
+    let run = records
+        .begin_run(spack::translator_identity(), pack)
+        .map_err(|e| e.to_string())?;
+    let known = records.pipeline_keys().map_err(|e| e.to_string())?;
+    Ok(OpenRecords {
+        records,
+        run,
+        known,
+        uses: Vec::new(),
+    })
+}
+
 /// The pack, the records and what has been reported about them.
 #[derive(Default)]
 pub(crate) struct PackState {
     pack: Option<Pack>,
-    records: Option<(Records, i64)>,
+    records: RecordsState,
     /// Keys whose pack entry was refused (reported once each).
     refused: std::collections::HashSet<[u8; 32]>,
     records_failed: bool,
@@ -365,7 +407,9 @@ impl Executor {
         if !self.prewarm_waited {
             self.prewarm_waited = true;
             if let Some(p) = &self.prewarm {
+                let t0 = std::time::Instant::now();
                 p.wait();
+                self.stats.prewarm_wait_us += t0.elapsed().as_micros() as u64;
             }
         }
     }
@@ -437,15 +481,45 @@ impl Executor {
     }
 
     /// Records every miss in the play records at `path` from now on (one run row, its
-    /// counters written with each miss and at [`Executor::finish_run`]).
+    /// counters written with each miss and at [`Executor::finish_run`]). They are opened on
+    /// a thread of their own; the first record waits for it.
     pub fn open_records(&mut self, path: &std::path::Path) {
-        let opened = Records::open(path).and_then(|r| {
-            let run = r.begin_run(spack::translator_identity(), &self.pack_name())?;
-            Ok((r, run))
-        });
-        match opened {
-            Ok(r) => self.packs.records = Some(r),
-            Err(e) => self.report(&format!("play records not kept ({e})")),
+        let (path, pack) = (path.to_path_buf(), self.pack_name());
+        let (p2, pack2) = (path.clone(), pack.clone());
+        self.packs.records = match std::thread::Builder::new()
+            .name("gpu records".into())
+            .spawn(move || open_records_at(&p2, &pack2))
+        {
+            Ok(h) => RecordsState::Opening(h),
+            Err(_) => match open_records_at(&path, &pack) {
+                Ok(r) => RecordsState::Open(r),
+                Err(e) => {
+                    self.report(&format!("play records not kept ({e})"));
+                    RecordsState::None
+                }
+            },
+        };
+    }
+
+    /// The records once open (waiting for their opening; a failure is reported once).
+    fn records(&mut self) -> Option<&mut OpenRecords> {
+        if matches!(self.packs.records, RecordsState::Opening(_)) {
+            let RecordsState::Opening(h) = std::mem::take(&mut self.packs.records) else {
+                unreachable!("matched Opening")
+            };
+            let t0 = std::time::Instant::now();
+            let opened = h
+                .join()
+                .unwrap_or_else(|_| Err("the thread opening them panicked".into()));
+            self.stats.records_us += t0.elapsed().as_micros() as u64;
+            match opened {
+                Ok(r) => self.packs.records = RecordsState::Open(r),
+                Err(e) => self.report(&format!("play records not kept ({e})")),
+            }
+        }
+        match &mut self.packs.records {
+            RecordsState::Open(r) => Some(r),
+            _ => None,
         }
     }
 
@@ -486,7 +560,7 @@ impl Executor {
             aps5_vulkan::BlobLoad::Unreadable(_) => "unreadable",
         };
         format!(
-            "{{\"pack_hits\":{},\"misses\":{},\"translations\":{},\"translations_on_submit_thread\":{},\"translations_ahead\":{},\"ahead_used\":{},\"ahead_waited\":{},\"ahead_wait_us\":{},\"translate_us\":{},\"pipelines\":{},\"pipelines_prewarmed\":{},\"prewarm_failed\":{},\"prewarm_skipped\":{},\"prewarm_left\":{},\"pipelines_waited\":{},\"pipeline_cache\":\"{blob}\",\"pipeline_states\":{},\"pack_refused\":{},\"dispatches\":{},\"draws\":{}}}",
+            "{{\"pack_hits\":{},\"misses\":{},\"translations\":{},\"translations_on_submit_thread\":{},\"translations_ahead\":{},\"ahead_used\":{},\"ahead_waited\":{},\"ahead_wait_us\":{},\"translate_us\":{},\"device_open_us\":{},\"open_wait_us\":{},\"prewarm_wait_us\":{},\"records_us\":{},\"pipelines\":{},\"pipelines_prewarmed\":{},\"prewarm_failed\":{},\"prewarm_skipped\":{},\"prewarm_left\":{},\"pipelines_waited\":{},\"pipeline_cache\":\"{blob}\",\"pipeline_states\":{},\"pack_refused\":{},\"dispatches\":{},\"draws\":{}}}",
             s.pack_hits,
             s.pack_misses,
             s.translations,
@@ -496,6 +570,10 @@ impl Executor {
             s.ahead_waited,
             s.ahead_wait_us,
             s.translate_us,
+            s.device_open_us,
+            s.open_wait_us,
+            s.prewarm_wait_us,
+            s.records_us,
             s.pipelines,
             s.pipelines_prewarmed,
             s.prewarm_failed,
@@ -528,11 +606,14 @@ impl Executor {
             self.report(&format!("pipeline cache not saved: {e}"));
         }
         let counts = self.run_counts();
-        if let Some((r, run)) = &self.packs.records
-            && let Err(e) = r.update_run(*run, &counts, true)
-        {
-            self.report(&format!("play records: the run's counters: {e}"));
+        let t0 = std::time::Instant::now();
+        if let Some(r) = self.records() {
+            let uses = std::mem::take(&mut r.uses);
+            if let Err(e) = r.records.end_run(r.run, &counts, &uses) {
+                self.report(&format!("play records: the run's end: {e}"));
+            }
         }
+        self.stats.records_us += t0.elapsed().as_micros() as u64;
         if self.packs.verbose {
             eprintln!("aps5: gpu statistics: {}", self.stats_json());
         }
@@ -575,7 +656,11 @@ impl Executor {
             match hit {
                 Some((p, key, class)) => {
                     if self.packs.verbose {
-                        eprintln!("aps5: gpu: {}: pack hit ({class} key {})", w.what, hex(&key));
+                        eprintln!(
+                            "aps5: gpu: {}: pack hit ({class} key {})",
+                            w.what,
+                            hex(&key)
+                        );
                     }
                     self.stats.pack_hits += 1;
                     out.push(Some(Ok(p)));
@@ -713,15 +798,27 @@ impl Executor {
         self.ahead.wait_idle();
     }
 
+    /// How long the device took to open and the first submission waited for the opening
+    /// (the caller opened it: `Gpu::new` comes before the executor).
+    pub fn note_open(&mut self, device: std::time::Duration, waited: std::time::Duration) {
+        self.stats.device_open_us = device.as_micros() as u64;
+        self.stats.open_wait_us = waited.as_micros() as u64;
+    }
+
     /// Records a missed shader in the play records (under its device-class key).
     fn record_shader(&mut self, w: &Want<'_>) {
+        let t0 = std::time::Instant::now();
         let counts = self.run_counts();
-        if let Some((r, run)) = &mut self.packs.records {
+        let class = DeviceClass::of(&self.opts).words();
+        if let Some(OpenRecords {
+            records: r, run, ..
+        }) = self.records()
+        {
             let rec = ShaderRecord {
                 key: w.keys[1],
                 code: w.code.to_vec(),
                 state: w.state.words(),
-                class: DeviceClass::of(&self.opts).words(),
+                class,
                 translator: spack::translator_identity().to_string(),
             };
             match r.record_miss(*run, &rec, &counts) {
@@ -744,6 +841,7 @@ impl Executor {
                 Err(_) => {}
             }
         }
+        self.stats.records_us += t0.elapsed().as_micros() as u64;
     }
 
     /// The two pack keys the driver looks a shader up by: the portable one, then the one for
@@ -775,8 +873,18 @@ impl Executor {
         }
         self.stats.pipeline_states += 1;
         let seq = self.stats.pipeline_states;
-        if let Some((r, run)) = &mut self.packs.records
-            && let Err(e) = r.record_pipeline(*run, seq, &rec)
+        let t0 = std::time::Instant::now();
+        let key = rec.key();
+        let failed = match self.records() {
+            // Known: only its use changes, written at the run's end.
+            Some(r) if r.known.contains(&key) => {
+                r.uses.push((key, seq));
+                None
+            }
+            Some(r) => r.records.record_pipeline(r.run, seq, &rec).err(),
+            None => None,
+        };
+        if let Some(e) = failed
             && !self.packs.records_failed
         {
             self.packs.records_failed = true;
@@ -784,6 +892,7 @@ impl Executor {
                 "play records: cannot record a pipeline state: {e}"
             ));
         }
+        self.stats.records_us += t0.elapsed().as_micros() as u64;
     }
 
     /// The pack's entry for `key` when it is there, sound, and runs on this device; a

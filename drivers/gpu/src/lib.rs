@@ -16,8 +16,8 @@
 //! in one command buffer at the next packet that must follow them (`batch`), with render
 //! targets kept on the device and written back to guest memory at that flush.
 
-pub mod backend;
 mod ahead;
+pub mod backend;
 mod batch;
 mod depth;
 pub mod draw;
@@ -26,12 +26,12 @@ pub mod memory;
 pub mod prewarm;
 mod texture;
 
+/// A program's translation state (what `Executor::translate_ahead` takes).
+pub use aps5_shader::pack::ShaderState;
 pub use backend::{Display, GpuBackend, Interrupt};
 pub use draw::DrawError;
 pub use exec::{ComputeDispatch, DispatchError, Executor, ShaderInfo, Stats};
 pub use memory::{MemFault, Memory, ProcessMemory, Region};
-/// A program's translation state (what `Executor::translate_ahead` takes).
-pub use aps5_shader::pack::ShaderState;
 
 /// The Vulkan core this crate runs on.
 pub use aps5_vulkan as vulkan;

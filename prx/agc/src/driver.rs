@@ -205,8 +205,14 @@ pub fn start_open() {
 
 /// Opens the device and the executor, then installs it (with the shaders created meanwhile).
 fn open_executor() {
+    let t0 = std::time::Instant::now();
     let opened = aps5_gpu::vulkan::Gpu::new(&aps5_gpu::vulkan::GpuOptions::from_env())
-        .map(Executor::new)
+        .map(|g| {
+            let device = t0.elapsed();
+            let mut e = Executor::new(g);
+            e.note_open(device, std::time::Duration::ZERO);
+            e
+        })
         .map_err(|e| e.to_string());
     let done = match opened {
         Ok(mut e) => {
@@ -234,12 +240,21 @@ fn wait_opened() {
 /// The GPU, open by the first submission (on the caller's thread it waits for the opening,
 /// so that a machine without one stops the run at the call).
 fn open_gpu() {
+    static FIRST: std::sync::Once = std::sync::Once::new();
     start_open();
+    let t0 = std::time::Instant::now();
     wait_opened();
     if let Opening::Failed(e) = &*opening() {
         let e = e.clone();
         stop(&format!("cannot open the GPU: {e}"));
     }
+    // The first submission's wait: 0 when the opening overlapped the program's start.
+    FIRST.call_once(|| {
+        if let Some(e) = exec().as_mut() {
+            let device = std::time::Duration::from_micros(e.stats().device_open_us);
+            e.note_open(device, t0.elapsed());
+        }
+    });
 }
 
 /// Queues one command buffer on queue `id`.
