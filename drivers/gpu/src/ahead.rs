@@ -23,7 +23,7 @@ enum Slot {
     /// A worker is translating it.
     Running,
     /// Done (not yet taken by a draw).
-    Done(Result<PackedShader, String>),
+    Done(Box<Result<PackedShader, String>>),
     /// Taken by a draw or dispatch (or taken back from the queue by one): never again.
     Taken,
 }
@@ -66,7 +66,7 @@ pub(crate) enum Taken {
     No,
     /// The worker's translation, and how long the caller waited for it (None: it was
     /// made already).
-    Ready(Result<PackedShader, String>, Option<Duration>),
+    Ready(Box<Result<PackedShader, String>>, Option<Duration>),
 }
 
 /// What [`Ahead::peek`] found for a key.
@@ -235,7 +235,7 @@ fn work(shared: &Shared) {
         let r = translate(&job.code, &job.state, &job.opts);
         shared.done.fetch_add(1, Ordering::SeqCst);
         g = shared.lock();
-        g.slots.insert(job.key, Slot::Done(r));
+        g.slots.insert(job.key, Slot::Done(Box::new(r)));
         shared.changed.notify_all();
     }
 }

@@ -421,13 +421,15 @@ fn scissor(st: &GraphicsState, w: u32, h: u32) -> Result<(i32, i32, u32, u32), S
 enum StageLookup {
     Found(Arc<Stage>),
     /// Not made yet: what its translation and module need.
-    Need {
-        at: (u64, ShaderState),
-        code: Vec<u8>,
-        key: [u8; 32],
-        keys: [[u8; 32]; 2],
-        what: String,
-    },
+    Need(Box<NeedStage>),
+}
+
+struct NeedStage {
+    at: (u64, ShaderState),
+    code: Vec<u8>,
+    key: [u8; 32],
+    keys: [[u8; 32]; 2],
+    what: String,
 }
 
 impl Executor {
@@ -468,13 +470,13 @@ impl Executor {
             return Ok(StageLookup::Found(s));
         }
         let keys = self.pack_keys(&code, &at.1);
-        Ok(StageLookup::Need {
+        Ok(StageLookup::Need(Box::new(NeedStage {
             at,
             code,
             key,
             keys,
             what,
-        })
+        })))
     }
 
     /// A draw's vertex and pixel stages. Those not made before are translated together
@@ -495,17 +497,11 @@ impl Executor {
             .iter()
             .filter_map(|l| match l {
                 StageLookup::Found(_) => None,
-                StageLookup::Need {
-                    at,
-                    code,
-                    keys,
-                    what,
-                    ..
-                } => Some(Want {
-                    code,
-                    state: &at.1,
-                    keys: *keys,
-                    what,
+                StageLookup::Need(n) => Some(Want {
+                    code: &n.code,
+                    state: &n.at.1,
+                    keys: n.keys,
+                    what: &n.what,
                 }),
             })
             .collect();
@@ -521,13 +517,16 @@ impl Executor {
                     out.push(s);
                     continue;
                 }
-                StageLookup::Need {
-                    at,
-                    code,
-                    key,
-                    keys,
-                    what,
-                } => (at, code, key, keys, what),
+                StageLookup::Need(n) => {
+                    let NeedStage {
+                        at,
+                        code,
+                        key,
+                        keys,
+                        what,
+                    } = *n;
+                    (at, code, key, keys, what)
+                }
             };
             let t = made
                 .next()

@@ -727,6 +727,7 @@ impl Executor {
             let w = &wants[i];
             let r = match self.ahead.take(&w.keys[1]) {
                 crate::ahead::Taken::Ready(r, waited) => {
+                    let r = *r;
                     self.stats.ahead_used += 1;
                     if let Some(w) = waited {
                         self.stats.ahead_waited += 1;

@@ -83,14 +83,14 @@ static STATE: Mutex<State> = Mutex::new(State {
 static EXEC: Mutex<Option<Executor>> = Mutex::new(None);
 
 /// Whether the executor is being opened, and why it could not be.
-enum Opening {
+enum OpenState {
     NotStarted,
-    Opening,
+    InProgress,
     Opened,
     Failed(String),
 }
 
-static OPENING: (Mutex<Opening>, Condvar) = (Mutex::new(Opening::NotStarted), Condvar::new());
+static OPENING: (Mutex<OpenState>, Condvar) = (Mutex::new(OpenState::NotStarted), Condvar::new());
 
 /// Submissions queued and not yet finished, over every queue.
 static IN_FLIGHT: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
@@ -178,7 +178,7 @@ fn stop_from_queue(what: &str) -> ! {
     stop(what)
 }
 
-fn opening() -> MutexGuard<'static, Opening> {
+fn opening() -> MutexGuard<'static, OpenState> {
     OPENING.0.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -188,10 +188,10 @@ fn opening() -> MutexGuard<'static, Opening> {
 /// first submission ([`open_gpu`]), as when the GPU opened there.
 pub fn start_open() {
     let mut o = opening();
-    if !matches!(*o, Opening::NotStarted) {
+    if !matches!(*o, OpenState::NotStarted) {
         return;
     }
-    *o = Opening::Opening;
+    *o = OpenState::InProgress;
     drop(o);
     // SAFETY: registering a plain function with no arguments.
     unsafe { libc::atexit(at_exit) };
@@ -221,9 +221,9 @@ fn open_executor() {
                 created(&mut e, code, info, ahead);
             }
             *g = Some(e);
-            Opening::Opened
+            OpenState::Opened
         }
-        Err(e) => Opening::Failed(e),
+        Err(e) => OpenState::Failed(e),
     };
     *opening() = done;
     OPENING.1.notify_all();
@@ -232,7 +232,7 @@ fn open_executor() {
 /// Waits while the executor is being opened.
 fn wait_opened() {
     let mut o = opening();
-    while matches!(*o, Opening::Opening) {
+    while matches!(*o, OpenState::InProgress) {
         o = OPENING.1.wait(o).unwrap_or_else(|e| e.into_inner());
     }
 }
@@ -244,7 +244,7 @@ fn open_gpu() {
     start_open();
     let t0 = std::time::Instant::now();
     wait_opened();
-    if let Opening::Failed(e) = &*opening() {
+    if let OpenState::Failed(e) = &*opening() {
         let e = e.clone();
         stop(&format!("cannot open the GPU: {e}"));
     }
