@@ -721,3 +721,37 @@ fn a_stubbed_run_draws_nothing_and_leaves_the_records_alone() {
     assert_ne!(a[0].1, b[0].1, "a stubbed frame equals the drawn one");
     assert_eq!(ok(&dump, &["status"]), before);
 }
+
+/// The GPU opens on a thread of its own from `sceAgcInit`; a device that cannot be opened
+/// still stops the run at the first submission, as when it opened there: the report names
+/// it, the exit status is an abort's, and what the program printed before is kept.
+#[test]
+fn a_device_that_cannot_open_stops_the_run_at_the_first_submission() {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "gpu_triangle";
+    let dump = port(name, tmp.path());
+    let out = aps5()
+        .arg("-C")
+        .arg(&dump)
+        .args(["run", "--headless"])
+        .env("APS5_VK_DEVICE", "no such device")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(134), "{stderr}");
+    assert!(
+        stderr.contains(
+            "aps5: libSceAgcDriver: cannot open the GPU: no Vulkan device named \"no such device\""
+        ),
+        "{stderr}"
+    );
+    // Created its shaders (the opening was under way), then stopped at the submission.
+    assert!(
+        stdout.contains("PASS sceAgcCreateShader (two pixel shaders)"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("two command buffers submitted"), "{stdout}");
+}
