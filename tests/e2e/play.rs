@@ -753,5 +753,38 @@ fn a_device_that_cannot_open_stops_the_run_at_the_first_submission() {
         stdout.contains("PASS sceAgcCreateShader (two pixel shaders)"),
         "{stdout}"
     );
-    assert!(!stdout.contains("two command buffers submitted"), "{stdout}");
+    assert!(
+        !stdout.contains("two command buffers submitted"),
+        "{stdout}"
+    );
+}
+
+/// `gpu_ahead` creates its pixel shader, works 200 ms on the CPU, then draws: with no pack,
+/// the draw finds the shader translated ahead (on a worker, for the state its header
+/// predicts) and waits for nothing; only its headerless vertex shader is translated at the
+/// draw. The frame is checked by the program itself.
+#[test]
+fn a_shader_created_before_the_program_s_own_work_is_ready_at_its_draw() {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "gpu_ahead";
+    let dump = port(name, tmp.path());
+    std::fs::remove_file(dump.join("aps5-out/packs/shaders.pack")).unwrap();
+    let (s, err) = run_v(&dump, name, &tmp.path().join("frames"));
+    assert_eq!(stat(&s, "misses"), 2, "{s} {err}");
+    assert_eq!(stat(&s, "translations_ahead"), 1, "{s}");
+    assert_eq!(stat(&s, "ahead_used"), 1, "{s}");
+    assert_eq!(stat(&s, "ahead_waited"), 0, "{s}");
+    assert_eq!(stat(&s, "translations_on_submit_thread"), 1, "{s}");
+    assert_eq!(stat(&s, "translations"), 2, "{s}");
+    assert!(
+        err.contains("translated ahead of the draw (waited 0 us)"),
+        "{err}"
+    );
+    // The device opened while the program worked (not asserted: a loaded machine can take
+    // longer than the 200 ms).
+    eprintln!(
+        "gpu_ahead: device opened in {} us, the first submission waited {} us for it",
+        stat(&s, "device_open_us"),
+        stat(&s, "open_wait_us")
+    );
 }
