@@ -32,8 +32,10 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 /// 2 added `pipelines` (a schema 1 file gains the table when opened); 3 added
 /// `pipeline_uses`, the last-seen order of each pipeline state (an older file gains it, its
 /// states ordered after every one seen since); 4 added the prewarm counters to `runs` (an
-/// older file's runs table gains the columns, its runs counting 0).
-pub const SCHEMA_VERSION: i64 = 4;
+/// older file's runs table gains the columns, its runs counting 0); 5 added
+/// `translations_ahead` and `ahead_wait_us` to `runs` (translations made ahead of the draw,
+/// and the submit thread's wait for them; the same upgrade).
+pub const SCHEMA_VERSION: i64 = 5;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS shaders (
@@ -72,17 +74,21 @@ CREATE TABLE IF NOT EXISTS runs (
     prewarmed INTEGER NOT NULL DEFAULT 0,
     prewarm_failed INTEGER NOT NULL DEFAULT 0,
     prewarm_skipped INTEGER NOT NULL DEFAULT 0,
-    prewarm_left INTEGER NOT NULL DEFAULT 0
+    prewarm_left INTEGER NOT NULL DEFAULT 0,
+    translations_ahead INTEGER NOT NULL DEFAULT 0,
+    ahead_wait_us INTEGER NOT NULL DEFAULT 0
 );
 ";
 
-/// The `runs` columns schema 4 added: `CREATE TABLE IF NOT EXISTS` does not add them to the
-/// table of an older file.
-const RUNS_V4_COLUMNS: [&str; 4] = [
+/// The `runs` columns schemas 4 and 5 added: `CREATE TABLE IF NOT EXISTS` does not add them
+/// to the table of an older file.
+const RUNS_ADDED_COLUMNS: [&str; 6] = [
     "prewarmed",
     "prewarm_failed",
     "prewarm_skipped",
     "prewarm_left",
+    "translations_ahead",
+    "ahead_wait_us",
 ];
 
 /// Why the records cannot be used.
@@ -226,6 +232,10 @@ pub struct RunCounts {
     pub prewarm_failed: u64,
     pub prewarm_skipped: u64,
     pub prewarm_left: u64,
+    /// Schema 5: of `translations`, those made ahead of the draw (at `sceAgcCreateShader`,
+    /// on a worker), and the submit thread's wait for them, in microseconds.
+    pub translations_ahead: u64,
+    pub ahead_wait_us: u64,
 }
 
 /// The last run, as `aps5 status` shows it.
@@ -600,6 +610,53 @@ impl Records {
         })
     }
 
+    /// The keys of every pipeline state recorded (rows as stored, unchecked): a run defers
+    /// the use of a state already here to [`Records::end_run`] instead of a transaction of
+    /// its own at the draw.
+    pub fn pipeline_keys(&self) -> Result<std::collections::HashSet<[u8; 32]>, RecordsError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT key FROM pipelines")
+            .map_err(|e| self.sql(e))?;
+        let rows = st
+            .query_map([], |r| r.get::<_, Vec<u8>>(0))
+            .map_err(|e| self.sql(e))?;
+        let mut out = std::collections::HashSet::new();
+        for k in rows {
+            if let Ok(k) = <[u8; 32]>::try_from(k.map_err(|e| self.sql(e))?.as_slice()) {
+                out.insert(k);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The run's end, in one transaction: its counters (`ended` set) and the uses of
+    /// recorded pipeline states it met ({key, the order it met it in}, as
+    /// [`Records::record_pipeline`] writes them for a new state).
+    pub fn end_run(
+        &mut self,
+        run: i64,
+        counts: &RunCounts,
+        uses: &[([u8; 32], u64)],
+    ) -> Result<(), RecordsError> {
+        let path = self.path.clone();
+        let sql = |e: rusqlite::Error| RecordsError {
+            path: path.clone(),
+            reason: e.to_string(),
+        };
+        let tx = self.conn.transaction().map_err(sql)?;
+        for (key, seq) in uses {
+            tx.execute(
+                "INSERT INTO pipeline_uses (key, run, seq) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (key) DO UPDATE SET run = excluded.run, seq = excluded.seq",
+                params![&key[..], run, *seq as i64],
+            )
+            .map_err(sql)?;
+        }
+        update_run(&tx, run, counts, true).map_err(sql)?;
+        tx.commit().map_err(sql)
+    }
+
     /// How many pipeline states are recorded.
     pub fn pipeline_count(&self) -> Result<u64, RecordsError> {
         self.conn
@@ -686,7 +743,8 @@ impl Records {
         self.conn
             .query_row(
                 "SELECT id, pack_hits, misses, translations, pipelines, refused, ended,
-                 prewarmed, prewarm_failed, prewarm_skipped, prewarm_left
+                 prewarmed, prewarm_failed, prewarm_skipped, prewarm_left,
+                 translations_ahead, ahead_wait_us
                  FROM runs ORDER BY id DESC LIMIT 1",
                 [],
                 |r| {
@@ -702,6 +760,8 @@ impl Records {
                             prewarm_failed: r.get::<_, i64>(8)? as u64,
                             prewarm_skipped: r.get::<_, i64>(9)? as u64,
                             prewarm_left: r.get::<_, i64>(10)? as u64,
+                            translations_ahead: r.get::<_, i64>(11)? as u64,
+                            ahead_wait_us: r.get::<_, i64>(12)? as u64,
                         },
                         ended: r.get::<_, i64>(6)? != 0,
                     })
@@ -721,7 +781,8 @@ fn update_run(
     conn.execute(
         "UPDATE runs SET pack_hits = ?2, misses = ?3, translations = ?4, pipelines = ?5,
          refused = ?6, ended = ?7, prewarmed = ?8, prewarm_failed = ?9,
-         prewarm_skipped = ?10, prewarm_left = ?11 WHERE id = ?1",
+         prewarm_skipped = ?10, prewarm_left = ?11, translations_ahead = ?12,
+         ahead_wait_us = ?13 WHERE id = ?1",
         params![
             run,
             c.pack_hits as i64,
@@ -733,14 +794,16 @@ fn update_run(
             c.prewarmed as i64,
             c.prewarm_failed as i64,
             c.prewarm_skipped as i64,
-            c.prewarm_left as i64
+            c.prewarm_left as i64,
+            c.translations_ahead as i64,
+            c.ahead_wait_us as i64
         ],
     )
     .map(|_| ())
 }
 
 /// Brings an older (or new, empty) file to [`SCHEMA_VERSION`] in one transaction: the tables
-/// it lacks, and the `runs` columns schema 4 added.
+/// it lacks, and the `runs` columns schemas 4 and 5 added.
 fn upgrade(conn: &Connection) -> Result<(), rusqlite::Error> {
     conn.execute_batch(&format!("BEGIN IMMEDIATE; {SCHEMA}"))?;
     let done = (|| {
@@ -748,7 +811,7 @@ fn upgrade(conn: &Connection) -> Result<(), rusqlite::Error> {
             .prepare("SELECT name FROM pragma_table_info('runs')")?
             .query_map([], |r| r.get(0))?
             .collect::<Result<_, _>>()?;
-        for col in RUNS_V4_COLUMNS {
+        for col in RUNS_ADDED_COLUMNS {
             if !have.iter().any(|h| h == col) {
                 conn.execute_batch(&format!(
                     "ALTER TABLE runs ADD COLUMN {col} INTEGER NOT NULL DEFAULT 0"

@@ -231,8 +231,9 @@ fn schema_1_records_gain_the_pipelines_table() {
     assert_eq!(v, aps5_cache::records::SCHEMA_VERSION);
 }
 
-/// A schema 3 file (its runs table without the prewarm counters): opened, the table gains
-/// them, its runs count 0, and a run's prewarm counters are kept from then on.
+/// A schema 3 file (its runs table without the prewarm counters of schema 4 and the
+/// translations-ahead ones of schema 5): opened, the table gains them, its runs count 0, and
+/// a run's counters are kept from then on.
 #[test]
 fn schema_3_runs_gain_the_prewarm_counters() {
     let dir = tempfile::tempdir().unwrap();
@@ -259,8 +260,13 @@ fn schema_3_runs_gain_the_prewarm_counters() {
     let r = Records::open(&path).unwrap();
     let old = r.last_run().unwrap().unwrap();
     assert_eq!(
-        (old.counts.misses, old.counts.prewarmed, old.ended),
-        (4, 0, true)
+        (
+            old.counts.misses,
+            old.counts.prewarmed,
+            old.counts.translations_ahead,
+            old.ended
+        ),
+        (4, 0, 0, true)
     );
     let run = r.begin_run("test", "").unwrap();
     let c = RunCounts {
@@ -268,6 +274,8 @@ fn schema_3_runs_gain_the_prewarm_counters() {
         prewarm_failed: 1,
         prewarm_skipped: 2,
         prewarm_left: 5,
+        translations_ahead: 2,
+        ahead_wait_us: 1234,
         ..Default::default()
     };
     r.update_run(run, &c, true).unwrap();
@@ -398,4 +406,35 @@ fn a_writer_killed_with_sigkill_loses_no_committed_record() {
             assert_eq!(last.counts.misses, u64::from(n));
         }
     }
+}
+
+/// A run that meets recorded states again writes their uses at its end, with its counters,
+/// in one transaction (`end_run`): the same recency order as uses written at the draw.
+#[test]
+fn uses_written_at_the_run_s_end_order_the_states_as_at_the_draw() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("records.sqlite");
+    let mut r = Records::open(&path).unwrap();
+    let one = r.begin_run("test", "").unwrap();
+    for i in 0..4 {
+        r.record_pipeline(one, u64::from(i) + 1, &pipeline(i))
+            .unwrap();
+    }
+    let known = r.pipeline_keys().unwrap();
+    assert_eq!(known.len(), 4);
+    assert!((0..4).all(|i| known.contains(&pipeline(i).key())));
+    let two = r.begin_run("test", "").unwrap();
+    let c = RunCounts {
+        pack_hits: 2,
+        ..Default::default()
+    };
+    r.end_run(two, &c, &[(pipeline(3).key(), 1), (pipeline(1).key(), 2)])
+        .unwrap();
+    drop(r);
+    let r = Records::open(&path).unwrap();
+    let (list, _) = r.pipelines_by_recency().unwrap();
+    let order: Vec<PipelineRecord> = list.iter().map(|(p, _)| p.clone()).collect();
+    assert_eq!(order, [3, 1, 0, 2].map(pipeline));
+    let last = r.last_run().unwrap().unwrap();
+    assert_eq!((last.id, last.counts, last.ended), (two, c, true));
 }

@@ -88,6 +88,19 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
     assert!(misses > 0, "{s1} {err1}");
     assert_eq!(stat(&s1, "pack_hits"), 0, "{s1}");
     assert_eq!(stat(&s1, "translations"), misses, "{s1}");
+    // Its two pixel shaders come with headers (sceAgcCreateShader) whose registers are the
+    // draws': translated ahead of the draw on a worker and used by it (unless a draw takes
+    // one back from the queue before a worker starts it: the program draws right after
+    // creating them, as the GPU opens), never twice; the two headerless vertex shaders are
+    // translated at the draw.
+    let ahead = stat(&s1, "translations_ahead");
+    assert!(ahead <= 2, "{s1}");
+    assert_eq!(stat(&s1, "ahead_used"), ahead, "{s1}");
+    assert_eq!(
+        stat(&s1, "translations_on_submit_thread"),
+        misses - ahead,
+        "{s1}"
+    );
     assert!(err1.contains("shader pack not used"), "{err1}");
     // Every pipeline state met is recorded once, naming its stages by the keys the shaders
     // were recorded (and will be packed) under.
@@ -115,7 +128,11 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
         "{status}"
     );
     assert!(
-        status.contains(&format!("shaders   {misses} missed in last run")),
+        status.contains(&format!(
+            "shaders   {misses} missed in last run (0 pack hits, {misses} translated: {ahead} \
+             ahead of the draw, {} at the draw, ",
+            misses - ahead
+        )),
         "{status}"
     );
     assert!(
@@ -201,6 +218,8 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
     let (s2, err2) = run_v(&dump, name, &f2);
     assert_eq!(stat(&s2, "misses"), 0, "{s2} {err2}");
     assert_eq!(stat(&s2, "translations"), 0, "{s2} {err2}");
+    // The pack holds the created shaders: nothing is translated ahead either.
+    assert_eq!(stat(&s2, "translations_ahead"), 0, "{s2} {err2}");
     assert_eq!(stat(&s2, "pack_hits"), misses, "{s2}");
     assert_eq!(stat(&s2, "pack_refused"), 0, "{s2}");
     // The same pipeline states, already recorded: the records do not grow.
@@ -212,6 +231,18 @@ fn a_first_run_records_its_misses_and_after_a_build_the_second_translates_nothin
     assert_eq!(stat(&s2, "prewarm_skipped"), 0, "{s2} {err2}");
     // Its driver cache started from the blob the build's prewarm saved.
     assert_eq!(s2["pipeline_cache"], "used", "{s2}");
+    // It met the recorded states again: their uses (written at its end, not at the draws)
+    // name it, in the order it met them.
+    let records = aps5_cache::records::Records::open_existing(&dump.join(".aps5/records.sqlite"))
+        .unwrap()
+        .unwrap();
+    let last = records.last_run().unwrap().unwrap();
+    let (by_recency, _) = records.pipelines_by_recency().unwrap();
+    drop(records);
+    assert_eq!(by_recency.len() as u64, states);
+    for (i, (_, seen)) in by_recency.iter().enumerate() {
+        assert_eq!((seen.run, seen.seq as usize), (last.id, i + 1), "{seen:?}");
+    }
     // And the driver's pipeline cache went to its blob, one per device.
     let blobs = blob_files(&dump);
     assert_eq!(blobs.len(), 1, "{blobs:?}");
@@ -475,9 +506,16 @@ fn a_run_killed_while_recording_keeps_what_it_committed() {
     assert!(bad.is_empty(), "{bad:?}");
     assert_eq!(shaders.len(), 2);
     let last = records.last_run().unwrap().unwrap();
-    // The counters commit with each record: the killed run's are those of its second miss.
+    // The counters commit with each record: the killed run's are those of its second miss
+    // (the first draw's VS, translated at the draw, and PS, translated ahead unless the draw
+    // took it back from the queue first; the other PS made ahead may be done by then too).
     assert!(!last.ended);
-    assert_eq!((last.counts.misses, last.counts.translations), (2, 2));
+    let c = last.counts;
+    assert_eq!(c.misses, 2, "{c:?}");
+    assert!(
+        (1..=2).contains(&(c.translations - c.translations_ahead)) && c.translations_ahead <= 2,
+        "{c:?}"
+    );
     drop(records);
     let status = ok(&dump, &["status"]);
     assert!(status.contains("shaders   2 recorded in play"), "{status}");
@@ -494,7 +532,7 @@ fn a_run_killed_while_recording_keeps_what_it_committed() {
     for r in &shaders {
         let k = hex(&r.key);
         assert!(
-            !err.contains(&format!("device key {k}): translating")),
+            !err.contains(&format!("device key {k}): translated")),
             "{k} {err}"
         );
     }
@@ -684,4 +722,75 @@ fn a_stubbed_run_draws_nothing_and_leaves_the_records_alone() {
     assert_eq!(a.len(), b.len());
     assert_ne!(a[0].1, b[0].1, "a stubbed frame equals the drawn one");
     assert_eq!(ok(&dump, &["status"]), before);
+}
+
+/// The GPU opens on a thread of its own from `sceAgcInit`; a device that cannot be opened
+/// still stops the run at the first submission, as when it opened there: the report names
+/// it, the exit status is an abort's, and what the program printed before is kept.
+#[test]
+fn a_device_that_cannot_open_stops_the_run_at_the_first_submission() {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "gpu_triangle";
+    let dump = port(name, tmp.path());
+    let out = aps5()
+        .arg("-C")
+        .arg(&dump)
+        .args(["run", "--headless"])
+        .env("APS5_VK_DEVICE", "no such device")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(134), "{stderr}");
+    assert!(
+        stderr.contains(
+            "aps5: libSceAgcDriver: cannot open the GPU: no Vulkan device named \"no such device\""
+        ),
+        "{stderr}"
+    );
+    // Created its shaders (the opening was under way), then stopped at the submission.
+    assert!(
+        stdout.contains("PASS sceAgcCreateShader (two pixel shaders)"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("two command buffers submitted"),
+        "{stdout}"
+    );
+}
+
+/// `gpu_ahead` creates its pixel shader, works 400 ms on the CPU, then draws: with no pack,
+/// the draw finds the shader translated ahead (on a worker, for the state its header
+/// predicts) and waits for nothing; only its headerless vertex shader is translated at the
+/// draw. The frame is checked by the program itself. (The translation starts once the GPU
+/// is open, on its own thread from `sceAgcInit`: the claim holds when the program's work
+/// outlasts the device's opening, which the first submission not waiting for it shows.)
+#[test]
+fn a_shader_created_before_the_program_s_own_work_is_ready_at_its_draw() {
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "gpu_ahead";
+    let dump = port(name, tmp.path());
+    std::fs::remove_file(dump.join("aps5-out/packs/shaders.pack")).unwrap();
+    let (s, err) = run_v(&dump, name, &tmp.path().join("frames"));
+    assert_eq!(stat(&s, "misses"), 2, "{s} {err}");
+    assert_eq!(stat(&s, "translations"), 2, "{s}");
+    eprintln!(
+        "gpu_ahead: device opened in {} us, the first submission waited {} us for it",
+        stat(&s, "device_open_us"),
+        stat(&s, "open_wait_us")
+    );
+    if stat(&s, "open_wait_us") > 1000 {
+        eprintln!("gpu_ahead: the device opened after the program's work: not checked");
+        return;
+    }
+    assert_eq!(stat(&s, "translations_ahead"), 1, "{s}");
+    assert_eq!(stat(&s, "ahead_used"), 1, "{s}");
+    assert_eq!(stat(&s, "ahead_waited"), 0, "{s}");
+    assert_eq!(stat(&s, "translations_on_submit_thread"), 1, "{s}");
+    assert!(
+        err.contains("translated ahead of the draw (waited 0 us)"),
+        "{err}"
+    );
 }

@@ -28,6 +28,9 @@
 //!   `aps5 build --prewarm`) and GPU work stubbed out (`APS5_GPU_STUB=1`), median of several
 //!   runs, and the ratios warm/stubbed (issue 13's target: at most 1.2) and cold/stubbed; and
 //!   cold with the driver's own shader cache kept (aps5's share of a cold start).
+//!   `APS5_TTFF_PREBUILT=DIR` takes the fixture dumps from DIR (made there when missing,
+//!   which needs clang): a run here with `APS5_TTFF_FILL=1` only fills DIR, so a machine
+//!   without clang (the NVIDIA device machine) measures from it with the same binaries.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -844,8 +847,68 @@ fn stat_of(s: &serde_json::Value, k: &str) -> u64 {
     s[k].as_u64().unwrap_or(0)
 }
 
+/// `APS5_TTFF_PREBUILT=DIR`: the fixture dumps are kept in `DIR/<fixture>` and copied from
+/// there (the fixture SDK's clang and lld are not needed); a missing one is built and stored.
+const TTFF_PREBUILT_ENV: &str = "APS5_TTFF_PREBUILT";
+/// `APS5_TTFF_FILL=1` (with `APS5_TTFF_PREBUILT`): only fill DIR, measure nothing.
+const TTFF_FILL_ENV: &str = "APS5_TTFF_FILL";
+
+/// The dump of fixture `name` at `dump`: built by the fixture SDK, or copied from
+/// [`TTFF_PREBUILT_ENV`]'s folder (filled there when missing).
+fn ttff_dump(name: &str, dump: &Path) -> Result<()> {
+    let build = |to: &Path| {
+        aps5_sdk::build_dump(
+            &aps5_sdk::fixtures_dir().join(name),
+            to,
+            &aps5_sdk::DumpOptions { ps4: false },
+        )
+        .with_context(|| format!("building the {name} dump"))
+    };
+    let Some(dir) = std::env::var_os(TTFF_PREBUILT_ENV).map(PathBuf::from) else {
+        return build(dump);
+    };
+    let stored = dir.join(name);
+    // A dump is complete once its marker is written (a fill cut short is built again).
+    let done = dir.join(format!("{name}.complete"));
+    if !done.is_file() {
+        remove_any(&stored)?;
+        build(&stored).with_context(|| {
+            format!(
+                "{name} is not in {TEMPLATE} {} (filling it needs clang and lld)",
+                dir.display(),
+                TEMPLATE = TTFF_PREBUILT_ENV
+            )
+        })?;
+        std::fs::write(&done, b"")?;
+    }
+    copy_dir(&stored, dump)
+        .with_context(|| format!("copying the prebuilt {name} dump from {}", stored.display()))
+}
+
 /// The `ttff` bench (docs/PACKS.md, "Time to first frame").
 fn ttff(quick: bool) -> Result<serde_json::Value> {
+    if std::env::var_os(TTFF_FILL_ENV).is_some() {
+        let Some(dir) = std::env::var_os(TTFF_PREBUILT_ENV).map(PathBuf::from) else {
+            bail!("{TTFF_FILL_ENV}=1 needs {TTFF_PREBUILT_ENV}=DIR to fill");
+        };
+        let scratch = root().join("target/bench/ttff-fill");
+        for name in TTFF_FIXTURES {
+            let _ = std::fs::remove_dir_all(&scratch);
+            ttff_dump(name, &scratch)?;
+        }
+        let _ = std::fs::remove_dir_all(&scratch);
+        let bytes = tree_bytes(&dir)?;
+        println!(
+            "ttff: {} filled with the dumps of {} ({bytes} bytes)",
+            dir.display(),
+            TTFF_FIXTURES.join(", ")
+        );
+        return Ok(json!({
+            "filled": dir.display().to_string(),
+            "fixtures": TTFF_FIXTURES,
+            "bytes": bytes,
+        }));
+    }
     let aps5 = build_aps5()?;
     let runs = if quick { 3 } else { 7 };
     let work = root().join("target/bench/ttff-work");
@@ -855,12 +918,7 @@ fn ttff(quick: bool) -> Result<serde_json::Value> {
         println!("ttff {name}: {runs} runs per mode");
         let base = work.join(name);
         let dump = base.join("dump");
-        aps5_sdk::build_dump(
-            &aps5_sdk::fixtures_dir().join(name),
-            &dump,
-            &aps5_sdk::DumpOptions { ps4: false },
-        )
-        .with_context(|| format!("building the {name} dump"))?;
+        ttff_dump(name, &dump)?;
         // Two projects of the same dump (one cache): the cold one never gets a pack, the warm
         // one is prepared once; so the modes' runs can alternate and share the machine's
         // load alike.

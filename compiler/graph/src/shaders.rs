@@ -17,9 +17,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use aps5_agc::generated::{CONTEXT_BASE, SH_BASE, reg};
 use aps5_agc::scan;
-use aps5_agc::shader::{RegPair, ShaderHeader, ShaderType};
+use aps5_agc::shader::{ShaderHeader, ShaderType};
 use aps5_cache::pack::{Pack, PackError, PackWriter};
 use aps5_cache::records::{Records, ShaderRecord};
 use aps5_cache::{Cache, ContentHash, Lookup, MemoKey};
@@ -177,82 +176,32 @@ pub struct FileShaders {
 }
 
 fn type_name(t: ShaderType) -> &'static str {
-    match t {
-        ShaderType::Cs => "cs",
-        ShaderType::Ps => "ps",
-        ShaderType::Gs => "gs",
-        ShaderType::Hs => "hs",
-        ShaderType::GsFront => "gs_front",
-        ShaderType::HsFront => "hs_front",
-        ShaderType::GsBack => "gs_back",
-        ShaderType::HsBack => "hs_back",
-        ShaderType::Fetch => "fetch",
-    }
-}
-
-fn find(regs: &[RegPair], abs: u32, base: u32) -> Option<u32> {
-    let off = abs - base;
-    regs.iter().find(|r| r.offset == off).map(|r| r.value)
+    aps5_agc::shader::type_name(t)
 }
 
 /// The translation state a header gives, or why there is none. `wave64_only`: the code
-/// decodes as wave64 only (the scan's verdict).
+/// decodes as wave64 only (the scan's verdict). [`aps5_agc::shader::translation_state`]:
+/// the one prediction `sceAgcCreateShader`'s translation ahead of the draw makes too.
 pub fn static_state(h: &ShaderHeader, wave64_only: bool) -> Result<StaticState, String> {
-    let sh = |r: u32, name: &str| {
-        find(&h.sh_registers, r, SH_BASE).ok_or_else(|| {
-            format!("the header sets no {name}: its state is only known at run time")
-        })
-    };
-    let cx = |r: u32| find(&h.context_registers, r, CONTEXT_BASE);
-    match h.shader_type {
-        ShaderType::Cs => {
-            let mut ws = [1u32; 3];
-            for (i, w) in ws.iter_mut().enumerate() {
-                *w = (sh(
-                    reg::COMPUTE_NUM_THREAD_X + i as u32,
-                    "COMPUTE_NUM_THREAD_X/Y/Z",
-                )? & 0x3FF)
-                    .max(1);
-            }
-            Ok(StaticState::Compute {
-                pgm_rsrc1: sh(reg::COMPUTE_PGM_RSRC1, "COMPUTE_PGM_RSRC1")?,
-                pgm_rsrc2: sh(reg::COMPUTE_PGM_RSRC2, "COMPUTE_PGM_RSRC2")?,
-                workgroup_size: ws,
-                // The wave size is DISPATCH_INITIATOR.CS_W32_EN, set by the dispatch, not the
-                // header: wave32 (what gfx10 compilers emit by default) unless the code is
-                // valid as wave64 only.
-                wave64: wave64_only,
-            })
-        }
-        ShaderType::Ps => {
-            let wave64 = match cx(reg::SPI_PS_IN_CONTROL) {
-                Some(v) => (v >> 15) & 1 == 0,
-                None => wave64_only,
-            };
-            let mut input_cntl = vec![0u32; 32];
-            for (i, c) in input_cntl.iter_mut().enumerate() {
-                *c = cx(reg::SPI_PS_INPUT_CNTL_0 + i as u32).unwrap_or(0);
-            }
-            Ok(StaticState::Pixel {
-                pgm_rsrc1: sh(reg::SPI_SHADER_PGM_RSRC1_PS, "SPI_SHADER_PGM_RSRC1_PS")?,
-                pgm_rsrc2: sh(reg::SPI_SHADER_PGM_RSRC2_PS, "SPI_SHADER_PGM_RSRC2_PS")?,
-                wave64,
-                input_ena: cx(reg::SPI_PS_INPUT_ENA).ok_or(
-                    "the header sets no SPI_PS_INPUT_ENA: its state is only known at run time",
-                )?,
-                input_addr: cx(reg::SPI_PS_INPUT_ADDR).ok_or(
-                    "the header sets no SPI_PS_INPUT_ADDR: its state is only known at run time",
-                )?,
-                input_cntl,
-                col_format: cx(reg::SPI_SHADER_COL_FORMAT).unwrap_or(0),
-                z_format: cx(reg::SPI_SHADER_Z_FORMAT).unwrap_or(0),
-            })
-        }
-        t => Err(format!(
-            "type {}: the driver runs legacy VS + PS and compute only; this stage is translated when a run meets it",
-            type_name(t)
-        )),
-    }
+    Ok(match aps5_agc::shader::translation_state(h, wave64_only)? {
+        ShaderState::Compute(c) => StaticState::Compute {
+            pgm_rsrc1: c.pgm_rsrc1,
+            pgm_rsrc2: c.pgm_rsrc2,
+            workgroup_size: c.workgroup_size,
+            wave64: c.wave64,
+        },
+        ShaderState::Pixel(p) => StaticState::Pixel {
+            pgm_rsrc1: p.pgm_rsrc1,
+            pgm_rsrc2: p.pgm_rsrc2,
+            wave64: p.wave64,
+            input_ena: p.input_ena,
+            input_addr: p.input_addr,
+            input_cntl: p.input_cntl.to_vec(),
+            col_format: p.col_format,
+            z_format: p.z_format,
+        },
+        ShaderState::Vertex(_) => unreachable!("a header predicts compute or pixel state"),
+    })
 }
 
 /// Scans `bytes` (a whole file) for shaders.
@@ -570,6 +519,10 @@ pub struct LastRun {
     pub prewarm_failed: u64,
     pub prewarm_skipped: u64,
     pub prewarm_left: u64,
+    /// Of `translations`, those made ahead of the draw (at `sceAgcCreateShader`), and the
+    /// submit thread's wait for them in microseconds (0 for a run before schema 5).
+    pub translations_ahead: u64,
+    pub ahead_wait_us: u64,
     /// Whether it reached its exit (a killed run keeps the counts of its last miss).
     pub ended: bool,
 }
@@ -591,6 +544,8 @@ pub fn play_status(state_dir: &Path) -> Option<PlayStatus> {
             prewarm_failed: run.counts.prewarm_failed,
             prewarm_skipped: run.counts.prewarm_skipped,
             prewarm_left: run.counts.prewarm_left,
+            translations_ahead: run.counts.translations_ahead,
+            ahead_wait_us: run.counts.ahead_wait_us,
             ended: run.ended,
         });
         Ok(Some(PlayStatus {

@@ -270,10 +270,13 @@ impl Status {
                 Some(r) => {
                     let _ = writeln!(
                         s,
-                        "shaders   {} missed in last run ({} pack hits, {} translated, {} pipelines created{})",
+                        "shaders   {} missed in last run ({} pack hits, {} translated: {} ahead of the draw, {} at the draw, {:.1} ms waited for; {} pipelines created{})",
                         r.misses,
                         r.pack_hits,
                         r.translations,
+                        r.translations_ahead,
+                        r.translations.saturating_sub(r.translations_ahead),
+                        r.ahead_wait_us as f64 / 1000.0,
                         r.pipelines,
                         if r.ended {
                             ""

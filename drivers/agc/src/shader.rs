@@ -524,6 +524,109 @@ pub fn rebase(
     Ok(h)
 }
 
+/// The translation state a stored header predicts: what the driver passes the translator
+/// when the program runs with the header's own registers (docs/PACKS.md, "The build"). The
+/// build's static scan and `sceAgcCreateShader`'s translation ahead of the draw both use it,
+/// so they predict the same key. Compute: RSRC1/2 and NUM_THREAD_X/Y/Z from the SH list;
+/// pixel: RSRC1/2_PS (SH), SPI_PS_INPUT_ENA/ADDR, SPI_PS_INPUT_CNTL_0..31, COL/Z_FORMAT and
+/// SPI_PS_IN_CONTROL.PS_W32_EN (context). `wave64_only`: the code decodes as wave64 only
+/// ([`wave64_only`]); the wave size of a compute program is the dispatch's, so wave32 is
+/// predicted otherwise. Another type, or a header lacking a register the state needs, is an
+/// error saying so (its state is known only at run time).
+pub fn translation_state(
+    h: &ShaderHeader,
+    wave64_only: bool,
+) -> Result<aps5_shader::pack::ShaderState, String> {
+    use crate::generated::{CONTEXT_BASE, SH_BASE, reg};
+    use aps5_shader::pack::ShaderState;
+    use aps5_shader::translate::{ComputeState, PixelState};
+    let find = |regs: &[RegPair], abs: u32, base: u32| {
+        regs.iter()
+            .find(|r| r.offset == abs - base)
+            .map(|r| r.value)
+    };
+    let sh = |r: u32, name: &str| {
+        find(&h.sh_registers, r, SH_BASE).ok_or_else(|| {
+            format!("the header sets no {name}: its state is only known at run time")
+        })
+    };
+    let cx = |r: u32| find(&h.context_registers, r, CONTEXT_BASE);
+    let cx_needed = |r: u32, name: &str| {
+        cx(r).ok_or_else(|| {
+            format!("the header sets no {name}: its state is only known at run time")
+        })
+    };
+    match h.shader_type {
+        ShaderType::Cs => {
+            let mut ws = [1u32; 3];
+            for (i, w) in ws.iter_mut().enumerate() {
+                *w = (sh(
+                    reg::COMPUTE_NUM_THREAD_X + i as u32,
+                    "COMPUTE_NUM_THREAD_X/Y/Z",
+                )? & 0x3FF)
+                    .max(1);
+            }
+            Ok(ShaderState::Compute(ComputeState {
+                pgm_rsrc1: sh(reg::COMPUTE_PGM_RSRC1, "COMPUTE_PGM_RSRC1")?,
+                pgm_rsrc2: sh(reg::COMPUTE_PGM_RSRC2, "COMPUTE_PGM_RSRC2")?,
+                workgroup_size: ws,
+                // DISPATCH_INITIATOR.CS_W32_EN, set by the dispatch, not the header: wave32
+                // (what gfx10 compilers emit by default) unless the code is wave64 only.
+                wave64: wave64_only,
+                lds_bytes: 0,
+                scratch_bytes_per_lane: 0,
+            }))
+        }
+        ShaderType::Ps => {
+            let wave64 = match cx(reg::SPI_PS_IN_CONTROL) {
+                Some(v) => (v >> 15) & 1 == 0,
+                None => wave64_only,
+            };
+            let mut input_cntl = [0u32; 32];
+            for (i, c) in input_cntl.iter_mut().enumerate() {
+                *c = cx(reg::SPI_PS_INPUT_CNTL_0 + i as u32).unwrap_or(0);
+            }
+            Ok(ShaderState::Pixel(PixelState {
+                pgm_rsrc1: sh(reg::SPI_SHADER_PGM_RSRC1_PS, "SPI_SHADER_PGM_RSRC1_PS")?,
+                pgm_rsrc2: sh(reg::SPI_SHADER_PGM_RSRC2_PS, "SPI_SHADER_PGM_RSRC2_PS")?,
+                wave64,
+                input_ena: cx_needed(reg::SPI_PS_INPUT_ENA, "SPI_PS_INPUT_ENA")?,
+                input_addr: cx_needed(reg::SPI_PS_INPUT_ADDR, "SPI_PS_INPUT_ADDR")?,
+                input_cntl,
+                col_format: cx(reg::SPI_SHADER_COL_FORMAT).unwrap_or(0),
+                z_format: cx(reg::SPI_SHADER_Z_FORMAT).unwrap_or(0),
+            }))
+        }
+        t => Err(format!(
+            "type {}: the driver runs legacy VS + PS and compute only; this stage is translated \
+             when a run meets it",
+            type_name(t)
+        )),
+    }
+}
+
+/// The header type's name as `shaders.json` writes it (`cs`, `ps`, `gs`, ...).
+pub fn type_name(t: ShaderType) -> &'static str {
+    match t {
+        ShaderType::Cs => "cs",
+        ShaderType::Ps => "ps",
+        ShaderType::Gs => "gs",
+        ShaderType::Hs => "hs",
+        ShaderType::GsFront => "gs_front",
+        ShaderType::HsFront => "hs_front",
+        ShaderType::GsBack => "gs_back",
+        ShaderType::HsBack => "hs_back",
+        ShaderType::Fetch => "fetch",
+    }
+}
+
+/// Whether `code` is a program only as wave64: a wave32 decode does not reach an
+/// `s_endpgm` and a wave64 one does (the static scan's verdict, `scan::Found::wave64`).
+pub fn wave64_only(code: &[u8]) -> bool {
+    crate::scan::end_of_program(code, false).is_none()
+        && crate::scan::end_of_program(code, true).is_some()
+}
+
 /// What the fixture SDK wraps in a header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShaderDesc {

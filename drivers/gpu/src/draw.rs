@@ -26,7 +26,7 @@ use aps5_cache::records::PipelineKind;
 
 use crate::batch::{Batch, DepthState, HostCall, QueuedDraw, Resident, Surface, SurfaceKey};
 use crate::depth::depth_target;
-use crate::exec::{Executor, PIPELINE_STATE_LAYOUT};
+use crate::exec::{Executor, PIPELINE_STATE_LAYOUT, Want};
 use crate::memory::{Memory, Region};
 use crate::texture;
 
@@ -438,23 +438,30 @@ fn scissor(st: &GraphicsState, w: u32, h: u32) -> Result<(i32, i32, u32, u32), S
     ))
 }
 
+/// What [`Executor::stage_lookup`] found for one stage.
+enum StageLookup {
+    Found(Arc<Stage>),
+    /// Not made yet: what its translation and module need.
+    Need(Box<NeedStage>),
+}
+
+struct NeedStage {
+    at: (u64, ShaderState),
+    code: Vec<u8>,
+    key: [u8; 32],
+    keys: [[u8; 32]; 2],
+    what: String,
+}
+
 impl Executor {
-    fn stage(
+    /// The stage made or found before for (address, state) whose code is still the same,
+    /// else what making it needs.
+    fn stage_lookup(
         &mut self,
         mem: &dyn Memory,
         addr: u64,
-        vertex: Option<&VertexState>,
-        pixel: Option<&PixelState>,
-    ) -> Result<Arc<Stage>, String> {
-        let (state, stage) = match (vertex, pixel) {
-            (Some(v), _) => (ShaderState::Vertex(v.clone()), vk::ShaderStageFlags::VERTEX),
-            (_, Some(p)) => (
-                ShaderState::Pixel(p.clone()),
-                vk::ShaderStageFlags::FRAGMENT,
-            ),
-            _ => unreachable!("a vertex or pixel state"),
-        };
-        self.prewarm_gate();
+        state: ShaderState,
+    ) -> Result<StageLookup, String> {
         // The stage last made or found for this address and state: as is while the code
         // epoch lasts (the GPU reads a program's code once per submission, or again after an
         // instruction-cache invalidation), else if its code compares equal.
@@ -463,7 +470,7 @@ impl Executor {
         if let Some((seen, s)) = self.gfx.stage_at.get(&at)
             && *seen == epoch
         {
-            return Ok(s.clone());
+            return Ok(StageLookup::Found(s.clone()));
         }
         let what = self.describe(addr);
         let wave64 = at.1.wave64();
@@ -474,34 +481,95 @@ impl Executor {
             && s.code == code
         {
             *seen = epoch;
-            return Ok(s.clone());
+            return Ok(StageLookup::Found(s.clone()));
         }
-        let state = at.1.clone();
         // The process's own cache, by the pack key for this device.
-        let key = spack::pack_key(&code, &state, &self.opts);
+        let key = spack::pack_key(&code, &at.1, &self.opts);
         if let Some(s) = self.gfx.stages.get(&key) {
             let s = s.clone();
             self.gfx.stage_at.insert(at, (epoch, s.clone()));
-            return Ok(s);
+            return Ok(StageLookup::Found(s));
         }
-        let keys = self.pack_keys(&code, &state);
-        let t = self
-            .translation(&code, &state, keys, &what)
-            .map_err(|e| format!("{what}: {e}"))?;
-        let shader = self
-            .gpu
-            .create_shader(stage, &t.spirv)
-            .map_err(|e| format!("{what}: {e}"))?;
-        let s = Arc::new(Stage {
-            shader,
-            translation: t,
+        let keys = self.pack_keys(&code, &at.1);
+        Ok(StageLookup::Need(Box::new(NeedStage {
+            at,
             code,
-            wave64,
+            key,
             keys,
-        });
-        self.gfx.stages.insert(key, s.clone());
-        self.gfx.stage_at.insert(at, (epoch, s.clone()));
-        Ok(s)
+            what,
+        })))
+    }
+
+    /// A draw's vertex and pixel stages. Those not made before are translated together
+    /// (`Executor::translations`: from the pack, ahead of the draw, or both at once on two
+    /// threads), then their modules made.
+    fn stages(
+        &mut self,
+        mem: &dyn Memory,
+        vs: (u64, &VertexState),
+        ps: (u64, &PixelState),
+    ) -> Result<[Arc<Stage>; 2], String> {
+        self.prewarm_gate();
+        let looked = [
+            self.stage_lookup(mem, vs.0, ShaderState::Vertex(vs.1.clone()))?,
+            self.stage_lookup(mem, ps.0, ShaderState::Pixel(ps.1.clone()))?,
+        ];
+        let wants: Vec<Want<'_>> = looked
+            .iter()
+            .filter_map(|l| match l {
+                StageLookup::Found(_) => None,
+                StageLookup::Need(n) => Some(Want {
+                    code: &n.code,
+                    state: &n.at.1,
+                    keys: n.keys,
+                    what: &n.what,
+                }),
+            })
+            .collect();
+        let mut made = self.translations(&wants).into_iter();
+        let epoch = self.gfx.code_epoch;
+        let mut out = Vec::with_capacity(2);
+        for (l, stage) in looked
+            .into_iter()
+            .zip([vk::ShaderStageFlags::VERTEX, vk::ShaderStageFlags::FRAGMENT])
+        {
+            let (at, code, key, keys, what) = match l {
+                StageLookup::Found(s) => {
+                    out.push(s);
+                    continue;
+                }
+                StageLookup::Need(n) => {
+                    let NeedStage {
+                        at,
+                        code,
+                        key,
+                        keys,
+                        what,
+                    } = *n;
+                    (at, code, key, keys, what)
+                }
+            };
+            let t = made
+                .next()
+                .expect("one translation per stage needed")
+                .map_err(|e| format!("{what}: {e}"))?;
+            let shader = self
+                .gpu
+                .create_shader(stage, &t.spirv)
+                .map_err(|e| format!("{what}: {e}"))?;
+            let s = Arc::new(Stage {
+                shader,
+                translation: t,
+                code,
+                wave64: at.1.wave64(),
+                keys,
+            });
+            self.gfx.stages.insert(key, s.clone());
+            self.gfx.stage_at.insert(at, (epoch, s.clone()));
+            out.push(s);
+        }
+        let [v, p]: [Arc<Stage>; 2] = out.try_into().ok().expect("two stages");
+        Ok([v, p])
     }
 
     /// Runs one draw; the shaders may access `regions` only. Colour targets are read from
@@ -562,11 +630,8 @@ impl Executor {
             col_format: psi.col_format.to_raw(),
             z_format: psi.z_format.to_raw(),
         };
-        let vs = self
-            .stage(mem, sh.vs.address, Some(&vstate), None)
-            .map_err(failed)?;
-        let ps = self
-            .stage(mem, sh.ps.address, None, Some(&pstate))
+        let [vs, ps] = self
+            .stages(mem, (sh.vs.address, &vstate), (sh.ps.address, &pstate))
             .map_err(failed)?;
         // Each stage reads its own user SGPRs: the VS's from the push block, the PS's from its
         // record (abi::push::PIXEL_RECORD, docs/SHADER_ABI.md "Push constants").

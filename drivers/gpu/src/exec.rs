@@ -135,8 +135,31 @@ pub struct Stats {
     pub draws: u64,
     /// Batches of draws run (each one command buffer, one submit and one wait).
     pub batches: u64,
-    /// Shaders translated, all on the submit thread (a miss waits for its translation).
+    /// Shaders translated at run time: on the submit thread (`translations_on_submit_thread`,
+    /// the draw or dispatch waiting for it) plus ahead of the draw on a worker
+    /// (`translations_ahead`, started at `sceAgcCreateShader`).
     pub translations: u64,
+    pub translations_on_submit_thread: u64,
+    pub translations_ahead: u64,
+    /// Translations made ahead that a draw or dispatch took (the rest were made for a state
+    /// no draw has used, or are not needed yet).
+    pub ahead_used: u64,
+    /// Of those, the ones still in flight when the draw needed them (it waited), and the
+    /// submit thread's time waiting for them, in microseconds.
+    pub ahead_waited: u64,
+    pub ahead_wait_us: u64,
+    /// The submit thread's time translating itself, in microseconds (with a draw's two
+    /// stages translated at once, the time of both together).
+    pub translate_us: u64,
+    /// Where else a start's time goes, in microseconds: creating the Vulkan instance and
+    /// device (on the opening thread), the first submission's wait for that opening (0 when
+    /// it was done before: the opening overlapped the program's start), the first draw or
+    /// dispatch's wait for the prewarm, and the play records' writes on the submit thread
+    /// (opening them included).
+    pub device_open_us: u64,
+    pub open_wait_us: u64,
+    pub prewarm_wait_us: u64,
+    pub records_us: u64,
     /// Pipelines created on the submit thread: compute, and graphics ones the pipeline cache
     /// had to build for a draw.
     pub pipelines: u64,
@@ -184,11 +207,44 @@ pub const KILL_AFTER_RECORDS_ENV: &str = "APS5_GPU_KILL_AFTER_RECORDS";
 /// stubbed run leaves the project's records and driver cache blob as they were.
 pub const STUB_ENV: &str = "APS5_GPU_STUB";
 
+/// The play records: opened on a thread of their own (SQLite's open and the run row's
+/// commit are not on the start's path), then in use.
+#[derive(Default)]
+enum RecordsState {
+    #[default]
+    None,
+    Opening(std::thread::JoinHandle<Result<OpenRecords, String>>),
+    Open(OpenRecords),
+}
+
+struct OpenRecords {
+    records: Records,
+    run: i64,
+    /// Pipeline states recorded before this run: meeting one again writes only its use,
+    /// and that at the run's end ([`Records::end_run`]), not in a transaction at the draw.
+    known: std::collections::HashSet<[u8; 32]>,
+    uses: Vec<([u8; 32], u64)>,
+}
+
+fn open_records_at(path: &std::path::Path, pack: &str) -> Result<OpenRecords, String> {
+    let records = Records::open(path).map_err(|e| e.to_string())?;
+    let run = records
+        .begin_run(spack::translator_identity(), pack)
+        .map_err(|e| e.to_string())?;
+    let known = records.pipeline_keys().map_err(|e| e.to_string())?;
+    Ok(OpenRecords {
+        records,
+        run,
+        known,
+        uses: Vec::new(),
+    })
+}
+
 /// The pack, the records and what has been reported about them.
 #[derive(Default)]
 pub(crate) struct PackState {
     pack: Option<Pack>,
-    records: Option<(Records, i64)>,
+    records: RecordsState,
     /// Keys whose pack entry was refused (reported once each).
     refused: std::collections::HashSet<[u8; 32]>,
     records_failed: bool,
@@ -223,6 +279,18 @@ pub struct Executor {
     prewarm_waited: bool,
     /// [`STUB_ENV`]: draws and dispatches are accepted, not run.
     pub(crate) stub: bool,
+    /// Translations started at `sceAgcCreateShader` (crate::ahead).
+    ahead: crate::ahead::Ahead,
+}
+
+/// One shader a draw or dispatch needs translated ([`Executor::translations`]).
+pub(crate) struct Want<'a> {
+    pub(crate) code: &'a [u8],
+    pub(crate) state: &'a ShaderState,
+    /// [`Executor::pack_keys`] of the code and state.
+    pub(crate) keys: [[u8; 32]; 2],
+    /// Names the shader in errors.
+    pub(crate) what: &'a str,
 }
 
 /// The device's float controls as `Options::host_float_controls` takes them: translations
@@ -280,6 +348,7 @@ impl Executor {
             prewarm: None,
             prewarm_waited: false,
             stub: std::env::var_os(STUB_ENV).is_some_and(|v| v == "1"),
+            ahead: Default::default(),
         };
         if e.stub {
             e.report(&format!(
@@ -341,7 +410,9 @@ impl Executor {
         if !self.prewarm_waited {
             self.prewarm_waited = true;
             if let Some(p) = &self.prewarm {
+                let t0 = std::time::Instant::now();
                 p.wait();
+                self.stats.prewarm_wait_us += t0.elapsed().as_micros() as u64;
             }
         }
     }
@@ -373,6 +444,8 @@ impl Executor {
 
     pub fn stats(&self) -> Stats {
         let mut s = self.stats;
+        s.translations_ahead = self.ahead.finished();
+        s.translations = s.translations_on_submit_thread + s.translations_ahead;
         let g = self.gpu.pipeline_cache_stats();
         s.pipelines += g.misses;
         s.pipelines_waited += g.waited;
@@ -411,15 +484,45 @@ impl Executor {
     }
 
     /// Records every miss in the play records at `path` from now on (one run row, its
-    /// counters written with each miss and at [`Executor::finish_run`]).
+    /// counters written with each miss and at [`Executor::finish_run`]). They are opened on
+    /// a thread of their own; the first record waits for it.
     pub fn open_records(&mut self, path: &std::path::Path) {
-        let opened = Records::open(path).and_then(|r| {
-            let run = r.begin_run(spack::translator_identity(), &self.pack_name())?;
-            Ok((r, run))
-        });
-        match opened {
-            Ok(r) => self.packs.records = Some(r),
-            Err(e) => self.report(&format!("play records not kept ({e})")),
+        let (path, pack) = (path.to_path_buf(), self.pack_name());
+        let (p2, pack2) = (path.clone(), pack.clone());
+        self.packs.records = match std::thread::Builder::new()
+            .name("gpu records".into())
+            .spawn(move || open_records_at(&p2, &pack2))
+        {
+            Ok(h) => RecordsState::Opening(h),
+            Err(_) => match open_records_at(&path, &pack) {
+                Ok(r) => RecordsState::Open(r),
+                Err(e) => {
+                    self.report(&format!("play records not kept ({e})"));
+                    RecordsState::None
+                }
+            },
+        };
+    }
+
+    /// The records once open (waiting for their opening; a failure is reported once).
+    fn records(&mut self) -> Option<&mut OpenRecords> {
+        if matches!(self.packs.records, RecordsState::Opening(_)) {
+            let RecordsState::Opening(h) = std::mem::take(&mut self.packs.records) else {
+                unreachable!("matched Opening")
+            };
+            let t0 = std::time::Instant::now();
+            let opened = h
+                .join()
+                .unwrap_or_else(|_| Err("the thread opening them panicked".into()));
+            self.stats.records_us += t0.elapsed().as_micros() as u64;
+            match opened {
+                Ok(r) => self.packs.records = RecordsState::Open(r),
+                Err(e) => self.report(&format!("play records not kept ({e})")),
+            }
+        }
+        match &mut self.packs.records {
+            RecordsState::Open(r) => Some(r),
+            _ => None,
         }
     }
 
@@ -436,6 +539,8 @@ impl Executor {
             pack_hits: s.pack_hits,
             misses: s.pack_misses,
             translations: s.translations,
+            translations_ahead: s.translations_ahead,
+            ahead_wait_us: s.ahead_wait_us,
             pipelines: s.pipelines,
             refused: s.pack_refused,
             prewarmed: s.pipelines_prewarmed,
@@ -458,11 +563,20 @@ impl Executor {
             aps5_vulkan::BlobLoad::Unreadable(_) => "unreadable",
         };
         format!(
-            "{{\"pack_hits\":{},\"misses\":{},\"translations\":{},\"translations_on_submit_thread\":{},\"pipelines\":{},\"pipelines_prewarmed\":{},\"prewarm_failed\":{},\"prewarm_skipped\":{},\"prewarm_left\":{},\"pipelines_waited\":{},\"pipeline_cache\":\"{blob}\",\"pipeline_states\":{},\"pack_refused\":{},\"dispatches\":{},\"draws\":{}}}",
+            "{{\"pack_hits\":{},\"misses\":{},\"translations\":{},\"translations_on_submit_thread\":{},\"translations_ahead\":{},\"ahead_used\":{},\"ahead_waited\":{},\"ahead_wait_us\":{},\"translate_us\":{},\"device_open_us\":{},\"open_wait_us\":{},\"prewarm_wait_us\":{},\"records_us\":{},\"pipelines\":{},\"pipelines_prewarmed\":{},\"prewarm_failed\":{},\"prewarm_skipped\":{},\"prewarm_left\":{},\"pipelines_waited\":{},\"pipeline_cache\":\"{blob}\",\"pipeline_states\":{},\"pack_refused\":{},\"dispatches\":{},\"draws\":{}}}",
             s.pack_hits,
             s.pack_misses,
             s.translations,
-            s.translations,
+            s.translations_on_submit_thread,
+            s.translations_ahead,
+            s.ahead_used,
+            s.ahead_waited,
+            s.ahead_wait_us,
+            s.translate_us,
+            s.device_open_us,
+            s.open_wait_us,
+            s.prewarm_wait_us,
+            s.records_us,
             s.pipelines,
             s.pipelines_prewarmed,
             s.prewarm_failed,
@@ -487,6 +601,7 @@ impl Executor {
         if let Some(p) = &mut self.prewarm {
             p.stop();
         }
+        self.ahead.close();
         // A stubbed run made no pipeline: the blob stays as the last real run left it.
         if !self.stub
             && let Err(e) = self.gpu.save_pipeline_cache()
@@ -494,25 +609,20 @@ impl Executor {
             self.report(&format!("pipeline cache not saved: {e}"));
         }
         let counts = self.run_counts();
-        if let Some((r, run)) = &self.packs.records
-            && let Err(e) = r.update_run(*run, &counts, true)
-        {
-            self.report(&format!("play records: the run's counters: {e}"));
+        let t0 = std::time::Instant::now();
+        if let Some(r) = self.records() {
+            let uses = std::mem::take(&mut r.uses);
+            if let Err(e) = r.records.end_run(r.run, &counts, &uses) {
+                self.report(&format!("play records: the run's end: {e}"));
+            }
         }
+        self.stats.records_us += t0.elapsed().as_micros() as u64;
         if self.packs.verbose {
             eprintln!("aps5: gpu statistics: {}", self.stats_json());
         }
     }
 
-    /// The translation of `code` for `state`: from the pack when it holds one this device
-    /// can run, else translated now (on this, the submit thread: the dispatch or draw waits
-    /// for it) and recorded. `what` names the shader in errors.
-    ///
-    /// Two keys are looked up (docs/PACKS.md, "Device class"): the portable one (what
-    /// `aps5 build` makes for every shader), used when the device has every float-controls
-    /// property the entry requires, then the one for this device's class (made by a build
-    /// from an earlier run's record). A miss is recorded under the device-class key.
-    /// `keys`: [`Executor::pack_keys`] of the code and state.
+    /// The translation of `code` for `state` ([`Executor::translations`] of one).
     pub(crate) fn translation(
         &mut self,
         code: &[u8],
@@ -520,38 +630,199 @@ impl Executor {
         keys: [[u8; 32]; 2],
         what: &str,
     ) -> Result<PackedShader, String> {
-        let [kp, kd] = keys;
-        for (key, class) in [(kp, "portable"), (kd, "device")] {
-            if let Some(p) = self.pack_entry(&key, what) {
-                if self.packs.verbose {
-                    eprintln!("aps5: gpu: {what}: pack hit ({class} key {})", hex(&key));
+        let mut r = self.translations(&[Want {
+            code,
+            state,
+            keys,
+            what,
+        }]);
+        r.pop().expect("one result per want")
+    }
+
+    /// The translations of `wants` (in order): each from the pack when it holds one this
+    /// device can run, else the one made ahead of the draw (crate::ahead; waited for when it
+    /// is in flight), else translated now on the submit thread (the draw or dispatch waits
+    /// for it; two or more, a draw's VS and PS, at once on as many threads), and recorded.
+    ///
+    /// Two keys are looked up (docs/PACKS.md, "Device class"): the portable one (what
+    /// `aps5 build` makes for every shader), used when the device has every float-controls
+    /// property the entry requires, then the one for this device's class (made by a build
+    /// from an earlier run's record). A miss is recorded under the device-class key.
+    pub(crate) fn translations(&mut self, wants: &[Want<'_>]) -> Vec<Result<PackedShader, String>> {
+        let mut out: Vec<Option<Result<PackedShader, String>>> = Vec::new();
+        let mut missed = Vec::new();
+        for (i, w) in wants.iter().enumerate() {
+            let [kp, kd] = w.keys;
+            let hit = [(kp, "portable"), (kd, "device")]
+                .into_iter()
+                .find_map(|(key, class)| Some((self.pack_entry(&key, w.what)?, key, class)));
+            match hit {
+                Some((p, key, class)) => {
+                    if self.packs.verbose {
+                        eprintln!(
+                            "aps5: gpu: {}: pack hit ({class} key {})",
+                            w.what,
+                            hex(&key)
+                        );
+                    }
+                    self.stats.pack_hits += 1;
+                    out.push(Some(Ok(p)));
                 }
-                self.stats.pack_hits += 1;
-                return Ok(p);
+                None => {
+                    self.stats.pack_misses += 1;
+                    out.push(None);
+                    missed.push(i);
+                }
             }
         }
-        self.stats.pack_misses += 1;
-        if self.packs.verbose {
+        // Those no worker has made (or is making) are translated here first, at once, so
+        // that the wait for one in flight overlaps them.
+        let mut here = Vec::new();
+        let mut ahead = Vec::new();
+        for &i in &missed {
+            let w = &wants[i];
+            let queued_or_none = match self.ahead.peek(&w.keys[1]) {
+                crate::ahead::Peek::InFlight => false,
+                crate::ahead::Peek::NotAhead => true,
+            };
+            if queued_or_none {
+                here.push(i);
+            } else {
+                ahead.push(i);
+            }
+        }
+        if !here.is_empty() {
+            let t0 = std::time::Instant::now();
+            let opts = &self.opts;
+            let made: Vec<Result<PackedShader, String>> = std::thread::scope(|sc| {
+                let others: Vec<_> = here[1..]
+                    .iter()
+                    .map(|&i| {
+                        let w = &wants[i];
+                        sc.spawn(move || crate::ahead::translate(w.code, w.state, opts))
+                    })
+                    .collect();
+                let w = &wants[here[0]];
+                let mut v = vec![crate::ahead::translate(w.code, w.state, opts)];
+                for h in others {
+                    v.push(h.join().unwrap_or_else(|_| {
+                        Err("cannot translate: the translating thread panicked".into())
+                    }));
+                }
+                v
+            });
+            self.stats.translate_us += t0.elapsed().as_micros() as u64;
+            self.stats.translations_on_submit_thread += here.len() as u64;
+            for (&i, r) in here.iter().zip(made) {
+                if self.packs.verbose {
+                    let w = &wants[i];
+                    eprintln!(
+                        "aps5: gpu: {}: pack miss (portable key {}, device key {}): translated at the draw",
+                        w.what,
+                        hex(&w.keys[0]),
+                        hex(&w.keys[1])
+                    );
+                }
+                out[i] = Some(r);
+            }
+        }
+        for &i in &ahead {
+            let w = &wants[i];
+            let r = match self.ahead.take(&w.keys[1]) {
+                crate::ahead::Taken::Ready(r, waited) => {
+                    let r = *r;
+                    self.stats.ahead_used += 1;
+                    if let Some(w) = waited {
+                        self.stats.ahead_waited += 1;
+                        self.stats.ahead_wait_us += w.as_micros() as u64;
+                    }
+                    if self.packs.verbose {
+                        eprintln!(
+                            "aps5: gpu: {}: pack miss (portable key {}, device key {}): translated ahead of the draw (waited {} us)",
+                            w.what,
+                            hex(&w.keys[0]),
+                            hex(&w.keys[1]),
+                            waited.map_or(0, |w| w.as_micros())
+                        );
+                    }
+                    r
+                }
+                // Taken back from the queue meanwhile: translated here.
+                crate::ahead::Taken::No => {
+                    let t0 = std::time::Instant::now();
+                    let r = crate::ahead::translate(w.code, w.state, &self.opts);
+                    self.stats.translate_us += t0.elapsed().as_micros() as u64;
+                    self.stats.translations_on_submit_thread += 1;
+                    r
+                }
+            };
+            out[i] = Some(r);
+        }
+        // Checked and recorded in the wants' order (a draw: VS, then PS).
+        for &i in &missed {
+            let w = &wants[i];
+            let r = out[i].take().expect("every miss was translated");
+            let r = r.and_then(|t| {
+                let names: Vec<&str> = t.required_features.iter().map(String::as_str).collect();
+                self.gpu.require(&names).map_err(|e| e.to_string())?;
+                Ok(t)
+            });
+            if r.is_ok() {
+                self.record_shader(w);
+            }
+            out[i] = Some(r);
+        }
+        out.into_iter()
+            .map(|r| r.expect("every want has a result"))
+            .collect()
+    }
+
+    /// Starts translating a program `sceAgcCreateShader` saw, for the state its header
+    /// predicts, on a worker (crate::ahead): a draw or dispatch with that state finds it
+    /// made. Nothing when the pack holds it, when the same (code, state) was started before,
+    /// or in the stub mode.
+    pub fn translate_ahead(&mut self, code: Vec<u8>, state: ShaderState, what: &str) {
+        if self.stub || self.packs.finished {
+            return;
+        }
+        let keys = self.pack_keys(&code, &state);
+        if keys.iter().any(|k| self.pack_entry(k, what).is_some()) {
+            return;
+        }
+        if self.ahead.start(keys[1], code, state, &self.opts) && self.packs.verbose {
             eprintln!(
-                "aps5: gpu: {what}: pack miss (portable key {}, device key {}): translating",
-                hex(&kp),
-                hex(&kd)
+                "aps5: gpu: {what}: translating ahead of the draw (device key {})",
+                hex(&keys[1])
             );
         }
-        let t = spack::translate(code, state, &self.opts)
-            .map_err(|e| format!("cannot translate: {e}"))?;
-        self.stats.translations += 1;
-        self.gpu
-            .require(&t.meta.required_features)
-            .map_err(|e| e.to_string())?;
-        let packed = PackedShader::of(&t);
+    }
+
+    /// Waits until no translation ahead of the draw is queued or running (tests).
+    pub fn wait_ahead_idle(&self) {
+        self.ahead.wait_idle();
+    }
+
+    /// How long the device took to open and the first submission waited for the opening
+    /// (the caller opened it: `Gpu::new` comes before the executor).
+    pub fn note_open(&mut self, device: std::time::Duration, waited: std::time::Duration) {
+        self.stats.device_open_us = device.as_micros() as u64;
+        self.stats.open_wait_us = waited.as_micros() as u64;
+    }
+
+    /// Records a missed shader in the play records (under its device-class key).
+    fn record_shader(&mut self, w: &Want<'_>) {
+        let t0 = std::time::Instant::now();
         let counts = self.run_counts();
-        if let Some((r, run)) = &mut self.packs.records {
+        let class = DeviceClass::of(&self.opts).words();
+        if let Some(OpenRecords {
+            records: r, run, ..
+        }) = self.records()
+        {
             let rec = ShaderRecord {
-                key: kd,
-                code: code.to_vec(),
-                state: state.words(),
-                class: DeviceClass::of(&self.opts).words(),
+                key: w.keys[1],
+                code: w.code.to_vec(),
+                state: w.state.words(),
+                class,
                 translator: spack::translator_identity().to_string(),
             };
             match r.record_miss(*run, &rec, &counts) {
@@ -574,7 +845,7 @@ impl Executor {
                 Err(_) => {}
             }
         }
-        Ok(packed)
+        self.stats.records_us += t0.elapsed().as_micros() as u64;
     }
 
     /// The two pack keys the driver looks a shader up by: the portable one, then the one for
@@ -606,8 +877,18 @@ impl Executor {
         }
         self.stats.pipeline_states += 1;
         let seq = self.stats.pipeline_states;
-        if let Some((r, run)) = &mut self.packs.records
-            && let Err(e) = r.record_pipeline(*run, seq, &rec)
+        let t0 = std::time::Instant::now();
+        let key = rec.key();
+        let failed = match self.records() {
+            // Known: only its use changes, written at the run's end.
+            Some(r) if r.known.contains(&key) => {
+                r.uses.push((key, seq));
+                None
+            }
+            Some(r) => r.records.record_pipeline(r.run, seq, &rec).err(),
+            None => None,
+        };
+        if let Some(e) = failed
             && !self.packs.records_failed
         {
             self.packs.records_failed = true;
@@ -615,6 +896,7 @@ impl Executor {
                 "play records: cannot record a pipeline state: {e}"
             ));
         }
+        self.stats.records_us += t0.elapsed().as_micros() as u64;
     }
 
     /// The pack's entry for `key` when it is there, sound, and runs on this device; a
@@ -658,6 +940,12 @@ impl Executor {
     /// Records a program `sceAgcCreateShader` saw (its code size bounds what is read).
     pub fn register_shader(&mut self, code: u64, info: ShaderInfo) {
         self.shaders.insert(code, info);
+    }
+
+    /// Names the program at `addr` in reports (its code size and header when
+    /// `sceAgcCreateShader` saw it).
+    pub fn describe_shader(&self, addr: u64) -> String {
+        self.describe(addr)
     }
 
     pub(crate) fn describe(&self, addr: u64) -> String {

@@ -16,6 +16,7 @@
 //! in one command buffer at the next packet that must follow them (`batch`), with render
 //! targets kept on the device and written back to guest memory at that flush.
 
+mod ahead;
 pub mod backend;
 mod batch;
 mod depth;
@@ -25,6 +26,8 @@ pub mod memory;
 pub mod prewarm;
 mod texture;
 
+/// A program's translation state (what `Executor::translate_ahead` takes).
+pub use aps5_shader::pack::ShaderState;
 pub use backend::{Display, GpuBackend, Interrupt};
 pub use draw::DrawError;
 pub use exec::{ComputeDispatch, DispatchError, Executor, ShaderInfo, Stats};

@@ -63,9 +63,13 @@ struct State {
     queues: Option<HashMap<u32, Sender<Job>>>,
     /// (equeue, event id, udata) registrations from sceAgcDriverAddEqEvent.
     events: Vec<(u64, u32, u64)>,
-    /// Shaders from sceAgcCreateShader before the GPU was opened.
-    pending_shaders: Vec<(u64, ShaderInfo)>,
+    /// Shaders from sceAgcCreateShader before the GPU was opened, with their code and the
+    /// state their header predicts (translated ahead once it is open).
+    pending_shaders: Vec<(u64, ShaderInfo, Option<Ahead>)>,
 }
+
+/// A program's code and the translation state its header predicts (`sceAgcCreateShader`).
+pub type Ahead = (Vec<u8>, aps5_gpu::ShaderState);
 
 static STATE: Mutex<State> = Mutex::new(State {
     queues: None,
@@ -73,8 +77,20 @@ static STATE: Mutex<State> = Mutex::new(State {
     pending_shaders: Vec::new(),
 });
 
-/// The one executor, opened at the first submission.
+/// The one executor, opened on a thread of its own from `sceAgcInit` or the first
+/// `sceAgcCreateShader` ([`start_open`]), so that creating the Vulkan device overlaps the
+/// program's start; the first submission waits for it.
 static EXEC: Mutex<Option<Executor>> = Mutex::new(None);
+
+/// Whether the executor is being opened, and why it could not be.
+enum OpenState {
+    NotStarted,
+    InProgress,
+    Opened,
+    Failed(String),
+}
+
+static OPENING: (Mutex<OpenState>, Condvar) = (Mutex::new(OpenState::NotStarted), Condvar::new());
 
 /// Submissions queued and not yet finished, over every queue.
 static IN_FLIGHT: (Mutex<u64>, Condvar) = (Mutex::new(0), Condvar::new());
@@ -111,6 +127,8 @@ extern "C" fn at_exit() {
     if STOPPING.load(Ordering::SeqCst) {
         return;
     }
+    // A device still being created while exit tears the driver down: let it finish.
+    wait_opened();
     let mut g = exec();
     if let Some(e) = g.as_mut() {
         e.finish_run();
@@ -121,12 +139,23 @@ extern "C" fn at_exit() {
     aps5_gpu::vulkan::graphics::end_background_work();
 }
 
-/// Records a program `sceAgcCreateShader` saw.
-pub fn register_shader(code: u64, info: ShaderInfo) {
+/// Records a program `sceAgcCreateShader` saw and starts translating it ahead of the draw
+/// for the state its header predicts (aps5-gpu's `Executor::translate_ahead`; once the GPU
+/// is open when it is not yet).
+pub fn register_shader(code: u64, info: ShaderInfo, ahead: Option<Ahead>) {
+    start_open();
     let mut g = exec();
     match g.as_mut() {
-        Some(e) => e.register_shader(code, info),
-        None => state().pending_shaders.push((code, info)),
+        Some(e) => created(e, code, info, ahead),
+        None => state().pending_shaders.push((code, info, ahead)),
+    }
+}
+
+fn created(e: &mut Executor, code: u64, info: ShaderInfo, ahead: Option<Ahead>) {
+    e.register_shader(code, info);
+    if let Some((bytes, st)) = ahead {
+        let what = e.describe_shader(code);
+        e.translate_ahead(bytes, st, &what);
     }
 }
 
@@ -149,24 +178,83 @@ fn stop_from_queue(what: &str) -> ! {
     stop(what)
 }
 
-/// Opens the GPU at the first submission (on the caller's thread, so that a machine without
-/// one stops the run at the call).
-fn open_gpu() {
-    let mut g = exec();
-    if g.is_some() {
+fn opening() -> MutexGuard<'static, OpenState> {
+    OPENING.0.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Starts opening the GPU on a thread of its own, once (`sceAgcInit`, `sceAgcCreateShader`,
+/// the first submission): the Vulkan instance and device, the packs, the records and the
+/// prewarm are made while the program goes on with its start. A failure is reported at the
+/// first submission ([`open_gpu`]), as when the GPU opened there.
+pub fn start_open() {
+    let mut o = opening();
+    if !matches!(*o, OpenState::NotStarted) {
         return;
     }
-    let gpu = match aps5_gpu::vulkan::Gpu::new(&aps5_gpu::vulkan::GpuOptions::from_env()) {
-        Ok(g) => g,
-        Err(e) => stop(&format!("cannot open the GPU: {e}")),
-    };
-    let mut e = Executor::new(gpu);
-    for (code, info) in state().pending_shaders.drain(..) {
-        e.register_shader(code, info);
-    }
-    *g = Some(e);
+    *o = OpenState::InProgress;
+    drop(o);
     // SAFETY: registering a plain function with no arguments.
     unsafe { libc::atexit(at_exit) };
+    let spawned = std::thread::Builder::new()
+        .name("gpu open".into())
+        .spawn(open_executor);
+    if spawned.is_err() {
+        open_executor();
+    }
+}
+
+/// Opens the device and the executor, then installs it (with the shaders created meanwhile).
+fn open_executor() {
+    let t0 = std::time::Instant::now();
+    let opened = aps5_gpu::vulkan::Gpu::new(&aps5_gpu::vulkan::GpuOptions::from_env())
+        .map(|g| {
+            let device = t0.elapsed();
+            let mut e = Executor::new(g);
+            e.note_open(device, std::time::Duration::ZERO);
+            e
+        })
+        .map_err(|e| e.to_string());
+    let done = match opened {
+        Ok(mut e) => {
+            let mut g = exec();
+            for (code, info, ahead) in state().pending_shaders.drain(..) {
+                created(&mut e, code, info, ahead);
+            }
+            *g = Some(e);
+            OpenState::Opened
+        }
+        Err(e) => OpenState::Failed(e),
+    };
+    *opening() = done;
+    OPENING.1.notify_all();
+}
+
+/// Waits while the executor is being opened.
+fn wait_opened() {
+    let mut o = opening();
+    while matches!(*o, OpenState::InProgress) {
+        o = OPENING.1.wait(o).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// The GPU, open by the first submission (on the caller's thread it waits for the opening,
+/// so that a machine without one stops the run at the call).
+fn open_gpu() {
+    static FIRST: std::sync::Once = std::sync::Once::new();
+    start_open();
+    let t0 = std::time::Instant::now();
+    wait_opened();
+    if let OpenState::Failed(e) = &*opening() {
+        let e = e.clone();
+        stop(&format!("cannot open the GPU: {e}"));
+    }
+    // The first submission's wait: 0 when the opening overlapped the program's start.
+    FIRST.call_once(|| {
+        if let Some(e) = exec().as_mut() {
+            let device = std::time::Duration::from_micros(e.stats().device_open_us);
+            e.note_open(device, t0.elapsed());
+        }
+    });
 }
 
 /// Queues one command buffer on queue `id`.

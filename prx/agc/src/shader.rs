@@ -8,9 +8,11 @@ use aps5_gpu::{Memory, ProcessMemory, ShaderInfo};
 
 use crate::driver::{AGC_ERROR_INVALID, register_shader};
 
-/// `sceAgcInit(version)`: nothing to set up (the GPU opens at the first submission).
+/// `sceAgcInit(version)`: starts opening the GPU on a thread of its own (the first
+/// submission waits for it), so that the device is made while the program starts.
 #[nid("sceAgcInit")]
 pub extern "C" fn sce_agc_init(_version: u32) -> i32 {
+    crate::driver::start_open();
     0
 }
 
@@ -44,12 +46,26 @@ pub unsafe extern "C" fn sce_agc_create_shader(
     let bytes = unsafe { std::slice::from_raw_parts_mut(header.cast::<u8>(), readable) };
     match aps5_agc::shader::rebase(bytes, header as u64, code as u64) {
         Ok(h) => {
+            // The state the header predicts (the build's static prediction): its translation
+            // starts now, on a worker, so a draw with that state finds it made.
+            let mut bytes = vec![0u8; h.code_size as usize];
+            let ahead = match ProcessMemory.read(code as u64, &mut bytes) {
+                Ok(()) => {
+                    let wave64_only = aps5_agc::shader::wave64_only(&bytes);
+                    aps5_agc::shader::translation_state(&h, wave64_only)
+                        .ok()
+                        .map(|st| (bytes, st))
+                }
+                // Unreadable code: the draw reads it again and reports it.
+                Err(_) => None,
+            };
             register_shader(
                 code as u64,
                 ShaderInfo {
                     code_bytes: h.code_size,
                     header: header as u64,
                 },
+                ahead,
             );
             // SAFETY: checked non-NULL above.
             unsafe { *out = header };
