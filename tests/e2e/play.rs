@@ -794,3 +794,71 @@ fn a_shader_created_before_the_program_s_own_work_is_ready_at_its_draw() {
         "{err}"
     );
 }
+
+/// A play record made on a device whose compute pipelines can require full subgroups of 32
+/// (its device class has lanes: docs/PACKS.md, "Device class") is packed by the next build
+/// lane per invocation, under the key such a device looks the program up by first; the
+/// wave-serial entry the build makes for the program found statically stays beside it. No
+/// device here has the lanes, so the record is written as that run would have written it.
+#[test]
+fn a_record_from_a_device_with_lanes_is_packed_lane_per_invocation() {
+    use aps5_shader::pack::{self, DeviceClass, PackedShader, ShaderState};
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "gpu_compute";
+    let dump = port(name, tmp.path());
+    // The program and its dispatch state, as a first run on this machine records them.
+    std::fs::remove_file(dump.join("aps5-out/packs/shaders.pack")).unwrap();
+    run_v(&dump, name, &tmp.path().join("frames"));
+    let path = dump.join(".aps5/records.sqlite");
+    let mut records = aps5_cache::records::Records::open(&path).unwrap();
+    let (shaders, bad) = records.shaders().unwrap();
+    assert!(bad.is_empty() && shaders.len() == 1, "{shaders:?} {bad:?}");
+    let seen = &shaders[0];
+    let state = ShaderState::from_words(&seen.state).unwrap();
+    assert!(
+        matches!(&state, ShaderState::Compute(c) if !c.wave64),
+        "{state:?}"
+    );
+    let lanes = DeviceClass {
+        lanes: Some(32),
+        ..DeviceClass::from_words(&seen.class).unwrap()
+    };
+    let opts = lanes
+        .portable()
+        .options(&aps5_graph::shaders::build_options());
+    let key = pack::pack_key(&seen.code, &state, &opts);
+    let serial = pack::pack_key(&seen.code, &state, &aps5_graph::shaders::build_options());
+    assert_ne!(key, serial);
+    let run = records.begin_run(&seen.translator, "").unwrap();
+    let rec = aps5_cache::records::ShaderRecord {
+        key: pack::pack_key(&seen.code, &state, &lanes.options(&opts)),
+        class: lanes.words(),
+        ..seen.clone()
+    };
+    assert!(records.record_miss(run, &rec, &Default::default()).unwrap());
+    drop(records);
+    ok(&dump, &["-q", "build"]);
+    let p = aps5_cache::pack::Pack::open(
+        &dump.join("aps5-out/packs/shaders.pack"),
+        &aps5_graph::shaders::pack_identity(),
+    )
+    .unwrap();
+    let entry = |k: &[u8; 32]| {
+        PackedShader::decode(p.get(k).unwrap().expect("an entry under the key")).unwrap()
+    };
+    let lane = entry(&key);
+    assert!(
+        lane.required_features.iter().any(|f| f == "subgroupSize32"),
+        "{:?}",
+        lane.required_features
+    );
+    assert_eq!(lane.local_size[0], lane.waves_per_group * 32);
+    let wave_serial = entry(&serial);
+    assert!(
+        !wave_serial
+            .required_features
+            .iter()
+            .any(|f| f == "subgroupSize32")
+    );
+    assert_eq!(wave_serial.local_size[0], wave_serial.waves_per_group);
+}

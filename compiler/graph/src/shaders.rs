@@ -717,15 +717,27 @@ pub fn outputs(
             key: aps5_shader::pack::pack_key(&r.code, &r.state, &o),
             state: r.state.clone(),
             opts: o,
-            name: match class {
-                DeviceClass::Portable => format!("records:{}", &r.key[..16]),
-                DeviceClass::Float(_) => format!("records:{}/device-class", &r.key[..16]),
-            },
+            name: format!(
+                "records:{}{}{}",
+                &r.key[..16],
+                if class.float.is_some() {
+                    "/device-class"
+                } else {
+                    ""
+                },
+                if class.lanes.is_some() {
+                    "/lanes32"
+                } else {
+                    ""
+                }
+            ),
             source: Source::Record(r.code.clone()),
         }
     };
     for r in &recorded {
-        let job = record_job(r, DeviceClass::Portable);
+        // The portable translation for the recording device's lanes: a record from a device
+        // with subgroups of 32 is translated lane per invocation, as that device looks it up.
+        let job = record_job(r, r.class.portable());
         if seen.insert(job.key) {
             todo.push(job);
         }
@@ -813,10 +825,11 @@ pub fn outputs(
     // property the recording device lacks.
     let mut variants = Vec::new();
     for r in &recorded {
-        let DeviceClass::Float(_) = r.class else {
+        if r.class.float.is_none() {
             continue;
-        };
-        let portable = aps5_shader::pack::pack_key(&r.code, &r.state, &opts);
+        }
+        let portable =
+            aps5_shader::pack::pack_key(&r.code, &r.state, &r.class.portable().options(&opts));
         let needs = match outcome.get(&portable) {
             Some(Translated::Entry(e)) => {
                 PackedShader::decode(e).is_some_and(|p| !r.class.has_all(&p.required_features))

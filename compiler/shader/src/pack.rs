@@ -143,52 +143,69 @@ impl ShaderState {
     }
 }
 
-/// The device class a translation is for: the one property of a device that changes the
-/// SPIR-V today, its float controls (`Options::host_float_controls`).
+/// The device class a translation is for: the properties of a device that change the SPIR-V.
 ///
-/// * `Portable` (ahead of time, what the build makes for every shader): the module declares
-///   every float-controls mode the program needs and [`PackedShader::required_features`]
-///   names them. On a device that has them all it is the very module the driver would make
-///   for itself (`translate::float::plan` leaves nothing out for such a device), so it is
-///   used there; on one that lacks one it is not.
-/// * `Float(controls)`: made for a device with these float controls (lavapipe has no denorm
-///   modes): the modes it lacks are left out. Made when a run on such a device misses and
-///   records the shader with its class; the next build translates that variant too.
-///
-/// The host subgroup size is not part of it: the wave-serial mapping does not read it.
+/// * `float`, its float controls (`Options::host_float_controls`). None (portable, what the
+///   build makes for every shader): the module declares every float-controls mode the program
+///   needs and [`PackedShader::required_features`] names them; on a device that has them all
+///   it is the very module the driver would make for itself (`translate::float::plan` leaves
+///   nothing out for such a device), so it is used there, and on one that lacks one it is not.
+///   Some (lavapipe has no denorm modes): the modes it lacks are left out; made when a run on
+///   such a device misses and records the shader with its class, and the next build translates
+///   that variant too.
+/// * `lanes`, the subgroup size its compute pipelines can require (`Options::
+///   host_subgroup_size`; only 32, the lane-per-invocation mapping, changes a translation, and
+///   only of wave32 compute programs: [`lane_subgroup`]). A device with it looks its shaders up
+///   under keys with it, records them with it, and the build translates them for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum DeviceClass {
-    Portable,
-    Float(FloatControls),
+pub struct DeviceClass {
+    pub float: Option<FloatControls>,
+    pub lanes: Option<u32>,
 }
 
+/// Tags the lanes words of [`DeviceClass::words`] (no float-controls word starts with it).
+const LANES_TAG: u32 = 0x4c41_4e45;
+
 impl DeviceClass {
+    /// What the build translates for every shader found: portable float, no lanes.
+    pub const PORTABLE: DeviceClass = DeviceClass {
+        float: None,
+        lanes: None,
+    };
+
     /// The class `opts` translate for.
     pub fn of(opts: &Options) -> DeviceClass {
-        match opts.host_float_controls {
-            None => DeviceClass::Portable,
-            Some(f) => DeviceClass::Float(f),
+        DeviceClass {
+            float: opts.host_float_controls,
+            lanes: opts.host_subgroup_size.filter(|&n| n == 32),
         }
     }
 
-    /// `base` with this class's float controls.
+    /// The portable class of a device of this class: float controls declared, the same lanes
+    /// (the key a device looks a shader up by first).
+    pub fn portable(&self) -> DeviceClass {
+        DeviceClass {
+            float: None,
+            lanes: self.lanes,
+        }
+    }
+
+    /// `base` with this class's float controls and subgroup.
     pub fn options(&self, base: &Options) -> Options {
         Options {
-            host_float_controls: match self {
-                DeviceClass::Portable => None,
-                DeviceClass::Float(f) => Some(*f),
-            },
+            host_float_controls: self.float,
+            host_subgroup_size: self.lanes,
             ..base.clone()
         }
     }
 
-    /// Words for keys and records: `[0]` portable; `[1, independence, preserve bits,
-    /// flush bits, signed-zero bits]` (bit i = f16, f32, f64).
-    pub fn words(&self) -> Vec<u32> {
+    /// The float-controls words: `[0]` portable; `[1, independence, preserve bits, flush
+    /// bits, signed-zero bits]` (bit i = f16, f32, f64). What [`pack_key`] hashes.
+    pub fn float_words(&self) -> Vec<u32> {
         let bits = |b: [bool; 3]| b.iter().enumerate().map(|(i, &v)| (v as u32) << i).sum();
-        match self {
-            DeviceClass::Portable => vec![0],
-            DeviceClass::Float(f) => vec![
+        match self.float {
+            None => vec![0],
+            Some(f) => vec![
                 1,
                 match f.denorm_independence {
                     DenormIndependence::All => 0,
@@ -202,6 +219,16 @@ impl DeviceClass {
         }
     }
 
+    /// Words for play records: [`DeviceClass::float_words`], then `[LANES_TAG, size]` when
+    /// the class has lanes (records written before lanes existed read back without).
+    pub fn words(&self) -> Vec<u32> {
+        let mut w = self.float_words();
+        if let Some(n) = self.lanes {
+            w.extend([LANES_TAG, n]);
+        }
+        w
+    }
+
     /// Reads [`DeviceClass::words`] back.
     pub fn from_words(w: &[u32]) -> Result<DeviceClass, String> {
         let bits = |v: u32| -> Result<[bool; 3], String> {
@@ -210,30 +237,48 @@ impl DeviceClass {
             }
             Ok([v & 1 != 0, v & 2 != 0, v & 4 != 0])
         };
-        match w {
-            [0] => Ok(DeviceClass::Portable),
-            [1, ind, p, f, s] => Ok(DeviceClass::Float(FloatControls {
-                denorm_independence: match ind {
-                    0 => DenormIndependence::All,
-                    1 => DenormIndependence::Bits32Only,
-                    2 => DenormIndependence::None,
-                    v => return Err(format!("denorm independence {v}")),
-                },
-                denorm_preserve: bits(*p)?,
-                denorm_flush_to_zero: bits(*f)?,
-                signed_zero_inf_nan_preserve: bits(*s)?,
-            })),
-            _ => Err(format!("device class words {w:?}")),
-        }
+        let (float, rest) = match w {
+            [0, rest @ ..] => (None, rest),
+            [1, ind, p, f, s, rest @ ..] => (
+                Some(FloatControls {
+                    denorm_independence: match ind {
+                        0 => DenormIndependence::All,
+                        1 => DenormIndependence::Bits32Only,
+                        2 => DenormIndependence::None,
+                        v => return Err(format!("denorm independence {v}")),
+                    },
+                    denorm_preserve: bits(*p)?,
+                    denorm_flush_to_zero: bits(*f)?,
+                    signed_zero_inf_nan_preserve: bits(*s)?,
+                }),
+                rest,
+            ),
+            _ => return Err(format!("device class words {w:?}")),
+        };
+        let lanes = match rest {
+            [] => None,
+            [LANES_TAG, 32] => Some(32),
+            _ => return Err(format!("device class words {w:?}")),
+        };
+        Ok(DeviceClass { float, lanes })
     }
 
-    /// Whether a portable translation needing `required` runs unchanged on this class (every
-    /// float-controls property it names is there; other names are not the class's to say).
+    /// Whether a translation needing `required` runs unchanged on this class: every
+    /// float-controls property it names is there, and a lane-mapped one needs the lanes
+    /// (other names are not the class's to say).
     pub fn has_all(&self, required: &[String]) -> bool {
-        match self {
-            DeviceClass::Portable => true,
-            DeviceClass::Float(f) => required.iter().all(|r| f.has(r)),
-        }
+        let float = match self.float {
+            None => true,
+            Some(f) => required
+                .iter()
+                .filter(|r| r.as_str() != crate::translate::abi::LANE_SUBGROUP_FEATURE)
+                .all(|r| f.has(r)),
+        };
+        let lanes = self.lanes == Some(32)
+            || !required
+                .iter()
+                .any(|r| r == crate::translate::abi::LANE_SUBGROUP_FEATURE);
+        float && lanes
     }
 }
 
@@ -255,17 +300,14 @@ pub fn pack_key(code: &[u8], state: &ShaderState, opts: &Options) -> [u8; 32] {
     put(&mut h, &state.words());
     h.update(&opts.loop_limit.to_le_bytes());
     h.update(&[opts.native_fma as u8]);
-    put(&mut h, &DeviceClass::of(opts).words());
+    put(&mut h, &DeviceClass::of(opts).float_words());
     // The lane-per-invocation mapping changes the module (compute, wave32, a host subgroup of
     // 32); other stages and waves translate the same whatever the host's subgroup.
     if let Some(n) = lane_subgroup(state, opts) {
-        put(&mut h, &[LANE_KEY_WORD, n]);
+        put(&mut h, &[LANES_TAG, n]);
     }
     *h.finalize().as_bytes()
 }
-
-/// Marks the lane-mapping words in a key (no device class word starts with it).
-const LANE_KEY_WORD: u32 = 0x4c41_4e45;
 
 /// The host subgroup a translation of `state` under `opts` may map lanes onto: Some only for
 /// a wave32 compute program on a host subgroup of 32 (the translator may still keep the
@@ -633,17 +675,37 @@ mod tests {
             bad.pop();
             assert!(ShaderState::from_words(&bad).is_err());
         }
-        let lavapipe_like = DeviceClass::Float(FloatControls {
-            denorm_independence: DenormIndependence::All,
-            denorm_preserve: [false; 3],
-            denorm_flush_to_zero: [false; 3],
-            signed_zero_inf_nan_preserve: [true, true, false],
-        });
-        for c in [DeviceClass::Portable, lavapipe_like] {
+        let lavapipe_like = DeviceClass {
+            float: Some(FloatControls {
+                denorm_independence: DenormIndependence::All,
+                denorm_preserve: [false; 3],
+                denorm_flush_to_zero: [false; 3],
+                signed_zero_inf_nan_preserve: [true, true, false],
+            }),
+            lanes: None,
+        };
+        let lanes = DeviceClass {
+            lanes: Some(32),
+            ..lavapipe_like
+        };
+        for c in [
+            DeviceClass::PORTABLE,
+            lavapipe_like,
+            lanes,
+            lanes.portable(),
+        ] {
             assert_eq!(DeviceClass::from_words(&c.words()), Ok(c));
         }
+        // Records made before lanes existed: the float words alone.
+        assert_eq!(DeviceClass::from_words(&[0]), Ok(DeviceClass::PORTABLE));
         assert!(DeviceClass::from_words(&[1, 0, 8, 0, 0]).is_err());
+        assert!(DeviceClass::from_words(&[0, LANES_TAG, 16]).is_err());
+        assert!(DeviceClass::from_words(&[0, LANES_TAG]).is_err());
         assert!(!lavapipe_like.has_all(&["shaderDenormPreserveFloat32".into()]));
         assert!(lavapipe_like.has_all(&["shaderSignedZeroInfNanPreserveFloat32".into()]));
+        let lane_mapped = [crate::translate::abi::LANE_SUBGROUP_FEATURE.to_string()];
+        assert!(!lavapipe_like.has_all(&lane_mapped));
+        assert!(lanes.has_all(&lane_mapped));
+        assert!(lanes.portable().has_all(&lane_mapped));
     }
 }

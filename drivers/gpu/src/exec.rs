@@ -851,7 +851,8 @@ impl Executor {
     /// The two pack keys the driver looks a shader up by: the portable one, then the one for
     /// this device's class ([`Executor::translation`]).
     pub(crate) fn pack_keys(&self, code: &[u8], state: &ShaderState) -> [[u8; 32]; 2] {
-        let portable = DeviceClass::Portable.options(&self.opts);
+        // Portable float, this device's lanes (docs/PACKS.md, "Device class").
+        let portable = DeviceClass::of(&self.opts).portable().options(&self.opts);
         [
             spack::pack_key(code, state, &portable),
             spack::pack_key(code, state, &self.opts),
