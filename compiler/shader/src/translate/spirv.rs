@@ -1221,44 +1221,16 @@ impl Emit {
             }
         }
         let mut cx = MainCx {
-            svars,
-            vvars,
-            scc,
-            lane_var,
             rem_var: Some(rem_var),
-            vals: vec![0; body.values as usize],
-            tys: value_types(body),
-            multi: BTreeMap::new(),
-            lane: None,
-            snap: BTreeMap::new(),
             barriers,
             at_barrier,
             wave_base,
-            lane_bits: BTreeMap::new(),
-            region_masks: Vec::new(),
-            in_lane_region: false,
-            sync_memory: false,
+            ..MainCx::new(body, svars, vvars, scc, lane_var)
         };
 
         // Prologue: the compute ABI. User SGPRs and workgroup ids are the same for every
         // wave of the group; EXEC and the thread ids are the wave's (`wave_init`).
-        for u in 0..state.user_sgprs().min(16) {
-            let v = self.pc_u32(0, Some(u))?;
-            let var = cx.svars[&(u as SReg)];
-            self.store(var, v)?;
-        }
-        let mut next = state.user_sgprs() as SReg;
-        let wg = self.load(self.t.v3u32, self.wg_id)?;
-        for (d, on) in state.tgid_enabled().iter().enumerate() {
-            if *on {
-                // Only registers the program reads have variables.
-                if let Some(&var) = cx.svars.get(&next) {
-                    let c = self.b.composite_extract(u32t, None, wg, [d as u32])?;
-                    self.store(var, c)?;
-                }
-                next += 1;
-            }
-        }
+        self.group_sgprs(&cx, state)?;
 
         if !barriers {
             // One invocation per wave: the wave is the local invocation index.
@@ -1344,6 +1316,29 @@ impl Emit {
         self.b.ret()?;
         self.b.end_function()?;
         Ok(f)
+    }
+
+    /// The compute ABI's SGPRs shared by every wave of the group: the user SGPRs from the push
+    /// constants, then the enabled workgroup ids after them.
+    fn group_sgprs(&mut self, cx: &MainCx, state: &ComputeState) -> Res<()> {
+        let u32t = self.t.u32;
+        for u in 0..state.user_sgprs().min(16) {
+            let v = self.pc_u32(0, Some(u))?;
+            self.store(cx.svars[&(u as SReg)], v)?;
+        }
+        let mut next = state.user_sgprs() as SReg;
+        let wg = self.load(self.t.v3u32, self.wg_id)?;
+        for (d, on) in state.tgid_enabled().iter().enumerate() {
+            if *on {
+                // Only registers the program reads have variables.
+                if let Some(&var) = cx.svars.get(&next) {
+                    let c = self.b.composite_extract(u32t, None, wg, [d as u32])?;
+                    self.store(var, c)?;
+                }
+                next += 1;
+            }
+        }
+        Ok(())
     }
 
     /// Sets up wave `wave` of the workgroup as the hardware does: EXEC = the lanes of the wave
@@ -2540,6 +2535,38 @@ struct MainCx {
     in_lane_region: bool,
     /// Lane mode: the program writes memory, so lanes meet after each memory region.
     sync_memory: bool,
+}
+
+impl MainCx {
+    /// The state of a `main` with these register, SCC and lane variables; the rest off (one
+    /// lane per invocation, no barriers, no lane-mapping state).
+    fn new(
+        body: &Body,
+        svars: BTreeMap<SReg, Word>,
+        vvars: BTreeMap<u16, Word>,
+        scc: Word,
+        lane_var: Word,
+    ) -> MainCx {
+        MainCx {
+            svars,
+            vvars,
+            scc,
+            lane_var,
+            rem_var: None,
+            vals: vec![0; body.values as usize],
+            tys: value_types(body),
+            multi: BTreeMap::new(),
+            lane: None,
+            snap: BTreeMap::new(),
+            barriers: false,
+            at_barrier: 0,
+            wave_base: None,
+            lane_bits: BTreeMap::new(),
+            region_masks: Vec::new(),
+            in_lane_region: false,
+            sync_memory: false,
+        }
+    }
 }
 
 /// One scalar register (or SCC, or the block index) of the multi-wave barrier mapping and its

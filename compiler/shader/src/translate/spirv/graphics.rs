@@ -449,25 +449,7 @@ impl Emit {
         let iter_var = self
             .b
             .variable(pfn, None, spirv::StorageClass::Function, Some(z32));
-        let mut cx = MainCx {
-            svars,
-            vvars,
-            scc,
-            lane_var,
-            rem_var: None,
-            vals: vec![0; body.values as usize],
-            tys: value_types(body),
-            multi: BTreeMap::new(),
-            lane: None,
-            snap: BTreeMap::new(),
-            barriers: false,
-            at_barrier: 0,
-            wave_base: None,
-            lane_bits: BTreeMap::new(),
-            region_masks: Vec::new(),
-            in_lane_region: false,
-            sync_memory: false,
-        };
+        let mut cx = MainCx::new(body, svars, vvars, scc, lane_var);
 
         // Prologue: user SGPRs; the SGPR after them (PS: the primitive mask for M0) stays 0;
         // EXEC = lane 0; the valid mask set; system-value VGPRs; outputs zeroed so an export

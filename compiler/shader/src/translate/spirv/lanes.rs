@@ -385,39 +385,14 @@ impl Emit {
         let me = self.load(u32t, self.sg_lane)?;
         let wave = self.load(u32t, self.sg_id)?;
         let mut cx = MainCx {
-            svars,
-            vvars,
-            scc,
-            lane_var,
-            rem_var: None,
-            vals: vec![0; body.values as usize],
-            tys: value_types(body),
-            multi: BTreeMap::new(),
             lane: Some(me),
-            snap: BTreeMap::new(),
             barriers,
             at_barrier,
-            wave_base: None,
             lane_bits,
-            region_masks: Vec::new(),
-            in_lane_region: false,
             sync_memory: body_writes_memory(body),
+            ..MainCx::new(body, svars, vvars, scc, lane_var)
         };
-        for u in 0..state.user_sgprs().min(16) {
-            let v = self.pc_u32(0, Some(u))?;
-            self.store(cx.svars[&(u as SReg)], v)?;
-        }
-        let mut next = state.user_sgprs() as SReg;
-        let wg = self.load(self.t.v3u32, self.wg_id)?;
-        for (d, on) in state.tgid_enabled().iter().enumerate() {
-            if *on {
-                if let Some(&var) = cx.svars.get(&next) {
-                    let c = self.b.composite_extract(u32t, None, wg, [d as u32])?;
-                    self.store(var, c)?;
-                }
-                next += 1;
-            }
-        }
+        self.group_sgprs(&cx, state)?;
         // EXEC: the wave's lanes that hold a work-item; v0..v2: this lane's local id.
         let [wx, wy, wz] = state.workgroup_size;
         let lanes_c = self.k32(self.lanes);
