@@ -351,8 +351,13 @@ impl Gpu {
         })
     }
 
-    /// Optimal-tiling features of `format` on this device.
+    /// Optimal-tiling features of `format` on this device; none for a format of an extension
+    /// the device is not created with (VK_KHR_maintenance5's A1B5G5R5), which is not valid to
+    /// query.
     pub fn format_features(&self, format: vk::Format) -> vk::FormatFeatureFlags {
+        if format == vk::Format::A1B5G5R5_UNORM_PACK16_KHR || format == vk::Format::A8_UNORM_KHR {
+            return vk::FormatFeatureFlags::empty();
+        }
         // SAFETY: a live physical device.
         unsafe {
             self.inner

@@ -351,7 +351,12 @@ impl Emit {
                 } else {
                     ex_format::ABGR32
                 };
-                let (vt, class) = self.gv().out_types[tgt];
+                let (vt, class) = self
+                    .gv()
+                    .out_types
+                    .get(tgt)
+                    .copied()
+                    .unwrap_or((self.gv().v4f32, mrt_type::FLOAT));
                 if class != mrt_type::FLOAT {
                     // Integer targets take the exported bits: each dword, or its 16-bit
                     // halves (low first) extended by the class.
@@ -609,7 +614,8 @@ impl Emit {
                 let z = self.b.composite_extract(f32t, None, coord, [2])?;
                 self.store(var, z)?;
             } else {
-                let vt = self.gv().out_types[&t].0;
+                // Position and parameters are vec4 f32; an MRT has its target's type.
+                let vt = self.gv().out_types.get(&t).map_or(self.gv().v4f32, |x| x.0);
                 let zero = self.b.constant_null(vt);
                 self.store(var, zero)?;
             }
