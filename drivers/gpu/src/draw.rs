@@ -211,16 +211,6 @@ fn target_of(
             name(info.endian, SurfaceEndian::ENTRIES)
         ));
     }
-    let export = (st.ps_inputs.col_format.to_raw() >> (4 * i)) & 0xF;
-    if !export_fits(export, tf.class) {
-        return Err(format!(
-            "SPI_SHADER_COL_FORMAT.COL{i}_EXPORT_FORMAT {} does not convert to CB_COLOR{i}_INFO \
-             NUMBER_TYPE {} (FORMAT {})",
-            name(export, SPI_SHADER_EX_FORMAT::ENTRIES),
-            name(info.number_type, SurfaceNumber::ENTRIES),
-            name(info.format, ColorFormat::ENTRIES)
-        ));
-    }
     let features = gpu.format_features(format);
     if !features.contains(vk::FormatFeatureFlags::COLOR_ATTACHMENT) {
         return Err(format!(
@@ -633,6 +623,24 @@ impl Executor {
             z_format: psi.z_format.to_raw(),
             mrt_types: mrt_types(st),
         };
+        // Each bound target's export format must convert to its class (before translation,
+        // which would refuse it less plainly).
+        for (i, rt) in st.render_targets.iter().enumerate() {
+            let export = pstate.mrt_format(i as u32);
+            let class = pstate.mrt_type(i as u32);
+            if rt.enabled() && export != 0 && !export_fits(export, class) {
+                let name = |v: u32, e: &[aps5_agc::regdb::EnumEntry]| {
+                    e.iter().find(|x| x.value == v).map_or("?", |x| x.name)
+                };
+                return Err(failed(format!(
+                    "SPI_SHADER_COL_FORMAT.COL{i}_EXPORT_FORMAT {} does not convert to \
+                     CB_COLOR{i}_INFO NUMBER_TYPE {} (FORMAT {})",
+                    name(export, SPI_SHADER_EX_FORMAT::ENTRIES),
+                    name(rt.info.number_type, SurfaceNumber::ENTRIES),
+                    name(rt.info.format, ColorFormat::ENTRIES)
+                )));
+            }
+        }
         let vs = self
             .stage(mem, sh.vs.address, Some(&vstate), None)
             .map_err(failed)?;

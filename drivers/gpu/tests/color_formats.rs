@@ -585,7 +585,13 @@ struct Run {
 }
 
 /// Draws `case` into `place` and compares; Err(refusal) when the driver refuses the draw.
-fn run(ex: &mut Executor, case: &Case, place: &Placement<'_>) -> Result<Run, String> {
+/// `extra` packets follow the case's state.
+fn run(
+    ex: &mut Executor,
+    case: &Case,
+    place: &Placement<'_>,
+    extra: &[u32],
+) -> Result<Run, String> {
     let llvmpipe = ex.gpu().info().name.contains("llvmpipe");
     let (vs, ps) = (
         llc(VS_HDR),
@@ -676,6 +682,7 @@ fn run(ex: &mut Executor, case: &Case, place: &Placement<'_>) -> Result<Run, Str
     put(&mut dcb, reg::PA_CL_VPORT_YOFFSET, half(h));
     let br = ty::PaScWindowScissorBr { br_x: w, br_y: h }.to_raw();
     put(&mut dcb, reg::PA_SC_SCREEN_SCISSOR_BR, br);
+    dcb.extend(extra);
     let mut exports = Vec::new();
     // One value over whole blocks: a set with fractions, negatives and > 1.
     let first = if values == 1 { 3 } else { 0 };
@@ -748,7 +755,11 @@ fn run(ex: &mut Executor, case: &Case, place: &Placement<'_>) -> Result<Run, Str
                 bad.push(format!(
                     "({x}, {y}) value {:?}: {got:02x?}, want channels {}",
                     exports.get(x as usize),
-                    if x < values { want_text(x as usize) } else { "untouched".into() }
+                    if x < values {
+                        want_text(x as usize)
+                    } else {
+                        "untouched".into()
+                    }
                 ));
             }
         }
@@ -812,7 +823,7 @@ fn every_colour_format_stores_the_bytes_its_rules_give() {
             }
         }
         for (pname, place) in &places {
-            match run(&mut ex, case, place) {
+            match run(&mut ex, case, place, &[]) {
                 Ok(r) => {
                     ran += 1;
                     formats_drawn.insert((case.format, case.number, case.swap));
@@ -848,4 +859,259 @@ fn every_colour_format_stores_the_bytes_its_rules_give() {
         "only {} formats drawn",
         formats_drawn.len()
     );
+}
+
+fn case_named(prefix: &str) -> Case {
+    cases()
+        .into_iter()
+        .find(|c| c.name.starts_with(prefix))
+        .unwrap_or_else(|| panic!("{prefix}"))
+}
+
+#[test]
+fn formats_and_exports_it_cannot_render_are_refused_by_register_field_and_value() {
+    if !tools() {
+        return;
+    }
+    let mut ex = Executor::new(gpu());
+    let lin = Placement::Linear { w: 6, h: 2 };
+    let blend = |bypass: bool| {
+        let mut c = set(
+            reg::CB_BLEND0_CONTROL,
+            ty::CbBlend0Control {
+                color_srcblend: 4,
+                color_destblend: 5,
+                enable: 1,
+                ..Default::default()
+            }
+            .to_raw(),
+        );
+        if bypass {
+            let uint = case_named("COLOR_8_8_8_8 NUMBER_UINT SWAP_STD export 9");
+            c.extend(set(
+                reg::CB_COLOR0_INFO,
+                ty::CbColor0Info {
+                    format: uint.format,
+                    number_type: uint.number,
+                    comp_swap: uint.swap,
+                    blend_bypass: 1,
+                    ..Default::default()
+                }
+                .to_raw(),
+            ));
+        }
+        c
+    };
+    let info = |f: u32, n: u32, s: u32, endian: u32| {
+        set(
+            reg::CB_COLOR0_INFO,
+            ty::CbColor0Info {
+                format: f,
+                number_type: n,
+                comp_swap: s,
+                endian,
+                ..Default::default()
+            }
+            .to_raw(),
+        )
+    };
+    let mut fp16_to_uint = case_named("COLOR_8_8_8_8 NUMBER_UINT SWAP_STD export 9");
+    fp16_to_uint.export = X_FP16;
+    let tries: Vec<(Case, Vec<u32>, &str)> = vec![
+        (
+            case_named("COLOR_8_8_8_8 NUMBER_UINT SWAP_STD export 9"),
+            blend(false),
+            "CB_BLEND0_CONTROL.ENABLE on an integer target (CB_COLOR0_INFO.NUMBER_TYPE \
+             NUMBER_UINT)",
+        ),
+        (
+            fp16_to_uint,
+            Vec::new(),
+            "SPI_SHADER_COL_FORMAT.COL0_EXPORT_FORMAT SPI_SHADER_FP16_ABGR does not convert to \
+             CB_COLOR0_INFO NUMBER_TYPE NUMBER_UINT",
+        ),
+        (
+            case_named("COLOR_8_8_8_8 NUMBER_UNORM SWAP_STD export 9"),
+            info(
+                ColorFormat::COLOR_11_11_10,
+                SurfaceNumber::NUMBER_FLOAT,
+                SurfaceSwap::SWAP_STD,
+                0,
+            ),
+            "CB_COLOR0_INFO: FORMAT COLOR_11_11_10 with NUMBER_TYPE NUMBER_FLOAT and COMP_SWAP \
+             SWAP_STD (channels R10 G11 B11 from the low bits) has no Vulkan format",
+        ),
+        (
+            case_named("COLOR_8_8_8_8 NUMBER_UNORM SWAP_STD export 9"),
+            info(
+                ColorFormat::COLOR_8_8_8_8,
+                SurfaceNumber::NUMBER_UNORM,
+                SurfaceSwap::SWAP_STD,
+                2,
+            ),
+            "CB_COLOR0_INFO.ENDIAN ENDIAN_8IN32",
+        ),
+        (
+            case_named("COLOR_8_8 NUMBER_UNORM SWAP_STD export 9"),
+            info(
+                ColorFormat::COLOR_8_8,
+                SurfaceNumber::NUMBER_UNORM,
+                SurfaceSwap::SWAP_ALT,
+                0,
+            ),
+            "CB_COLOR0_INFO: FORMAT COLOR_8_8 with NUMBER_TYPE NUMBER_UNORM and COMP_SWAP \
+             SWAP_ALT (channels R8 A8 from the low bits) has no Vulkan format",
+        ),
+    ];
+    for (case, extra, want) in &tries {
+        let e = run(&mut ex, case, &lin, extra)
+            .err()
+            .unwrap_or_else(|| panic!("{want}: the draw ran"));
+        assert!(
+            e.contains(want) && e.contains("draw ") && e.contains("packet at"),
+            "{want}: {e}"
+        );
+    }
+    // BLEND_BYPASS: the CB skips the blender, so an integer target with blending on draws.
+    let case = case_named("COLOR_8_8_8_8 NUMBER_UINT SWAP_STD export 9");
+    let r = run(&mut ex, &case, &lin, &blend(true)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(r.bad.is_empty(), "{:?}", r.bad);
+    // A format the device does not render (lavapipe: R8_SRGB) says so, naming the fields.
+    let srgb = case_named("COLOR_8 NUMBER_SRGB SWAP_STD export 9");
+    if !ex
+        .gpu()
+        .format_features(vk::Format::R8_SRGB)
+        .contains(vk::FormatFeatureFlags::COLOR_ATTACHMENT)
+    {
+        let e = run(&mut ex, &srgb, &lin, &[]).err().expect("R8_SRGB drew");
+        assert!(
+            e.contains(
+                "CB_COLOR0_INFO: FORMAT COLOR_8 / NUMBER_TYPE NUMBER_SRGB / COMP_SWAP SWAP_STD \
+                 is R8_SRGB on the host, which the device"
+            ),
+            "{e}"
+        );
+    }
+}
+
+/// Per-channel codes of tightly packed elements of `chans`.
+fn channels(bytes: &[u8], chans: &[(usize, u32)]) -> Vec<u128> {
+    let bpe = chans.iter().map(|c| c.1).sum::<u32>() as usize / 8;
+    let mut out = Vec::new();
+    for e in bytes.chunks_exact(bpe) {
+        let mut g = [0u8; 16];
+        g[..bpe].copy_from_slice(e);
+        let g = u128::from_le_bytes(g);
+        let mut shift = 0;
+        for &(_, bits) in chans {
+            out.push((g >> shift) & ((1u128 << bits) - 1));
+            shift += bits;
+        }
+    }
+    out
+}
+
+#[test]
+fn float_targets_match_a_glsl_scene_in_the_same_format() {
+    if !tools() {
+        eprintln!("skipped: llc-14 / llvm-objcopy-14 / glslangValidator missing");
+        return;
+    }
+    // A gradient from -1.5 to 2.5 in red and 0.25 to 3.25 in green, interpolated per pixel,
+    // drawn by the guest into RGBA16F and R11G11B10F (negatives become 0 there) and by GLSL
+    // into the same Vulkan format: every channel within one code (the two pipelines may
+    // round a conversion differently).
+    let (w, h) = (64u32, 32u32);
+    let mut ex = Executor::new(gpu());
+    for (prefix, format) in [
+        (
+            "COLOR_16_16_16_16 NUMBER_FLOAT SWAP_STD export 9",
+            vk::Format::R16G16B16A16_SFLOAT,
+        ),
+        (
+            "COLOR_10_11_11 NUMBER_FLOAT SWAP_STD export 9",
+            vk::Format::B10G11R11_UFLOAT_PACK32,
+        ),
+    ] {
+        let case = case_named(prefix);
+        let bpe = case.bytes();
+        assert_eq!((w as usize * bpe) % 256, 0, "rows without padding");
+        let (vs, ps) = (llc(VS_HDR), llc(PS));
+        let mut mem = Pages::new(MEM);
+        let base = mem.addr();
+        let t_at = ((base as usize + TARGET_FROM).next_multiple_of(0x1_0000)) - base as usize;
+        let len = (w * h) as usize * bpe;
+        let b = mem.bytes();
+        b[CODE_VS..CODE_VS + vs.code.len()].copy_from_slice(&vs.code);
+        b[CODE_PS..CODE_PS + ps.code.len()].copy_from_slice(&ps.code);
+        b[t_at..t_at + len].fill(0);
+        let target = base + t_at as u64;
+        let mut dcb = state_packets(base, &vs, &ps, false);
+        let mut put = |r: u32, v: u32| dcb.extend(set(r, v));
+        put(reg::CB_COLOR0_BASE, (target >> 8) as u32);
+        put(reg::CB_COLOR0_BASE_EXT, (target >> 40) as u32);
+        put(
+            reg::CB_COLOR0_INFO,
+            ty::CbColor0Info {
+                format: case.format,
+                number_type: case.number,
+                comp_swap: case.swap,
+                ..Default::default()
+            }
+            .to_raw(),
+        );
+        put(
+            reg::CB_COLOR0_ATTRIB2,
+            ty::CbColor0Attrib2 {
+                mip0_width: w - 1,
+                mip0_height: h - 1,
+                max_mip: 0,
+            }
+            .to_raw(),
+        );
+        put(reg::VGT_PRIMITIVE_TYPE, 6); // DI_PT_TRISTRIP
+        let half = |v: u32| (v as f32 / 2.0).to_bits();
+        put(reg::PA_CL_VPORT_XSCALE, half(w));
+        put(reg::PA_CL_VPORT_XOFFSET, half(w));
+        put(reg::PA_CL_VPORT_YSCALE, half(h));
+        put(reg::PA_CL_VPORT_YOFFSET, half(h));
+        let br = ty::PaScWindowScissorBr { br_x: w, br_y: h }.to_raw();
+        put(reg::PA_SC_GENERIC_SCISSOR_BR, br);
+        put(reg::PA_SC_SCREEN_SCISSOR_BR, br);
+        dcb.extend(pkt3(IT_DRAW_INDEX_AUTO, &[4, 2]));
+        submit_graphics(&mut ex, &mut mem, &dcb, &vs, &ps, None)
+            .unwrap_or_else(|e| panic!("{prefix}: {e}"));
+        let got = mem.bytes()[t_at..t_at + len].to_vec();
+        let mut sc = Scene::new(w, h, VS_HDR_GLSL, PS_GLSL);
+        sc.color_format = format;
+        sc.clear = [0.0; 4];
+        sc.topology = vk::PrimitiveTopology::TRIANGLE_STRIP;
+        sc.draws = vec![reference::Draw::vertices(4)];
+        let want = reference::render(ex.gpu(), &sc).unwrap_or_else(|e| panic!("reference: {e}"));
+        let (g, r) = (channels(&got, &case.chans), channels(&want, &case.chans));
+        assert_eq!(g.len(), r.len());
+        let n = case.chans.len();
+        let bad: Vec<_> = g
+            .iter()
+            .zip(&r)
+            .enumerate()
+            .filter(|(_, (a, b))| a.abs_diff(**b) > 1)
+            .map(|(i, (a, b))| (i / n % w as usize, i / n / w as usize, i % n, *a, *b))
+            .collect();
+        let distinct: std::collections::BTreeSet<_> = r.iter().collect();
+        assert!(distinct.len() > 100, "{prefix}: a flat reference");
+        assert!(
+            bad.is_empty(),
+            "{prefix}: {} channels differ by more than one code (x, y, channel, got, want): \
+             {:?}",
+            bad.len(),
+            &bad[..bad.len().min(6)]
+        );
+        let max = g.iter().zip(&r).map(|(a, b)| a.abs_diff(*b)).max().unwrap();
+        eprintln!(
+            "{prefix}: {} channels, {} distinct codes, max difference {max} code(s)",
+            g.len(),
+            distinct.len()
+        );
+    }
 }
