@@ -42,10 +42,13 @@ enum N {
     Ufloat,
 }
 
+/// Components and their widths from the low bits of an element up.
+type Layout = &'static [(C, u8)];
+
 /// Vulkan's colour formats the guest's layouts can be: (format, components and widths from
 /// the low bits of the element up, numeric format). Arrays (R8G8B8A8) list memory order,
 /// packed formats (…_PACK16/32, named from the top bit) the reverse of their names.
-const VULKAN: &[(vk::Format, &[(C, u8)], N)] = {
+const VULKAN: &[(vk::Format, Layout, N)] = {
     use C::*;
     use N::*;
     use vk::Format as F;

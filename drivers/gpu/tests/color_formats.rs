@@ -844,7 +844,9 @@ fn every_colour_format_stores_the_bytes_its_rules_give() {
     unsupported.dedup();
     eprintln!("not drawn on llvmpipe (its defects, KNOWN_LLVMPIPE): {known:?}");
     eprintln!(
-        "{ran} draws checked over {} of {} mapped formats; the device cannot render: {unsupported:?}",
+        "{} cases, {ran} draws checked over {} of {} mapped formats; the device cannot \
+         render: {unsupported:?}",
+        cases.len(),
         formats_drawn.len(),
         class.len()
     );
