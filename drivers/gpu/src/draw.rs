@@ -623,12 +623,13 @@ impl Executor {
             z_format: psi.z_format.to_raw(),
             mrt_types: mrt_types(st),
         };
-        // Each bound target's export format must convert to its class (before translation,
-        // which would refuse it less plainly).
+        // Each bound, unmasked target's export format must convert to its class (before
+        // translation, which would refuse it less plainly).
         for (i, rt) in st.render_targets.iter().enumerate() {
             let export = pstate.mrt_format(i as u32);
             let class = pstate.mrt_type(i as u32);
-            if rt.enabled() && export != 0 && !export_fits(export, class) {
+            let masked = (st.blend.target_mask.to_raw() >> (4 * i)) & 0xF == 0;
+            if rt.enabled() && !masked && export != 0 && !export_fits(export, class) {
                 let name = |v: u32, e: &[aps5_agc::regdb::EnumEntry]| {
                     e.iter().find(|x| x.value == v).map_or("?", |x| x.name)
                 };

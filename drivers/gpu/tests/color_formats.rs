@@ -1117,3 +1117,150 @@ fn float_targets_match_a_glsl_scene_in_the_same_format() {
         );
     }
 }
+
+/// MRT0 as four f32 from s0..s3; MRT1 `compr` from s2, s3 (16-bit halves).
+const PS_TWO: &str = "\
+define amdgpu_ps void @ps(i32 inreg %a, i32 inreg %b, i32 inreg %c, i32 inreg %d) {
+  %fa = bitcast i32 %a to float
+  %fb = bitcast i32 %b to float
+  %fc = bitcast i32 %c to float
+  %fd = bitcast i32 %d to float
+  call void @llvm.amdgcn.exp.f32(i32 0, i32 15, float %fa, float %fb, float %fc, float %fd, i1 false, i1 false)
+  %x = bitcast i32 %c to <2 x i16>
+  %y = bitcast i32 %d to <2 x i16>
+  call void @llvm.amdgcn.exp.compr.v2i16(i32 1, i32 15, <2 x i16> %x, <2 x i16> %y, i1 true, i1 true)
+  ret void
+}
+declare void @llvm.amdgcn.exp.f32(i32, i32, float, float, float, float, i1, i1)
+declare void @llvm.amdgcn.exp.compr.v2i16(i32, i32, <2 x i16>, <2 x i16>, i1, i1)
+";
+
+#[test]
+fn a_float_and_an_integer_target_take_one_draws_exports() {
+    // MRT0 COLOR_8_8_8_8 UNORM from 32_ABGR floats and MRT1 COLOR_16_16 SINT from SINT16
+    // halves in one draw: each output has its own target's type (mrt_types bits 0..1 and
+    // 2..3), and the same dwords land as floats in one and integers in the other.
+    if !tools() {
+        return;
+    }
+    let (w, h) = (8u32, 2u32);
+    let (vs, ps) = (llc(VS_HDR), llc(PS_TWO));
+    let mut ex = Executor::new(gpu());
+    let mut mem = Pages::new(MEM);
+    let base = mem.addr();
+    let t0 = ((base as usize + TARGET_FROM).next_multiple_of(0x1_0000)) - base as usize;
+    let t1 = t0 + 0x1000;
+    let b = mem.bytes();
+    b[CODE_VS..CODE_VS + vs.code.len()].copy_from_slice(&vs.code);
+    b[CODE_PS..CODE_PS + ps.code.len()].copy_from_slice(&ps.code);
+    b[t0..t1 + 0x1000].fill(PAD);
+    // s2 = 0x3EC0FFFE: 0.37695... as a float, halves -2 and 16064; s3 = 0xBF808001: -1.0039
+    // as a float, halves -32767 and -16512 (MRT1 has two channels: s3's are dropped).
+    let user = [
+        0.25f32.to_bits(),
+        0.75f32.to_bits(),
+        0x3EC0_FFFE,
+        0xBF80_8001,
+    ];
+    let mut dcb = state_packets(base, &vs, &ps, false);
+    let mut put = |r: u32, v: u32| dcb.extend(set(r, v));
+    for (i, at, f, n) in [
+        (
+            0u32,
+            t0,
+            ColorFormat::COLOR_8_8_8_8,
+            SurfaceNumber::NUMBER_UNORM,
+        ),
+        (1, t1, ColorFormat::COLOR_16_16, SurfaceNumber::NUMBER_SINT),
+    ] {
+        // (BASE, BASE_EXT, INFO, ATTRIB2, ATTRIB3) of target i.
+        let regs = [
+            [
+                reg::CB_COLOR0_BASE,
+                reg::CB_COLOR0_BASE_EXT,
+                reg::CB_COLOR0_INFO,
+                reg::CB_COLOR0_ATTRIB2,
+                reg::CB_COLOR0_ATTRIB3,
+            ],
+            [
+                reg::CB_COLOR1_BASE,
+                reg::CB_COLOR1_BASE_EXT,
+                reg::CB_COLOR1_INFO,
+                reg::CB_COLOR1_ATTRIB2,
+                reg::CB_COLOR1_ATTRIB3,
+            ],
+        ][i as usize];
+        let r = |x: u32| {
+            let k = [
+                reg::CB_COLOR0_BASE,
+                reg::CB_COLOR0_BASE_EXT,
+                reg::CB_COLOR0_INFO,
+                reg::CB_COLOR0_ATTRIB2,
+                reg::CB_COLOR0_ATTRIB3,
+            ]
+            .iter()
+            .position(|&y| y == x)
+            .unwrap();
+            regs[k]
+        };
+        let a = base + at as u64;
+        put(r(reg::CB_COLOR0_BASE), (a >> 8) as u32);
+        put(r(reg::CB_COLOR0_BASE_EXT), (a >> 40) as u32);
+        put(
+            r(reg::CB_COLOR0_INFO),
+            ty::CbColor0Info {
+                format: f,
+                number_type: n,
+                ..Default::default()
+            }
+            .to_raw(),
+        );
+        put(
+            r(reg::CB_COLOR0_ATTRIB2),
+            ty::CbColor0Attrib2 {
+                mip0_width: w - 1,
+                mip0_height: h - 1,
+                max_mip: 0,
+            }
+            .to_raw(),
+        );
+        put(r(reg::CB_COLOR0_ATTRIB3), 0);
+    }
+    put(reg::CB_TARGET_MASK, 0xFF);
+    put(reg::CB_SHADER_MASK, 0xFF);
+    put(reg::SPI_SHADER_COL_FORMAT, X_32_ABGR | X_SINT16 << 4);
+    put(
+        reg::SPI_SHADER_PGM_RSRC2_PS,
+        (ps.get(reg::SPI_SHADER_PGM_RSRC2_PS) & !(0x1F << 1)) | 4 << 1,
+    );
+    for (k, v) in user.iter().enumerate() {
+        put(reg::SPI_SHADER_USER_DATA_PS_0 + k as u32, *v);
+    }
+    put(reg::VGT_PRIMITIVE_TYPE, 6);
+    let half = |v: u32| (v as f32 / 2.0).to_bits();
+    put(reg::PA_CL_VPORT_XSCALE, half(w));
+    put(reg::PA_CL_VPORT_XOFFSET, half(w));
+    put(reg::PA_CL_VPORT_YSCALE, half(h));
+    put(reg::PA_CL_VPORT_YOFFSET, half(h));
+    let br = ty::PaScWindowScissorBr { br_x: w, br_y: h }.to_raw();
+    put(reg::PA_SC_GENERIC_SCISSOR_BR, br);
+    put(reg::PA_SC_SCREEN_SCISSOR_BR, br);
+    dcb.extend(pkt3(IT_DRAW_INDEX_AUTO, &[4, 2]));
+    submit_graphics(&mut ex, &mut mem, &dcb, &vs, &ps, None).unwrap_or_else(|e| panic!("{e}"));
+    let b = mem.bytes();
+    // UNORM8 of 0.25, 0.75, 0.37695 and -1.0039: 63.75, 191.25, 96.12 and 0 (either
+    // neighbour of a fraction).
+    let want0: [&[u8]; 4] = [&[63, 64], &[191, 192], &[96, 97], &[0]];
+    let want1: Vec<u8> = [(-2i16).to_le_bytes(), 16064i16.to_le_bytes()].concat();
+    for y in 0..h as usize {
+        for x in 0..w as usize {
+            let p0 = &b[t0 + y * 256 + 4 * x..][..4];
+            assert!(
+                p0.iter().zip(want0).all(|(g, w)| w.contains(g)),
+                "MRT0 ({x}, {y}): {p0:?}"
+            );
+            let p1 = &b[t1 + y * 256 + 4 * x..][..4];
+            assert_eq!(p1, &want1[..], "MRT1 ({x}, {y})");
+        }
+    }
+}
