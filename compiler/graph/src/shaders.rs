@@ -133,6 +133,8 @@ impl StaticState {
                     input_cntl: cntl,
                     col_format: *col_format,
                     z_format: *z_format,
+                    // Static discovery sees no render targets: float outputs.
+                    mrt_types: 0,
                 })
             }
         }

@@ -52,7 +52,8 @@ impl ShaderState {
     /// The state as words (stage first, then the registers in the order the driver holds
     /// them): what [`pack_key`] hashes and what play records keep. Compute: `0, rsrc1, rsrc2,
     /// x, y, z, wave64, lds, scratch`; vertex: `1, rsrc1, rsrc2, wave64, pos_format`; pixel:
-    /// `2, rsrc1, rsrc2, wave64, ena, addr, col, z, cntl[32]`.
+    /// `2, rsrc1, rsrc2, wave64, ena, addr, col, z, cntl[32]`, then `mrt_types` when it is
+    /// not 0.
     pub fn words(&self) -> Vec<u32> {
         match self {
             ShaderState::Compute(c) => {
@@ -84,6 +85,11 @@ impl ShaderState {
                     p.z_format,
                 ];
                 w.extend(p.input_cntl);
+                // Only when some target is not float: earlier states keep their words (and
+                // so their pack keys).
+                if p.mrt_types != 0 {
+                    w.push(p.mrt_types);
+                }
                 w
             }
         }
@@ -111,7 +117,7 @@ impl ShaderState {
                 wave64: flag(w[3])?,
                 pos_format: w[4],
             })),
-            (Some(2), 40) => Ok(ShaderState::Pixel(PixelState {
+            (Some(2), 40 | 41) => Ok(ShaderState::Pixel(PixelState {
                 pgm_rsrc1: w[1],
                 pgm_rsrc2: w[2],
                 wave64: flag(w[3])?,
@@ -120,6 +126,13 @@ impl ShaderState {
                 col_format: w[6],
                 z_format: w[7],
                 input_cntl: w[8..40].try_into().expect("32 words"),
+                mrt_types: match w.get(40) {
+                    None => 0,
+                    Some(0) => {
+                        return Err("an mrt_types word of 0 (written only when not 0)".into());
+                    }
+                    Some(&t) => t,
+                },
             })),
             (Some(s), n) => Err(format!("{n} state words for stage {s}")),
             (None, _) => Err("no state words".into()),
@@ -667,14 +680,35 @@ mod tests {
                 input_cntl: std::array::from_fn(|i| i as u32),
                 col_format: 4,
                 z_format: 0,
+                mrt_types: 0,
+            }),
+            ShaderState::Pixel(PixelState {
+                pgm_rsrc1: 5,
+                pgm_rsrc2: 6,
+                wave64: false,
+                input_ena: 2,
+                input_addr: 2,
+                input_cntl: std::array::from_fn(|i| i as u32),
+                col_format: 0x97,
+                z_format: 0,
+                mrt_types: 0b0110,
             }),
         ];
-        for s in states {
+        for s in &states {
             assert_eq!(ShaderState::from_words(&s.words()), Ok(s.clone()));
             let mut bad = s.words();
             bad.pop();
-            assert!(ShaderState::from_words(&bad).is_err());
+            // A pixel state's last word may be the optional mrt_types: then the shorter
+            // words are another state's.
+            assert_ne!(ShaderState::from_words(&bad), Ok(s.clone()));
+            if bad.len() != 40 {
+                assert!(ShaderState::from_words(&bad).is_err());
+            }
         }
+        // mrt_types is written only when not 0, so a 0 there is no state's words.
+        let mut w = states[2].words();
+        w.push(0);
+        assert!(ShaderState::from_words(&w).is_err());
         let lavapipe_like = DeviceClass {
             float: Some(FloatControls {
                 denorm_independence: DenormIndependence::All,

@@ -86,6 +86,7 @@ fn ps_state(r: &Regs, c: &Compiled, wave64: bool, col: &str, flat: &[usize]) -> 
             "Z_EXPORT_FORMAT",
             r.enum_value("SPI_SHADER_EX_FORMAT", "SPI_SHADER_32_R"),
         ),
+        mrt_types: 0,
     }
 }
 

@@ -49,6 +49,7 @@ fn ps_state(r: &Regs, c: &Compiled, wave64: bool, user: u32) -> PixelState {
             r.enum_value("SPI_SHADER_EX_FORMAT", "SPI_SHADER_32_ABGR"),
         ),
         z_format: 0,
+        mrt_types: 0,
     }
 }
 

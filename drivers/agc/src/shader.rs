@@ -595,6 +595,9 @@ pub fn translation_state(
                 input_cntl,
                 col_format: cx(reg::SPI_SHADER_COL_FORMAT).unwrap_or(0),
                 z_format: cx(reg::SPI_SHADER_Z_FORMAT).unwrap_or(0),
+                // The header names no render targets: float outputs predicted (a draw into an
+                // integer target translates for its own state).
+                mrt_types: 0,
             }))
         }
         t => Err(format!(

@@ -11,11 +11,14 @@ use std::fmt;
 use std::sync::Arc;
 
 use aps5_agc::generated::enums::VGT_DI_PRIM_TYPE as Prim;
-use aps5_agc::generated::enums::{BlendOp, ColorFormat, CombFunc, SurfaceNumber, SurfaceSwap};
+use aps5_agc::generated::enums::{
+    BlendOp, ColorFormat, CombFunc, SPI_SHADER_EX_FORMAT, SurfaceEndian, SurfaceNumber, SurfaceSwap,
+};
 use aps5_agc::state::{GraphicsState, RenderTarget};
 use aps5_agc::{Draw, DrawKind};
 use aps5_shader::pack::{self as spack, PackedShader, ShaderState};
 use aps5_shader::translate::abi::{self, FaultReason, FaultRecord};
+use aps5_shader::translate::graphics::mrt_type;
 use aps5_shader::translate::{PixelState, VertexState};
 use aps5_vulkan::graphics::TopologyClass;
 use aps5_vulkan::graphics::{Blend, ColorTarget, GraphicsDesc, GraphicsPipeline, Shader};
@@ -27,6 +30,7 @@ use aps5_cache::records::PipelineKind;
 use crate::batch::{Batch, DepthState, HostCall, QueuedDraw, Resident, Surface, SurfaceKey};
 use crate::depth::depth_target;
 use crate::exec::{Executor, PIPELINE_STATE_LAYOUT, Want};
+use crate::formats;
 use crate::memory::{Memory, Region};
 use crate::texture;
 
@@ -159,32 +163,88 @@ const COLOR_SW_MODES: [u32; 14] = [1, 2, 5, 6, 9, 10, 17, 18, 21, 22, 24, 25, 26
 /// drivers write it); 1D and 3D surfaces swizzle by other equations.
 const RESOURCE_TYPE_2D: u32 = 1;
 
-fn target_of(st: &GraphicsState, i: usize, rt: &RenderTarget) -> Result<Target, String> {
+/// The numeric class ([`mrt_type`]) of each bound colour target, 2 bits per MRT: what the
+/// pixel shader's outputs are typed as. A format without a host format counts as float here;
+/// [`target_of`] refuses it when the draw writes it.
+fn mrt_types(st: &GraphicsState) -> u32 {
+    st.render_targets
+        .iter()
+        .enumerate()
+        .filter(|(_, rt)| rt.enabled())
+        .fold(0, |m, (i, rt)| {
+            let c =
+                formats::target_format(i, rt.info.format, rt.info.number_type, rt.info.comp_swap)
+                    .map_or(mrt_type::FLOAT, |f| f.class);
+            m | c << (2 * i)
+        })
+}
+
+/// The SPI_SHADER_EX_FORMAT values that convert to a target of class `class`: the 32-bit
+/// ones carry any (the dwords' bits), the 16-bit ones one each.
+fn export_fits(export: u32, class: u32) -> bool {
+    use aps5_shader::translate::graphics::ex_format as x;
+    match export {
+        x::UINT16_ABGR => class == mrt_type::UINT,
+        x::SINT16_ABGR => class == mrt_type::SINT,
+        x::FP16_ABGR | x::UNORM16_ABGR | x::SNORM16_ABGR => class == mrt_type::FLOAT,
+        _ => true,
+    }
+}
+
+fn target_of(
+    gpu: &aps5_vulkan::Gpu,
+    st: &GraphicsState,
+    i: usize,
+    rt: &RenderTarget,
+) -> Result<Target, String> {
     let info = rt.info;
     let name = |v: u32, e: &[aps5_agc::regdb::EnumEntry]| {
         e.iter()
             .find(|x| x.value == v)
             .map_or_else(|| format!("{v}"), |x| x.name.to_string())
     };
-    if info.format != ColorFormat::COLOR_8_8_8_8 {
+    let tf = formats::target_format(i, info.format, info.number_type, info.comp_swap)?;
+    let format = tf.format;
+    if info.endian != 0 {
         return Err(format!(
-            "CB_COLOR{i}_INFO.FORMAT {} is not supported yet (COLOR_8_8_8_8 only)",
+            "CB_COLOR{i}_INFO.ENDIAN {} (only ENDIAN_NONE: the guest is little-endian)",
+            name(info.endian, SurfaceEndian::ENTRIES)
+        ));
+    }
+    let features = gpu.format_features(format);
+    if !features.contains(vk::FormatFeatureFlags::COLOR_ATTACHMENT) {
+        return Err(format!(
+            "CB_COLOR{i}_INFO: FORMAT {} / NUMBER_TYPE {} / COMP_SWAP {} is {format:?} on the \
+             host, which the device ({}) cannot render to",
+            name(info.format, ColorFormat::ENTRIES),
+            name(info.number_type, SurfaceNumber::ENTRIES),
+            name(info.comp_swap, SurfaceSwap::ENTRIES),
+            gpu.info().name
+        ));
+    }
+    let mut blend = blend_of(st, i)?;
+    if blend.enable && info.blend_bypass != 0 {
+        // The CB skips the blender for this target: the source is written as is.
+        blend = Blend {
+            write_mask: blend.write_mask,
+            ..Blend::OPAQUE
+        };
+    }
+    if blend.enable && tf.class != mrt_type::FLOAT {
+        return Err(format!(
+            "CB_BLEND{i}_CONTROL.ENABLE on an integer target (CB_COLOR{i}_INFO.NUMBER_TYPE {}): \
+             Vulkan does not blend integer formats",
+            name(info.number_type, SurfaceNumber::ENTRIES)
+        ));
+    }
+    if blend.enable && !features.contains(vk::FormatFeatureFlags::COLOR_ATTACHMENT_BLEND) {
+        return Err(format!(
+            "CB_BLEND{i}_CONTROL.ENABLE: the device ({}) cannot blend into {format:?} \
+             (CB_COLOR{i}_INFO.FORMAT {})",
+            gpu.info().name,
             name(info.format, ColorFormat::ENTRIES)
         ));
     }
-    let format = match (info.number_type, info.comp_swap) {
-        (SurfaceNumber::NUMBER_UNORM, SurfaceSwap::SWAP_STD) => vk::Format::R8G8B8A8_UNORM,
-        (SurfaceNumber::NUMBER_UNORM, SurfaceSwap::SWAP_ALT) => vk::Format::B8G8R8A8_UNORM,
-        (SurfaceNumber::NUMBER_SRGB, SurfaceSwap::SWAP_STD) => vk::Format::R8G8B8A8_SRGB,
-        (SurfaceNumber::NUMBER_SRGB, SurfaceSwap::SWAP_ALT) => vk::Format::B8G8R8A8_SRGB,
-        (n, s) => {
-            return Err(format!(
-                "CB_COLOR{i}_INFO: NUMBER_TYPE {} with COMP_SWAP {} is not supported yet",
-                name(n, SurfaceNumber::ENTRIES),
-                name(s, SurfaceSwap::ENTRIES)
-            ));
-        }
-    };
     if info.dcc_enable != 0 || info.compression != 0 || info.fast_clear != 0 {
         return Err(format!(
             "CB_COLOR{i}_INFO: DCC / CMASK / FMASK compression is not supported yet"
@@ -230,7 +290,7 @@ fn target_of(st: &GraphicsState, i: usize, rt: &RenderTarget) -> Result<Target, 
                 format!("CB_COLOR{i}_ATTRIB3.COLOR_SW_MODE"),
             )
         },
-        2,
+        tf.bytes.trailing_zeros(),
         (width, height),
         max_mip + 1,
     )?;
@@ -241,7 +301,7 @@ fn target_of(st: &GraphicsState, i: usize, rt: &RenderTarget) -> Result<Target, 
         height,
         memory,
         format,
-        blend: blend_of(st, i)?,
+        blend,
     })
 }
 
@@ -629,7 +689,27 @@ impl Executor {
             input_cntl: psi.input_cntl_raw,
             col_format: psi.col_format.to_raw(),
             z_format: psi.z_format.to_raw(),
+            mrt_types: mrt_types(st),
         };
+        // Each bound, unmasked target's export format must convert to its class (before
+        // translation, which would refuse it less plainly).
+        for (i, rt) in st.render_targets.iter().enumerate() {
+            let export = pstate.mrt_format(i as u32);
+            let class = pstate.mrt_type(i as u32);
+            let masked = (st.blend.target_mask.to_raw() >> (4 * i)) & 0xF == 0;
+            if rt.enabled() && !masked && export != 0 && !export_fits(export, class) {
+                let name = |v: u32, e: &[aps5_agc::regdb::EnumEntry]| {
+                    e.iter().find(|x| x.value == v).map_or("?", |x| x.name)
+                };
+                return Err(failed(format!(
+                    "SPI_SHADER_COL_FORMAT.COL{i}_EXPORT_FORMAT {} does not convert to \
+                     CB_COLOR{i}_INFO NUMBER_TYPE {} (FORMAT {})",
+                    name(export, SPI_SHADER_EX_FORMAT::ENTRIES),
+                    name(rt.info.number_type, SurfaceNumber::ENTRIES),
+                    name(rt.info.format, ColorFormat::ENTRIES)
+                )));
+            }
+        }
         let [vs, ps] = self
             .stages(mem, (sh.vs.address, &vstate), (sh.ps.address, &pstate))
             .map_err(failed)?;
@@ -647,7 +727,7 @@ impl Executor {
             if !rt.enabled() || !written || mask == 0 {
                 continue;
             }
-            targets.push(target_of(st, i, rt).map_err(failed)?);
+            targets.push(target_of(&self.gpu, st, i, rt).map_err(failed)?);
         }
         if st.blend.color_control.mode != 1 && !targets.is_empty() {
             return Err(failed(format!(

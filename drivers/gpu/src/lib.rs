@@ -22,6 +22,7 @@ mod batch;
 mod depth;
 pub mod draw;
 pub mod exec;
+pub mod formats;
 pub mod memory;
 pub mod prewarm;
 mod texture;

@@ -38,12 +38,28 @@ pub struct ImageDesc {
 pub fn texel_bytes(format: vk::Format) -> Option<u32> {
     use vk::Format as F;
     Some(match format {
-        F::R8_UNORM => 1,
-        F::R8G8_UNORM => 2,
-        F::R8G8B8A8_UNORM | F::R8G8B8A8_SRGB | F::B8G8R8A8_UNORM | F::B8G8R8A8_SRGB => 4,
-        F::A2B10G10R10_UNORM_PACK32 | F::R32_SFLOAT | F::R32_UINT | F::R16G16_SFLOAT => 4,
-        F::R16G16B16A16_SFLOAT | F::R32G32_SFLOAT => 8,
-        F::R32G32B32A32_SFLOAT | F::R32G32B32A32_UINT => 16,
+        F::R8_UNORM | F::R8_SNORM | F::R8_UINT | F::R8_SINT | F::R8_SRGB => 1,
+        F::R8G8_UNORM | F::R8G8_SNORM | F::R8G8_UINT | F::R8G8_SINT | F::R8G8_SRGB => 2,
+        F::R16_UNORM | F::R16_SNORM | F::R16_UINT | F::R16_SINT | F::R16_SFLOAT => 2,
+        F::R5G6B5_UNORM_PACK16 | F::B5G6R5_UNORM_PACK16 => 2,
+        F::A1R5G5B5_UNORM_PACK16 | F::A1B5G5R5_UNORM_PACK16_KHR => 2,
+        F::R5G5B5A1_UNORM_PACK16 | F::B5G5R5A1_UNORM_PACK16 => 2,
+        F::R4G4B4A4_UNORM_PACK16 | F::B4G4R4A4_UNORM_PACK16 => 2,
+        F::A4R4G4B4_UNORM_PACK16 | F::A4B4G4R4_UNORM_PACK16 => 2,
+        F::R8G8B8A8_UNORM | F::R8G8B8A8_SNORM | F::R8G8B8A8_UINT | F::R8G8B8A8_SINT => 4,
+        F::R8G8B8A8_SRGB | F::B8G8R8A8_UNORM | F::B8G8R8A8_SNORM | F::B8G8R8A8_UINT => 4,
+        F::B8G8R8A8_SINT | F::B8G8R8A8_SRGB => 4,
+        F::A2B10G10R10_UNORM_PACK32 | F::A2B10G10R10_SNORM_PACK32 => 4,
+        F::A2B10G10R10_UINT_PACK32 | F::A2B10G10R10_SINT_PACK32 => 4,
+        F::A2R10G10B10_UNORM_PACK32 | F::A2R10G10B10_SNORM_PACK32 => 4,
+        F::A2R10G10B10_UINT_PACK32 | F::A2R10G10B10_SINT_PACK32 => 4,
+        F::B10G11R11_UFLOAT_PACK32 | F::E5B9G9R9_UFLOAT_PACK32 => 4,
+        F::R16G16_UNORM | F::R16G16_SNORM | F::R16G16_UINT | F::R16G16_SINT => 4,
+        F::R16G16_SFLOAT | F::R32_SFLOAT | F::R32_UINT | F::R32_SINT => 4,
+        F::R16G16B16A16_UNORM | F::R16G16B16A16_SNORM | F::R16G16B16A16_UINT => 8,
+        F::R16G16B16A16_SINT | F::R16G16B16A16_SFLOAT => 8,
+        F::R32G32_SFLOAT | F::R32G32_UINT | F::R32G32_SINT => 8,
+        F::R32G32B32A32_SFLOAT | F::R32G32B32A32_UINT | F::R32G32B32A32_SINT => 16,
         F::D16_UNORM => 2,
         F::D32_SFLOAT | F::D32_SFLOAT_S8_UINT | F::X8_D24_UNORM_PACK32 | F::D24_UNORM_S8_UINT => 4,
         _ => return None,
@@ -335,8 +351,13 @@ impl Gpu {
         })
     }
 
-    /// Optimal-tiling features of `format` on this device.
+    /// Optimal-tiling features of `format` on this device; none for a format of an extension
+    /// the device is not created with (VK_KHR_maintenance5's A1B5G5R5), which is not valid to
+    /// query.
     pub fn format_features(&self, format: vk::Format) -> vk::FormatFeatureFlags {
+        if format == vk::Format::A1B5G5R5_UNORM_PACK16_KHR || format == vk::Format::A8_UNORM_KHR {
+            return vk::FormatFeatureFlags::empty();
+        }
         // SAFETY: a live physical device.
         unsafe {
             self.inner

@@ -60,11 +60,14 @@ impl Draw {
     }
 }
 
-/// What to draw into one R8G8B8A8_UNORM target of `width` x `height`.
+/// What to draw into one colour target of `width` x `height` (R8G8B8A8_UNORM unless
+/// `color_format` says otherwise).
 #[derive(Clone, Debug)]
 pub struct Scene {
     pub width: u32,
     pub height: u32,
+    /// The colour target's format (R8G8B8A8_UNORM); the picture comes back in it.
+    pub color_format: vk::Format,
     pub vertex_glsl: String,
     pub fragment_glsl: String,
     pub clear: [f32; 4],
@@ -98,6 +101,7 @@ impl Scene {
         Scene {
             width,
             height,
+            color_format: vk::Format::R8G8B8A8_UNORM,
             vertex_glsl: vertex_glsl.into(),
             fragment_glsl: fragment_glsl.into(),
             clear: [0.0, 0.0, 0.0, 1.0],
@@ -193,7 +197,7 @@ pub fn render_spirv_with_depth(
 ) -> Result<(Vec<u8>, Vec<u8>)> {
     let vs = gpu.create_shader(vk::ShaderStageFlags::VERTEX, vertex)?;
     let fs = gpu.create_shader(vk::ShaderStageFlags::FRAGMENT, fragment)?;
-    let color = vk::Format::R8G8B8A8_UNORM;
+    let color = scene.color_format;
     let mut desc = GraphicsDesc::new(vs, fs, color);
     desc.push_constant_bytes = scene.push_constant_bytes;
     desc.textures = scene.textures.len() as u32;

@@ -64,6 +64,20 @@ pub struct PixelState {
     pub col_format: u32,
     /// SPI_SHADER_Z_FORMAT (Z_EXPORT_FORMAT bits 0..3).
     pub z_format: u32,
+    /// The numeric class of each colour target's format, 2 bits per MRT ([`mrt_type`]): what
+    /// type the fragment output has (Vulkan requires it to match the attachment's format).
+    /// 0 (all float) for a state made before targets had other classes.
+    pub mrt_types: u32,
+}
+
+/// Classes of [`PixelState::mrt_types`].
+pub mod mrt_type {
+    /// UNORM, SNORM, SRGB and FLOAT targets: a vec4 f32 output.
+    pub const FLOAT: u32 = 0;
+    /// UINT targets: uvec4 (the exported dwords' bits, or 16-bit halves zero-extended).
+    pub const UINT: u32 = 1;
+    /// SINT targets: ivec4 (the exported dwords' bits, or 16-bit halves sign-extended).
+    pub const SINT: u32 = 2;
 }
 
 impl PixelState {
@@ -74,6 +88,10 @@ impl PixelState {
     /// Export format of MRT `i` (SPI_SHADER_EX_FORMAT).
     pub fn mrt_format(&self, i: u32) -> u32 {
         (self.col_format >> (4 * i)) & 0xF
+    }
+    /// Numeric class of MRT `i`'s target ([`mrt_type`]).
+    pub fn mrt_type(&self, i: u32) -> u32 {
+        (self.mrt_types >> (2 * i)) & 3
     }
 }
 
@@ -155,7 +173,7 @@ pub struct GraphicsInterface {
     /// Pixel: fragment inputs (vec4 f32 at `Location`), sorted by location.
     pub inputs: Vec<(u8, InputInterp)>,
     /// Vertex: the vec4 f32 outputs (`Location n` = exp param n). Pixel: the colour outputs
-    /// (`Location n` = exp mrt n, vec4 f32).
+    /// (`Location n` = exp mrt n; vec4 f32, or uvec4 / ivec4 by [`PixelState::mrt_types`]).
     pub outputs: Vec<u8>,
     /// Pixel: SPI_SHADER_EX_FORMAT of each output in `outputs`.
     pub output_formats: Vec<u32>,
@@ -194,6 +212,8 @@ pub(crate) struct GfxPlan {
     pub outputs: BTreeSet<u8>,
     /// SPI_SHADER_COL_FORMAT.
     pub col_format: u32,
+    /// Pixel: [`PixelState::mrt_types`].
+    pub mrt_types: u32,
     /// Pixel: the module has a `vm` export (the valid mask decides discard).
     pub discards: bool,
     /// Pixel: the texture plan (set 0 combined image samplers, binding = index).
@@ -260,6 +280,7 @@ pub fn translate_vertex(
         inputs: BTreeMap::new(),
         outputs: BTreeSet::new(),
         col_format: 0,
+        mrt_types: 0,
         discards: false,
         textures: Vec::new(),
     };
@@ -362,6 +383,7 @@ pub fn translate_pixel(
         inputs: BTreeMap::new(),
         outputs: BTreeSet::new(),
         col_format: state.col_format,
+        mrt_types: state.mrt_types,
         discards: false,
         textures: Vec::new(),
     };
@@ -401,9 +423,26 @@ pub fn translate_pixel(
                         | ex_format::UINT16_ABGR
                         | ex_format::SINT16_ABGR
                 );
-                if matches!(f, ex_format::UINT16_ABGR | ex_format::SINT16_ABGR) {
+                // The 32-bit formats carry any class (the dwords' bits); the 16-bit ones
+                // convert to one: integer halves for integer targets, floats otherwise.
+                let class = state.mrt_type(tgt as u32);
+                let wants = match f {
+                    ex_format::UINT16_ABGR => Some(mrt_type::UINT),
+                    ex_format::SINT16_ABGR => Some(mrt_type::SINT),
+                    ex_format::FP16_ABGR | ex_format::UNORM16_ABGR | ex_format::SNORM16_ABGR => {
+                        Some(mrt_type::FLOAT)
+                    }
+                    _ => None,
+                };
+                if class > mrt_type::SINT {
+                    return Err(err(format!("mrt{tgt}: invalid target class {class}")));
+                }
+                if wants.is_some_and(|w| w != class) {
+                    let name = ["float", "unsigned integer", "signed integer"];
                     return Err(err(format!(
-                        "mrt{tgt} format {f} (integer 16-bit) is not supported yet"
+                        "mrt{tgt}: SPI_SHADER_COL_FORMAT gives format {f}, which does not \
+                         convert to a {} target",
+                        name[class as usize]
                     )));
                 }
                 if f != ex_format::ZERO && packed != compr {

@@ -7,7 +7,7 @@
 use super::*;
 use crate::translate::abi::Stage;
 use crate::translate::frontend::graphics::target;
-use crate::translate::graphics::{GfxPlan, Interp, Sampling, SysValue, ex_format};
+use crate::translate::graphics::{GfxPlan, Interp, Sampling, SysValue, ex_format, mrt_type};
 
 /// GLSL.std.450 unpack instructions.
 const UNPACK_SNORM_2X16: u32 = 60;
@@ -20,8 +20,11 @@ pub(super) struct GfxVars {
     v2f32: Word,
     v4f32: Word,
     p_in_f32: Word,
-    /// Export target -> Output variable (vec4 f32; f32 for mrtz).
+    /// Export target -> Output variable (vec4 f32, or uvec4 / ivec4 for an integer MRT;
+    /// f32 for mrtz).
     outs: BTreeMap<u8, Word>,
+    /// Export target -> the output's vector type and class ([`mrt_type`]).
+    out_types: BTreeMap<u8, (Word, u32)>,
     /// Input location -> Input variable (vec4 f32).
     ins: BTreeMap<u8, Word>,
     vertex_index: Option<Word>,
@@ -108,6 +111,7 @@ impl Emit {
             v4f32,
             p_in_f32,
             outs: BTreeMap::new(),
+            out_types: BTreeMap::new(),
             ins: BTreeMap::new(),
             vertex_index: None,
             instance_index: None,
@@ -210,7 +214,28 @@ impl Emit {
                     } else {
                         t
                     };
-                    let v = self.b.variable(p_out_v4, None, Output, None);
+                    // An MRT's output has its target's numeric type (Vulkan leaves a
+                    // mismatch undefined).
+                    let class = if plan.stage == Stage::Pixel && t < target::MRTZ {
+                        (plan.mrt_types >> (2 * t as u32)) & 3
+                    } else {
+                        mrt_type::FLOAT
+                    };
+                    let vt = match class {
+                        mrt_type::UINT => self.b.type_vector(u32t, 4),
+                        mrt_type::SINT => {
+                            let i32t = self.b.type_int(32, 1);
+                            self.b.type_vector(i32t, 4)
+                        }
+                        _ => v4f32,
+                    };
+                    g.out_types.insert(t, (vt, class));
+                    let p_out = if vt == v4f32 {
+                        p_out_v4
+                    } else {
+                        self.b.type_pointer(None, Output, vt)
+                    };
+                    let v = self.b.variable(p_out, None, Output, None);
                     self.b.decorate(
                         v,
                         spirv::Decoration::Location,
@@ -326,6 +351,55 @@ impl Emit {
                 } else {
                     ex_format::ABGR32
                 };
+                let (vt, class) = self
+                    .gv()
+                    .out_types
+                    .get(tgt)
+                    .copied()
+                    .unwrap_or((self.gv().v4f32, mrt_type::FLOAT));
+                if class != mrt_type::FLOAT {
+                    // Integer targets take the exported bits: each dword, or its 16-bit
+                    // halves (low first) extended by the class.
+                    let z = self.k32(0);
+                    let raw = |k: usize| data.get(k).map_or(z, |d| cx.vals[d.0 as usize]);
+                    let c: [Word; 4] = if *compr {
+                        let sixteen = self.k32(16);
+                        let mut h = [z; 4];
+                        for k in 0..2 {
+                            let d = raw(k);
+                            let (lo, hi) = if class == mrt_type::SINT {
+                                let l = self.b.shift_left_logical(u32t, None, d, sixteen)?;
+                                (
+                                    self.b.shift_right_arithmetic(u32t, None, l, sixteen)?,
+                                    self.b.shift_right_arithmetic(u32t, None, d, sixteen)?,
+                                )
+                            } else {
+                                let m = self.k32(0xFFFF);
+                                (
+                                    self.b.bitwise_and(u32t, None, d, m)?,
+                                    self.b.shift_right_logical(u32t, None, d, sixteen)?,
+                                )
+                            };
+                            h[2 * k] = lo;
+                            h[2 * k + 1] = hi;
+                        }
+                        h
+                    } else {
+                        match fmt {
+                            ex_format::R32 => [raw(0), z, z, z],
+                            ex_format::GR32 => [raw(0), raw(1), z, z],
+                            ex_format::AR32 => [raw(0), z, z, raw(1)],
+                            _ => [raw(0), raw(1), raw(2), raw(3)],
+                        }
+                    };
+                    let v4u32 = self.b.type_vector(u32t, 4);
+                    let mut vec = self.b.composite_construct(v4u32, None, c)?;
+                    if vt != v4u32 {
+                        vec = self.b.bitcast(vt, None, vec)?;
+                    }
+                    self.store(var, vec)?;
+                    return Ok(None);
+                }
                 let zero = {
                     let t = self.t.f32;
                     *self
@@ -522,8 +596,9 @@ impl Emit {
                 let z = self.b.composite_extract(f32t, None, coord, [2])?;
                 self.store(var, z)?;
             } else {
-                let v4 = self.gv().v4f32;
-                let zero = self.b.constant_null(v4);
+                // Position and parameters are vec4 f32; an MRT has its target's type.
+                let vt = self.gv().out_types.get(&t).map_or(self.gv().v4f32, |x| x.0);
+                let zero = self.b.constant_null(vt);
                 self.store(var, zero)?;
             }
         }
